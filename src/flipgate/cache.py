@@ -1,0 +1,60 @@
+"""An on-disk cache of model replies, keyed by the full canonical request.
+
+Safe under concurrency and interruption: entries are written to a temporary
+file in the same directory and moved into place with an atomic rename, so a
+reader sees either nothing or a whole entry. A corrupt entry is a miss.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Mapping
+
+DEFAULT_CACHE_DIR = ".flipgate-cache"
+_FORMAT = 1  # bump to invalidate every entry when the stored shape changes
+
+
+def cache_key(request: Mapping[str, Any]) -> str:
+    """A stable digest of a request: sorted keys, no whitespace, UTF-8."""
+    canonical = json.dumps({"format": _FORMAT, "request": request}, sort_keys=True,
+                           separators=(",", ":"), ensure_ascii=False, default=str)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+class Cache:
+    def __init__(self, root: str | os.PathLike[str]):
+        self.root = Path(root)
+        self.hits = 0
+        self.misses = 0
+
+    def _path(self, key: str) -> Path:
+        return self.root / key[:2] / f"{key}.json"
+
+    def get(self, request: Mapping[str, Any]) -> Any | None:
+        path = self._path(cache_key(request))
+        try:
+            value = json.loads(path.read_text(encoding="utf-8"))["value"]
+        except (OSError, ValueError, KeyError, TypeError):
+            self.misses += 1
+            return None
+        self.hits += 1
+        return value
+
+    def put(self, request: Mapping[str, Any], value: Any) -> None:
+        path = self._path(cache_key(request))
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                json.dump({"value": value}, handle, ensure_ascii=False)
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
+    def stats(self) -> dict[str, int]:
+        return {"hits": self.hits, "misses": self.misses}

@@ -1,0 +1,263 @@
+"""`.flipgate.yml`: parsed with PyYAML's safe loader, validated in one place.
+
+Every problem is reported at once, each with the file and line it comes
+from. Unknown keys are errors, so a typo never silently weakens the gate.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any, Callable
+
+import yaml
+
+from flipgate.errors import InputError, Problem
+
+DEFAULT_CONFIG = ".flipgate.yml"
+PROVIDERS = ("openai", "azure", "offline")
+ENGINES = ("openai", "azure-ai-evaluation")
+
+
+@dataclass(frozen=True)
+class JudgeConfig:
+    provider: str = "offline"
+    model: str = "lexical-v1"
+    engine: str = "openai"
+    base_url: str | None = None
+    azure_endpoint: str | None = None
+    api_version: str | None = None
+    reasoning: bool = False
+    timeout: float = 60.0
+    max_retries: int = 3
+
+
+@dataclass(frozen=True)
+class GateConfig:
+    blocking_categories: tuple[str, ...] = ("policy", "pricing", "safety")
+
+
+@dataclass(frozen=True)
+class RelevanceConfig:
+    threshold: float = 0.7
+    embedding_model: str = "text-embedding-3-small"
+    questions: int = 3
+    embedding_batch: int = 2048
+
+
+@dataclass(frozen=True)
+class BudgetConfig:
+    max_requests: int | None = None
+    max_tokens: int | None = None
+
+
+@dataclass(frozen=True)
+class Config:
+    source: str = DEFAULT_CONFIG  # how messages name the file
+    # Paths as written, relative to the config's directory (POSIX, for git refs too).
+    cases: str = ""
+    generator: str | None = None
+    watch: tuple[str, ...] = ()
+    judge: JudgeConfig = field(default_factory=JudgeConfig)
+    gate: GateConfig = field(default_factory=GateConfig)
+    relevance: RelevanceConfig = field(default_factory=RelevanceConfig)
+    budget: BudgetConfig = field(default_factory=BudgetConfig)
+    concurrency: int = 8
+    directory: str = "."  # the config's directory, relative to the repository or cwd
+
+    def path_of(self, relative: str) -> str:
+        """A config-relative path, joined to the config's directory (POSIX form)."""
+        joined = PurePosixPath(self.directory) / relative
+        return os.path.normpath(str(joined)).replace(os.sep, "/")
+
+
+# --- validation helpers -------------------------------------------------------
+
+_Check = Callable[[Any], str | None]
+
+
+def _is_str(value: Any) -> str | None:
+    return None if isinstance(value, str) and value.strip() else "must be a non-empty string"
+
+
+def _is_bool(value: Any) -> str | None:
+    return None if isinstance(value, bool) else "must be true or false"
+
+
+def _is_positive_int(value: Any) -> str | None:
+    ok = isinstance(value, int) and not isinstance(value, bool) and value > 0
+    return None if ok else "must be a whole number above 0"
+
+
+def _is_positive_number(value: Any) -> str | None:
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0
+    return None if ok else "must be a number above 0"
+
+
+def _is_unit_interval(value: Any) -> str | None:
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value <= 1
+    return None if ok else "must be a number from 0 to 1"
+
+
+def _is_str_list(value: Any) -> str | None:
+    ok = isinstance(value, list) and all(isinstance(v, str) and v.strip() for v in value)
+    return None if ok else "must be a list of non-empty strings"
+
+
+def _one_of(choices: tuple[str, ...]) -> _Check:
+    def check(value: Any) -> str | None:
+        return None if value in choices else f"must be one of {', '.join(choices)}"
+    return check
+
+
+# key -> check, for each section; None marks a nested section.
+_SCHEMA: dict[str, Any] = {
+    "version": lambda v: None if v == 1 else "must be 1",
+    "cases": _is_str,
+    "generator": _is_str,
+    "watch": _is_str_list,
+    "concurrency": _is_positive_int,
+    "judge": {
+        "provider": _one_of(PROVIDERS),
+        "model": _is_str,
+        "engine": _one_of(ENGINES),
+        "base_url": _is_str,
+        "azure_endpoint": _is_str,
+        "api_version": _is_str,
+        "reasoning": _is_bool,
+        "timeout": _is_positive_number,
+        "max_retries": lambda v: None if isinstance(v, int) and not isinstance(v, bool) and v >= 0
+        else "must be a whole number, 0 or more",
+    },
+    "gate": {"blocking_categories": _is_str_list},
+    "relevance": {
+        "threshold": _is_unit_interval,
+        "embedding_model": _is_str,
+        "questions": _is_positive_int,
+        "embedding_batch": _is_positive_int,
+    },
+    "budget": {"max_requests": _is_positive_int, "max_tokens": _is_positive_int},
+}
+
+
+def _compose(text: str, source: str) -> tuple[yaml.Node | None, Any]:
+    loader = yaml.SafeLoader(text)
+    try:
+        node = loader.get_single_node()
+        data = loader.construct_document(node) if node is not None else None
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark else None
+        raise InputError(Problem(source, line, f"invalid YAML: {exc.problem or exc}")) from None
+    except yaml.YAMLError as exc:
+        raise InputError(Problem(source, None, f"invalid YAML: {exc}")) from None
+    finally:
+        loader.dispose()
+    return node, data
+
+
+def _key_lines(node: yaml.Node | None) -> dict[tuple[str, ...], int]:
+    """Line of every mapping key, by its path: ("judge", "model") -> 7."""
+    lines: dict[tuple[str, ...], int] = {}
+
+    def walk(current: yaml.Node, path: tuple[str, ...]) -> None:
+        if isinstance(current, yaml.MappingNode):
+            for key_node, value_node in current.value:
+                key = (*path, str(key_node.value))
+                lines[key] = key_node.start_mark.line + 1
+                walk(value_node, key)
+
+    if node is not None:
+        walk(node, ())
+    return lines
+
+
+def parse_config(text: str, *, source: str = DEFAULT_CONFIG, directory: str = ".") -> Config:
+    """Validate the text of a `.flipgate.yml`; `source` names it in messages."""
+    node, data = _compose(text, source)
+    lines = _key_lines(node)
+    problems: list[Problem] = []
+
+    def problem(path: tuple[str, ...], message: str) -> None:
+        line = lines.get(path)
+        if line is None and len(path) > 1:
+            line = lines.get(path[:-1])
+        problems.append(Problem(source, line or (1 if not path else None), message))
+
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise InputError(Problem(source, 1, "must be a mapping of settings (key: value)"))
+
+    def check_section(values: dict[Any, Any], schema: dict[str, Any], path: tuple[str, ...]) -> None:
+        for key, value in values.items():
+            here = (*path, str(key))
+            dotted = ".".join(here)
+            if key not in schema:
+                problem(here, f"unknown key '{dotted}' (known: {', '.join(schema)})")
+                continue
+            rule = schema[key]
+            if isinstance(rule, dict):
+                if not isinstance(value, dict):
+                    problem(here, f"'{dotted}' must be a mapping")
+                else:
+                    check_section(value, rule, here)
+            elif (message := rule(value)) is not None:
+                problem(here, f"'{dotted}' {message}")
+
+    check_section(data, _SCHEMA, ())
+    if "cases" not in data:
+        problems.append(Problem(source, 1, "missing required key 'cases'"))
+
+    judge_values = data.get("judge") if isinstance(data.get("judge"), dict) else {}
+    provider = judge_values.get("provider", "offline")
+    if provider in ("openai", "azure") and "model" not in judge_values:
+        problem(("judge",), f"'judge.model' is required for provider {provider} (pin the judge)")
+    if judge_values.get("engine") == "azure-ai-evaluation" and provider == "offline":
+        problem(("judge", "engine"), "'judge.engine' azure-ai-evaluation needs provider openai or azure")
+    if problems:
+        raise InputError(problems)
+
+    def section(name: str) -> dict[str, Any]:
+        value = data.get(name)
+        return dict(value) if isinstance(value, dict) else {}
+
+    judge = section("judge")
+    if judge.get("provider", "offline") == "offline":
+        judge.setdefault("model", JudgeConfig.model)
+    gate = section("gate")
+    if "blocking_categories" in gate:
+        gate["blocking_categories"] = tuple(gate["blocking_categories"])
+    relevance = section("relevance")
+    if "threshold" in relevance:
+        relevance["threshold"] = float(relevance["threshold"])
+    return Config(
+        source=source,
+        cases=data["cases"],
+        generator=data.get("generator"),
+        watch=tuple(data.get("watch") or ()),
+        judge=JudgeConfig(**judge),
+        gate=GateConfig(**gate),
+        relevance=RelevanceConfig(**relevance),
+        budget=BudgetConfig(**section("budget")),
+        concurrency=data.get("concurrency", 8),
+        directory=directory,
+    )
+
+
+def load_config(path: str | os.PathLike[str]) -> Config:
+    """Read and validate a configuration file from the working tree."""
+    file = Path(path)
+    try:
+        raw = file.read_bytes()
+    except FileNotFoundError:
+        raise InputError(Problem(str(path), None, "configuration file not found")) from None
+    except OSError as exc:
+        raise InputError(Problem(str(path), None, f"cannot read: {exc.strerror}")) from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise InputError(Problem(str(path), line, "not valid UTF-8")) from None
+    return parse_config(text, source=str(path), directory=str(file.parent))

@@ -1,0 +1,39 @@
+"""What every judge backend offers the scorer (scoring.py).
+
+A backend never raises for a bad or failed judgement: it returns a `Score`
+or `Relevance` whose `error` says what went wrong, so one broken row never
+takes the run down and never turns into a score.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol, Sequence
+
+from flipgate.model import Case, JudgeInfo, Relevance, Score
+
+# Bumped whenever a rubric's wording changes, so cached verdicts of an older
+# rubric are never reused (it is part of every judge request's cache key).
+RUBRIC_VERSION = "2026-11-29.1"
+
+
+class Judge(Protocol):
+    info: JudgeInfo
+
+    async def groundedness(self, case: Case, response: str, *, sample: int = 0) -> Score:
+        """1-5 groundedness of `response` against `case.context`, with the query.
+
+        `sample` distinguishes independent scorings of the same answer: the
+        confirming re-score uses sample=1 and must reach the judge again.
+        """
+        ...
+
+    async def fluency(self, response: str) -> Score:
+        """1-5 fluency; consulted only on tied rows, never a vote."""
+        ...
+
+    async def relevance(self, items: Sequence[tuple[Case, str]]) -> list[Relevance]:
+        """Relevance of each (case, response), in order, batching the work of the whole run."""
+        ...
+
+    async def aclose(self) -> None:
+        ...

@@ -1,0 +1,176 @@
+"""The value types every module shares: cases, judge readings, rows, the report.
+
+They hold data only. Deciding (gate.py), scoring (scoring.py), rendering
+(render.py) and serialising (report.py) live elsewhere.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, Mapping
+
+
+class Bucket(StrEnum):
+    UNGROUNDED = "ungrounded"
+    NON_ANSWER = "non_answer"
+    PARTIAL = "partial"
+    GROUNDED = "grounded"
+
+
+class Verdict(StrEnum):
+    REGRESSION = "regression"
+    UNSTABLE = "unstable"
+    NEW_NON_ANSWER = "new_non_answer"
+    STILL_UNGROUNDED = "still_ungrounded"
+    MOVED = "moved"
+    UNCHANGED = "unchanged"
+    ERROR = "error"
+
+
+class Conclusion(StrEnum):
+    SUCCESS = "success"
+    FAILURE = "failure"
+    ERROR = "error"
+    SKIPPED = "skipped"
+
+
+@dataclass(frozen=True)
+class Case:
+    """One frozen case: the query and the exact context the generator saw."""
+
+    id: str
+    query: str
+    context: str
+    category: str = "uncategorized"
+    ground_truth: str | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+    line: int = 0  # where it stood in the cases file, for messages
+
+    def template_vars(self) -> dict[str, Any]:
+        """Every field of the case, as a generator template sees it."""
+        variables: dict[str, Any] = dict(self.extra)
+        variables.update(id=self.id, query=self.query, context=self.context,
+                         category=self.category)
+        if self.ground_truth is not None:
+            variables["ground_truth"] = self.ground_truth
+        return variables
+
+
+@dataclass(frozen=True)
+class Score:
+    """One judge reading on a 1-5 rubric. `value` is None exactly when `error` is set."""
+
+    value: int | None
+    reason: str = ""
+    error: str | None = None
+
+    @classmethod
+    def failed(cls, error: str) -> Score:
+        return cls(value=None, error=error)
+
+    @property
+    def ok(self) -> bool:
+        return self.value is not None
+
+
+@dataclass(frozen=True)
+class Relevance:
+    """Answer relevance: mean cosine of invented questions to the real query."""
+
+    score: float | None
+    questions: tuple[str, ...] = ()
+    noncommittal: bool = False
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What a reviewer needs to see why a row moved: claims the context lacks."""
+
+    unsupported_figures: tuple[str, ...] = ()
+    unsupported_statements: tuple[str, ...] = ()
+
+
+@dataclass
+class Side:
+    """Everything measured about one answer (baseline or candidate) of a row."""
+
+    response: str
+    groundedness: Score
+    bucket: Bucket | None = None
+    relevance: Relevance | None = None
+    rescore: Score | None = None   # candidate only: the confirming second scoring
+    fluency: Score | None = None   # only on tied rows
+    finish_reason: str | None = None  # from replay; "length" means truncated
+
+
+@dataclass
+class Row:
+    case: Case
+    baseline: Side
+    candidate: Side
+    verdict: Verdict
+    blocking: bool = False
+    relevance_drop: bool = False
+    errors: list[str] = field(default_factory=list)
+    evidence: Evidence | None = None
+
+    @property
+    def id(self) -> str:
+        return self.case.id
+
+    @property
+    def category(self) -> str:
+        return self.case.category
+
+
+@dataclass(frozen=True)
+class JudgeInfo:
+    provider: str          # openai | azure | offline
+    model: str
+    engine: str = "openai"  # openai | azure-ai-evaluation | lexical
+    embedding_model: str | None = None
+
+    @property
+    def lexical(self) -> bool:
+        return self.provider == "offline"
+
+
+@dataclass
+class Counts:
+    cases: int = 0
+    blocking_regressions: int = 0
+    regressions_to_review: int = 0
+    new_non_answers: int = 0
+    unstable: int = 0
+    moved: int = 0
+    still_ungrounded: int = 0
+    relevance_drops: int = 0
+    errors: int = 0
+
+
+@dataclass(frozen=True)
+class FluencySummary:
+    """Mean fluency change on tied rows: a tie-breaker shown last, never a vote."""
+
+    rows: int
+    mean_delta: float | None
+    failed: int = 0
+
+
+@dataclass
+class Report:
+    conclusion: Conclusion
+    judge: JudgeInfo
+    counts: Counts
+    rows: list[Row]
+    fluency: FluencySummary | None = None
+    relevance_threshold: float = 0.7
+    # Free-form sections other stages add (change description, usage, cache
+    # statistics, notes such as "configuration changed in this PR").
+    change: dict[str, Any] | None = None
+    usage: dict[str, Any] | None = None
+    cache: dict[str, int] | None = None
+    notes: list[str] = field(default_factory=list)
+    head_sha: str | None = None
