@@ -58,6 +58,14 @@ class Case:
 
 
 @dataclass(frozen=True)
+class Answer:
+    """One generated (or recorded) answer to a case."""
+
+    response: str
+    finish_reason: str | None = None  # "length" means the generator was cut off
+
+
+@dataclass(frozen=True)
 class Score:
     """One judge reading on a 1-5 rubric. `value` is None exactly when `error` is set."""
 
