@@ -1,0 +1,80 @@
+"""What every command shares: common options, and turning failures into exit codes.
+
+A command never ends in a traceback: named errors become their one-line-per-
+problem message and exit code; anything unexpected is reported as an
+internal error with exit 3 (it could not finish), never as success.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from flipgate.cache import DEFAULT_CACHE_DIR
+from flipgate.config import DEFAULT_CONFIG, PROVIDERS, Config, load_config
+from flipgate.errors import EXIT_INCOMPLETE, FlipgateError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def report_failures(command: F) -> F:
+    """Run a command body; map flipgate's errors to their exit code and message."""
+
+    @functools.wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return command(*args, **kwargs)
+        except FlipgateError as exc:
+            problems = getattr(exc, "problems", None) or [str(exc)]
+            kind = type(exc).__name__
+            prefix = "security: " if kind == "SecurityError" else ""
+            for problem in problems:
+                click.echo(f"flipgate: error: {prefix}{problem}", err=True)
+            sys.exit(exc.exit_code)
+        except KeyboardInterrupt:
+            click.echo("flipgate: interrupted; nothing was gated", err=True)
+            sys.exit(EXIT_INCOMPLETE)
+        except Exception as exc:  # noqa: BLE001 - the last line of defence against tracebacks
+            if os.environ.get("FLIPGATE_DEBUG"):
+                raise
+            click.echo(f"flipgate: internal error: {type(exc).__name__}: {exc} "
+                       "(set FLIPGATE_DEBUG=1 for a traceback)", err=True)
+            sys.exit(EXIT_INCOMPLETE)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def config_option(command: F) -> F:
+    return click.option("--config", "config_path", type=click.Path(dir_okay=False),
+                        default=None, help=f"Configuration file (default: {DEFAULT_CONFIG}).")(command)
+
+
+def judge_option(command: F) -> F:
+    return click.option("--judge", "judge", type=click.Choice(PROVIDERS), default=None,
+                        help="Judge provider; default: the config's judge.provider.")(command)
+
+
+def cache_options(command: F) -> F:
+    command = click.option("--no-cache", is_flag=True, help="Neither read nor write the cache.")(command)
+    return click.option("--cache", "cache_dir", type=click.Path(file_okay=False),
+                        default=DEFAULT_CACHE_DIR, show_default=True,
+                        help="Where model replies are cached.")(command)
+
+
+def cache_dir_or_none(cache_dir: str, no_cache: bool) -> Path | None:
+    return None if no_cache else Path(cache_dir)
+
+
+def read_config(config_path: str | None, *, required: bool = False) -> Config | None:
+    """An explicit --config must exist; the default file is optional unless `required`."""
+    if config_path is not None:
+        return load_config(config_path)
+    if Path(DEFAULT_CONFIG).is_file() or required:
+        return load_config(DEFAULT_CONFIG)
+    return None

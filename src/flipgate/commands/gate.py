@@ -1,0 +1,67 @@
+"""`flipgate gate`: score two response files for the same cases and gate them."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import sys
+from pathlib import Path
+
+import click
+
+from flipgate.commands.common import (cache_dir_or_none, cache_options, config_option,
+                                      judge_option, read_config, report_failures)
+from flipgate.outputs import DEFAULT_OUT_DIR
+
+
+@click.command("gate")
+@click.option("--cases", "cases_path", required=True, type=click.Path(dir_okay=False),
+              help="The frozen cases (JSONL).")
+@click.option("--baseline", "baseline_path", required=True, type=click.Path(dir_okay=False),
+              help="Baseline responses (JSONL).")
+@click.option("--candidate", "candidate_path", required=True, type=click.Path(dir_okay=False),
+              help="Candidate responses (JSONL).")
+@config_option
+@judge_option
+@click.option("--out", "out_dir", default=DEFAULT_OUT_DIR, show_default=True,
+              type=click.Path(file_okay=False), help="Where report.json and comment.md go.")
+@cache_options
+@click.option("--concurrency", type=click.IntRange(min=1), default=None,
+              help="Judge calls in flight at once (default: the config's, else 8).")
+@report_failures
+def gate(cases_path: str, baseline_path: str, candidate_path: str, config_path: str | None,
+         judge: str | None, out_dir: str, cache_dir: str, no_cache: bool,
+         concurrency: int | None) -> None:
+    """Score two answer sets for the same cases with a pinned judge and gate them.
+
+    Exits 0 when the gate passes, 1 on a confirmed regression in a blocking
+    category, 2 on bad input, 3 when the judge could not score every row.
+    """
+    from rich.console import Console
+
+    from flipgate import gate as gate_core
+    from flipgate import progress
+    from flipgate.cases import load_answer_sets, load_cases
+    from flipgate.config import Config
+    from flipgate.outputs import write_outputs
+    from flipgate.runtime import Runtime
+    from flipgate.scoring import gate_answers
+
+    config = read_config(config_path) or Config(cases=cases_path)
+    if concurrency is not None:
+        config = dataclasses.replace(config, concurrency=concurrency)
+    cases = load_cases(cases_path)
+    baseline, candidate = load_answer_sets(cases, cases_path, [baseline_path, candidate_path])
+
+    bar = progress.for_stream("judging", sys.stderr)
+    runtime = Runtime.from_config(config, cache_dir=cache_dir_or_none(cache_dir, no_cache),
+                                  progress=bar)
+    try:
+        report = asyncio.run(gate_answers(cases=cases, baseline=baseline, candidate=candidate,
+                                          config=config, runtime=runtime, judge_provider=judge))
+    finally:
+        bar.close()
+    write_outputs(report, Path(out_dir), console=Console())
+    click.echo(f"wrote {Path(out_dir) / 'report.json'} and {Path(out_dir) / 'comment.md'}",
+               err=True)
+    sys.exit(gate_core.exit_code(report.conclusion))
