@@ -1,0 +1,503 @@
+"""An OpenAI-compatible server on loopback, for tests that use the real openai client.
+
+Usage (the fixture is registered in tests/conftest.py)::
+
+    def test_something(openai_server):
+        # OPENAI_BASE_URL and OPENAI_API_KEY already point here (monkeypatched).
+        openai_server.on_groundedness(lambda query, context, response, call_index: 5)
+        ...run flipgate...
+        assert len(openai_server.chat_requests("groundedness")) == 2
+
+What it serves
+--------------
+- ``POST /v1/chat/completions`` and ``POST /v1/embeddings``;
+- the Azure shapes ``POST /openai/deployments/{deployment}/chat/completions``
+  and ``.../embeddings`` (``?api-version=`` required), so ``AsyncAzureOpenAI``
+  works too: use ``openai_server.azure_endpoint`` or ``set_azure_env()``.
+  Requests without an ``Authorization: Bearer`` or ``api-key`` header get 401.
+
+How a chat request is classified (its ``kind``)
+-----------------------------------------------
+A chat completion that asks for ``response_format: {"type": "json_object"}``
+and names a metric is a judge request: ``"groundedness"``, ``"fluency"``, or
+``"relevance"`` (the invented-questions prompt: it says "noncommittal" /
+"questions"). Anything else is ``"generation"``. Embedding requests have kind
+``"embeddings"``. The judge's inputs are pulled out of its messages, from
+flipgate's delimited sections (``<<<QUERY>>>`` ... ``<<<END QUERY>>>``) or from
+azure-ai-evaluation's ``# Data`` block, and recorded on the request.
+
+Scripting (plain callables; every one has a default)
+----------------------------------------------------
+- ``on_generation(fn)``: ``fn(body) -> str | dict``. A dict may carry
+  ``content`` and ``finish_reason`` (e.g. ``"length"``). Default: a
+  deterministic text made from the model and the last user message.
+- ``on_groundedness(fn)``: ``fn(query, context, response, call_index)``.
+- ``on_relevance(fn)``: ``fn(response, call_index)``.
+- ``on_fluency(fn)``: ``fn(response, call_index)``.
+
+  A judge callable returns an ``int`` (a well-formed reply with that score),
+  a ``list`` of questions (relevance), a ``dict`` (sent as JSON, so you can
+  send ``{"score": 9}`` or ``{"status": "skipped"}``), or a ``str`` (sent
+  as the raw reply content, e.g. garbage). ``call_index`` counts earlier
+  requests of that kind for the same inputs (0 for the first), so a test
+  can make a re-score or a retry answer differently.
+  Defaults: groundedness is a crude lexical judge (an unsupported figure
+  -> 2, most words in the context -> 5, some -> 4, few -> 2, empty -> 3);
+  relevance invents questions from the answer's words; fluency is 4.
+
+Faults and timing
+-----------------
+- ``fail(kind, status=500, times=1, retry_after=None)``: the next ``times``
+  requests of ``kind`` (or ``"any"``) get that HTTP error. ``retry_after``
+  (seconds) is sent as ``Retry-After``; without it the server sends
+  ``retry-after-ms: 1`` so the client's own retries stay fast in tests.
+- ``latency``: seconds every request waits before answering (threads
+  overlap, so concurrent requests really run concurrently).
+- ``peak_concurrency``: most requests in flight at once, measured here.
+
+What was received
+-----------------
+``requests`` lists every request in arrival order (``Recorded``: method,
+path, query args, headers, parsed JSON body, kind, judge inputs, status
+code sent). ``chat_requests(kind=None)``, ``embedding_requests()`` and
+``clear()`` help. Embeddings are a normalised hashed bag of words (texts
+sharing words have a high cosine); ``encoding_format: "base64"`` (what the
+openai client asks for by default) is answered as base64 float32.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import math
+import re
+import struct
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator
+
+import pytest
+from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
+from werkzeug.wrappers import Request, Response
+
+JUDGE_KINDS = ("groundedness", "relevance", "fluency")
+KINDS = (*JUDGE_KINDS, "generation", "embeddings")
+EMBEDDING_DIMENSIONS = 64
+
+# flipgate's judge prompts put each input between these markers (see
+# flipgate/judges/prompts.py); kept literal here so a test catches a drift.
+_SECTION = re.compile(r"<<<(QUERY|CONTEXT|RESPONSE)>>>\n(.*?)\n<<<END \1>>>", re.DOTALL)
+# azure-ai-evaluation's prompty files end with a "# Data" block of "NAME: value" lines.
+_SDK_DATA = re.compile(
+    r"# Data\n(?:CONTEXT: (?P<context>.*?)\n)?(?:QUERY: (?P<query>.*?)\n)?"
+    r"RESPONSE: (?P<response>.*?)\n\n\n# Tasks", re.DOTALL)
+_WORD = re.compile(r"[a-z0-9]+")
+_FIGURE = re.compile(r"\d+(?:[.,]\d+)?")
+_STOPWORDS = frozenset(
+    "a an the and or but of to in on at for with by from is are was were be been it its "
+    "this that these those you your we our i can will do does did not no yes as if".split())
+
+
+@dataclass(frozen=True)
+class JudgeInputs:
+    query: str | None = None
+    context: str | None = None
+    response: str | None = None
+
+
+@dataclass
+class Recorded:
+    method: str
+    path: str
+    args: dict[str, str]
+    headers: dict[str, str]
+    body: Any
+    kind: str
+    inputs: JudgeInputs | None = None
+    deployment: str | None = None
+    status: int | None = None  # set when the reply is sent
+
+    @property
+    def model(self) -> str | None:
+        return self.body.get("model") if isinstance(self.body, dict) else None
+
+    @property
+    def text(self) -> str:
+        """Every message's content, joined: handy for `in` checks."""
+        return _messages_text(self.body)
+
+
+@dataclass
+class _Fault:
+    status: int
+    remaining: int
+    retry_after: float | None
+
+
+def _messages_text(body: Any) -> str:
+    if not isinstance(body, dict):
+        return ""
+    parts = []
+    for message in body.get("messages") or []:
+        content = message.get("content") if isinstance(message, dict) else None
+        if isinstance(content, list):  # content parts
+            content = "\n".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+        if isinstance(content, str):
+            parts.append(content)
+    return "\n".join(parts)
+
+
+def _system_text(body: Any) -> str:
+    messages = body.get("messages") if isinstance(body, dict) else None
+    return "\n".join(m.get("content", "") for m in messages or []
+                     if isinstance(m, dict) and m.get("role") in ("system", "developer")
+                     and isinstance(m.get("content"), str))
+
+
+def classify_chat(body: Any) -> str:
+    """A chat request's kind, from its content (see the module docstring)."""
+    if not isinstance(body, dict):
+        return "generation"
+    response_format = body.get("response_format")
+    if not (isinstance(response_format, dict) and response_format.get("type") == "json_object"):
+        return "generation"
+    system = _system_text(body).lower()
+    # The rubric lives in the system message for flipgate's prompts: decide on it
+    # first, so an answer that happens to say "fluency" cannot change the kind.
+    for kind, word in (("groundedness", "groundedness"), ("fluency", "fluency"),
+                       ("relevance", "noncommittal")):
+        if word in system:
+            return kind
+    text = _messages_text(body).lower()
+    for kind, word in (("groundedness", "groundedness"), ("fluency", "fluency"),
+                       ("relevance", "questions")):
+        if word in text:
+            return kind
+    return "generation"
+
+
+def extract_inputs(body: Any) -> JudgeInputs:
+    """The judge's inputs as they appear in its messages."""
+    text = _messages_text(body)
+    sections = {name.lower(): value for name, value in _SECTION.findall(text)}
+    if sections:
+        return JudgeInputs(**sections)
+    match = _SDK_DATA.search(text)
+    if match:
+        return JudgeInputs(**match.groupdict())
+    return JudgeInputs()
+
+
+# --- deterministic stand-ins for a model -------------------------------------------
+
+def _content_words(text: str) -> list[str]:
+    return [w for w in _WORD.findall(text.lower()) if w not in _STOPWORDS]
+
+
+def default_groundedness(query: str | None, context: str | None, response: str | None,
+                         call_index: int) -> int:
+    """A crude lexical judge: good enough for end-to-end tests that don't script."""
+    response = response or ""
+    context = context or ""
+    if not response.strip():
+        return 3
+    context_figures = set(_FIGURE.findall(context))
+    if any(fig not in context_figures for fig in _FIGURE.findall(response)):
+        return 2
+    words = _content_words(response)
+    if not words:
+        return 3
+    known = set(_content_words(context)) | set(_content_words(query or ""))
+    covered = sum(w in known for w in words) / len(words)
+    return 5 if covered >= 0.8 else 4 if covered >= 0.5 else 2
+
+
+def default_relevance(response: str | None, call_index: int) -> list[str]:
+    words = _content_words(response or "") or ["nothing"]
+    return [f"What about {' '.join(words[i:i + 4])}?" for i in range(0, min(len(words), 12), 4)] \
+        or ["What is this about?"]
+
+
+def default_fluency(response: str | None, call_index: int) -> int:
+    return 4
+
+
+def default_generation(body: dict[str, Any]) -> str:
+    messages = [m for m in body.get("messages") or [] if isinstance(m, dict)]
+    user = next((m.get("content") for m in reversed(messages) if m.get("role") == "user"), "")
+    digest = hashlib.sha256(json.dumps(messages, sort_keys=True).encode()).hexdigest()[:8]
+    return f"[{body.get('model')} {digest}] {str(user)[:200]}"
+
+
+def embed_text(text: str) -> list[float]:
+    """A normalised hashed bag of words: shared words mean a high cosine."""
+    vector = [0.0] * EMBEDDING_DIMENSIONS
+    for word, count in Counter(_content_words(text) or [text.lower()]).items():
+        bucket = int.from_bytes(hashlib.blake2b(word.encode(), digest_size=4).digest(), "big")
+        vector[bucket % EMBEDDING_DIMENSIONS] += float(count)
+    norm = math.sqrt(sum(v * v for v in vector)) or 1.0
+    return [v / norm for v in vector]
+
+
+def _tokens(text: str) -> int:
+    return max(1, len(text.split()))
+
+
+# --- the server ---------------------------------------------------------------------
+
+class _QuietHandler(WSGIRequestHandler):
+    """No access log: benchmarks send thousands of requests."""
+
+    def log_request(self, *args: Any, **kwargs: Any) -> None:
+        pass
+
+
+class FakeOpenAI:
+    """The server's state and scripting surface (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.requests: list[Recorded] = []
+        self.latency: float = 0.0
+        self.peak_concurrency = 0
+        self._active = 0
+        self._faults: dict[str, list[_Fault]] = {}
+        self._calls: Counter[tuple[str, JudgeInputs]] = Counter()
+        self._generation: Callable[[dict[str, Any]], Any] = default_generation
+        self._groundedness: Callable[..., Any] = default_groundedness
+        self._relevance: Callable[..., Any] = default_relevance
+        self._fluency: Callable[..., Any] = default_fluency
+        self._server: BaseWSGIServer | None = None
+        self._thread: threading.Thread | None = None
+        self.root_url = ""
+
+    # -- lifecycle
+    def start(self) -> None:
+        self._server = make_server("127.0.0.1", 0, self._wsgi, threaded=True,
+                                   request_handler=_QuietHandler)
+        self._server.daemon_threads = True
+        self.root_url = f"http://127.0.0.1:{self._server.server_port}"
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True,
+                                        kwargs={"poll_interval": 0.05})
+        self._thread.start()
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+    @property
+    def base_url(self) -> str:
+        return f"{self.root_url}/v1"
+
+    @property
+    def azure_endpoint(self) -> str:
+        return self.root_url
+
+    def set_azure_env(self, monkeypatch: pytest.MonkeyPatch, *,
+                      api_version: str = "2024-10-21") -> None:
+        monkeypatch.setenv("AZURE_OPENAI_ENDPOINT", self.azure_endpoint)
+        monkeypatch.setenv("AZURE_OPENAI_API_KEY", "test-azure-key")
+        monkeypatch.setenv("OPENAI_API_VERSION", api_version)
+
+    # -- scripting
+    def on_generation(self, fn: Callable[[dict[str, Any]], Any]) -> None:
+        self._generation = fn
+
+    def on_groundedness(self, fn: Callable[[str | None, str | None, str | None, int], Any]) -> None:
+        self._groundedness = fn
+
+    def on_relevance(self, fn: Callable[[str | None, int], Any]) -> None:
+        self._relevance = fn
+
+    def on_fluency(self, fn: Callable[[str | None, int], Any]) -> None:
+        self._fluency = fn
+
+    def fail(self, kind: str, *, status: int = 500, times: int = 1,
+             retry_after: float | None = None) -> None:
+        if kind not in (*KINDS, "any"):
+            raise ValueError(f"unknown kind {kind!r}")
+        with self._lock:
+            self._faults.setdefault(kind, []).append(_Fault(status, times, retry_after))
+
+    # -- inspection
+    def chat_requests(self, kind: str | None = None) -> list[Recorded]:
+        with self._lock:
+            return [r for r in self.requests if r.kind != "embeddings"
+                    and r.kind != "other" and (kind is None or r.kind == kind)]
+
+    def embedding_requests(self) -> list[Recorded]:
+        with self._lock:
+            return [r for r in self.requests if r.kind == "embeddings"]
+
+    def clear(self) -> None:
+        """Forget received requests and the per-input call counts (scripts stay)."""
+        with self._lock:
+            self.requests.clear()
+            self._calls.clear()
+            self.peak_concurrency = 0
+
+    # -- handling
+    def _wsgi(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterator[bytes]:
+        request = Request(environ)
+        with self._lock:
+            self._active += 1
+            self.peak_concurrency = max(self.peak_concurrency, self._active)
+        try:
+            response = self._handle(request)
+        finally:
+            with self._lock:
+                self._active -= 1
+        return response(environ, start_response)
+
+    def _handle(self, request: Request) -> Response:
+        if self.latency:
+            time.sleep(self.latency)
+        path = request.path
+        deployment = None
+        route = None
+        if path.startswith("/v1/"):
+            route = path[len("/v1/"):]
+        elif (match := re.fullmatch(r"/openai/deployments/([^/]+)/(.+)", path)):
+            deployment, route = match.group(1), match.group(2)
+        try:
+            body = json.loads(request.get_data() or b"null")
+        except ValueError:
+            body = None
+        kind = ("embeddings" if route == "embeddings"
+                else classify_chat(body) if route == "chat/completions" else "other")
+        record = Recorded(method=request.method, path=path, args=dict(request.args),
+                          headers=dict(request.headers), body=body, kind=kind,
+                          deployment=deployment,
+                          inputs=extract_inputs(body) if kind in JUDGE_KINDS else None)
+        with self._lock:
+            self.requests.append(record)
+
+        response = self._route(request, record, route)
+        record.status = response.status_code
+        return response
+
+    def _route(self, request: Request, record: Recorded, route: str | None) -> Response:
+        if request.method != "POST" or route not in ("chat/completions", "embeddings"):
+            return _error(404, f"no route for {request.method} {request.path}", "not_found")
+        if record.deployment is not None and "api-version" not in request.args:
+            return _error(404, "api-version query parameter is missing", "not_found")
+        auth = request.headers.get("Authorization", "")
+        if not (auth.startswith("Bearer ") and auth[7:].strip()) and not request.headers.get("api-key"):
+            return _error(401, "missing API key", "invalid_api_key")
+        if not isinstance(record.body, dict):
+            return _error(400, "body must be a JSON object", "invalid_request_error")
+        if (fault := self._take_fault(record.kind)) is not None:
+            headers = ({"Retry-After": str(fault.retry_after)} if fault.retry_after is not None
+                       else {"retry-after-ms": "1"})
+            return _error(fault.status, f"injected {fault.status}", "injected", headers=headers)
+        if record.kind == "embeddings":
+            return self._embeddings(record.body)
+        return self._chat(record)
+
+    def _take_fault(self, kind: str) -> _Fault | None:
+        with self._lock:
+            for key in (kind, "any"):
+                queue = self._faults.get(key) or []
+                while queue and queue[0].remaining <= 0:
+                    queue.pop(0)
+                if queue:
+                    queue[0].remaining -= 1
+                    return queue[0]
+        return None
+
+    def _chat(self, record: Recorded) -> Response:
+        body = record.body
+        if record.kind == "generation":
+            reply = self._generation(body)
+        else:
+            inputs = record.inputs or JudgeInputs()
+            with self._lock:
+                call_index = self._calls[(record.kind, inputs)]
+                self._calls[(record.kind, inputs)] += 1
+            if record.kind == "groundedness":
+                reply = self._groundedness(inputs.query, inputs.context, inputs.response, call_index)
+            elif record.kind == "relevance":
+                reply = self._relevance(inputs.response, call_index)
+            else:
+                reply = self._fluency(inputs.response, call_index)
+        content, finish_reason = _reply_content(record.kind, reply)
+        prompt_tokens = _tokens(_messages_text(body))
+        completion_tokens = _tokens(content)
+        return _json({
+            "id": f"chatcmpl-{len(self.requests)}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": body.get("model") or record.deployment or "unknown",
+            "choices": [{"index": 0, "finish_reason": finish_reason, "logprobs": None,
+                         "message": {"role": "assistant", "content": content, "refusal": None}}],
+            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                      "total_tokens": prompt_tokens + completion_tokens},
+        })
+
+    def _embeddings(self, body: dict[str, Any]) -> Response:
+        texts = body.get("input")
+        if isinstance(texts, str):
+            texts = [texts]
+        if not isinstance(texts, list) or not texts or not all(isinstance(t, str) for t in texts):
+            return _error(400, "input must be a string or a non-empty list of strings",
+                          "invalid_request_error")
+        if any(not t for t in texts):
+            return _error(400, "input cannot contain an empty string", "invalid_request_error")
+        as_base64 = body.get("encoding_format") == "base64"
+        data = []
+        for index, text in enumerate(texts):
+            vector = embed_text(text)
+            encoded: Any = (base64.b64encode(struct.pack(f"<{len(vector)}f", *vector)).decode()
+                            if as_base64 else vector)
+            data.append({"object": "embedding", "index": index, "embedding": encoded})
+        tokens = sum(_tokens(t) for t in texts)
+        return _json({"object": "list", "data": data, "model": body.get("model"),
+                      "usage": {"prompt_tokens": tokens, "total_tokens": tokens}})
+
+
+def _reply_content(kind: str, reply: Any) -> tuple[str, str]:
+    """Turn what a script returned into (content, finish_reason)."""
+    if kind == "generation":
+        if isinstance(reply, dict):
+            return str(reply.get("content", "")), str(reply.get("finish_reason", "stop"))
+        return str(reply), "stop"
+    if isinstance(reply, str):
+        return reply, "stop"
+    if isinstance(reply, bool):
+        raise TypeError("a judge script returned a bool; return an int, list, dict or str")
+    if isinstance(reply, int):
+        return json.dumps({"reason": f"scripted {kind} score {reply}", "score": reply,
+                           "status": "completed"}), "stop"
+    if isinstance(reply, (list, tuple)):
+        return json.dumps({"questions": list(reply), "noncommittal": False}), "stop"
+    if isinstance(reply, dict):
+        return json.dumps(reply), "stop"
+    raise TypeError(f"a judge script returned {type(reply).__name__}")
+
+
+def _json(payload: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
+    return Response(json.dumps(payload), status=status, headers=headers,
+                    content_type="application/json")
+
+
+def _error(status: int, message: str, code: str, *, headers: dict[str, str] | None = None) -> Response:
+    return _json({"error": {"message": message, "type": code, "param": None, "code": code}},
+                 status=status, headers=headers)
+
+
+@pytest.fixture
+def openai_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeOpenAI]:
+    """A running FakeOpenAI; OPENAI_BASE_URL / OPENAI_API_KEY point at it."""
+    server = FakeOpenAI()
+    server.start()
+    monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    try:
+        yield server
+    finally:
+        server.stop()
