@@ -112,7 +112,7 @@ def test_judge_errors_exit_3_and_still_list_confirmed_regressions(openai_server,
     assert rows["fee-invented"]["verdict"] == "regression"
     # A bad reply is retried once with the same request, then reported.
     steady = [r for r in openai_server.chat_requests("groundedness")
-              if r.judge_inputs.response == "candidate answer steady"]
+              if r.inputs and r.inputs.response == "candidate answer steady"]
     assert len(steady) == 2
 
 
@@ -152,7 +152,7 @@ def test_the_readme_example_blocks_offline(tmp_path: Path) -> None:
     report = json.loads((tmp_path / "flipgate-out" / "report.json").read_text())
     assert report["conclusion"] == "failure" and report["judge"]["provider"] == "offline"
     assert report["counts"]["blocking_regressions"] >= 1
-    assert (tmp_path / "flipgate-out" / "comment.md").read_text().startswith("<!-- flipgate -->")
+    assert "<!-- flipgate -->" in (tmp_path / "flipgate-out" / "comment.md").read_text()
     assert "regression" in result.stdout
 
 
