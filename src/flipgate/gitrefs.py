@@ -1,0 +1,145 @@
+"""Reading a git ref without checking it out.
+
+Everything of a ref comes from git's object database (`rev-parse`,
+`ls-tree`, `cat-file`, `diff --name-only` between two trees): nothing of
+either ref is checked out, installed or executed. git runs with argument
+lists (never a shell) and `--end-of-options`, so a ref named `--output=x`
+is a ref, not an option.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import subprocess
+from pathlib import Path
+
+from flipgate.errors import InputError, Problem, SecurityError
+
+# A file flipgate reads from a ref (config, cases, templates) larger than this
+# is refused rather than loaded into memory.
+MAX_BLOB_BYTES = 50 * 1024 * 1024
+
+_GIT_ENV_DROP = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY",
+                 "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_NAMESPACE")
+
+
+class GitError(InputError):
+    """git could not do what we asked (not a repository, unknown object, ...)."""
+
+
+def _git(repo: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[bytes]:
+    # A caller's GIT_DIR & co. would silently point us at another repository.
+    env = {k: v for k, v in os.environ.items() if k not in _GIT_ENV_DROP}
+    env.update(GIT_TERMINAL_PROMPT="0", GIT_OPTIONAL_LOCKS="0", LC_ALL="C")
+    try:
+        result = subprocess.run(["git", "--no-pager", "-C", str(repo), *args],
+                                capture_output=True, env=env, check=False)
+    except FileNotFoundError:
+        raise GitError("git is not installed (flipgate reads refs with git)") from None
+    if check and result.returncode != 0:
+        message = result.stderr.decode("utf-8", "replace").strip().splitlines()
+        raise GitError(f"git {args[0]} failed in {repo}: {message[-1] if message else 'no output'}")
+    return result
+
+
+def safe_path(path: str, *, source: str | None = None) -> str:
+    """A repository-relative POSIX path, or a SecurityError when it could leave the repository.
+
+    `source` names what asked for the path (a template, the config) in the message.
+    """
+    where = source or path
+    if not path or "\x00" in path:
+        raise SecurityError(Problem(where, None, f"invalid path {path!r}"))
+    if path.startswith("/") or "\\" in path or (len(path) > 1 and path[1] == ":"):
+        raise SecurityError(Problem(where, None,
+                                    f"path {path!r} must be relative to the repository"))
+    normal = posixpath.normpath(path)
+    if normal == ".." or normal.startswith("../") or normal == ".":
+        raise SecurityError(Problem(where, None, f"path {path!r} leaves the repository"))
+    if normal == ".git" or normal.startswith(".git/"):
+        raise SecurityError(Problem(where, None, f"path {path!r} is inside .git"))
+    return normal
+
+
+def resolve(repo: Path, ref: str) -> str:
+    """The commit SHA a ref names; InputError (exit 2) when there is no such commit."""
+    if not ref or ref.startswith("-") or "\x00" in ref:
+        raise InputError(f"invalid git ref {ref!r}")
+    top = _git(repo, "rev-parse", "--git-dir", check=False)
+    if top.returncode != 0:
+        raise InputError(f"{repo} is not a git repository")
+    result = _git(repo, "rev-parse", "--verify", "--quiet", "--end-of-options",
+                  f"{ref}^{{commit}}", check=False)
+    sha = result.stdout.decode().strip()
+    if result.returncode != 0 or not sha:
+        shallow = _git(repo, "rev-parse", "--is-shallow-repository", check=False)
+        hint = (" (this clone is shallow: fetch the ref, e.g. actions/checkout with "
+                "fetch-depth: 0)") if shallow.stdout.strip() == b"true" else ""
+        raise InputError(f"git ref {ref!r} does not name a commit in {repo}{hint}")
+    return sha
+
+
+def _entry(repo: Path, sha: str, path: str) -> tuple[str, str, str] | None:
+    """(mode, type, object id) of a path in a commit's tree, or None when absent."""
+    result = _git(repo, "ls-tree", "-z", "--full-tree", "--end-of-options", sha, "--", path)
+    for record in result.stdout.split(b"\x00"):
+        if not record:
+            continue
+        meta, _, name = record.partition(b"\t")
+        if name.decode("utf-8", "surrogateescape") == path:
+            mode, kind, oid = meta.decode().split()
+            return mode, kind, oid
+    return None
+
+
+def read(repo: Path, sha: str, path: str) -> bytes | None:
+    """A file's bytes at a commit, or None when the commit has no such file.
+
+    A directory, a submodule or a symbolic link at that path is an InputError:
+    a link's target is never followed (it could point outside the repository).
+    """
+    path = safe_path(path)
+    entry = _entry(repo, sha, path)
+    if entry is None:
+        return None
+    mode, kind, oid = entry
+    where = f"{path}@{sha[:12]}"
+    if kind != "blob":
+        raise InputError(Problem(where, None, f"is a {'directory' if kind == 'tree' else kind}, "
+                                 "expected a file"))
+    if mode == "120000":
+        raise SecurityError(Problem(where, None, "is a symbolic link; flipgate does not follow links"))
+    size = int(_git(repo, "cat-file", "-s", oid).stdout.decode().strip())
+    if size > MAX_BLOB_BYTES:
+        raise InputError(Problem(where, None, f"is {size} bytes; more than flipgate reads "
+                                 f"({MAX_BLOB_BYTES})"))
+    return _git(repo, "cat-file", "blob", oid).stdout
+
+
+def read_required(repo: Path, sha: str, path: str, *, ref: str | None = None) -> bytes:
+    """Like `read`, but a missing file is an InputError naming the ref."""
+    data = read(repo, sha, path)
+    if data is None:
+        label = f"{ref} ({sha[:12]})" if ref and ref != sha else sha[:12]
+        raise InputError(Problem(path, None, f"not found at git ref {label}"))
+    return data
+
+
+def changed_paths(repo: Path, base: str, head: str) -> list[str]:
+    """Paths that differ between two commits' trees (added, removed, modified, renamed)."""
+    result = _git(repo, "diff", "--name-only", "-z", "--no-renames", "--no-ext-diff",
+                  "--no-textconv", "--end-of-options", base, head, "--")
+    return sorted({p.decode("utf-8", "surrogateescape")
+                   for p in result.stdout.split(b"\x00") if p})
+
+
+def list_files(repo: Path, sha: str) -> list[str]:
+    """Every file path in a commit's tree."""
+    result = _git(repo, "ls-tree", "-r", "-z", "--name-only", "--full-tree",
+                  "--end-of-options", sha)
+    return [p.decode("utf-8", "surrogateescape") for p in result.stdout.split(b"\x00") if p]
+
+
+def short(sha: str) -> str:
+    return sha[:12]

@@ -1,0 +1,106 @@
+"""Reading refs from git objects only: real temporary repositories."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from flipgate import gitrefs
+from flipgate.errors import InputError, SecurityError
+from gitrepo import GitRepo
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> GitRepo:
+    return GitRepo.create(tmp_path / "repo")
+
+
+def test_reads_each_ref_from_objects_not_from_the_work_tree(repo: GitRepo) -> None:
+    base = repo.commit({"prompts/a.txt": "base text\n", "README.md": "hi\n"})
+    head = repo.commit({"prompts/a.txt": "head text\n"})
+    # A dirty work tree must not leak into what a ref reads.
+    (repo.path / "prompts" / "a.txt").write_text("uncommitted\n")
+
+    assert gitrefs.read(repo.path, base, "prompts/a.txt") == b"base text\n"
+    assert gitrefs.read(repo.path, head, "prompts/a.txt") == b"head text\n"
+    assert gitrefs.read(repo.path, head, "README.md") == b"hi\n"
+    assert gitrefs.read(repo.path, head, "missing.txt") is None
+
+
+def test_resolve_names_commits_by_branch_tag_and_prefix(repo: GitRepo) -> None:
+    base = repo.commit({"a": "1"})
+    repo.git("tag", "v1", base)
+    head = repo.commit({"a": "2"})
+    assert gitrefs.resolve(repo.path, "main") == head
+    assert gitrefs.resolve(repo.path, "v1") == base
+    assert gitrefs.resolve(repo.path, base[:10]) == base
+    assert gitrefs.resolve(repo.path, "HEAD~1") == base
+
+
+@pytest.mark.parametrize("ref", ["no-such-branch", "--output=/tmp/x", "", "deadbeef" * 5])
+def test_a_ref_that_names_no_commit_is_bad_input(repo: GitRepo, ref: str) -> None:
+    repo.commit({"a": "1"})
+    with pytest.raises(InputError) as caught:
+        gitrefs.resolve(repo.path, ref)
+    assert "ref" in str(caught.value)
+
+
+def test_a_directory_that_is_not_a_repository_is_bad_input(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="not a git repository"):
+        gitrefs.resolve(tmp_path, "HEAD")
+
+
+def test_read_required_names_the_file_and_the_ref(repo: GitRepo) -> None:
+    sha = repo.commit({"a": "1"})
+    with pytest.raises(InputError) as caught:
+        gitrefs.read_required(repo.path, sha, "eval/cases.jsonl", ref="main")
+    assert str(caught.value) == f"eval/cases.jsonl: not found at git ref main ({sha[:12]})"
+
+
+@pytest.mark.parametrize("path", [
+    "../outside.txt", "prompts/../../outside.txt", "/etc/passwd", ".git/config",
+    "C:/windows", "a\\..\\b", "..", ".",
+])
+def test_paths_that_could_leave_the_repository_are_refused(repo: GitRepo, path: str) -> None:
+    sha = repo.commit({"a": "1"})
+    with pytest.raises(SecurityError):
+        gitrefs.read(repo.path, sha, path)
+
+
+def test_paths_are_normalised_inside_the_repository(repo: GitRepo) -> None:
+    sha = repo.commit({"prompts/a.txt": "x"})
+    assert gitrefs.read(repo.path, sha, "prompts/./sub/../a.txt") == b"x"
+
+
+def test_a_symbolic_link_is_never_followed(repo: GitRepo) -> None:
+    (repo.path / "link").symlink_to("/etc/hostname")
+    repo.git("add", "link")
+    sha = repo.commit({})
+    with pytest.raises(SecurityError, match="symbolic link"):
+        gitrefs.read(repo.path, sha, "link")
+
+
+def test_a_directory_is_not_a_file(repo: GitRepo) -> None:
+    sha = repo.commit({"prompts/a.txt": "x"})
+    with pytest.raises(InputError, match="is a directory"):
+        gitrefs.read(repo.path, sha, "prompts")
+
+
+def test_changed_paths_lists_added_modified_and_removed_files(repo: GitRepo) -> None:
+    base = repo.commit({"keep": "1", "edit": "1", "gone": "1"})
+    head = repo.commit({"edit": "2", "gone": None, "new/file": "1"})
+    assert gitrefs.changed_paths(repo.path, base, head) == ["edit", "gone", "new/file"]
+    assert gitrefs.changed_paths(repo.path, base, base) == []
+
+
+def test_list_files_walks_the_whole_tree(repo: GitRepo) -> None:
+    sha = repo.commit({"a": "1", "d/b": "2", "d/e/c": "3"})
+    assert sorted(gitrefs.list_files(repo.path, sha)) == ["a", "d/b", "d/e/c"]
+
+
+def test_odd_file_names_survive(repo: GitRepo) -> None:
+    base = repo.commit({"plain": "1"})
+    head = repo.commit({"spaced name.txt": "x", "ünïcode.txt": "y"})
+    assert gitrefs.changed_paths(repo.path, base, head) == ["spaced name.txt", "ünïcode.txt"]
+    assert gitrefs.read(repo.path, head, "ünïcode.txt") == b"y"
