@@ -1,0 +1,145 @@
+"""Reading a judge's reply: strict, pure, and never a guess.
+
+A reply that does not say exactly what the rubric asked for is a judge error,
+never a score. The readers raise `JudgeReplyError` with a message fit for the
+report; `flipgate.llm.LLM.chat(validate=...)` uses the same readers, so a
+rejected reply is never cached.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from flipgate.model import Score
+
+SCORE_MIN, SCORE_MAX = 1, 5
+_SNIPPET = 80
+# Some OpenAI-compatible servers wrap JSON mode output in a Markdown fence.
+_FENCE = re.compile(r"\A```(?:json)?\s*\n(.*)\n```\Z", re.DOTALL | re.IGNORECASE)
+
+
+class JudgeReplyError(ValueError):
+    """The judge answered, but not in the shape its rubric asked for."""
+
+
+@dataclass(frozen=True)
+class Questions:
+    """The relevance judge's reading of an answer."""
+
+    questions: tuple[str, ...]
+    noncommittal: bool
+
+
+def _snippet(text: str) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= _SNIPPET else flat[:_SNIPPET - 1] + "…"
+
+
+def _type_name(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return f"boolean {str(value).lower()}"
+    if isinstance(value, str):
+        return f"string {json.dumps(_snippet(value))}"
+    if isinstance(value, (list, dict)):
+        return "array" if isinstance(value, list) else "object"
+    return f"number {value!r}"
+
+
+def _refuse_constant(name: str) -> float:
+    raise JudgeReplyError(f"reply is not valid JSON: it contains {name}")
+
+
+def read_object(content: str) -> dict[str, Any]:
+    """The reply as a JSON object, or a JudgeReplyError saying why not."""
+    text = (content or "").strip()
+    if not text:
+        raise JudgeReplyError("empty reply")
+    if (fenced := _FENCE.match(text)) is not None:
+        text = fenced.group(1).strip()
+    try:
+        value = json.loads(text, parse_constant=_refuse_constant)
+    except JudgeReplyError:
+        raise
+    except ValueError:
+        raise JudgeReplyError(f"reply is not valid JSON: {json.dumps(_snippet(text))}") from None
+    if not isinstance(value, dict):
+        raise JudgeReplyError(f"reply is a JSON {_type_name(value).split()[0]}, not an object")
+    return value
+
+
+def _check_status(reply: dict[str, Any]) -> None:
+    if "status" not in reply:
+        return
+    status = reply["status"]
+    if status == "skipped":
+        reason = reply.get("reason")
+        why = f": {_snippet(reason)}" if isinstance(reason, str) and reason.strip() else ""
+        raise JudgeReplyError(f"judge skipped the evaluation{why}")
+    if status != "completed":
+        raise JudgeReplyError(f"status must be \"completed\", got {_type_name(status)}")
+
+
+def _check_score(reply: dict[str, Any]) -> int:
+    if "score" not in reply:
+        raise JudgeReplyError("reply has no score")
+    score = reply["score"]
+    # bool is an int in Python; a judge saying `true` has not given a level.
+    if isinstance(score, bool) or not isinstance(score, (int, float)):
+        raise JudgeReplyError(f"score must be a whole number {SCORE_MIN}-{SCORE_MAX}, "
+                              f"got {_type_name(score)}")
+    if isinstance(score, float):
+        if not math.isfinite(score) or not score.is_integer():
+            raise JudgeReplyError(f"score must be a whole number {SCORE_MIN}-{SCORE_MAX}, got {score}")
+        score = int(score)  # 4.0 names level 4 exactly
+    if not SCORE_MIN <= score <= SCORE_MAX:
+        raise JudgeReplyError(f"score {score} is outside {SCORE_MIN}-{SCORE_MAX}")
+    return score
+
+
+def _check_reason(reply: dict[str, Any]) -> str:
+    reason = reply.get("reason")
+    if reason is None:
+        return ""
+    if not isinstance(reason, str):
+        raise JudgeReplyError(f"reason must be a string, got {_type_name(reason)}")
+    return reason.strip()
+
+
+def read_score(content: str) -> Score:
+    """A 1-5 rubric reply (groundedness or fluency): `{"reason", "score", "status"?}`.
+
+    `status` is optional (the fluency rubric does not ask for it), but when
+    present it must be "completed": "skipped" is a judge error, not a score.
+    """
+    reply = read_object(content)
+    _check_status(reply)
+    score = _check_score(reply)
+    return Score(value=score, reason=_check_reason(reply))
+
+
+def read_questions(content: str) -> Questions:
+    """The relevance reply: `{"questions": [...], "noncommittal": bool}`."""
+    reply = read_object(content)
+    if "noncommittal" not in reply:
+        raise JudgeReplyError("reply has no noncommittal flag")
+    noncommittal = reply["noncommittal"]
+    if not isinstance(noncommittal, bool):
+        raise JudgeReplyError(f"noncommittal must be true or false, got {_type_name(noncommittal)}")
+    if "questions" not in reply:
+        raise JudgeReplyError("reply has no questions")
+    questions = reply["questions"]
+    if not isinstance(questions, list):
+        raise JudgeReplyError(f"questions must be an array of strings, got {_type_name(questions)}")
+    for index, question in enumerate(questions):
+        if not isinstance(question, str) or not question.strip():
+            raise JudgeReplyError(f"question {index + 1} must be a non-empty string, "
+                                  f"got {_type_name(question)}")
+    if not questions and not noncommittal:
+        raise JudgeReplyError("reply has no questions for an answer it calls committal")
+    return Questions(questions=tuple(q.strip() for q in questions), noncommittal=noncommittal)
