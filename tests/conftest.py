@@ -2,5 +2,5 @@
 
 pytest_plugins: list[str] = [
     "support.openai_server",   # the OpenAI-compatible loopback server
-    # "support.github_server",   # the GitHub REST loopback server
+    "support.github_server",   # the GitHub REST loopback server
 ]

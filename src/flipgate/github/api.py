@@ -1,0 +1,171 @@
+"""The GitHub REST calls flipgate makes, as a thin shell over PyGithub.
+
+The `Github` client is passed in (tests hand in one pointed at a loopback
+server through `GITHUB_API_URL`). Every PyGithub or network failure leaves
+this module as a `GitHubError` carrying the HTTP status and GitHub's own
+message, never the token.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, TypeVar
+
+from github import Auth, Github, GithubException
+from requests import RequestException
+
+from flipgate.github.event import PullRequest, pull_from_payload
+
+# GitHub answers GET /user with 401/403 for the Actions token; its comments are this login's.
+ACTIONS_BOT_LOGIN = "github-actions[bot]"
+PER_PAGE = 100  # the most GitHub serves a page; fewer round trips through long threads
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class GitHubError(Exception):
+    """A GitHub API call failed. `status` is the HTTP status, when there was one."""
+
+    def __init__(self, what: str, status: int | None = None, message: str | None = None):
+        self.what = what
+        self.status = status
+        detail = f"HTTP {status}" if status is not None else "no response"
+        super().__init__(f"{what}: {detail}" + (f": {message}" if message else ""))
+
+
+def _translated(what: str) -> Callable[[F], F]:
+    def decorate(call: F) -> F:
+        @functools.wraps(call)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return call(*args, **kwargs)
+            except GithubException as exc:
+                raise GitHubError(what, exc.status, _github_message(exc)) from None
+            except RequestException as exc:
+                raise GitHubError(what, None, type(exc).__name__) from None
+        return wrapper  # type: ignore[return-value]
+    return decorate
+
+
+def _github_message(exc: GithubException) -> str | None:
+    """GitHub's `message`, with the validation errors' own messages when it lists them."""
+    data = exc.data if isinstance(exc.data, dict) else {}
+    details = [item["message"] for item in data.get("errors") or []
+               if isinstance(item, dict) and item.get("message")]
+    message = data.get("message") or exc.message
+    return "; ".join([message, *details]) if message else None
+
+
+def connect(api_url: str, token: str, *, pause_between_calls: bool = True) -> Github:
+    """A PyGithub client for `api_url` (GitHub, GitHub Enterprise, or a test server).
+
+    `lazy=True` makes objects addressed by number or SHA cost no request until
+    read. PyGithub's polite pauses between calls (0.25 s, 1 s between writes)
+    suit github.com; a loopback server in tests does not need them.
+    """
+    pauses: dict[str, Any] = {} if pause_between_calls else {
+        "seconds_between_requests": None, "seconds_between_writes": None}
+    return Github(base_url=api_url, auth=Auth.Token(token), per_page=PER_PAGE, lazy=True,
+                  **pauses)
+
+
+@dataclass(frozen=True)
+class IssueComment:
+    id: int
+    author: str
+    body: str
+
+
+@dataclass(frozen=True)
+class StatusUpdate:
+    """A commit status to set. `description` must already fit GitHub's 140 characters."""
+
+    state: str        # pending | success | failure | error
+    description: str
+    context: str
+    target_url: str | None = None
+
+
+class RepoAPI:
+    """The calls flipgate makes on one repository."""
+
+    def __init__(self, client: Github, repository: str):
+        self._client = client
+        self._repo = client.get_repo(repository)  # no request: the client is lazy
+        self.repository = repository
+
+    @_translated("GET /user")
+    def _authenticated_login(self) -> str:
+        return self._client.get_user().login
+
+    def own_login(self) -> str:
+        """The token's login; the Actions token may not ask, and is `github-actions[bot]`."""
+        try:
+            return self._authenticated_login()
+        except GitHubError as exc:
+            if exc.status in (401, 403):
+                return ACTIONS_BOT_LOGIN
+            raise
+
+    @_translated("GET pull request")
+    def pull(self, number: int) -> PullRequest:
+        """The pull request as it is now: its current base and head SHAs."""
+        return pull_from_payload(self._repo.get_pull(number).raw_data)
+
+    @_translated("GET collaborator permission")
+    def _permission(self, user: str) -> str:
+        return self._repo.get_collaborator_permission(user)
+
+    def permission(self, user: str) -> str:
+        """`admin`, `write`, `read`, ... as GitHub reports it; `none` for a stranger."""
+        try:
+            return self._permission(user)
+        except GitHubError as exc:
+            if exc.status == 404:  # not a user of this repository at all
+                return "none"
+            raise
+
+    @_translated("list pull request comments")
+    def first_comment(self, number: int,
+                      matches: Callable[[IssueComment], bool]) -> IssueComment | None:
+        """The oldest comment on the PR's conversation that `matches`, paging as far as needed."""
+        for item in self._repo.get_issue(number).get_comments():
+            comment = IssueComment(id=item.id, author=item.user.login, body=item.body or "")
+            if matches(comment):
+                return comment
+        return None
+
+    @_translated("create comment")
+    def create_comment(self, number: int, body: str) -> int:
+        return self._repo.get_issue(number).create_comment(body).id
+
+    @_translated("edit comment")
+    def edit_comment(self, number: int, comment_id: int, body: str) -> None:
+        self._repo.get_issue(number).get_comment(comment_id).edit(body)
+
+    @_translated("add reaction")
+    def react(self, number: int, comment_id: int, content: str) -> None:
+        self._repo.get_issue(number).get_comment(comment_id).create_reaction(content)
+
+    @_translated("set commit status")
+    def set_status(self, sha: str, status: StatusUpdate) -> None:
+        optional = {"target_url": status.target_url} if status.target_url else {}
+        self._repo.get_commit(sha).create_status(state=status.state,
+                                                 description=status.description,
+                                                 context=status.context, **optional)
+
+    @_translated("GET commit")
+    def _commit_date(self, sha: str) -> datetime:
+        return self._repo.get_commit(sha).commit.committer.date
+
+    def commit_date(self, sha: str) -> datetime | None:
+        """When `sha` was committed; None when GitHub no longer knows it (force-pushed away)."""
+        try:
+            return self._commit_date(sha)
+        except GitHubError as exc:
+            if exc.status in (404, 422):
+                return None
+            raise

@@ -1,0 +1,199 @@
+"""Decide, purely, what an Actions event asks flipgate to do.
+
+`decide(event_name, payload, fork_policy=...)` turns the webhook payload the
+runner saved at `$GITHUB_EVENT_PATH` into exactly one activity. Nothing here
+talks to the network or the disk, so every rule is a row in a test table.
+The few decisions that need the API's answer (who may command, which PR a
+command pins) are small pure functions too: `may_command`, `decide_pull`.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+from typing import Any, Mapping
+
+from flipgate.errors import InputError, Problem
+
+PULL_REQUEST_EVENTS = ("pull_request", "pull_request_target")
+PULL_REQUEST_ACTIONS = ("opened", "synchronize", "reopened")
+COMMAND_PREFIX = "/flipgate"
+# The collaborator-permission endpoint's `permission` values that may command.
+COMMANDING_PERMISSIONS = frozenset({"admin", "maintain", "write"})
+
+
+class ForkPolicy(StrEnum):
+    REQUIRE_COMMAND = "require-command"  # a fork's PR runs only on a maintainer's /flipgate run
+    RUN = "run"                          # a fork's PR runs on pull_request_target like any other
+
+
+@dataclass(frozen=True)
+class PullRequest:
+    """The pull request a run evaluates, with its SHAs pinned."""
+
+    number: int
+    base_sha: str
+    head_sha: str
+    fork: bool
+
+
+@dataclass(frozen=True)
+class RunCheck:
+    """Evaluate this pull request now."""
+
+    pull: PullRequest
+
+
+@dataclass(frozen=True)
+class AwaitCommand:
+    """A fork's PR under `require-command`: mark it pending, spend nothing, wait for a maintainer."""
+
+    pull: PullRequest
+
+
+@dataclass(frozen=True)
+class CannotRunFork:
+    """`pull_request` from a fork: the run has neither secrets nor a writable token."""
+
+    pull: PullRequest
+
+
+@dataclass(frozen=True)
+class Command:
+    """A `/flipgate ...` comment on a pull request, as typed (nothing checked yet)."""
+
+    number: int
+    comment_id: int
+    author: str
+
+
+@dataclass(frozen=True)
+class RunCommand(Command):
+    """`/flipgate run`: re-run the check if the author may command it."""
+
+
+@dataclass(frozen=True)
+class UsageCommand(Command):
+    """`/flipgate`, `/flipgate help` or a subcommand we don't know: reply with usage."""
+
+    unknown: str | None = None  # the words after /flipgate we did not understand, as typed
+
+
+@dataclass(frozen=True)
+class Ignore:
+    """Nothing to do; `reason` goes to the log."""
+
+    reason: str
+
+
+Activity = RunCheck | AwaitCommand | CannotRunFork | RunCommand | UsageCommand | Ignore
+
+
+def load_event(path: str | Path) -> dict[str, Any]:
+    """The payload at `$GITHUB_EVENT_PATH`; a missing or broken file is bad input."""
+    try:
+        payload = json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise InputError(Problem(str(path), None, f"cannot read the event payload: {exc.strerror}"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InputError(Problem(str(path), None, f"the event payload is not JSON: {exc}"))
+    if not isinstance(payload, dict):
+        raise InputError(Problem(str(path), None, "the event payload is not a JSON object"))
+    return payload
+
+
+# -- commands ----------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ParsedCommand:
+    name: str                   # "run" | "help"
+    unknown: str | None = None  # set when the words were not a valid command: answer with usage
+
+
+def parse_command(body: str | None) -> ParsedCommand | None:
+    """The command on a comment's first line, or None when the comment is not one."""
+    first_line = (body or "").lstrip("\r\n").splitlines()[0:1]
+    words = first_line[0].split() if first_line else []
+    if not words or words[0] != COMMAND_PREFIX:
+        return None  # "/flipgateway", "> /flipgate run", plain text: not for us
+    arguments = words[1:]
+    if not arguments or arguments == ["help"]:
+        return ParsedCommand("help")
+    if arguments == ["run"]:
+        return ParsedCommand("run")
+    return ParsedCommand("help", unknown=" ".join(arguments)[:80])
+
+
+def may_command(permission: str | None) -> bool:
+    """Whether a repository permission lets its holder run flipgate by comment."""
+    return permission in COMMANDING_PERMISSIONS
+
+
+# -- pull requests -----------------------------------------------------------
+
+def pull_from_payload(pull: Mapping[str, Any]) -> PullRequest:
+    """A `pull_request` object (webhook or REST shape) as the SHAs and fork flag we need."""
+    head, base = pull["head"], pull["base"]
+    head_repo = head.get("repo") or {}  # null when the fork was deleted
+    base_repo = base.get("repo") or {}
+    fork = not head_repo or head_repo.get("full_name") != base_repo.get("full_name")
+    return PullRequest(number=int(pull["number"]), base_sha=str(base["sha"]),
+                       head_sha=str(head["sha"]), fork=fork)
+
+
+def decide_pull(pull: PullRequest, *, event_name: str,
+                fork_policy: ForkPolicy) -> RunCheck | AwaitCommand | CannotRunFork:
+    """What a pull request event may do, given where its head lives."""
+    if not pull.fork:
+        return RunCheck(pull)
+    if event_name == "pull_request":
+        return CannotRunFork(pull)
+    if fork_policy is ForkPolicy.RUN:
+        return RunCheck(pull)
+    return AwaitCommand(pull)
+
+
+# -- the decision ------------------------------------------------------------
+
+def decide(event_name: str, payload: Mapping[str, Any], *,
+           fork_policy: ForkPolicy = ForkPolicy.REQUIRE_COMMAND) -> Activity:
+    try:
+        if event_name in PULL_REQUEST_EVENTS:
+            return _decide_pull_request(event_name, payload, fork_policy)
+        if event_name == "issue_comment":
+            return _decide_comment(payload)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise InputError(Problem("GITHUB_EVENT_PATH", None,
+                                 f"the {event_name} payload lacks {exc}")) from None
+    return Ignore(f"flipgate does nothing on `{event_name}` events; it runs on pull_request, "
+                  "pull_request_target and issue_comment")
+
+
+def _decide_pull_request(event_name: str, payload: Mapping[str, Any],
+                         fork_policy: ForkPolicy) -> Activity:
+    action = payload.get("action")
+    if action not in PULL_REQUEST_ACTIONS:
+        return Ignore(f"{event_name} `{action}`: only opened, synchronize and reopened are checked")
+    return decide_pull(pull_from_payload(payload["pull_request"]), event_name=event_name,
+                       fork_policy=fork_policy)
+
+
+def _decide_comment(payload: Mapping[str, Any]) -> Activity:
+    action = payload.get("action")
+    if action != "created":
+        return Ignore(f"issue_comment `{action}`: only new comments are read, "
+                      "edits are ignored")
+    issue, comment = payload["issue"], payload["comment"]
+    parsed = parse_command(comment.get("body"))
+    if parsed is None:
+        return Ignore("the comment is not a /flipgate command")
+    if not issue.get("pull_request"):
+        return Ignore(f"issue #{issue['number']} is not a pull request; "
+                      "/flipgate commands work on pull requests only")
+    fields = dict(number=int(issue["number"]), comment_id=int(comment["id"]),
+                  author=str(comment["user"]["login"]))
+    if parsed.name == "run":
+        return RunCommand(**fields)
+    return UsageCommand(**fields, unknown=parsed.unknown)

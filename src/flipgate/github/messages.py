@@ -1,0 +1,134 @@
+"""The texts flipgate writes itself in GitHub mode: replies, notices, status descriptions.
+
+Pure functions of their arguments. Anything a user or a model wrote is shown
+only inside a code span or a fenced block sized to its content, where
+Markdown, HTML and @-mentions are inert. Replies never start with
+`/flipgate`, so one can never be read as a command.
+"""
+
+from __future__ import annotations
+
+import re
+
+from flipgate.github.event import PullRequest
+from flipgate.model import Conclusion, Counts, Report
+
+STATUS_LIMIT = 140  # GitHub refuses a longer commit status description
+NO_CHANGE = "no prompt or model change"
+WAITING_FOR_COMMAND = "waiting for a maintainer's `/flipgate run`"
+
+USAGE = """\
+**flipgate** answers these commands, typed at the start of a pull request comment
+by someone with write access to the repository:
+
+| command | what it does |
+|---|---|
+| `/flipgate run` | re-run the check on the pull request's current head |
+| `/flipgate help` | show this message |
+"""
+
+
+def short(sha: str) -> str:
+    return sha[:7]
+
+
+def inline_code(text: str) -> str:
+    """`text` as a code span that no backtick inside it can close."""
+    text = " ".join(text.splitlines())
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") or not text.strip() else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def code_block(text: str) -> str:
+    """`text` as a fenced block that no fence inside it can close."""
+    longest = max((len(run) for run in re.findall(r"^ {0,3}(`{3,})", text, re.M)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}text\n{text.rstrip()}\n{fence}"
+
+
+def clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit - 1].rstrip() + "…"
+
+
+def _plural(count: int, noun: str, plural: str | None = None) -> str:
+    return f"{count} {noun if count == 1 else (plural or noun + 's')}"
+
+
+# -- commit status -----------------------------------------------------------
+
+def status_description(report: Report) -> str:
+    """One line, at most 140 characters, that says what the counts say."""
+    if report.conclusion is Conclusion.SKIPPED:
+        return NO_CHANGE
+    counts = report.counts
+    lead = {Conclusion.SUCCESS: "passed", Conclusion.FAILURE: "blocked",
+            Conclusion.ERROR: "could not finish"}[report.conclusion]
+    details = _count_phrases(counts) or ["no regressions"]
+    return clip(f"{lead}: {_plural(counts.cases, 'case')}; " + ", ".join(details), STATUS_LIMIT)
+
+
+def _count_phrases(counts: Counts) -> list[str]:
+    phrases = [
+        (counts.errors, _plural(counts.errors, "judge error")),
+        (counts.blocking_regressions,
+         _plural(counts.blocking_regressions, "blocking regression")),
+        (counts.regressions_to_review, f"{counts.regressions_to_review} to review"),
+        (counts.unstable, f"{counts.unstable} unstable"),
+        (counts.new_non_answers, _plural(counts.new_non_answers, "new non-answer")),
+        (counts.relevance_drops, _plural(counts.relevance_drops, "relevance drop")),
+        (counts.moved, f"{counts.moved} moved"),
+    ]
+    return [text for count, text in phrases if count]
+
+
+def pending_description(pull: PullRequest) -> str:
+    return f"evaluating {short(pull.head_sha)}…"
+
+
+def failure_description(kind: str) -> str:
+    return clip(f"could not run: {kind}; see the workflow run", STATUS_LIMIT)
+
+
+# -- comments ----------------------------------------------------------------
+
+def could_not_run_comment(*, head_sha: str, kind: str, detail: str) -> str:
+    """The sticky comment's body when the check failed before it had a report."""
+    return (f"### flipgate could not run\n\n"
+            f"The check of {inline_code(short(head_sha))} stopped: {kind}. "
+            f"Nothing was gated, and the commit status says `error`.\n\n"
+            f"{code_block(detail)}\n\n"
+            f"Fix the problem and push, or ask a maintainer for `/flipgate run`.\n")
+
+
+def no_change_comment(*, head_sha: str) -> str:
+    return (f"### flipgate: {NO_CHANGE}\n\n"
+            f"As of {inline_code(short(head_sha))} this pull request changes neither the "
+            f"prompt nor the model, so there was nothing to evaluate.\n")
+
+
+def usage_reply(unknown: str | None) -> str:
+    lead = f"I did not understand {inline_code('/flipgate ' + unknown)}.\n\n" if unknown else ""
+    return lead + USAGE
+
+
+def refusal_reply(*, author: str, permission: str) -> str:
+    return (f"Sorry, {inline_code(author)} has {inline_code(permission)} access to this "
+            f"repository; `/flipgate run` needs `write`, `maintain` or `admin`. "
+            f"Nothing was run.\n")
+
+
+def fork_cannot_run(pull: PullRequest) -> str:
+    """Why a `pull_request` run from a fork does nothing (log and step summary)."""
+    return (f"flipgate did not evaluate pull request #{pull.number}: its head comes from a "
+            f"fork, and GitHub gives `pull_request` runs from forks neither secrets (no model "
+            f"key) nor a token that may post comments or statuses. Use the "
+            f"`pull_request_target` workflow from flipgate's guide, or have a maintainer "
+            f"comment `/flipgate run` (handled by the `issue_comment` workflow).")
+
+
+def await_command(pull: PullRequest) -> str:
+    return (f"flipgate is waiting on pull request #{pull.number}: it comes from a fork and "
+            f"`fork-policy` is `require-command`, so it is evaluated only when a maintainer "
+            f"comments `/flipgate run`. The `flipgate` status stays pending until then.")
