@@ -1,0 +1,188 @@
+"""The LLM judge on the wire: groundedness, relevance and fluency over `flipgate.llm.LLM`.
+
+Every request is a chat completion in JSON mode to the pinned judge model,
+with the inputs verbatim in the messages (prompts.py). A reply that breaks
+its rubric's shape is asked again once, with the very same request (the
+`LLM` never caches a rejected reply, so the second ask reaches the server);
+if it is still bad, or the API fails after the client's own retries, the
+row gets a judge error. Nothing here raises for one row's failure, except
+`flipgate.llm.BudgetExceeded`, which stops the run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from typing import TYPE_CHECKING, Any, Callable, Sequence, TypeVar
+
+from flipgate.judges import prompts
+from flipgate.judges.base import RUBRIC_VERSION
+from flipgate.judges.replies import JudgeReplyError, Questions, read_questions, read_score
+from flipgate.llm import LLM
+from flipgate.model import Case, JudgeInfo, Relevance, Score
+
+if TYPE_CHECKING:
+    import openai
+
+T = TypeVar("T")
+
+# Judge replies are one short JSON object. Reasoning models spend hidden
+# reasoning tokens out of the same allowance, so they get more room.
+MAX_TOKENS = 800
+REASONING_MAX_COMPLETION_TOKENS = 4000
+DEFAULT_QUESTIONS = 3
+
+EMPTY_ANSWER = Score(value=3, reason="empty answer: nothing to ground, a non-answer "
+                                     "(no judge was asked)")
+
+
+class JudgeFailure(Exception):
+    """One judgement could not be obtained; the message goes into the report."""
+
+
+def describe_api_error(exc: openai.OpenAIError, *, retries: int) -> str:
+    """A one-line account of an API failure that survived the client's retries."""
+    import openai
+
+    after = f" after {retries} retr{'y' if retries == 1 else 'ies'}" if retries else ""
+    if isinstance(exc, openai.APITimeoutError):
+        return f"request timed out{after}"
+    if isinstance(exc, openai.APIConnectionError):
+        return f"could not connect{after}: {exc}"
+    if isinstance(exc, openai.APIStatusError):
+        body = exc.body if isinstance(exc.body, dict) else {}
+        detail = body.get("message") if isinstance(body.get("message"), str) else exc.message
+        return f"HTTP {exc.status_code}{after}: {detail}"
+    return f"{type(exc).__name__}: {exc}"
+
+
+def mean_cosine(questions: Sequence[Sequence[float]], query: Sequence[float]) -> float:
+    """The mean cosine similarity of each question vector to the query vector."""
+    def cosine(a: Sequence[float], b: Sequence[float]) -> float:
+        norm = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
+        return sum(x * y for x, y in zip(a, b, strict=True)) / norm if norm else 0.0
+
+    return sum(cosine(q, query) for q in questions) / len(questions) if questions else 0.0
+
+
+class OpenAIJudge:
+    """The `Judge` protocol on an OpenAI-compatible chat completions API."""
+
+    def __init__(self, llm: LLM, *, info: JudgeInfo, reasoning: bool = False,
+                 questions: int = DEFAULT_QUESTIONS):
+        if not info.embedding_model:
+            raise ValueError("the judge needs an embedding model for relevance")
+        self.llm = llm
+        self.info = info
+        self.reasoning = reasoning
+        self.questions = questions
+
+    # -- the protocol
+
+    async def groundedness(self, case: Case, response: str, *, sample: int = 0) -> Score:
+        if not response.strip():
+            return EMPTY_ANSWER  # never send a judge nothing to grade
+        messages = prompts.groundedness_messages(query=case.query, context=case.context,
+                                                 response=response)
+        return await self._score("groundedness", messages, sample=sample)
+
+    async def fluency(self, response: str) -> Score:
+        if not response.strip():
+            return Score.failed("fluency: empty answer, nothing to rate (no judge was asked)")
+        return await self._score("fluency", prompts.fluency_messages(response=response), sample=0)
+
+    async def relevance(self, items: Sequence[tuple[Case, str]]) -> list[Relevance]:
+        """One questions call per distinct answer, then one batched embedding pass."""
+        import openai
+
+        answers = list(dict.fromkeys(response for _, response in items if response.strip()))
+        readings: dict[str, Questions | str] = dict(zip(answers, await asyncio.gather(
+            *(self._questions_for(answer) for answer in answers))))
+
+        texts: list[str] = []
+        for case, response in items:
+            reading = readings.get(response)
+            if isinstance(reading, Questions) and not reading.noncommittal and case.query.strip():
+                texts.extend((*reading.questions, case.query))
+        vectors: dict[str, list[float]] = {}
+        embedding_error = None
+        if texts:
+            try:
+                embedded = await self.llm.embed(model=self.info.embedding_model or "", texts=texts)
+                vectors = dict(zip(texts, embedded, strict=True))
+            except openai.OpenAIError as exc:
+                retries = getattr(self.llm.client, "max_retries", 0)
+                embedding_error = f"relevance embeddings: {describe_api_error(exc, retries=retries)}"
+            except ValueError as exc:  # the provider returned the wrong number of vectors
+                embedding_error = f"relevance embeddings: {exc}"
+
+        return [self._relevance_of(case, response, readings.get(response), vectors, embedding_error)
+                for case, response in items]
+
+    async def aclose(self) -> None:
+        await self.llm.client.close()
+
+    # -- the parts
+
+    def _params(self) -> dict[str, Any]:
+        params: dict[str, Any] = {"response_format": {"type": "json_object"}}
+        if self.reasoning:
+            # Reasoning models refuse `temperature` and `max_tokens`.
+            params["max_completion_tokens"] = REASONING_MAX_COMPLETION_TOKENS
+        else:
+            params.update(temperature=0, max_tokens=MAX_TOKENS)
+        return params
+
+    async def _ask(self, metric: str, messages: list[dict[str, str]], *,
+                   read: Callable[[str], T], sample: int) -> T:
+        """Ask once; a reply that breaks the rubric is asked again, exactly once."""
+        import openai
+
+        tag = {"rubric": RUBRIC_VERSION, "metric": metric, "sample": sample}
+        problem = ""
+        for _attempt in range(2):
+            try:
+                completion = await self.llm.chat(model=self.info.model, messages=messages,
+                                                 params=self._params(), cache_tag=tag,
+                                                 validate=read)
+            except openai.OpenAIError as exc:
+                retries = getattr(self.llm.client, "max_retries", 0)
+                raise JudgeFailure(f"{metric} judge: {describe_api_error(exc, retries=retries)}") \
+                    from exc
+            try:
+                return read(completion.content)
+            except JudgeReplyError as exc:
+                problem = str(exc)
+                if completion.finish_reason == "length":
+                    problem += " (the reply was cut off at the token limit)"
+        raise JudgeFailure(f"{metric} judge answered nonsense twice: {problem}")
+
+    async def _score(self, metric: str, messages: list[dict[str, str]], *, sample: int) -> Score:
+        try:
+            return await self._ask(metric, messages, read=read_score, sample=sample)
+        except JudgeFailure as exc:
+            return Score.failed(str(exc))
+
+    async def _questions_for(self, response: str) -> Questions | str:
+        messages = prompts.relevance_messages(response=response, count=self.questions)
+        try:
+            return await self._ask("relevance", messages, read=read_questions, sample=0)
+        except JudgeFailure as exc:
+            return str(exc)
+
+    @staticmethod
+    def _relevance_of(case: Case, response: str, reading: Questions | str | None,
+                      vectors: dict[str, list[float]], embedding_error: str | None) -> Relevance:
+        if not response.strip():
+            return Relevance(score=0.0, noncommittal=True)  # answers nothing at all
+        if isinstance(reading, str) or reading is None:
+            return Relevance(score=None, error=reading or "relevance judge was not asked")
+        if reading.noncommittal:
+            return Relevance(score=0.0, questions=reading.questions, noncommittal=True)
+        if not case.query.strip():
+            return Relevance(score=None, questions=reading.questions,
+                             error="relevance: the case has an empty query")
+        if embedding_error is not None:
+            return Relevance(score=None, questions=reading.questions, error=embedding_error)
+        score = mean_cosine([vectors[q] for q in reading.questions], vectors[case.query])
+        return Relevance(score=score, questions=reading.questions)
