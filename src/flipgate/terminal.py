@@ -1,0 +1,155 @@
+"""The terminal summary: the rows that matter, the counts and the conclusion.
+
+Ids, categories and model text are untrusted: they are flattened to one line
+without control characters (no escape sequences reach the terminal) and
+handed to rich as `Text`, which never parses markup.
+"""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from flipgate.model import Conclusion, Report, Row, Side, Verdict
+from flipgate.render import one_line_within, plural
+
+MAX_ROWS = 40
+
+# (label, style) per kind of row, most important first.
+_KINDS: tuple[tuple[str, str, str], ...] = (
+    ("blocking", "BLOCKING", "bold red"),
+    ("error", "judge error", "bold yellow"),
+    ("review", "review", "red"),
+    ("non_answer", "non-answer", "yellow"),
+    ("unstable", "unstable", "magenta"),
+    ("relevance", "relevance drop", "cyan"),
+    ("moved", "moved", ""),
+    ("still", "still ungrounded", "dim"),
+)
+_RANK = {kind: rank for rank, (kind, _, _) in enumerate(_KINDS)}
+
+
+def kind_of(row: Row) -> str | None:
+    """Which kind of row this is for the summary; None for rows nobody needs to read."""
+    if row.verdict is Verdict.REGRESSION:
+        return "blocking" if row.blocking else "review"
+    if row.verdict is Verdict.ERROR or row.errors:
+        return "error"
+    if row.verdict is Verdict.NEW_NON_ANSWER:
+        return "non_answer"
+    if row.verdict is Verdict.UNSTABLE:
+        return "unstable"
+    if row.relevance_drop:
+        return "relevance"
+    if row.verdict is Verdict.MOVED:
+        return "moved"
+    if row.verdict is Verdict.STILL_UNGROUNDED:
+        return "still"
+    return None
+
+
+def rows_that_matter(report: Report) -> list[tuple[str, Row]]:
+    """(kind, row) for every row worth showing, most important kind first, stable within one."""
+    kinds = ((kind_of(row), row) for row in report.rows)
+    found = [(kind, row) for kind, row in kinds if kind is not None]
+    return sorted(found, key=lambda pair: _RANK[pair[0]])
+
+
+def _plain(text: object, limit: int, style: str = "") -> Text:
+    return Text(one_line_within(text, limit), style=style)
+
+
+def _reading(side: Side) -> str:
+    if not side.groundedness.ok or side.bucket is None:
+        return "no score"
+    return f"{side.bucket.value} ({side.groundedness.value})"
+
+
+def _relevance(side: Side) -> str:
+    relevance = side.relevance
+    return "—" if relevance is None or relevance.score is None else f"{relevance.score:.2f}"
+
+
+def _why(row: Row) -> str:
+    if row.errors:
+        return "; ".join(row.errors)
+    evidence = row.evidence
+    if evidence and evidence.unsupported_figures:
+        return "not in context: " + ", ".join(evidence.unsupported_figures)
+    if evidence and evidence.unsupported_statements:
+        return "not in context: " + evidence.unsupported_statements[0]
+    return row.candidate.groundedness.reason
+
+
+def rows_table(report: Report, *, max_rows: int = MAX_ROWS) -> tuple[Table, int]:
+    """The table of rows that matter, and how many were left out of it."""
+    table = Table(show_header=True, header_style="bold", expand=False)
+    for name in ("verdict", "id", "category", "baseline → candidate", "relevance", "why"):
+        table.add_column(name, overflow="fold")
+    picked = rows_that_matter(report)
+    for kind, row in picked[:max_rows]:
+        _, label, style = _KINDS[_RANK[kind]]
+        movement = f"{_reading(row.baseline)} → {_reading(row.candidate)}"
+        if row.candidate.finish_reason == "length":
+            movement += " (truncated)"
+        relevance = f"{_relevance(row.baseline)} → {_relevance(row.candidate)}"
+        table.add_row(Text(label, style=style), _plain(row.id, 40), _plain(row.category, 24),
+                      Text(movement), Text(relevance, style="cyan" if row.relevance_drop else ""),
+                      _plain(_why(row), 80))
+    return table, max(0, len(picked) - max_rows)
+
+
+def counts_line(report: Report) -> str:
+    counts = report.counts
+    parts = [
+        plural(counts.cases, "case"),
+        f"{counts.blocking_regressions:,} blocking",
+        f"{counts.regressions_to_review:,} to review",
+        plural(counts.new_non_answers, "new non-answer"),
+        f"{counts.unstable:,} unstable",
+        plural(counts.relevance_drops, "relevance drop"),
+        f"{counts.moved:,} moved",
+        f"{counts.still_ungrounded:,} still ungrounded",
+        plural(counts.errors, "judge error"),
+    ]
+    return " · ".join(parts)
+
+
+def conclusion_line(report: Report) -> tuple[str, str]:
+    """The verdict in words, and its style."""
+    counts = report.counts
+    if report.conclusion is Conclusion.FAILURE:
+        return f"❌ blocked: {plural(counts.blocking_regressions, 'blocking regression')}", "bold red"
+    if report.conclusion is Conclusion.ERROR:
+        line = f"⚠️  could not finish: judge errors on {plural(counts.errors, 'row')}"
+        if counts.blocking_regressions:
+            line += f" (and {plural(counts.blocking_regressions, 'confirmed blocking regression')})"
+        return line, "bold yellow"
+    if report.conclusion is Conclusion.SKIPPED:
+        return "⏭️  skipped: no prompt or model change", "bold"
+    return "✅ passed: no blocking regression", "bold green"
+
+
+def judge_line(report: Report) -> Text:
+    judge = report.judge
+    if judge.lexical:
+        return Text("judge: offline lexical judge (word and figure overlap, not an LLM)")
+    line = Text("judge: ")
+    line.append_text(_plain(judge.provider, 40))
+    line.append(" · ")
+    line.append_text(_plain(judge.model, 100))
+    return line
+
+
+def print_summary(report: Report, console: Console) -> None:
+    if report.conclusion is not Conclusion.SKIPPED:
+        table, left_out = rows_table(report)
+        if table.row_count:
+            console.print(table)
+        if left_out:
+            console.print(Text(f"… and {left_out:,} more rows in report.json and comment.md"))
+        console.print(judge_line(report))
+        console.print(Text(counts_line(report)))
+    line, style = conclusion_line(report)
+    console.print(Text(line, style=style))

@@ -1,0 +1,124 @@
+"""Keyword-argument factories for the shared value types, for any test that needs a Report.
+
+Rows are classified by the real gate core unless a verdict is given, so a
+row built here is a row the gate could have produced.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from flipgate import gate
+from flipgate.model import (
+    Case, Conclusion, Evidence, FluencySummary, JudgeInfo, Relevance, Report, Row, Score, Side,
+    Verdict,
+)
+
+BLOCKING_CATEGORIES = ("policy", "pricing", "safety")
+
+
+def make_score(value: int | None = 5, reason: str = "", error: str | None = None) -> Score:
+    if value is None:
+        return Score.failed(error or "judge reply did not parse")
+    return Score(value=value, reason=reason)
+
+
+def make_side(score: int | None = 5, *, response: str = "An answer taken from the context.",
+              reason: str = "", relevance: float | None = 0.9,
+              questions: Sequence[str] = (), noncommittal: bool = False,
+              rescore: int | None | bool = False, fluency: int | None = None,
+              finish_reason: str | None = "stop", error: str | None = None) -> Side:
+    """One answer and its readings. `rescore=False` means it was not re-scored."""
+    groundedness = make_score(score, reason=reason, error=error)
+    return Side(
+        response=response,
+        groundedness=groundedness,
+        bucket=gate.bucket_of(score) if score is not None else None,
+        relevance=(Relevance(score=relevance, questions=tuple(questions), noncommittal=noncommittal)
+                   if relevance is not None else None),
+        rescore=None if rescore is False else make_score(rescore, reason="second scoring"),
+        fluency=make_score(fluency) if fluency is not None else None,
+        finish_reason=finish_reason,
+    )
+
+
+def make_row(id: str = "refund-007", *, category: str = "policy", before: int | None = 5,
+             after: int | None = 2, rescore: int | None | bool = None,
+             answer: str = "Refunds take 30 days and cost a $12 fee.",
+             baseline_answer: str = "Refunds are issued within 30 days.",
+             query: str = "How long do refunds take?",
+             context: str = "Refunds are issued within 30 days of the request.",
+             reason: str = "The $12 fee is not in the context.",
+             figures: Sequence[str] = ("$12",), statements: Sequence[str] = ("cost a $12 fee",),
+             relevance: tuple[float | None, float | None] = (0.9, 0.88),
+             questions: Sequence[str] = ("How long do refunds take?",),
+             finish_reason: str | None = "stop", threshold: float = 0.7,
+             blocking_categories: Sequence[str] = BLOCKING_CATEGORIES,
+             verdict: Verdict | None = None, errors: Sequence[str] | None = None) -> Row:
+    """A row classified by gate.classify. `rescore=None` re-scores only when the gate would."""
+    if rescore is None:
+        needs = (before is not None and after is not None
+                 and gate.needs_rescore(gate.bucket_of(before), gate.bucket_of(after)))
+        rescore = after if needs else False
+    baseline = make_side(before, response=baseline_answer, relevance=relevance[0])
+    candidate = make_side(after, response=answer, reason=reason, relevance=relevance[1],
+                          questions=questions, rescore=rescore, finish_reason=finish_reason)
+    computed, computed_errors = gate.classify(
+        baseline.groundedness, candidate.groundedness,
+        candidate.rescore if candidate.rescore is not None else None)
+    verdict = verdict or computed
+    return Row(
+        case=Case(id=id, query=query, context=context, category=category),
+        baseline=baseline,
+        candidate=candidate,
+        verdict=verdict,
+        blocking=gate.is_blocking(verdict, category, blocking_categories),
+        relevance_drop=gate.relevance_dropped(baseline.relevance, candidate.relevance, threshold),
+        errors=list(errors if errors is not None else computed_errors),
+        evidence=Evidence(unsupported_figures=tuple(figures),
+                          unsupported_statements=tuple(statements)),
+    )
+
+
+def make_judge(provider: str = "openai", model: str = "gpt-4.1-mini", *,
+               engine: str | None = None,
+               embedding_model: str | None = "text-embedding-3-small") -> JudgeInfo:
+    engine = engine or ("lexical" if provider == "offline" else "openai")
+    return JudgeInfo(provider=provider, model=model, engine=engine,
+                     embedding_model=embedding_model)
+
+
+def make_report(rows: Sequence[Row] = (), *, conclusion: Conclusion | None = None,
+                judge: JudgeInfo | None = None, **extra: Any) -> Report:
+    """A report whose counts and conclusion come from the gate core unless given."""
+    counts = gate.count(rows)
+    return Report(
+        conclusion=conclusion or gate.conclude(counts),
+        judge=judge or make_judge(),
+        counts=counts,
+        rows=list(rows),
+        **extra,
+    )
+
+
+def fluency(rows: int = 12, mean_delta: float | None = 0.25, failed: int = 0) -> FluencySummary:
+    return FluencySummary(rows=rows, mean_delta=mean_delta, failed=failed)
+
+
+def one_of_each(**row_overrides: Any) -> list[Row]:
+    """One row per verdict (and a non-blocking regression), ids naming the verdict."""
+    def row(id: str, **kwargs: Any) -> Row:
+        return make_row(id, **{**kwargs, **row_overrides})
+
+    return [
+        row("blocking", category="policy", before=5, after=2, rescore=1),
+        row("review", category="smalltalk", before=4, after=1, rescore=2),
+        row("non-answer", category="policy", before=5, after=3),
+        row("unstable", category="pricing", before=5, after=2, rescore=4),
+        row("relevance", category="policy", before=5, after=5, relevance=(0.9, 0.3)),
+        row("error", category="policy", before=5, after=None),
+        row("moved", category="policy", before=4, after=5),
+        row("still", category="policy", before=2, after=1),
+        row("unchanged", category="policy", before=5, after=5),
+    ]
