@@ -1,0 +1,215 @@
+"""The optional second engine: `judge.engine: azure-ai-evaluation`.
+
+Groundedness (with the query) and fluency come from that package's own
+evaluators, which ask for the same reply shape as flipgate's rubrics, so the
+verdicts mean the same. Relevance has no invented-questions metric there and
+reuses the openai engine's (`OpenAIJudge.relevance`, through `LLM`).
+
+What this engine does differently, and why:
+- The SDK builds its own openai client for every call, so its requests
+  bypass `LLM`: no on-disk cache (every run asks again), and its own retry
+  loop (up to 10 tries, honouring Retry-After) instead of the client's.
+  They still count against the shared concurrency limit and the budget.
+- The evaluators are synchronous and have no timeout control: each call runs
+  in its own daemon thread under `asyncio.wait_for`. A call that times out is
+  abandoned; its thread may finish in the background but never keeps the
+  process from exiting.
+- Known traps of 1.18.10, handled here: the model config needs
+  `"type": "openai"` and a `base_url`; `PF_LOGGING_LEVEL` must be set before
+  the first evaluator is built or tracebacks go to stdout; an evaluator used
+  once with a query keeps the query prompt, so each instance serves one mode
+  only (groundedness is always asked with the query); bad replies raise raw
+  `JSONDecodeError`/`ValueError` or give NaN, and scores are not
+  range-checked. All of those become judge errors, never scores.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import os
+import threading
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence, TypeVar
+
+from flipgate.errors import FlipgateError, InputError
+from flipgate.judges.openai_judge import EMPTY_ANSWER, OpenAIJudge, describe_api_error
+from flipgate.judges.replies import SCORE_MAX, SCORE_MIN
+from flipgate.llm import Budget, Endpoint, Limiter, Usage
+from flipgate.model import Case, JudgeInfo, Relevance, Score
+
+if TYPE_CHECKING:
+    import openai
+
+T = TypeVar("T")
+
+ENGINE = "azure-ai-evaluation"
+INSTALL_HINT = "pip install 'flipgate[azure]'"
+
+
+class _BadReply(Exception):
+    """The SDK read the judge's reply and found no usable score."""
+
+
+def model_config_for(endpoint: Endpoint, *, model: str) -> dict[str, Any]:
+    """The SDK's model configuration for an endpoint. The key comes from the
+    environment only, as for the openai engine."""
+    if endpoint.kind == "azure":
+        key = os.environ.get("AZURE_OPENAI_API_KEY")
+        if not key:
+            raise InputError("azure needs AZURE_OPENAI_API_KEY in the environment")
+        return {"type": "azure_openai", "azure_endpoint": endpoint.base_url,
+                "azure_deployment": model, "api_version": endpoint.api_version, "api_key": key}
+    key = os.environ.get("OPENAI_API_KEY")
+    if not key:
+        raise InputError("openai needs OPENAI_API_KEY in the environment "
+                         "(any value works for a local OpenAI-compatible server)")
+    # 1.18.10 treats a config without "type" as Azure, and without base_url
+    # falls back to whatever OPENAI_BASE_URL says: state both.
+    return {"type": "openai", "model": model, "base_url": endpoint.base_url, "api_key": key}
+
+
+def read_result(result: Mapping[str, Any], metric: str) -> Score:
+    """An evaluator's result dict as a Score; raises _BadReply when it holds none."""
+    if result.get(f"{metric}_status") == "skipped":
+        reason = str(result.get(f"{metric}_reason") or "").strip()
+        raise _BadReply(f"judge skipped the evaluation{': ' + reason if reason else ''}")
+    score = result.get(metric)
+    if isinstance(score, bool) or not isinstance(score, (int, float)):
+        raise _BadReply(f"no score in the evaluator's result (got {score!r})")
+    if not math.isfinite(score):
+        raise _BadReply("the reply could not be read (the evaluator gave no score)")
+    if not float(score).is_integer():
+        raise _BadReply(f"score must be a whole number {SCORE_MIN}-{SCORE_MAX}, got {score}")
+    if not SCORE_MIN <= score <= SCORE_MAX:
+        raise _BadReply(f"score {score:g} is outside {SCORE_MIN}-{SCORE_MAX}")
+    reason = result.get(f"{metric}_reason")
+    return Score(value=int(score), reason=reason.strip() if isinstance(reason, str) else "")
+
+
+def _api_failure(exc: BaseException) -> openai.OpenAIError | None:
+    """The openai error behind an SDK exception, if any: the SDK wraps those after
+    its own retries, and they are not bad replies to ask again."""
+    import openai
+
+    for candidate in (exc, exc.__cause__):
+        if isinstance(candidate, openai.OpenAIError):
+            return candidate
+    return None
+
+
+def _import_sdk() -> Any:
+    # Must be set before the SDK creates its loggers, or they print tracebacks to stdout.
+    os.environ.setdefault("PF_LOGGING_LEVEL", "CRITICAL")
+    try:
+        import azure.ai.evaluation as sdk
+    except ImportError as exc:
+        raise InputError(f"judge.engine {ENGINE} needs the optional package: {INSTALL_HINT} "
+                         f"({exc})") from None
+    return sdk
+
+
+class AzureEvalJudge:
+    """The `Judge` protocol on azure-ai-evaluation's evaluators."""
+
+    def __init__(self, *, model_config: Mapping[str, Any], info: JudgeInfo,
+                 relevance_judge: OpenAIJudge, limiter: Limiter, budget: Budget,
+                 timeout: float, reasoning: bool = False, usage: Usage | None = None):
+        sdk = _import_sdk()
+        self.info = info
+        self.relevance_judge = relevance_judge
+        self.limiter = limiter
+        self.budget = budget
+        self.timeout = timeout
+        self.usage = usage if usage is not None else Usage()
+        # One instance per mode: this one is only ever called with a query.
+        self._groundedness_with_query = sdk.GroundednessEvaluator(
+            dict(model_config), is_reasoning_model=reasoning)
+        self._fluency = sdk.FluencyEvaluator(dict(model_config), is_reasoning_model=reasoning)
+
+    async def groundedness(self, case: Case, response: str, *, sample: int = 0) -> Score:
+        # `sample` needs no cache tag here: this engine never caches, every call asks.
+        if not response.strip():
+            return EMPTY_ANSWER
+        return await self._score("groundedness", lambda: self._groundedness_with_query(
+            query=case.query, context=case.context, response=response))
+
+    async def fluency(self, response: str) -> Score:
+        if not response.strip():
+            return Score.failed("fluency: empty answer, nothing to rate (no judge was asked)")
+        return await self._score("fluency", lambda: self._fluency(response=response))
+
+    async def relevance(self, items: Sequence[tuple[Case, str]]) -> list[Relevance]:
+        return await self.relevance_judge.relevance(items)
+
+    async def aclose(self) -> None:
+        await self.relevance_judge.aclose()
+
+    async def _score(self, metric: str, call: Callable[[], Mapping[str, Any]]) -> Score:
+        """Run an evaluator; a bad reply is asked again once, like the openai engine."""
+        prefix = f"{metric} judge ({ENGINE})"
+        problem = ""
+        for _attempt in range(2):
+            try:
+                result = await self._run(call)
+                self._account(result, metric)
+                return read_result(result, metric)
+            except TimeoutError:
+                return Score.failed(f"{prefix}: no answer within {self.timeout:g}s")
+            except _BadReply as exc:
+                problem = str(exc)
+            except FlipgateError:
+                raise  # the budget ran out: the run stops
+            except Exception as exc:  # noqa: BLE001 - the SDK raises many unrelated types
+                if (api_error := _api_failure(exc)) is not None:
+                    return Score.failed(f"{prefix}: {describe_api_error(api_error, retries=0)} "
+                                        "(after the evaluator's own retries)")
+                problem = f"unreadable reply: {type(exc).__name__}: {exc}"
+        return Score.failed(f"{prefix} answered nonsense twice: {problem}")
+
+    def _account(self, result: Mapping[str, Any], metric: str) -> None:
+        """Token usage as the SDK reports it (its own retries are not visible here)."""
+        properties = result.get(f"{metric}_properties")
+        tokens = properties if isinstance(properties, Mapping) else {}
+
+        def count(name: str) -> int:
+            value = tokens.get(name)
+            return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+        self.usage.requests += 1
+        self.usage.prompt_tokens += count("prompt_tokens")
+        self.usage.completion_tokens += count("completion_tokens")
+        self.budget.spend_tokens(count("prompt_tokens") + count("completion_tokens"))
+
+    async def _run(self, call: Callable[[], Mapping[str, Any]]) -> Mapping[str, Any]:
+        async with self.limiter:
+            self.budget.reserve_request()
+            return await asyncio.wait_for(_in_daemon_thread(call), timeout=self.timeout)
+
+
+def _in_daemon_thread(call: Callable[[], T]) -> asyncio.Future[T]:
+    """Run a blocking call in a daemon thread: unlike an executor's worker, an
+    abandoned one cannot hold up the process at exit."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[T] = loop.create_future()
+
+    def settle(outcome: Callable[[], None]) -> None:
+        if not future.done():  # it may have been cancelled by wait_for
+            outcome()
+
+    def hand_over(outcome: Callable[[], None]) -> None:
+        try:
+            loop.call_soon_threadsafe(settle, outcome)
+        except RuntimeError:
+            pass  # the loop is gone: nobody is waiting for an abandoned call
+
+    def work() -> None:
+        try:
+            result = call()
+        except BaseException as exc:  # noqa: BLE001 - handed to the awaiting task
+            error = exc
+            hand_over(lambda: future.set_exception(error))
+        else:
+            hand_over(lambda: future.set_result(result))
+
+    threading.Thread(target=work, name="flipgate-azure-eval", daemon=True).start()
+    return future
