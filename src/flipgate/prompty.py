@@ -1,0 +1,710 @@
+"""Prompty generators: parse the file, render its messages in Jinja2's sandbox.
+
+A Prompty file is YAML front matter between `---` lines, then a Jinja2 body
+split into chat messages by lines that read `system:`, `user:` or
+`assistant:`. The file may come from a pull request, so it is untrusted:
+
+- the front matter is read with PyYAML's safe loader;
+- the body is rendered by `ImmutableSandboxedEnvironment` with strict
+  undefined variables, without the globals that only help an attacker
+  (`lipsum`, `cycler`, `joiner`), with checks on the operators that can
+  allocate without bound (`*`, `**`) and a cap on the rendered size;
+- before anything renders, every template is scanned for reaching into
+  Python internals (attributes or items that start with `_`), which is
+  refused with a SecurityError naming the file and line;
+- `{% include %}` / `{% extends %}` / `{% import %}` resolve, relative to
+  the including file, only to files of the same git ref inside the
+  repository (read through a callable, never from the work tree);
+- `render_isolated` renders in a child process with memory and CPU limits
+  and a wall-clock timeout, so a template that loops or grows without end
+  stops the run with a SecurityError instead of hanging it.
+
+Lines in every message are the file's own: the front matter is blanked, not
+cut, before the body is handed to Jinja2.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import json
+import os
+import posixpath
+import re
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+import yaml
+
+from flipgate.errors import InputError, Problem, SecurityError
+from flipgate.model import Case
+
+ROLES = ("system", "user", "assistant")
+_ROLE_LINE = re.compile(r"^[ \t]*#?[ \t]*(system|user|assistant)[ \t]*:[ \t]*$",
+                        re.IGNORECASE | re.MULTILINE)
+# Inserted before a role-like line inside a case's value so that data can never
+# start a new message; removed again after the messages are split.
+_DATA_MARK = "\x00"
+_MARKED_ROLE = re.compile(r"\x00(?=[ \t]*#?[ \t]*(?:system|user|assistant)[ \t]*:)", re.IGNORECASE)
+
+CONFIGURATION_KEYS = ("type", "model", "azure_deployment", "base_url", "azure_endpoint",
+                      "api_version", "api_key")
+CONFIGURATION_TYPES = ("openai", "azure_openai")
+# Globals of a default Jinja2 environment that a prompt never needs and an
+# attacker likes (lipsum can render megabytes; the others expose callables).
+_DROPPED_GLOBALS = ("lipsum", "cycler", "joiner")
+
+Message = dict[str, str]
+Reader = Callable[[str], "bytes | None"]
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Resource caps for rendering untrusted templates."""
+
+    max_output_chars: int = 1_000_000    # per case, all messages together
+    max_template_bytes: int = 1_000_000  # each template file
+    max_built_chars: int = 1_000_000     # one string (or list) a template builds in one step
+    max_power_bits: int = 4096           # `a ** b` on integers: result size
+    max_files: int = 200                 # distinct templates one generator may load
+    timeout_seconds: float = 30.0        # isolated rendering, wall clock, all cases
+    memory_bytes: int = 1024 * 1024 * 1024  # isolated rendering, address space
+
+
+@dataclass(frozen=True)
+class Prompty:
+    """A parsed generator. `configuration` and `parameters` are raw (unexpanded)."""
+
+    path: str        # repository path
+    source: str      # how messages name it, e.g. "prompts/answer.prompty@1a2b3c4d5e6f"
+    text: str
+    configuration: Mapping[str, Any]
+    parameters: Mapping[str, Any]
+    template: str    # the body, front matter blanked so line numbers are the file's
+    key_lines: Mapping[tuple[str, ...], int] = field(default_factory=dict)
+
+    @property
+    def body(self) -> str:
+        """The message templates alone, as a reviewer wants to diff them."""
+        return self.template.lstrip("\n")
+
+    @property
+    def model(self) -> str | None:
+        value = self.configuration.get("model") or self.configuration.get("azure_deployment")
+        return value if isinstance(value, str) else None
+
+    def line_of(self, *key: str) -> int | None:
+        for length in range(len(key), 0, -1):
+            if (line := self.key_lines.get(key[:length])) is not None:
+                return line
+        return None
+
+
+@dataclass(frozen=True)
+class Rendered:
+    """Every case's messages, and every file the templates read (the generator included)."""
+
+    messages: Mapping[str, tuple[Message, ...]]
+    loaded: frozenset[str]
+
+
+# --- parsing -----------------------------------------------------------------------
+
+def _decode(data: bytes | str, source: str) -> str:
+    if isinstance(data, str):
+        return data
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise InputError(Problem(source, data[: exc.start].count(b"\n") + 1,
+                                 "not valid UTF-8")) from None
+
+
+def _compose_front_matter(text: str, source: str, first_line: int) -> tuple[Any, dict[tuple[str, ...], int]]:
+    """The YAML's value and the file line of every mapping key."""
+    loader = yaml.SafeLoader(text)
+    try:
+        node = loader.get_single_node()
+        data = loader.construct_document(node) if node is not None else None
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + first_line if mark else first_line
+        raise InputError(Problem(source, line, f"invalid YAML front matter: {exc.problem or exc}")) from None
+    except yaml.YAMLError as exc:
+        raise InputError(Problem(source, first_line, f"invalid YAML front matter: {exc}")) from None
+    finally:
+        loader.dispose()
+    lines: dict[tuple[str, ...], int] = {}
+
+    def walk(current: yaml.Node, path: tuple[str, ...]) -> None:
+        if isinstance(current, yaml.MappingNode):
+            for key_node, value_node in current.value:
+                key = (*path, str(key_node.value))
+                lines[key] = key_node.start_mark.line + first_line
+                walk(value_node, key)
+
+    if node is not None:
+        walk(node, ())
+    return data, lines
+
+
+def _scalar_text(value: Any) -> Any:
+    """YAML reads `api_version: 2024-10-21` as a date; configuration values are text."""
+    if isinstance(value, (datetime.date, int, float)) and not isinstance(value, bool):
+        return value.isoformat() if isinstance(value, datetime.date) else str(value)
+    return value
+
+
+def parse_prompty(data: bytes | str, *, path: str, source: str | None = None) -> Prompty:
+    """Parse a Prompty file; every problem names the file and line."""
+    source = source or path
+    text = _decode(data, source)
+    lines = text.split("\n")
+    if not lines or lines[0].rstrip("\r").strip() != "---":
+        raise InputError(Problem(source, 1, "a Prompty file starts with a '---' line "
+                                 "that opens its YAML front matter"))
+    end = next((i for i in range(1, len(lines)) if lines[i].rstrip("\r").strip() == "---"), None)
+    if end is None:
+        raise InputError(Problem(source, 1, "the front matter is never closed by a '---' line"))
+    front, key_lines = _compose_front_matter("\n".join(lines[1:end]), source, first_line=2)
+    problems: list[Problem] = []
+
+    def problem(key: tuple[str, ...], message: str) -> None:
+        line = next((key_lines[key[:n]] for n in range(len(key), 0, -1) if key[:n] in key_lines), 1)
+        problems.append(Problem(source, line, message))
+
+    if front is None:
+        front = {}
+    if not isinstance(front, dict):
+        raise InputError(Problem(source, 2, "the front matter must be a mapping (key: value)"))
+    template_kind = front.get("template", "jinja2")
+    if isinstance(template_kind, dict):
+        template_kind = template_kind.get("format", "jinja2")
+    if template_kind != "jinja2":
+        problem(("template",), f"template format {template_kind!r} is not supported (use jinja2)")
+
+    model = front.get("model")
+    configuration: dict[str, Any] = {}
+    parameters: dict[str, Any] = {}
+    if not isinstance(model, dict):
+        problem(("model",), "'model' must be a mapping with 'configuration' (and optional 'parameters')")
+    else:
+        if model.get("api", "chat") != "chat":
+            problem(("model", "api"), "only 'api: chat' generators are supported")
+        raw_configuration = model.get("configuration")
+        if not isinstance(raw_configuration, dict):
+            problem(("model", "configuration"), "'model.configuration' must be a mapping")
+        else:
+            configuration = {str(k): _scalar_text(v) for k, v in raw_configuration.items()}
+            for key, value in configuration.items():
+                where = ("model", "configuration", str(key))
+                if key not in CONFIGURATION_KEYS:
+                    problem(where, f"unsupported key 'model.configuration.{key}' "
+                                   f"(known: {', '.join(CONFIGURATION_KEYS)})")
+                elif not isinstance(value, str) or not value.strip():
+                    problem(where, f"'model.configuration.{key}' must be a non-empty string")
+            kind = configuration.get("type")
+            if kind not in CONFIGURATION_TYPES:
+                problem(("model", "configuration", "type"),
+                        f"'model.configuration.type' must be one of {', '.join(CONFIGURATION_TYPES)}")
+            elif kind == "openai" and "model" not in configuration:
+                problem(("model", "configuration"), "'model.configuration.model' is required for type openai")
+            elif kind == "azure_openai" and not ({"azure_deployment", "model"} & set(configuration)):
+                problem(("model", "configuration"),
+                        "'model.configuration.azure_deployment' is required for type azure_openai")
+        raw_parameters = model.get("parameters", {})
+        if raw_parameters is None:
+            raw_parameters = {}
+        if not isinstance(raw_parameters, dict):
+            problem(("model", "parameters"), "'model.parameters' must be a mapping")
+        else:
+            parameters = {str(k): v for k, v in raw_parameters.items()}
+    if problems:
+        raise InputError(problems)
+    blanked = "\n" * (end + 1) + "\n".join(lines[end + 1:])
+    return Prompty(path=path, source=source, text=text, configuration=configuration,
+                   parameters=parameters, template=blanked, key_lines=key_lines)
+
+
+def split_messages(text: str) -> list[Message]:
+    """Split rendered text at role lines; text before the first role is a system message."""
+    messages: list[Message] = []
+    role, start = "system", 0
+    for match in _ROLE_LINE.finditer(text):
+        messages.append({"role": role, "content": text[start:match.start()]})
+        role, start = match.group(1).lower(), match.end()
+    messages.append({"role": role, "content": text[start:]})
+    out = []
+    for message in messages:
+        content = _MARKED_ROLE.sub("", message["content"]).strip()
+        if content:
+            out.append({"role": message["role"], "content": content})
+    return out
+
+
+def _mark_data(value: Any) -> Any:
+    """Case values with a marker before each role-like line, so data can't start a message."""
+    if isinstance(value, str):
+        return _ROLE_LINE.sub(lambda m: _DATA_MARK + m.group(0), value)
+    if isinstance(value, dict):
+        return {k: _mark_data(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_mark_data(v) for v in value]
+    return value
+
+
+# --- the sandbox ---------------------------------------------------------------------
+
+class _Refused(Exception):
+    """Raised inside the sandbox's hooks; becomes a located SecurityError."""
+
+
+_PERCENT_SPEC = re.compile(r"%(?:\([^)]*\))?[-#0 +]*(\*|\d+)?(?:\.(\*|\d+))?")
+_BRACE_SPEC = re.compile(r"\{[^{}]*:([^{}]*)")
+_NUMBER = re.compile(r"\d+")
+
+
+def _check_format(spec_source: str, limits: Limits) -> None:
+    """Refuse format strings whose widths or precisions would allocate without bound."""
+    for match in _PERCENT_SPEC.finditer(spec_source):
+        for part in match.groups():
+            if part == "*" or (part and int(part) > limits.max_built_chars):
+                raise _Refused("a format width or precision that large is refused")
+    for match in _BRACE_SPEC.finditer(spec_source):
+        spec = match.group(1)
+        if spec_source[match.end():match.end() + 1] == "{" or \
+                any(int(n) > limits.max_built_chars for n in _NUMBER.findall(spec)):
+            raise _Refused("a format width or precision that large (or computed) is refused")
+
+
+def _check_build(name: str, base: Any, args: Sequence[Any], kwargs: Mapping[str, Any],
+                 limits: Limits) -> None:
+    """Refuse string operations whose result would be larger than the limit.
+
+    These are the operations that turn a small input into a huge output in one
+    step (padding, replacing, joining, formatting); everything else grows by
+    at most its inputs' size, which the output cap and the child's limits bound.
+    """
+    cap = limits.max_built_chars
+    first = args[0] if args else None
+    if name in ("center", "ljust", "rjust", "zfill", "indent"):
+        width = kwargs.get("width", first)
+        if isinstance(width, int) and width > cap:
+            raise _Refused(f"{name} to width {width} is refused (more than {cap} characters)")
+    elif name == "expandtabs" and isinstance(base, str):
+        size = kwargs.get("tabsize", first if first is not None else 8)
+        if isinstance(size, int) and size * base.count("\t") > cap:
+            raise _Refused(f"expandtabs({size}) is refused (more than {cap} characters)")
+    elif name == "replace" and isinstance(base, str) and len(args) >= 2:
+        old, new = str(args[0]), str(args[1])
+        hits = len(base) + 1 if not old else base.count(old)
+        if len(base) + hits * max(len(new) - len(old), 0) > cap:
+            raise _Refused(f"replace would build more than {cap} characters")
+    elif name == "join":  # base: the items (a list by now), first: the separator
+        separator = len(str(kwargs.get("d", first if first is not None else "")))
+        total = 0
+        for item in base:
+            total += separator + (len(item) if isinstance(item, str) else len(str(item)))
+            if total > cap:
+                raise _Refused(f"join would build more than {cap} characters")
+    elif name in ("format", "format_map", "%") and isinstance(base, str):
+        _check_format(base, limits)
+
+
+def _environment(loader: Any, limits: Limits):
+    from jinja2 import StrictUndefined
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+    class Sandbox(ImmutableSandboxedEnvironment):
+        intercepted_binops = frozenset({"*", "**", "%"})
+
+        def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
+            if operator == "*":
+                for seq, times in ((left, right), (right, left)):
+                    if isinstance(seq, (str, list, tuple)) and isinstance(times, int):
+                        if len(seq) * max(times, 0) > limits.max_built_chars:
+                            raise _Refused(f"repeating a sequence {times} times is refused "
+                                           f"(more than {limits.max_built_chars} items)")
+            elif operator == "**" and isinstance(left, int) and isinstance(right, int):
+                if right > 0 and abs(left) > 1 and right * abs(left).bit_length() > limits.max_power_bits:
+                    raise _Refused(f"{left} ** {right} is too large to compute in a template")
+            elif operator == "%":
+                _check_build("%", left, (right,), {}, limits)
+            return super().call_binop(context, operator, left, right)
+
+        def call(__self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: N805
+            owner = getattr(__obj, "__self__", None)
+            if isinstance(owner, str) and callable(__obj):
+                name = getattr(__obj, "__name__", "")
+                if name == "join" and args:  # separator.join(items): check the items
+                    items = list(args[0])
+                    _check_build("join", items, (owner,), {}, limits)
+                    args = (items, *args[1:])
+                else:
+                    _check_build(name, owner, args, kwargs, limits)
+            return super().call(__context, __obj, *args, **kwargs)
+
+        def wrap_str_format(self, value: Any) -> Callable[..., str] | None:
+            wrapped = super().wrap_str_format(value)
+            if wrapped is not None:  # `'...'.format`: check the format string first
+                _check_format(value.__self__, limits)
+            return wrapped
+
+        def join_path(self, template: str, parent: str) -> str:
+            if not isinstance(template, str):
+                raise _Refused("a template name must be a string")
+            if template.startswith("/") or "\\" in template:
+                raise _Refused(f"template {template!r}: include paths are relative to the "
+                               "including file")
+            joined = posixpath.normpath(posixpath.join(posixpath.dirname(parent), template))
+            if joined == ".." or joined.startswith("../") or joined.startswith(".git/"):
+                raise _Refused(f"template {template!r} leaves the repository")
+            return joined
+
+    env = Sandbox(loader=loader, undefined=StrictUndefined, autoescape=False,
+                  keep_trailing_newline=True, auto_reload=False)
+    for name in _DROPPED_GLOBALS:
+        env.globals.pop(name, None)
+    for name in ("center", "indent", "replace", "join", "format"):
+        env.filters[name] = _guarded_filter(name, env.filters[name], limits)
+    return env
+
+
+def _guarded_filter(name: str, original: Callable[..., Any], limits: Limits) -> Callable[..., Any]:
+    """A builtin filter that first checks its result cannot grow past the limit."""
+    import functools
+
+    @functools.wraps(original)
+    def guarded(*args: Any, **kwargs: Any) -> Any:
+        # Filters marked pass_eval_context take the evaluation context first.
+        lead = 1 if args and type(args[0]).__name__ == "EvalContext" else 0
+        values = list(args[lead:])
+        if values:
+            if name == "join" and not isinstance(values[0], str):
+                values[0] = list(values[0])  # checked and joined: consume an iterator once
+            _check_build(name, values[0], values[1:], kwargs, limits)
+        return original(*args[:lead], *values, **kwargs)
+
+    return guarded
+
+
+def _unsafe_constructs(ast: Any) -> Iterable[tuple[int, str]]:
+    """(line, what) for every place a template reaches for Python internals."""
+    from jinja2 import nodes
+
+    for node in ast.find_all((nodes.Getattr, nodes.Getitem, nodes.Filter, nodes.Name)):
+        if isinstance(node, nodes.Getattr) and node.attr.startswith("_"):
+            yield node.lineno, f"attribute '{node.attr}'"
+        elif isinstance(node, nodes.Getitem) and isinstance(node.arg, nodes.Const) \
+                and isinstance(node.arg.value, str) and node.arg.value.startswith("_"):
+            yield node.lineno, f"item '{node.arg.value}'"
+        elif isinstance(node, nodes.Filter) and node.name == "attr" and node.args \
+                and isinstance(node.args[0], nodes.Const) and str(node.args[0].value).startswith("_"):
+            yield node.lineno, f"attribute '{node.args[0].value}'"
+        elif isinstance(node, nodes.Name) and node.ctx == "load" and node.name in _DROPPED_GLOBALS:
+            yield node.lineno, f"global '{node.name}'"
+
+
+class _RefLoader:
+    """Templates of one git ref, by repository path; remembers what it loaded."""
+
+    def __init__(self, main: Prompty, read: Reader, limits: Limits):
+        from jinja2 import BaseLoader
+
+        self.main, self.read, self.limits = main, read, limits
+        self.sources: dict[str, str] = {main.path: main.template}
+        self.raw: dict[str, bytes | None] = {}
+        owner = self
+
+        class Loader(BaseLoader):
+            def get_source(self, environment: Any, template: str) -> tuple[str, str, Callable[[], bool]]:
+                return owner.get_source(environment, template)
+
+        self.jinja_loader = Loader()
+
+    def read_cached(self, name: str) -> bytes | None:
+        if name not in self.raw:
+            self.raw[name] = self.read(name)
+        return self.raw[name]
+
+    def get_source(self, environment: Any, name: str) -> tuple[str, str, Callable[[], bool]]:
+        from jinja2 import TemplateNotFound
+
+        if name not in self.sources:
+            if len(self.sources) >= self.limits.max_files:
+                raise _Refused(f"more than {self.limits.max_files} templates loaded")
+            try:
+                data = self.read_cached(name)
+            except InputError as exc:
+                raise _Refused(str(exc)) from None
+            if data is None:
+                raise TemplateNotFound(name)
+            if len(data) > self.limits.max_template_bytes:
+                raise _Refused(f"template {name!r} is larger than {self.limits.max_template_bytes} bytes")
+            self.sources[name] = _decode(data, name)
+        source = self.sources[name]
+        check_template(environment, source, name=name)
+        return source, name, lambda: True
+
+
+def check_template(environment: Any, source: str, *, name: str) -> None:
+    """Syntax errors (InputError) and reaches into internals (SecurityError), with lines."""
+    from jinja2 import TemplateSyntaxError
+
+    try:
+        ast = environment.parse(source, name, name)
+    except TemplateSyntaxError as exc:
+        raise InputError(Problem(exc.filename or name, exc.lineno,
+                                 f"template syntax error: {exc.message}")) from None
+    found = [Problem(name, line, f"the template reaches for Python internals ({what}); "
+                                 "refused by the sandbox") for line, what in _unsafe_constructs(ast)]
+    if found:
+        raise SecurityError(found)
+
+
+def _template_line(tb: TracebackType | None, files: Iterable[str]) -> tuple[str | None, int | None]:
+    """The innermost template frame of a traceback (Jinja2 rewrites them to template lines)."""
+    known = set(files)
+    where: tuple[str | None, int | None] = (None, None)
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename in known:
+            where = (tb.tb_frame.f_code.co_filename, tb.tb_lineno)
+        tb = tb.tb_next
+    return where
+
+
+def _classify(exc: BaseException, *, loader: _RefLoader) -> tuple[type[InputError], Problem]:
+    """Anything a render raised, as (InputError or SecurityError, a located problem)."""
+    from jinja2 import TemplateNotFound, TemplateSyntaxError, UndefinedError
+    from jinja2.exceptions import SecurityError as JinjaSecurityError
+
+    if isinstance(exc, InputError):
+        first = exc.problems[0] if exc.problems else str(exc)
+        problem = first if isinstance(first, Problem) else Problem(loader.main.path, None, str(first))
+        return type(exc), problem
+    path, line = _template_line(exc.__traceback__, loader.sources)
+    path = path or loader.main.path
+    if isinstance(exc, TemplateSyntaxError):
+        return InputError, Problem(exc.filename or path, exc.lineno,
+                                   f"template syntax error: {exc.message}")
+    if isinstance(exc, TemplateNotFound):
+        return InputError, Problem(path, line, f"included template '{exc.name}' is not in this git ref")
+    if isinstance(exc, UndefinedError):
+        return InputError, Problem(path, line, str(exc.message))
+    security = {_Refused: str(exc), JinjaSecurityError: f"refused by the sandbox: {exc}",
+                OverflowError: f"refused by the sandbox: {exc}",
+                RecursionError: "templates include or call each other without end",
+                MemoryError: "rendering ran out of memory"}
+    for kind, message in security.items():
+        if isinstance(exc, kind):
+            return SecurityError, Problem(path, line, message)
+    return InputError, Problem(path, line, f"template error: {type(exc).__name__}: {exc}")
+
+
+def _checked_template(prompty: Prompty, env: Any, loader: _RefLoader, limits: Limits) -> Any:
+    """The compiled generator, after every template it names has been checked."""
+    from jinja2 import TemplateNotFound
+
+    try:
+        template = env.get_template(prompty.path)
+        paths, _ = referenced_files(prompty, read=loader.read_cached, limits=limits)
+        for path in sorted(paths - {prompty.path}):
+            try:
+                env.get_template(path)
+            except TemplateNotFound:
+                pass  # reported by the render that needs it ("ignore missing" may not)
+    except InputError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - every failure becomes a located problem
+        kind, problem = _classify(exc, loader=loader)
+        raise kind(problem) from None
+    return template
+
+
+def render_cases(prompty: Prompty, cases: Sequence[Case], *, read: Reader,
+                 limits: Limits = Limits()) -> Rendered:
+    """Render every case's messages in-process (see `render_isolated` for untrusted input).
+
+    Every template the generator names is checked before the first case
+    renders; rendering problems are collected across cases, one line per
+    distinct problem with the cases it hit.
+    """
+    loader = _RefLoader(prompty, read, limits)
+    env = _environment(loader.jinja_loader, limits)
+    template = _checked_template(prompty, env, loader, limits)
+
+    messages: dict[str, tuple[Message, ...]] = {}
+    failures: dict[tuple[type[InputError], Problem], list[str]] = {}
+    for case in cases:
+        try:
+            text = _render_one(template, _mark_data(case.template_vars()), limits)
+        except Exception as exc:  # noqa: BLE001
+            failures.setdefault(_classify(exc, loader=loader), []).append(case.id)
+            continue
+        split = split_messages(text)
+        if not split:
+            key = (InputError, Problem(prompty.path, None, "renders no message"))
+            failures.setdefault(key, []).append(case.id)
+            continue
+        messages[case.id] = tuple(split)
+    if failures:
+        problems = []
+        for (_, problem), ids in failures.items():
+            shown = ", ".join(ids[:3]) + (f" and {len(ids) - 3} more" if len(ids) > 3 else "")
+            label = "cases" if len(ids) > 1 else "case"
+            problems.append(Problem(problem.path, problem.line, f"{problem.message} ({label} {shown})"))
+        kind = SecurityError if any(k is SecurityError for k, _ in failures) else InputError
+        raise kind(problems)
+    return Rendered(messages=messages, loaded=frozenset(loader.sources))
+
+
+def _render_one(template: Any, variables: Mapping[str, Any], limits: Limits) -> str:
+    parts: list[str] = []
+    size = 0
+    stream = template.generate(dict(variables))
+    try:
+        for piece in stream:
+            size += len(piece)
+            if size > limits.max_output_chars:
+                raise _Refused(f"the rendered prompt is longer than {limits.max_output_chars} characters")
+            parts.append(piece)
+    finally:
+        stream.close()
+    return "".join(parts)
+
+
+# --- static discovery of included files ---------------------------------------------
+
+def referenced_files(prompty: Prompty, *, read: Reader, limits: Limits = Limits()) -> tuple[frozenset[str], bool]:
+    """Files the generator can load (itself, includes, parents, imports), without rendering.
+
+    Returns (paths, complete): `complete` is False when a template computes a
+    name at run time or does not parse, so the set may miss files. Missing
+    files are still listed (one appearing at the other ref is a change).
+    """
+    from jinja2 import TemplateSyntaxError, meta
+
+    env = _environment(None, limits)
+    found: dict[str, bool] = {}
+    complete = True
+    queue = [(prompty.path, prompty.template)]
+    while queue:
+        name, source = queue.pop()
+        found[name] = True
+        try:
+            ast = env.parse(source, name, name)
+        except TemplateSyntaxError:
+            complete = False
+            continue
+        for reference in meta.find_referenced_templates(ast):
+            if reference is None:
+                complete = False
+                continue
+            try:
+                path = env.join_path(reference, name)
+            except _Refused:
+                complete = False
+                continue
+            if path in found or len(found) >= limits.max_files:
+                continue
+            found[path] = True
+            try:
+                data = read(path)
+            except InputError:
+                data = None
+            if data is not None and len(data) <= limits.max_template_bytes:
+                try:
+                    queue.append((path, _decode(data, path)))
+                except InputError:
+                    complete = False
+    return frozenset(found), complete
+
+
+# --- rendering in a child process ---------------------------------------------------
+
+def render_isolated(prompty: Prompty, cases: Sequence[Case], *, repo: str | os.PathLike[str],
+                    sha: str, limits: Limits = Limits()) -> Rendered:
+    """`render_cases` in a child process with memory and CPU limits and a timeout.
+
+    The child reads included files from the same git ref itself. A child that
+    runs out of time or memory is a SecurityError: the template, not the
+    machine, is at fault.
+    """
+    payload = {
+        "path": prompty.path, "source": prompty.source, "text": prompty.text,
+        "repo": str(repo), "sha": sha,
+        "cases": [{"id": c.id, "query": c.query, "context": c.context, "category": c.category,
+                   "ground_truth": c.ground_truth, "extra": dict(c.extra), "line": c.line}
+                  for c in cases],
+        "limits": dataclasses.asdict(limits),
+    }
+    command = [sys.executable, "-c", "from flipgate.prompty import _child_main; _child_main()"]
+    try:
+        result = subprocess.run(command, input=json.dumps(payload).encode("utf-8"),
+                                capture_output=True, timeout=limits.timeout_seconds, check=False)
+    except subprocess.TimeoutExpired:
+        raise SecurityError(Problem(prompty.source, None,
+                                    f"rendering took longer than {limits.timeout_seconds:g}s "
+                                    "(a template that loops without end?); stopped")) from None
+    try:
+        answer = json.loads(result.stdout.decode("utf-8"))
+    except ValueError:
+        answer = None
+    if not isinstance(answer, dict):
+        raise SecurityError(Problem(prompty.source, None,
+                                    "rendering exceeded its memory or CPU limit and was stopped "
+                                    f"(exit status {result.returncode})"))
+    if "error" in answer:
+        problems = [Problem(p, line, message) for p, line, message in answer["problems"]]
+        raise (SecurityError if answer["error"] == "security" else InputError)(problems)
+    messages = {case_id: tuple(dict(m) for m in items) for case_id, items in answer["messages"].items()}
+    return Rendered(messages=messages, loaded=frozenset(answer["loaded"]))
+
+
+def _set_child_limits(limits: Limits) -> None:
+    try:
+        import resource
+    except ImportError:  # not POSIX: the parent's timeout still applies
+        return
+    for which, value in ((resource.RLIMIT_AS, limits.memory_bytes),
+                         (resource.RLIMIT_CPU, int(limits.timeout_seconds) + 1)):
+        try:
+            _, hard = resource.getrlimit(which)
+            if hard != resource.RLIM_INFINITY:
+                value = min(value, hard)
+            resource.setrlimit(which, (value, hard))
+        except (ValueError, OSError):
+            pass
+
+
+def _child_main() -> None:
+    """The child of `render_isolated`: JSON in on stdin, JSON out on stdout."""
+    from pathlib import Path
+
+    from flipgate import gitrefs
+
+    payload = json.loads(sys.stdin.buffer.read().decode("utf-8"))
+    limits = Limits(**payload["limits"])
+    _set_child_limits(limits)
+    repo, sha = Path(payload["repo"]), payload["sha"]
+    prompty = parse_prompty(payload["text"], path=payload["path"], source=payload["source"])
+    cases = [Case(id=c["id"], query=c["query"], context=c["context"], category=c["category"],
+                  ground_truth=c["ground_truth"], extra=c["extra"], line=c["line"])
+             for c in payload["cases"]]
+    try:
+        rendered = render_cases(prompty, cases, read=lambda p: gitrefs.read(repo, sha, p),
+                                limits=limits)
+        out: dict[str, Any] = {"messages": {k: list(v) for k, v in rendered.messages.items()},
+                               "loaded": sorted(rendered.loaded)}
+    except InputError as exc:
+        out = {"error": "security" if isinstance(exc, SecurityError) else "input",
+               "problems": [[p.path, p.line, p.message] if isinstance(p, Problem) else
+                            [prompty.source, None, str(p)] for p in exc.problems]}
+    except MemoryError:
+        out = {"error": "security",
+               "problems": [[prompty.source, None, "rendering ran out of memory; stopped"]]}
+    sys.stdout.write(json.dumps(out))
+    sys.stdout.flush()
