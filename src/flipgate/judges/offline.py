@@ -1,0 +1,231 @@
+"""The offline judge: lexical, deterministic, no network, no API key.
+
+It scores with the same five groundedness levels as the LLM judges (the
+rubric with the query), but reads words and figures instead of meaning:
+
+  1  unrelated: the answer's content words are mostly absent from both the
+     context and the question
+  2  answers, but a figure or a statement is not in the context
+  3  non-answer: no checkable claim, only deflection ("contact support",
+     "it depends"), a question back, a refusal or filler; also an empty answer
+  4  supported, but it misses a key fact (below)
+  5  supported and complete
+
+"Complete" means the answer carries the key facts. With a `ground_truth`
+they are its figures (or, when it has none, at least half of its content
+words). Without one, they are the figures of the context sentences that
+share the most content words with the question (or half of those
+sentences' other content words when they hold no figure).
+
+Because it is deterministic, the confirming re-score (`sample=1`) always
+agrees with the first scoring: a newly ungrounded row is a confirmed
+regression, never `unstable`. Relevance is the share of the question's
+content words the answer addresses, 0 for a non-answer. Fluency is a crude
+sentence-structure heuristic, nothing more.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Sequence
+
+from flipgate.config import Config
+from flipgate.evidence import (
+    Analysis,
+    Figure,
+    Kind,
+    analyse,
+    content_words,
+    coverage,
+    extract_figures,
+    same_fact,
+    split_statements,
+)
+from flipgate.model import Case, JudgeInfo, Relevance, Score
+
+# An answer is "unrelated" (1) when less than this share of its content words
+# occurs in the context and the question, and it addresses less than this
+# share of the question.
+UNRELATED_BELOW = 1 / 3
+# Without figures among the key facts, a complete answer carries at least
+# this share of their content words.
+KEY_WORDS_NEEDED = 1 / 2
+
+# Question words that a figure of the right kind answers: "how much does it
+# cost?" is addressed by "$12" even if the answer never says "cost".
+_ANSWERED_BY_FIGURE: dict[str, frozenset[str]] = {
+    "fee": frozenset({"usd", "eur", "gbp", "percent"}),
+    "long": frozenset({"second", "minute", "hour", "day", "month"}),
+}
+_QUOTE_LIMIT = 90
+
+
+def _quote(text: str) -> str:
+    text = " ".join(text.split())
+    if len(text) > _QUOTE_LIMIT:
+        text = text[: _QUOTE_LIMIT - 1].rstrip() + "\u2026"
+    return f'"{text}"'
+
+
+def _listing(items: Sequence[str]) -> str:
+    return ", ".join(_quote(item) for item in items)
+
+
+# --- completeness -------------------------------------------------------------
+
+def key_facts(case: Case) -> tuple[str, list[Figure], frozenset[str]]:
+    """What a complete answer must carry: (where it comes from, figures, content words)."""
+    query_words = content_words(case.query)
+    if case.ground_truth and case.ground_truth.strip():
+        return ("the ground truth", extract_figures(case.ground_truth),
+                content_words(case.ground_truth) - query_words)
+    ranked = [(len(content_words(sentence) & query_words), sentence)
+              for sentence in split_statements(case.context)]
+    best = max((shared for shared, _ in ranked), default=0)
+    if best == 0:
+        return "the context", [], frozenset()
+    key = [sentence for shared, sentence in ranked if shared == best]
+    figures = [figure for sentence in key for figure in extract_figures(sentence)]
+    words = frozenset().union(*(content_words(sentence) for sentence in key)) - query_words
+    return "the context", figures, words
+
+
+def missing_facts(case: Case, analysis: Analysis) -> tuple[str, list[str]]:
+    """The key facts the answer leaves out, as written in their source."""
+    source, figures, words = key_facts(case)
+    if figures:
+        said = analysis.figures
+        missing = [f.text for f in figures if not any(same_fact(f, s) for s in said)]
+        return source, list(dict.fromkeys(missing))
+    if words and coverage(words, analysis.answer_words) < KEY_WORDS_NEEDED:
+        return source, sorted(words - analysis.answer_words)
+    return source, []
+
+
+# --- groundedness -------------------------------------------------------------
+
+def grade_groundedness(case: Case, response: str) -> Score:
+    """The 1-5 groundedness of `response`, with a reason naming what decided it."""
+    if not response.strip():
+        return Score(3, "empty answer: nothing to ground, so it counts as a non-answer")
+    analysis = analyse(case.context, response, query=case.query)
+    if analysis.non_answer:
+        brush_off = next((s.text for s in analysis.statements
+                          if s.kind in (Kind.DEFLECTION, Kind.QUESTION)), None)
+        detail = f"; it deflects or asks back: {_quote(brush_off)}" if brush_off else " (only filler)"
+        return Score(3, f"non-answer: no checkable claim{detail}")
+
+    answer_words = analysis.answer_words
+    in_sources = coverage(answer_words, analysis.known_words)
+    addressed = query_coverage(case.query, response, analysis)
+    supported_figures = len(analysis.figures) - len(analysis.unsupported_figures)
+    if in_sources < UNRELATED_BELOW and addressed < UNRELATED_BELOW and not supported_figures:
+        return Score(1, f"unrelated: {in_sources:.0%} of the answer's content words occur in the "
+                        f"context or question, and it addresses {addressed:.0%} of the question")
+
+    evidence = analysis.evidence()
+    if evidence.unsupported_figures or evidence.unsupported_statements:
+        parts = []
+        if evidence.unsupported_figures:
+            parts.append(f"figures not in the context: {_listing(evidence.unsupported_figures)}")
+        for statement in analysis.unsupported_statements:
+            parts.append(f"statement not supported ({statement.coverage:.0%} of its content words "
+                         f"in the context): {_quote(statement.text)}")
+        return Score(2, "unsupported: " + "; ".join(parts))
+
+    source, missing = missing_facts(case, analysis)
+    claims = len(analysis.claims)
+    if missing:
+        return Score(4, f"supported but incomplete: all {claims} claim(s) are in the context, "
+                        f"but it leaves out {_listing(missing)} from {source}")
+    return Score(5, f"supported and complete: all {claims} claim(s) and "
+                    f"{len(analysis.figures)} figure(s) are in the context, and it carries the "
+                    f"key facts of {source}")
+
+
+# --- relevance ----------------------------------------------------------------
+
+def query_coverage(query: str, response: str, analysis: Analysis | None = None) -> float:
+    """Share of the question's content words the answer addresses (1.0 for an empty question).
+
+    A word counts as addressed when the answer uses it, uses a compound that
+    starts with it ("cardholders" for "card"), or gives a figure of the kind
+    the word asks for ("$12" for "cost").
+    """
+    wanted = content_words(query)
+    if not wanted:
+        return 1.0
+    said = content_words(response)
+    units = {figure.unit for figure in (analysis.figures if analysis else extract_figures(response))}
+    answered = {word for word, kinds in _ANSWERED_BY_FIGURE.items() if units & kinds}
+
+    def addressed(word: str) -> bool:
+        return word in said or word in answered or (
+            len(word) >= 4 and any(other.startswith(word) for other in said))
+
+    return sum(1 for word in wanted if addressed(word)) / len(wanted)
+
+
+def lexical_relevance(case: Case, response: str) -> Relevance:
+    """Relevance without a model: question coverage, 0 when the answer is noncommittal."""
+    if not response.strip():
+        return Relevance(score=0.0, noncommittal=True)
+    analysis = analyse(case.context, response, query=case.query)
+    if analysis.non_answer:
+        return Relevance(score=0.0, noncommittal=True)
+    return Relevance(score=round(query_coverage(case.query, response, analysis), 3))
+
+
+# --- fluency ------------------------------------------------------------------
+
+_REPEATED_WORD = re.compile(r"\b(\w+)\s+\1\b", re.IGNORECASE)
+_SHOUTING = re.compile(r"[!?]{2,}|(?:\b[A-Z]{5,}\b.*){2,}")
+_END = ('.', '!', '?', ')', '"', '\u201d', ':')
+
+
+def fluency_heuristic(response: str) -> Score:
+    """A crude 1-5 fluency from sentence structure: each fault found costs a point."""
+    statements = split_statements(response, semicolons=False)
+    if not statements:
+        return Score(1, "crude sentence-structure heuristic (not an LLM): empty answer")
+    faults = []
+    if any(s[0].islower() for s in statements):
+        faults.append("a sentence starts in lower case")
+    if not response.rstrip().endswith(_END):
+        faults.append("it does not end with punctuation")
+    mean_words = sum(len(s.split()) for s in statements) / len(statements)
+    if mean_words < 4:
+        faults.append(f"fragments ({mean_words:.1f} words a sentence)")
+    elif mean_words > 35:
+        faults.append(f"run-on sentences ({mean_words:.0f} words a sentence)")
+    if _REPEATED_WORD.search(response):
+        faults.append("a word is repeated")
+    if _SHOUTING.search(response):
+        faults.append("shouting (capitals or repeated !/?)")
+    found = "; ".join(faults) if faults else "no structural fault found"
+    return Score(max(1, 5 - len(faults)),
+                 f"crude sentence-structure heuristic (not an LLM): {found}")
+
+
+# --- the judge ----------------------------------------------------------------
+
+class OfflineJudge:
+    """The `Judge` protocol on the lexical checks above: no network, same answer every time."""
+
+    info = JudgeInfo(provider="offline", model="lexical-v1", engine="lexical")
+
+    def __init__(self, config: Config) -> None:
+        self.config = config
+
+    async def groundedness(self, case: Case, response: str, *, sample: int = 0) -> Score:
+        # Deterministic: every sample reads the same, so a re-score confirms.
+        return grade_groundedness(case, response)
+
+    async def fluency(self, response: str) -> Score:
+        return fluency_heuristic(response)
+
+    async def relevance(self, items: Sequence[tuple[Case, str]]) -> list[Relevance]:
+        return [lexical_relevance(case, response) for case, response in items]
+
+    async def aclose(self) -> None:
+        return None
