@@ -79,6 +79,7 @@ def _count_phrases(counts: Counts) -> list[str]:
         (counts.new_non_answers, _plural(counts.new_non_answers, "new non-answer")),
         (counts.relevance_drops, _plural(counts.relevance_drops, "relevance drop")),
         (counts.moved, f"{counts.moved} moved"),
+        (counts.still_ungrounded, f"{counts.still_ungrounded} still ungrounded"),
     ]
     return [text for count, text in phrases if count]
 

@@ -1,0 +1,282 @@
+"""`flipgate action`: the Docker action's entrypoint, a plain sequence of steps.
+
+settings -> decide -> (command: permission, pin the head) -> pending status ->
+fetch the SHAs if missing -> run the check -> comment -> final status ->
+step summary and outputs -> exit code.
+
+Everything with a side effect is passed in (`check`, `connect_api`, `git`,
+the environment and the log stream), so tests run the real sequence against
+loopback servers and a temporary repository.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import traceback
+from collections.abc import Callable, MutableMapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol, TextIO
+from urllib.parse import urlsplit
+
+from flipgate.errors import (EXIT_BAD_INPUT, EXIT_INCOMPLETE, EXIT_PASS, FlipgateError,
+                             IncompleteError, InputError, Problem)
+from flipgate.github import messages
+from flipgate.github.api import GitHubError, RepoAPI, StatusUpdate, connect
+from flipgate.github.event import (AwaitCommand, CannotRunFork, Ignore, PullRequest, RunCheck,
+                                   RunCommand, UsageCommand, decide, load_event, may_command)
+from flipgate.github.settings import Settings, export_model_keys
+from flipgate.github.sticky import Published, publish
+from flipgate.github.workflow import Workflow
+from flipgate.model import Conclusion, Report
+
+OUT_DIR = "flipgate-out"        # inside the workspace, so later steps can upload it
+CACHE_DIR = ".flipgate-cache"   # inside the workspace, so actions/cache can keep it
+_SHA = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
+
+
+class CheckResult(Protocol):
+    report: Report
+    markdown: str
+    exit_code: int
+
+
+CheckRunner = Callable[..., CheckResult]
+GitRunner = Callable[[Sequence[str]], subprocess.CompletedProcess[str]]
+
+
+def run_git(args: Sequence[str]) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0"}
+    return subprocess.run(["git", *args], capture_output=True, text=True, env=env, check=False)
+
+
+def connect_api(settings: Settings) -> RepoAPI:
+    # PyGithub's pauses between calls spare GitHub's rate limits; a loopback API has none.
+    loopback = urlsplit(settings.api_url).hostname in ("127.0.0.1", "localhost", "::1")
+    client = connect(settings.api_url, settings.token, pause_between_calls=not loopback)
+    return RepoAPI(client, settings.repository)
+
+
+# -- what a finished run amounts to ------------------------------------------------
+
+@dataclass(frozen=True)
+class Outcome:
+    state: str               # the commit status: success | failure | error
+    description: str
+    conclusion: str          # the `conclusion` output
+    exit_code: int
+    comment: str             # the sticky comment's body
+    create_comment: bool     # False: only update a comment that already exists
+    summary: str             # the step summary's Markdown
+    regressions: int = 0
+    report_path: str = ""
+
+
+def outcome_of_report(report: Report, *, markdown: str, exit_code: int,
+                      report_path: str, head_sha: str) -> Outcome:
+    counts = report.counts
+    regressions = counts.blocking_regressions + counts.regressions_to_review
+    if report.conclusion is Conclusion.SKIPPED:
+        text = messages.no_change_comment(head_sha=head_sha)
+        return Outcome(state="success", description=messages.NO_CHANGE, conclusion="skipped",
+                       exit_code=exit_code, comment=text, create_comment=False, summary=text,
+                       report_path=report_path)
+    state = {Conclusion.SUCCESS: "success", Conclusion.FAILURE: "failure"}.get(
+        report.conclusion, "error")
+    return Outcome(state=state, description=messages.status_description(report),
+                   conclusion=report.conclusion.value, exit_code=exit_code, comment=markdown,
+                   create_comment=True, summary=markdown, regressions=regressions,
+                   report_path=report_path)
+
+
+def outcome_of_failure(exc: BaseException, *, head_sha: str) -> Outcome:
+    if isinstance(exc, InputError):
+        kind, exit_code = "bad input or configuration", exc.exit_code
+        detail = "\n".join(str(problem) for problem in exc.problems)
+    elif isinstance(exc, FlipgateError):
+        kind, exit_code, detail = "it could not finish", exc.exit_code, str(exc)
+    else:
+        kind, exit_code = "internal error", EXIT_INCOMPLETE
+        detail = f"{type(exc).__name__}: {exc}"
+    text = messages.could_not_run_comment(head_sha=head_sha, kind=kind, detail=detail)
+    return Outcome(state="error", description=messages.failure_description(kind),
+                   conclusion="error", exit_code=exit_code, comment=text, create_comment=True,
+                   summary=text)
+
+
+# -- steps ----------------------------------------------------------------------
+
+def main(environ: MutableMapping[str, str] | None = None, *, check: CheckRunner | None = None,
+         api_factory: Callable[[Settings], RepoAPI] = connect_api, git: GitRunner = run_git,
+         stream: TextIO | None = None) -> int:
+    environ = os.environ if environ is None else environ
+    workflow = Workflow.from_env(environ, stream=stream or sys.stdout)
+    try:
+        settings = Settings.from_env(environ)
+        activity = decide(settings.event_name, load_event(settings.event_path),
+                          fork_policy=settings.fork_policy)
+    except InputError as exc:
+        for problem in exc.problems:
+            workflow.error(str(problem))
+        return EXIT_BAD_INPUT
+    export_model_keys(settings, environ, mask=workflow.mask)
+
+    if isinstance(activity, Ignore):
+        workflow.info(f"flipgate: nothing to do: {activity.reason}")
+        return EXIT_PASS
+    if isinstance(activity, CannotRunFork):
+        workflow.warning(messages.fork_cannot_run(activity.pull))
+        workflow.append_summary(messages.fork_cannot_run(activity.pull))
+        return EXIT_PASS
+
+    api = api_factory(settings)
+    try:
+        if isinstance(activity, AwaitCommand):
+            return await_command(settings, api, workflow, activity.pull)
+        if isinstance(activity, UsageCommand):
+            api.create_comment(activity.number, messages.usage_reply(activity.unknown))
+            workflow.info(f"flipgate: answered {activity.author} with usage")
+            return EXIT_PASS
+        if isinstance(activity, RunCommand):
+            pull = obey(api, workflow, activity)
+            if pull is None:
+                return EXIT_PASS
+            exit_code = evaluate(settings, api, workflow, pull, check=check, git=git)
+            react(api, workflow, activity, "rocket" if exit_code in (0, 1) else "confused")
+            return exit_code
+        assert isinstance(activity, RunCheck)
+        return evaluate(settings, api, workflow, activity.pull, check=check, git=git)
+    except GitHubError as exc:
+        workflow.error(f"GitHub API: {exc}")
+        return EXIT_INCOMPLETE
+
+
+def await_command(settings: Settings, api: RepoAPI, workflow: Workflow,
+                  pull: PullRequest) -> int:
+    """A fork's PR under require-command: a pending status so the required check can't pass unseen."""
+    api.set_status(pull.head_sha, StatusUpdate(state="pending",
+                                               description=messages.WAITING_FOR_COMMAND,
+                                               context=settings.status_context,
+                                               target_url=settings.run_url))
+    workflow.notice(messages.await_command(pull))
+    workflow.append_summary(messages.await_command(pull))
+    return EXIT_PASS
+
+
+def obey(api: RepoAPI, workflow: Workflow, command: RunCommand) -> PullRequest | None:
+    """Check who asked; if they may, pin the PR's head as it is right now."""
+    permission = api.permission(command.author)
+    if not may_command(permission):
+        api.create_comment(command.number, messages.refusal_reply(author=command.author,
+                                                                  permission=permission))
+        react(api, workflow, command, "-1")
+        workflow.notice(f"/flipgate run from {command.author} ({permission} access) refused")
+        return None
+    react(api, workflow, command, "eyes")
+    pull = api.pull(command.number)
+    workflow.info(f"flipgate: /flipgate run from {command.author} ({permission}); "
+                  f"head pinned at {pull.head_sha}")
+    return pull
+
+
+def react(api: RepoAPI, workflow: Workflow, command: RunCommand, content: str) -> None:
+    try:
+        api.react(command.number, command.comment_id, content)
+    except GitHubError as exc:  # a missing reaction is cosmetic: say so, carry on
+        workflow.warning(f"could not add the {content} reaction: {exc}")
+
+
+def evaluate(settings: Settings, api: RepoAPI, workflow: Workflow, pull: PullRequest, *,
+             check: CheckRunner | None, git: GitRunner) -> int:
+    login = api.own_login()
+    status = _status_setter(settings, api, pull)
+    status("pending", messages.pending_description(pull))
+
+    outcome = run_check_safely(settings, workflow, pull, check=check, git=git)
+
+    exit_code = outcome.exit_code
+    try:
+        published = publish(api, number=pull.number, login=login, head_sha=pull.head_sha,
+                            body=outcome.comment, create=outcome.create_comment)
+        workflow.info(f"flipgate: comment {published.value}")
+        if published is Published.KEPT_NEWER:
+            workflow.notice("the PR's comment describes a newer head; left it as it is")
+    except GitHubError as exc:
+        workflow.error(f"could not post the comment: {exc}")
+        exit_code = EXIT_INCOMPLETE
+    try:
+        status(outcome.state, outcome.description)
+    except GitHubError as exc:
+        workflow.error(f"could not set the commit status: {exc}")
+        exit_code = EXIT_INCOMPLETE
+
+    workflow.append_summary(outcome.summary)
+    workflow.set_output("conclusion", outcome.conclusion)
+    workflow.set_output("regressions", str(outcome.regressions))
+    workflow.set_output("report", outcome.report_path)
+    if outcome.state != "success":
+        workflow.error(f"flipgate: {outcome.description}")
+    return exit_code
+
+
+def _status_setter(settings: Settings, api: RepoAPI,
+                   pull: PullRequest) -> Callable[[str, str], None]:
+    def set_status(state: str, description: str) -> None:
+        api.set_status(pull.head_sha, StatusUpdate(state=state, description=description,
+                                                   context=settings.status_context,
+                                                   target_url=settings.run_url))
+    return set_status
+
+
+def run_check_safely(settings: Settings, workflow: Workflow, pull: PullRequest, *,
+                     check: CheckRunner | None, git: GitRunner) -> Outcome:
+    """Fetch what is missing and run the check; any failure becomes an `error` outcome."""
+    workspace = settings.workspace
+    with workflow.group(f"flipgate: #{pull.number} {pull.base_sha[:7]}..{pull.head_sha[:7]}"):
+        try:
+            ensure_commits(workspace, [pull.base_sha, pull.head_sha], git=git)
+            if check is None:
+                from flipgate.pipeline import run_check as check
+            # The check's log may echo text from the PR or the model: commands off meanwhile.
+            with workflow.commands_off():
+                result = check(repo=workspace, base=pull.base_sha, head=pull.head_sha,
+                               config_path=settings.config, out_dir=workspace / OUT_DIR,
+                               cache_dir=workspace / CACHE_DIR)
+        except Exception as exc:  # noqa: BLE001 - every failure must end in an error status
+            if not isinstance(exc, FlipgateError):
+                workflow.info(traceback.format_exc())
+            return outcome_of_failure(exc, head_sha=pull.head_sha)
+    report_file = workspace / OUT_DIR / "report.json"
+    return outcome_of_report(result.report, markdown=result.markdown,
+                             exit_code=result.exit_code, head_sha=pull.head_sha,
+                             report_path=f"{OUT_DIR}/report.json" if report_file.exists() else "")
+
+
+def ensure_commits(repo: Path, shas: Sequence[str], *, git: GitRunner) -> None:
+    """Make sure both commits are in the workspace's object store, fetching (never checking out)."""
+    if git(["-C", str(repo), "rev-parse", "--git-dir"]).returncode != 0:
+        raise InputError(Problem(str(repo), None, "the workspace is not a git repository; add "
+                                 "actions/checkout before flipgate"))
+    for sha in shas:
+        if not _SHA.match(sha):
+            raise InputError(Problem("event", None, f"not a commit SHA: {sha!r}"))
+    missing = [sha for sha in shas if not _has_commit(repo, sha, git)]
+    if not missing:
+        return
+    shallow = git(["-C", str(repo), "rev-parse", "--is-shallow-repository"]).stdout.strip()
+    depth = ["--depth=1"] if shallow == "true" else []
+    # GitHub serves any commit of the repository by SHA (a fork's PR head too, through
+    # refs/pull/N/head); actions/checkout fetches PR commits the same way.
+    result = git(["-C", str(repo), "fetch", "--no-tags", "--quiet", *depth, "origin", *missing])
+    still = [sha for sha in missing if not _has_commit(repo, sha, git)]
+    if still:
+        why = (result.stderr or "").strip().splitlines()
+        raise IncompleteError(f"could not fetch {', '.join(s[:7] for s in still)} from origin"
+                              + (f": {why[-1]}" if why else ""))
+
+
+def _has_commit(repo: Path, sha: str, git: GitRunner) -> bool:
+    return git(["-C", str(repo), "cat-file", "-e", f"{sha}^{{commit}}"]).returncode == 0

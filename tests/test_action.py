@@ -1,0 +1,506 @@
+"""`flipgate action` end to end: a real temp git repo, real PyGithub against the loopback
+GitHub server (GITHUB_API_URL), real webhook payloads, the runner's output files.
+
+Most tests pass a recording check runner in place of the pipeline, to pin
+the action's own behaviour; the tests at the end run the real pipeline
+against the loopback OpenAI server.
+"""
+
+from __future__ import annotations
+
+import copy
+import io
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+
+from flipgate import gate
+from flipgate.errors import IncompleteError, InputError, Problem
+from flipgate.github import action
+from flipgate.github.messages import NO_CHANGE, STATUS_LIMIT, WAITING_FOR_COMMAND
+from flipgate.github.sticky import MARKER, marked_sha
+from flipgate.model import Conclusion, Report
+from support.github_server import ACTIONS_BOT, FakeGitHub
+from factories import make_report, make_row, one_of_each
+from gitrepo import GitRepo
+
+PAYLOADS = Path(__file__).parent / "fixtures" / "github"
+PR = 42
+RUN_ID = "777001"
+
+
+def blocking_rows() -> list:
+    """A row of every verdict but `error` (which would make the run an error, exit 3)."""
+    return [row for row in one_of_each() if row.id != "error"]
+
+
+@dataclass
+class CheckResult:
+    report: Report
+    markdown: str
+    exit_code: int
+
+
+@dataclass
+class RecordingCheck:
+    """Stands in for flipgate.pipeline.run_check: returns a report or raises, records calls."""
+
+    server: FakeGitHub
+    outcome: Report | Exception = field(default_factory=lambda: make_report([make_row(
+        "refund-001", before=5, after=5)]))
+    calls: list[dict[str, Any]] = field(default_factory=list)
+    statuses_seen: list[str] = field(default_factory=list)
+
+    def __call__(self, **kwargs: Any) -> CheckResult:
+        self.calls.append(kwargs)
+        self.statuses_seen = [s["state"] for s in self.server.statuses]
+        if isinstance(self.outcome, Exception):
+            raise self.outcome
+        report = self.outcome
+        markdown = f"{MARKER}\n## flipgate: {report.conclusion.value}\n\nrows: {len(report.rows)}\n"
+        return CheckResult(report=report, markdown=markdown,
+                           exit_code=gate.exit_code(report.conclusion))
+
+
+@dataclass
+class Harness:
+    server: FakeGitHub
+    repo: GitRepo
+    base: str
+    head: str
+    tmp: Path
+    env: dict[str, str]
+    log: io.StringIO = field(default_factory=io.StringIO)
+
+    # -- events
+    def _write_event(self, name: str, event: dict[str, Any]) -> None:
+        path = self.tmp / f"{name}.json"
+        path.write_text(json.dumps(event))
+        self.env.update(GITHUB_EVENT_NAME=name, GITHUB_EVENT_PATH=str(path))
+
+    def pull_event(self, *, event_name: str = "pull_request", action_name: str = "synchronize",
+                   fork: bool = False, head: str | None = None) -> None:
+        event = json.loads((PAYLOADS / "pull_request.synchronize.json").read_text())
+        event["action"] = action_name
+        pull = event["pull_request"]
+        event["number"] = pull["number"] = PR
+        owner, name = self.server.repository.split("/")
+        pull["base"]["repo"]["full_name"] = self.server.repository
+        pull["base"]["sha"] = self.base
+        pull["head"]["sha"] = head or self.head
+        pull["head"]["repo"] = copy.deepcopy(pull["base"]["repo"])
+        if fork:
+            pull["head"]["repo"]["full_name"] = f"stranger/{name}"
+        event["repository"]["full_name"] = self.server.repository
+        self._write_event(event_name, event)
+
+    def comment_event(self, body: str, *, author: str = "maintainer",
+                      action_name: str = "created", on_pull: bool = True) -> dict[str, Any]:
+        comment = self.server.add_comment(PR, body, user=author)
+        event = json.loads((PAYLOADS / "issue_comment.created.json").read_text())
+        event["action"] = action_name
+        event["issue"]["number"] = PR
+        if on_pull:
+            event["issue"]["pull_request"] = {"url": f"{self.server.api_url}/repos/"
+                                                     f"{self.server.repository}/pulls/{PR}",
+                                              "merged_at": None}
+        event["comment"] = {**event["comment"], "id": comment["id"], "body": body,
+                            "user": comment["user"]}
+        self._write_event("issue_comment", event)
+        return comment
+
+    # -- running
+    def run(self, check: Callable[..., Any] | None, **env: str) -> int:
+        self.env.update(env)
+        return action.main(self.env, check=check, stream=self.log)
+
+    # -- reading
+    def outputs(self) -> dict[str, str]:
+        text = Path(self.env["GITHUB_OUTPUT"]).read_text()
+        return {m["name"]: m["value"] for m in re.finditer(
+            r"^(?P<name>[\w-]+)<<(?P<delim>\S+)\n(?P<value>.*?)\n(?P=delim)$", text, re.S | re.M)}
+
+    def summary(self) -> str:
+        path = Path(self.env["GITHUB_STEP_SUMMARY"])
+        return path.read_text() if path.exists() else ""
+
+    def own_comments(self) -> list[dict[str, Any]]:
+        return [c for c in self.server.comments_on(PR)
+                if c["user"]["login"] == ACTIONS_BOT and MARKER in c["body"]]
+
+    def replies(self) -> list[str]:
+        return [c["body"] for c in self.server.comments_on(PR)
+                if c["user"]["login"] == ACTIONS_BOT and MARKER not in c["body"]]
+
+    def final_status(self, sha: str | None = None) -> dict[str, Any]:
+        return self.server.statuses_for(sha or self.head)[-1]
+
+
+@pytest.fixture
+def harness(tmp_path: Path, github_server: FakeGitHub) -> Harness:
+    repo = GitRepo.create(tmp_path / "workspace")
+    base = repo.commit({"prompts/answer.prompty": "v1\n"}, message="base")
+    head = repo.commit({"prompts/answer.prompty": "v2\n"}, message="head")
+    github_server.add_pull(PR, base_sha=base, head_sha=head)
+    github_server.grant("maintainer", "write")
+    env = {
+        "GITHUB_REPOSITORY": github_server.repository,
+        "GITHUB_API_URL": github_server.api_url,
+        "GITHUB_SERVER_URL": "https://github.example.com",
+        "GITHUB_RUN_ID": RUN_ID,
+        "GITHUB_WORKSPACE": str(repo.path),
+        "GITHUB_OUTPUT": str(tmp_path / "output.txt"),
+        "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md"),
+        "INPUT_GITHUB-TOKEN": github_server.token,
+        "INPUT_CONFIG": "", "INPUT_STATUS-CONTEXT": "", "INPUT_FORK-POLICY": "",
+    }
+    return Harness(server=github_server, repo=repo, base=base, head=head, tmp=tmp_path, env=env)
+
+
+@pytest.fixture
+def check(harness: Harness) -> RecordingCheck:
+    return RecordingCheck(harness.server)
+
+
+# -- a pull request event ------------------------------------------------------------
+
+def test_first_run_posts_one_comment_a_pending_then_a_final_status(harness: Harness,
+                                                                    check: RecordingCheck) -> None:
+    harness.pull_event()
+    assert harness.run(check) == 0
+
+    [call] = check.calls
+    assert (call["base"], call["head"], call["repo"], call["config_path"]) == (
+        harness.base, harness.head, harness.repo.path, ".flipgate.yml")
+    assert check.statuses_seen == ["pending"]  # set before any model call
+    [comment] = harness.own_comments()
+    assert "## flipgate: success" in comment["body"] and marked_sha(comment["body"]) == harness.head
+    states = [(s["state"], s["context"]) for s in harness.server.statuses_for(harness.head)]
+    assert states == [("pending", "flipgate"), ("success", "flipgate")]
+    final = harness.final_status()
+    assert final["target_url"] == f"https://github.example.com/{harness.server.repository}" \
+                                  f"/actions/runs/{RUN_ID}"
+    assert final["description"].startswith("passed: 1 case")
+
+
+def test_second_run_edits_the_comment_even_past_100_other_comments(harness: Harness,
+                                                                   check: RecordingCheck) -> None:
+    harness.pull_event()
+    harness.run(check)
+    for index in range(150):
+        harness.server.add_comment(PR, f"reviewer chatter {index}")
+    check.outcome = make_report([make_row("refund-007", category="policy", before=5, after=2,
+                                          rescore=1)])
+
+    assert harness.run(check) == 1
+
+    [comment] = harness.own_comments()
+    assert "## flipgate: failure" in comment["body"]
+    assert len(harness.server.requests_to("POST", f"/issues/{PR}/comments")) == 1
+    assert len(harness.server.requests_to("PATCH", "/issues/comments/")) == 1
+
+
+def test_blocking_regression_comment_first_then_status_then_exit_1(harness: Harness,
+                                                                   check: RecordingCheck) -> None:
+    check.outcome = make_report(blocking_rows())
+    harness.pull_event()
+
+    assert harness.run(check) == 1
+
+    writes = [(r.method, r.path) for r in harness.server.requests if r.method != "GET"]
+    assert writes[0][0] == "POST" and "/statuses/" in writes[0][1]        # pending
+    assert writes[1][0] == "POST" and writes[1][1].endswith("/comments")  # the comment
+    assert writes[2][0] == "POST" and "/statuses/" in writes[2][1]        # the verdict
+    final = harness.final_status()
+    assert final["state"] == "failure" and len(final["description"]) <= STATUS_LIMIT
+    assert "1 blocking regression" in final["description"]
+    assert harness.outputs() == {"conclusion": "failure", "regressions": "2", "report": ""}
+    assert "## flipgate: failure" in harness.summary()
+    assert "::error title=flipgate::flipgate: blocked" in harness.log.getvalue()
+
+
+def test_judge_failure_is_an_error_status_and_the_comment_says_so(harness: Harness,
+                                                                  check: RecordingCheck) -> None:
+    rows = [make_row("a", before=5, after=None), make_row("b", before=5, after=5)]
+    check.outcome = make_report(rows)
+    assert check.outcome.conclusion is Conclusion.ERROR
+    harness.pull_event()
+
+    assert harness.run(check) == 3
+
+    final = harness.final_status()
+    assert final["state"] == "error" and "1 judge error" in final["description"]
+    assert "## flipgate: error" in harness.own_comments()[0]["body"]
+    assert harness.outputs()["conclusion"] == "error"
+
+
+@pytest.mark.parametrize(("failure", "exit_code", "says"), [
+    (InputError(Problem(".flipgate.yml", 4, "unknown key `judg` <script>")), 2,
+     ".flipgate.yml:4: unknown key `judg` <script>"),
+    (IncompleteError("the judge failed after 3 retries: HTTP 500"), 3,
+     "the judge failed after 3 retries"),
+    (RuntimeError("boom"), 3, "RuntimeError: boom"),
+])
+def test_a_check_that_cannot_run_still_comments_and_sets_error(harness: Harness,
+                                                               check: RecordingCheck,
+                                                               failure: Exception,
+                                                               exit_code: int, says: str) -> None:
+    check.outcome = failure
+    harness.pull_event()
+
+    assert harness.run(check) == exit_code
+
+    [comment] = harness.own_comments()
+    assert "could not run" in comment["body"]
+    # the message sits in a fenced block, where its HTML and backticks are inert
+    fenced = re.search(r"^(`{3,})text\n(.*?)\n\1$", comment["body"], re.S | re.M)
+    assert fenced and says in fenced.group(2)
+    assert harness.final_status()["state"] == "error"
+    assert harness.outputs()["conclusion"] == "error"
+
+
+def test_no_change_pull_request_is_success_without_a_comment(harness: Harness,
+                                                             check: RecordingCheck) -> None:
+    check.outcome = make_report([], conclusion=Conclusion.SKIPPED)
+    harness.pull_event()
+
+    assert harness.run(check) == 0
+
+    assert harness.own_comments() == []
+    final = harness.final_status()
+    assert (final["state"], final["description"]) == ("success", NO_CHANGE)
+    assert harness.outputs()["conclusion"] == "skipped"
+
+
+def test_no_change_updates_an_earlier_comment_to_say_so(harness: Harness,
+                                                        check: RecordingCheck) -> None:
+    harness.pull_event()
+    harness.run(check)
+    check.outcome = make_report([], conclusion=Conclusion.SKIPPED)
+
+    harness.run(check)
+
+    [comment] = harness.own_comments()
+    assert NO_CHANGE in comment["body"] and "## flipgate: success" not in comment["body"]
+
+
+def test_an_older_heads_run_never_overwrites_a_newer_one(harness: Harness,
+                                                         check: RecordingCheck) -> None:
+    newer = harness.repo.commit({"prompts/answer.prompty": "v3\n"}, message="newer")
+    harness.server.push(PR, newer)
+    harness.pull_event(head=newer)
+    harness.run(check)
+    check.outcome = make_report(blocking_rows())
+    harness.pull_event(head=harness.head)  # the slow run for the older push ends last
+
+    harness.run(check)
+
+    [comment] = harness.own_comments()
+    assert marked_sha(comment["body"]) == newer and "## flipgate: success" in comment["body"]
+    assert harness.final_status(harness.head)["state"] == "failure"  # its own SHA's status
+
+
+@pytest.mark.parametrize("shallow", [True, False])  # actions/checkout clones at depth 1
+def test_a_missing_head_is_fetched_from_origin_not_checked_out(harness: Harness,
+                                                               check: RecordingCheck,
+                                                               tmp_path: Path,
+                                                               shallow: bool) -> None:
+    origin = harness.repo
+    origin.branch("base-only", harness.base)
+    origin.git("config", "uploadpack.allowAnySHA1InWant", "true")  # as GitHub serves SHAs
+    clone = GitRepo(tmp_path / "clone")
+    depth = ["--depth=1"] if shallow else []
+    GitRepo(tmp_path).git("clone", "-q", *depth, "--single-branch", "--branch", "base-only",
+                          f"file://{origin.path}", str(clone.path))
+    with pytest.raises(Exception):
+        clone.git("cat-file", "-e", harness.head)
+    harness.pull_event()
+
+    assert harness.run(check, GITHUB_WORKSPACE=str(clone.path)) == 0
+
+    assert clone.git("cat-file", "-t", harness.head) == "commit"
+    assert clone.git("rev-parse", "HEAD") == harness.base  # the work tree stayed on base
+    assert (clone.path / "prompts/answer.prompty").read_text() == "v1\n"
+    assert check.calls[0]["head"] == harness.head
+
+
+def test_a_head_origin_cannot_serve_is_an_error(harness: Harness, check: RecordingCheck,
+                                                tmp_path: Path) -> None:
+    harness.repo.branch("base-only", harness.base)
+    origin, clone = GitRepo(tmp_path / "origin"), GitRepo(tmp_path / "clone")
+    for source, target in ((harness.repo, origin), (origin, clone)):  # origin never had head
+        GitRepo(tmp_path).git("clone", "-q", "--single-branch", "--branch", "base-only",
+                              f"file://{source.path}", str(target.path))
+    harness.pull_event()
+
+    assert harness.run(check, GITHUB_WORKSPACE=str(clone.path)) == 3
+
+    assert check.calls == []
+    assert f"could not fetch {harness.head[:7]}" in harness.own_comments()[0]["body"]
+    assert harness.final_status()["state"] == "error"
+
+
+def test_a_workspace_without_git_is_reported(harness: Harness, check: RecordingCheck,
+                                             tmp_path: Path) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    harness.pull_event()
+
+    assert harness.run(check, GITHUB_WORKSPACE=str(empty)) == 2
+
+    assert check.calls == []
+    assert "actions/checkout" in harness.own_comments()[0]["body"]
+
+
+def test_inputs_choose_config_and_status_context(harness: Harness,
+                                                 check: RecordingCheck) -> None:
+    harness.pull_event()
+    harness.run(check, **{"INPUT_CONFIG": "ci/flipgate.yml", "INPUT_STATUS-CONTEXT": "llm/gate"})
+    assert check.calls[0]["config_path"] == "ci/flipgate.yml"
+    assert {s["context"] for s in harness.server.statuses_for(harness.head)} == {"llm/gate"}
+
+
+def test_model_keys_are_masked_and_exported(harness: Harness, check: RecordingCheck) -> None:
+    harness.pull_event()
+    harness.run(check, **{"INPUT_OPENAI-API-KEY": "sk-live-abc"})
+    assert "::add-mask::sk-live-abc" in harness.log.getvalue()
+    assert harness.env["OPENAI_API_KEY"] == "sk-live-abc"
+
+
+# -- forks -----------------------------------------------------------------------------
+
+def test_fork_under_pull_request_explains_and_exits_0_without_status(
+        harness: Harness, check: RecordingCheck) -> None:
+    harness.pull_event(event_name="pull_request", fork=True)
+
+    assert harness.run(check) == 0
+
+    assert check.calls == [] and harness.server.statuses == []
+    assert "::warning title=flipgate::" in harness.log.getvalue()
+    assert "fork" in harness.summary() and "pull_request_target" in harness.summary()
+
+
+def test_fork_under_target_with_require_command_waits_pending(harness: Harness,
+                                                              check: RecordingCheck) -> None:
+    harness.pull_event(event_name="pull_request_target", fork=True)
+
+    assert harness.run(check) == 0
+
+    assert check.calls == [] and harness.own_comments() == []
+    [status] = harness.server.statuses_for(harness.head)
+    assert (status["state"], status["description"]) == ("pending", WAITING_FOR_COMMAND)
+
+
+def test_fork_under_target_with_policy_run_is_evaluated(harness: Harness,
+                                                        check: RecordingCheck) -> None:
+    harness.pull_event(event_name="pull_request_target", fork=True)
+    assert harness.run(check, **{"INPUT_FORK-POLICY": "run"}) == 0
+    assert len(check.calls) == 1 and harness.final_status()["state"] == "success"
+
+
+# -- comment commands ---------------------------------------------------------------
+
+@pytest.mark.parametrize("role", ["admin", "maintain", "write"])
+def test_a_writers_command_runs_on_the_head_pinned_when_read(harness: Harness,
+                                                             check: RecordingCheck,
+                                                             role: str) -> None:
+    harness.server.grant("maintainer", role)
+    pushed = harness.repo.commit({"prompts/answer.prompty": "v3\n"}, message="pushed")
+    harness.server.push(PR, pushed)  # the PR's head when the command is read
+    command = harness.comment_event("/flipgate run")
+
+    assert harness.run(check) == 0
+
+    assert check.calls[0]["head"] == pushed and check.calls[0]["base"] == harness.base
+    assert harness.server.reactions_on(command["id"]) == ["eyes", "rocket"]
+    assert harness.final_status(pushed)["state"] == "success"
+    assert marked_sha(harness.own_comments()[0]["body"]) == pushed
+
+
+def test_a_push_after_the_command_is_not_what_gets_evaluated(harness: Harness,
+                                                             check: RecordingCheck) -> None:
+    harness.comment_event("/flipgate run")
+    later = harness.repo.commit({"prompts/answer.prompty": "v4\n"}, message="later")
+
+    def push_during_the_run(**kwargs: Any) -> CheckResult:
+        harness.server.push(PR, later)
+        return RecordingCheck.__call__(check, **kwargs)
+
+    harness.run(push_during_the_run)
+
+    assert check.calls[0]["head"] == harness.head
+    assert harness.server.statuses_for(later) == []
+    assert harness.final_status(harness.head)["state"] == "success"
+
+
+@pytest.mark.parametrize("role", ["triage", "read", "none"])
+def test_a_readers_command_is_refused_with_a_reply_and_no_run(harness: Harness,
+                                                              check: RecordingCheck,
+                                                              role: str) -> None:
+    harness.server.grant("visitor", role)
+    command = harness.comment_event("/flipgate run", author="visitor")
+
+    assert harness.run(check) == 0
+
+    assert check.calls == [] and harness.server.statuses == []
+    [reply] = harness.replies()
+    assert "Nothing was run" in reply and "visitor" in reply
+    assert harness.server.reactions_on(command["id"]) == ["-1"]
+
+
+@pytest.mark.parametrize(("body", "says"), [
+    ("/flipgate help", None), ("/flipgate", None),
+    ("/flipgate deploy @everyone <b>now</b>", "deploy @everyone <b>now</b>"),
+])
+def test_help_and_unknown_commands_reply_with_usage(harness: Harness, check: RecordingCheck,
+                                                    body: str, says: str | None) -> None:
+    harness.comment_event(body, author="visitor")
+
+    assert harness.run(check) == 0
+
+    [reply] = harness.replies()
+    assert "`/flipgate run`" in reply and not reply.startswith("/flipgate")
+    if says:
+        assert re.search(r"(`+) ?/flipgate " + re.escape(says) + r" ?\1", reply)
+    assert check.calls == [] and harness.own_comments() == []
+
+
+@pytest.mark.parametrize(("edit", "on_pull"), [("edited", True), ("created", False)])
+def test_edited_comments_and_plain_issues_are_ignored(harness: Harness, check: RecordingCheck,
+                                                      edit: str, on_pull: bool) -> None:
+    harness.comment_event("/flipgate run", action_name=edit, on_pull=on_pull)
+    before = len(harness.server.requests)
+
+    assert harness.run(check) == 0
+
+    assert check.calls == [] and len(harness.server.requests) == before
+    assert "nothing to do" in harness.log.getvalue()
+
+
+def test_the_real_plain_issue_comment_payload_is_ignored(harness: Harness,
+                                                         check: RecordingCheck) -> None:
+    harness.env.update(GITHUB_EVENT_NAME="issue_comment",
+                       GITHUB_EVENT_PATH=str(PAYLOADS / "issue_comment.created.json"))
+    assert harness.run(check) == 0
+    assert harness.server.requests == []
+
+
+# -- bad setup ---------------------------------------------------------------------------
+
+def test_missing_settings_are_bad_input(harness: Harness, check: RecordingCheck) -> None:
+    del harness.env["INPUT_GITHUB-TOKEN"]
+    harness.pull_event()
+    assert harness.run(check) == 2
+    assert "::error title=flipgate::input github-token" in harness.log.getvalue()
+
+
+def test_a_github_failure_is_exit_3(harness: Harness, check: RecordingCheck) -> None:
+    harness.server.fail("POST", "/statuses/", 403, message="Resource not accessible by integration")
+    harness.pull_event()
+    assert harness.run(check) == 3
+    assert "Resource not accessible by integration" in harness.log.getvalue()
+    assert check.calls == []
