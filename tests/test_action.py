@@ -41,8 +41,11 @@ def blocking_rows() -> list:
 @dataclass
 class CheckResult:
     report: Report
-    markdown: str
     exit_code: int
+
+
+PASSED, BLOCKED = "## ✅ flipgate passed", "## ❌ flipgate blocked this change"
+COULD_NOT_FINISH = "## ⚠️ flipgate could not finish"
 
 
 @dataclass
@@ -60,10 +63,7 @@ class RecordingCheck:
         self.statuses_seen = [s["state"] for s in self.server.statuses]
         if isinstance(self.outcome, Exception):
             raise self.outcome
-        report = self.outcome
-        markdown = f"{MARKER}\n## flipgate: {report.conclusion.value}\n\nrows: {len(report.rows)}\n"
-        return CheckResult(report=report, markdown=markdown,
-                           exit_code=gate.exit_code(report.conclusion))
+        return CheckResult(report=self.outcome, exit_code=gate.exit_code(self.outcome.conclusion))
 
 
 @dataclass
@@ -178,7 +178,7 @@ def test_first_run_posts_one_comment_a_pending_then_a_final_status(harness: Harn
         harness.base, harness.head, harness.repo.path, ".flipgate.yml")
     assert check.statuses_seen == ["pending"]  # set before any model call
     [comment] = harness.own_comments()
-    assert "## flipgate: success" in comment["body"] and marked_sha(comment["body"]) == harness.head
+    assert PASSED in comment["body"] and marked_sha(comment["body"]) == harness.head
     states = [(s["state"], s["context"]) for s in harness.server.statuses_for(harness.head)]
     assert states == [("pending", "flipgate"), ("success", "flipgate")]
     final = harness.final_status()
@@ -199,7 +199,7 @@ def test_second_run_edits_the_comment_even_past_100_other_comments(harness: Harn
     assert harness.run(check) == 1
 
     [comment] = harness.own_comments()
-    assert "## flipgate: failure" in comment["body"]
+    assert BLOCKED in comment["body"]
     assert len(harness.server.requests_to("POST", f"/issues/{PR}/comments")) == 1
     assert len(harness.server.requests_to("PATCH", "/issues/comments/")) == 1
 
@@ -219,7 +219,7 @@ def test_blocking_regression_comment_first_then_status_then_exit_1(harness: Harn
     assert final["state"] == "failure" and len(final["description"]) <= STATUS_LIMIT
     assert "1 blocking regression" in final["description"]
     assert harness.outputs() == {"conclusion": "failure", "regressions": "2", "report": ""}
-    assert "## flipgate: failure" in harness.summary()
+    assert BLOCKED in harness.summary()
     assert "::error title=flipgate::flipgate: blocked" in harness.log.getvalue()
 
 
@@ -234,7 +234,7 @@ def test_judge_failure_is_an_error_status_and_the_comment_says_so(harness: Harne
 
     final = harness.final_status()
     assert final["state"] == "error" and "1 judge error" in final["description"]
-    assert "## flipgate: error" in harness.own_comments()[0]["body"]
+    assert COULD_NOT_FINISH in harness.own_comments()[0]["body"]
     assert harness.outputs()["conclusion"] == "error"
 
 
@@ -285,7 +285,7 @@ def test_no_change_updates_an_earlier_comment_to_say_so(harness: Harness,
     harness.run(check)
 
     [comment] = harness.own_comments()
-    assert NO_CHANGE in comment["body"] and "## flipgate: success" not in comment["body"]
+    assert NO_CHANGE in comment["body"] and PASSED not in comment["body"]
 
 
 def test_an_older_heads_run_never_overwrites_a_newer_one(harness: Harness,
@@ -300,7 +300,7 @@ def test_an_older_heads_run_never_overwrites_a_newer_one(harness: Harness,
     harness.run(check)
 
     [comment] = harness.own_comments()
-    assert marked_sha(comment["body"]) == newer and "## flipgate: success" in comment["body"]
+    assert marked_sha(comment["body"]) == newer and PASSED in comment["body"]
     assert harness.final_status(harness.head)["state"] == "failure"  # its own SHA's status
 
 
@@ -504,3 +504,36 @@ def test_a_github_failure_is_exit_3(harness: Harness, check: RecordingCheck) -> 
     assert harness.run(check) == 3
     assert "Resource not accessible by integration" in harness.log.getvalue()
     assert check.calls == []
+
+
+# -- sizes -------------------------------------------------------------------------------
+
+def many_regressions(count: int) -> Report:
+    return make_report([make_row(f"case-{index:04d}", category="policy", before=5, after=2,
+                                 rescore=1, answer="A fee of $12 applies. " * 60)
+                        for index in range(count)])
+
+
+def test_a_huge_report_still_fits_one_comment_and_the_summary_has_more(
+        harness: Harness, check: RecordingCheck) -> None:
+    check.outcome = many_regressions(400)
+    harness.pull_event()
+
+    assert harness.run(check) == 1
+
+    [comment] = harness.own_comments()  # GitHub (the server) refuses more than 65,536
+    assert len(comment["body"]) <= 65_536 and marked_sha(comment["body"]) == harness.head
+    assert len(harness.summary()) > len(comment["body"])
+
+
+def test_the_summary_stays_within_1_mib_with_what_earlier_steps_wrote(
+        harness: Harness, check: RecordingCheck) -> None:
+    earlier = "x" * (1024 * 1024 - 30_000) + "\n"
+    Path(harness.env["GITHUB_STEP_SUMMARY"]).write_text(earlier)
+    check.outcome = many_regressions(400)
+    harness.pull_event()
+
+    harness.run(check)
+
+    summary = Path(harness.env["GITHUB_STEP_SUMMARY"]).read_bytes()
+    assert len(summary) <= 1024 * 1024 and BLOCKED in summary.decode()

@@ -24,12 +24,13 @@ from urllib.parse import urlsplit
 
 from flipgate.errors import (EXIT_BAD_INPUT, EXIT_INCOMPLETE, EXIT_PASS, FlipgateError,
                              IncompleteError, InputError, Problem)
+from flipgate import render
 from flipgate.github import messages
 from flipgate.github.api import GitHubError, RepoAPI, StatusUpdate, connect
 from flipgate.github.event import (AwaitCommand, CannotRunFork, Ignore, PullRequest, RunCheck,
                                    RunCommand, UsageCommand, decide, load_event, may_command)
 from flipgate.github.settings import Settings, export_model_keys
-from flipgate.github.sticky import Published, publish
+from flipgate.github.sticky import BODY_LIMIT, Published, publish
 from flipgate.github.workflow import Workflow
 from flipgate.model import Conclusion, Report
 
@@ -40,7 +41,6 @@ _SHA = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
 
 class CheckResult(Protocol):
     report: Report
-    markdown: str
     exit_code: int
 
 
@@ -75,20 +75,25 @@ class Outcome:
     report_path: str = ""
 
 
-def outcome_of_report(report: Report, *, markdown: str, exit_code: int,
-                      report_path: str, head_sha: str) -> Outcome:
+def outcome_of_report(report: Report, *, exit_code: int, report_path: str,
+                      summary_room: int) -> Outcome:
+    """The status, comment and summary of a finished check."""
     counts = report.counts
-    regressions = counts.blocking_regressions + counts.regressions_to_review
+    comment = render.render_comment(report, max_chars=BODY_LIMIT)
+    try:  # the summary gets the most detail that fits what is left of its 1 MiB
+        summary = render.render_summary(report, max_chars=summary_room)
+    except ValueError:
+        summary = comment
     if report.conclusion is Conclusion.SKIPPED:
-        text = messages.no_change_comment(head_sha=head_sha)
         return Outcome(state="success", description=messages.NO_CHANGE, conclusion="skipped",
-                       exit_code=exit_code, comment=text, create_comment=False, summary=text,
-                       report_path=report_path)
+                       exit_code=exit_code, comment=comment, create_comment=False,
+                       summary=summary, report_path=report_path)
     state = {Conclusion.SUCCESS: "success", Conclusion.FAILURE: "failure"}.get(
         report.conclusion, "error")
     return Outcome(state=state, description=messages.status_description(report),
-                   conclusion=report.conclusion.value, exit_code=exit_code, comment=markdown,
-                   create_comment=True, summary=markdown, regressions=regressions,
+                   conclusion=report.conclusion.value, exit_code=exit_code, comment=comment,
+                   create_comment=True, summary=summary,
+                   regressions=counts.blocking_regressions + counts.regressions_to_review,
                    report_path=report_path)
 
 
@@ -250,9 +255,9 @@ def run_check_safely(settings: Settings, workflow: Workflow, pull: PullRequest, 
                 workflow.info(traceback.format_exc())
             return outcome_of_failure(exc, head_sha=pull.head_sha)
     report_file = workspace / OUT_DIR / "report.json"
-    return outcome_of_report(result.report, markdown=result.markdown,
-                             exit_code=result.exit_code, head_sha=pull.head_sha,
-                             report_path=f"{OUT_DIR}/report.json" if report_file.exists() else "")
+    return outcome_of_report(result.report, exit_code=result.exit_code,
+                             report_path=f"{OUT_DIR}/report.json" if report_file.exists() else "",
+                             summary_room=workflow.summary_room())
 
 
 def ensure_commits(repo: Path, shas: Sequence[str], *, git: GitRunner) -> None:

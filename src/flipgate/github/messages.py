@@ -103,12 +103,6 @@ def could_not_run_comment(*, head_sha: str, kind: str, detail: str) -> str:
             f"Fix the problem and push, or ask a maintainer for `/flipgate run`.\n")
 
 
-def no_change_comment(*, head_sha: str) -> str:
-    return (f"### flipgate: {NO_CHANGE}\n\n"
-            f"As of {inline_code(short(head_sha))} this pull request changes neither the "
-            f"prompt nor the model, so there was nothing to evaluate.\n")
-
-
 def usage_reply(unknown: str | None) -> str:
     lead = f"I did not understand {inline_code('/flipgate ' + unknown)}.\n\n" if unknown else ""
     return lead + USAGE

@@ -16,10 +16,7 @@ from typing import Protocol
 from flipgate.github.api import IssueComment
 from flipgate.github.event import PullRequest
 
-try:  # the comment renderer owns the marker; fall back while it is not installed
-    from flipgate.render import MARKER
-except ImportError:  # pragma: no cover
-    MARKER = "<!-- flipgate -->"
+from flipgate.render import GITHUB_COMMENT_LIMIT, MARKER
 
 _SHA_MARKER = re.compile(r"<!-- flipgate:sha=([0-9a-fA-F]{7,64}) -->")
 
@@ -42,6 +39,15 @@ class CommentAPI(Protocol):
 
 def sha_marker(sha: str) -> str:
     return f"<!-- flipgate:sha={sha} -->"
+
+
+def sha_marker_space() -> int:
+    """What `with_markers` may add to a body (a SHA-256 object name at most)."""
+    return len(MARKER) + len(sha_marker("0" * 64)) + 1
+
+
+# The most a body handed to `publish` may hold, so that with its markers it fits GitHub.
+BODY_LIMIT = GITHUB_COMMENT_LIMIT - sha_marker_space()
 
 
 def with_markers(body: str, head_sha: str) -> str:

@@ -132,6 +132,12 @@ class Workflow:
         with self.output_path.open("a", encoding="utf-8") as out:
             out.write(output_entry(name, value))
 
+    def summary_room(self) -> int:
+        """Bytes the step summary can still take."""
+        if self.summary_path is None or not self.summary_path.exists():
+            return SUMMARY_LIMIT
+        return max(SUMMARY_LIMIT - self.summary_path.stat().st_size, 0)
+
     def append_summary(self, markdown: str) -> None:
         if self.summary_path is None:
             return
