@@ -1,0 +1,118 @@
+"""Generation: every case's rendered messages through one side's model.
+
+All cases run concurrently under the run's shared limit (the LLM door holds
+it); retries and timeouts are the openai client's own. Replies are cached by
+the full request, so an unchanged side costs nothing on the next run. A case
+that still fails after the client's retries stops the run (exit 3) naming
+the case; the budget stops it before spending more, saying how far it got.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from dataclasses import dataclass
+from typing import Any, Awaitable, Mapping, Sequence
+
+from flipgate.endpoint_lock import Generator
+from flipgate.errors import FlipgateError, IncompleteError
+from flipgate.llm import LLM, BudgetExceeded, Endpoint
+from flipgate.model import Answer, Case
+from flipgate.prompty import Message, Rendered
+from flipgate.runtime import Runtime
+
+GENERATION_TAG = {"kind": "generation"}
+
+
+@dataclass(frozen=True)
+class PreparedGenerator:
+    """One side, ready to replay: where and what to ask, and every case's messages."""
+
+    generator: Generator
+    rendered: Rendered
+
+    @property
+    def side(self) -> str:
+        return self.generator.side
+
+    @property
+    def model(self) -> str:
+        return self.generator.model
+
+    @property
+    def parameters(self) -> Mapping[str, Any]:
+        return self.generator.parameters
+
+    @property
+    def endpoint(self) -> Endpoint:
+        return self.generator.endpoint
+
+    def messages(self, case_id: str) -> tuple[Message, ...]:
+        return self.rendered.messages[case_id]
+
+
+def _bound(llm: LLM, *, endpoint: Endpoint, runtime: Runtime, purpose: str) -> LLM:
+    """The same client, with this side's endpoint identity and usage, and the run's
+    shared limit, cache and budget."""
+    return LLM(llm.client, endpoint, limiter=runtime.limiter, cache=runtime.cache,
+               budget=runtime.budget, usage=runtime.usage_for(purpose),
+               embedding_batch=llm.embedding_batch)
+
+
+async def first_failure_cancels(awaitables: Sequence[Awaitable[Any]]) -> list[Any]:
+    """Run concurrently; on the first failure cancel the rest and raise it."""
+    tasks = [asyncio.ensure_future(a) for a in awaitables]
+    if not tasks:
+        return []
+    done, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+    failed = next((t for t in tasks if t.done() and not t.cancelled() and t.exception()), None)
+    if failed is not None:
+        for task in pending:
+            task.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
+        raise failed.exception()  # type: ignore[misc]
+    return [t.result() for t in tasks]
+
+
+async def replay(cases: Sequence[Case], generator: PreparedGenerator, *, llm: LLM,
+                 runtime: Runtime, purpose: str) -> dict[str, Answer]:
+    """Every case's answer from one side's generator, by case id.
+
+    `purpose` ("baseline", "candidate") names the side in usage totals and
+    messages. `llm` provides the client; the side's endpoint identity, usage
+    and the run's shared limit, cache and budget are bound here.
+    """
+    side_llm = _bound(llm, endpoint=generator.endpoint, runtime=runtime, purpose=purpose)
+    answers: dict[str, Answer] = {}
+    runtime.progress.add(len(cases))
+
+    async def one(case: Case) -> None:
+        try:
+            completion = await side_llm.chat(model=generator.model,
+                                             messages=generator.messages(case.id),
+                                             params=generator.parameters, cache_tag=GENERATION_TAG)
+        except BudgetExceeded as exc:
+            raise BudgetExceeded(f"{exc} ({len(answers)} of {len(cases)} {purpose} answers "
+                                 "were generated)") from None
+        except FlipgateError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the client's errors, after its own retries
+            if os.environ.get("FLIPGATE_DEBUG"):
+                raise
+            raise IncompleteError(f"generating the {purpose} answer for case '{case.id}' "
+                                  f"failed after retries ({generator.model}): "
+                                  f"{type(exc).__name__}: {exc}") from None
+        answers[case.id] = Answer(response=completion.content,
+                                  finish_reason=completion.finish_reason)
+        runtime.progress.advance()
+
+    await first_failure_cancels([one(case) for case in cases])
+    return {case.id: answers[case.id] for case in cases}
+
+
+def write_answers(path: str | os.PathLike[str], answers: Mapping[str, Answer],
+                  cases: Sequence[Case]) -> None:
+    """The contract's responses JSONL, in the cases' order."""
+    from flipgate.cases import write_responses
+
+    write_responses(path, answers, order=[case.id for case in cases])
