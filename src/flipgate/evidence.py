@@ -28,8 +28,8 @@ flipped row are both built on `analyse`.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from decimal import Decimal, InvalidOperation
+from dataclasses import dataclass, field
+from decimal import Decimal
 from enum import StrEnum
 from typing import Iterable, Sequence
 
@@ -208,7 +208,8 @@ _ABBREVIATIONS = frozenset(
     "jan. feb. mar. apr. jun. jul. aug. sep. sept. oct. nov. dec. min. max. est.".split()
 )
 _BULLET = re.compile(r"^\s*(?:[-*\u2022]|\d{1,2}[.)])\s+")
-_BOUNDARY = re.compile(r"(?<=[.!?])[\"'\u201d)\]]*\s+|;\s*")
+# A sentence ends after . ! or ? (and any closing quote or bracket) before a space.
+_BOUNDARY = re.compile(r"(?<=[.!?])(?P<closing>[\"'\u201d)\]]*)\s+|;\s*")
 
 
 def _ends_with_abbreviation(text: str) -> bool:
@@ -229,10 +230,11 @@ def split_statements(text: str, *, semicolons: bool = True) -> list[str]:
         start = 0
         for boundary in _BOUNDARY.finditer(line):
             at_semicolon = boundary.group().startswith(";")
+            end = boundary.start() + len(boundary.group("closing") or "")
             if (at_semicolon and not semicolons) or (
-                    not at_semicolon and _ends_with_abbreviation(line[start:boundary.start()])):
+                    not at_semicolon and _ends_with_abbreviation(line[start:end])):
                 continue
-            piece = line[start:boundary.start()].strip()
+            piece = line[start:end].strip()
             if piece:
                 statements.append(piece)
             start = boundary.end()
@@ -269,8 +271,8 @@ _DURATIONS: dict[str, tuple[str, int]] = {
     **dict.fromkeys(("year", "years", "yr", "yrs"), ("month", 12)),
 }
 _DAY_QUALIFIERS = {"business", "calendar", "working", "banking"}
+_CURRENCY_CODES = ("usd", "eur", "gbp")
 _RANGE_WORDS = {"to", "through", "thru"}
-_DASHES = {"-", "\u2013", "\u2014"}
 
 _TOKEN = re.compile(
     r"""
@@ -318,10 +320,7 @@ class Figure:
     unit: str
     value: tuple[object, ...]
     from_to: bool = False  # written "from X to Y": a change, its ends are facts too
-
-    @property
-    def is_range(self) -> bool:
-        return self.unit not in ("date", "time", "literal") and self.value[1] is not None
+    span: tuple[int, int] = field(default=(0, 0), compare=False)  # where in its text
 
 
 def _tokenize(text: str) -> list[_Token]:
@@ -333,14 +332,12 @@ def _tokenize(text: str) -> list[_Token]:
 
 
 def _decimal(text: str) -> Decimal:
+    """A digits token as a number: `1,500` -> 1500, `1.5k` -> 1500, `12.00` -> 12."""
     text = text.replace(",", "")
     multiplier = 1
     if text[-1:] in "kK":
         text, multiplier = text[:-1], 1000
-    try:
-        return (Decimal(text) * multiplier).normalize()
-    except InvalidOperation:  # pragma: no cover - the token pattern only lets digits through
-        return Decimal(0)
+    return (Decimal(text) * multiplier).normalize()
 
 
 def _read_number(tokens: Sequence[_Token], i: int) -> tuple[Decimal, int, bool] | None:
@@ -491,22 +488,21 @@ def _time_value(text: str) -> tuple[int, int]:
 
 def _special_figure(token: _Token) -> Figure | None:
     """Figures the tokenizer recognised whole: phones, 24/7, numeric dates, times, ordinals."""
+    text, span = token.text, (token.start, token.end)
     if token.kind == "phone":
-        digits = re.sub(r"\D", "", token.text)[-10:]
-        return Figure(token.text, "literal", (digits,))
+        return Figure(text, "literal", (re.sub(r"\D", "", text)[-10:],), span=span)
     if token.kind == "always":
-        return Figure(token.text, "literal", ("24/7",))
+        return Figure(text, "literal", ("24/7",), span=span)
     if token.kind == "iso":
-        year, month, day = (int(part) for part in token.text.split("-"))
-        return Figure(token.text, "date", (year, month, day))
+        year, month, day = (int(part) for part in text.split("-"))
+        return Figure(text, "date", (year, month, day), span=span)
     if token.kind == "slash":
-        month, day, year = (int(part) for part in token.text.split("/"))
-        year = year + 2000 if year < 100 else year
-        return Figure(token.text, "date", (year, month, day))  # US order: month/day/year
+        month, day, year = (int(part) for part in text.split("/"))  # US order: month/day/year
+        return Figure(text, "date", (year + 2000 if year < 100 else year, month, day), span=span)
     if token.kind == "time":
-        return Figure(token.text, "time", _time_value(token.text))
+        return Figure(text, "time", _time_value(text), span=span)
     if token.kind == "ordinal":
-        return Figure(token.text, "ordinal", (Decimal(token.text[:-2]).normalize(), None))
+        return Figure(text, "ordinal", (Decimal(text[:-2]).normalize(), None), span=span)
     return None
 
 
@@ -519,7 +515,8 @@ def extract_figures(text: str) -> list[Figure]:
         token = tokens[i]
         if (date := _read_date(tokens, i)) is not None:
             (year, month, day), end = date
-            figures.append(Figure(text[token.start:tokens[end - 1].end], "date", (year, month, day)))
+            span = (token.start, tokens[end - 1].end)
+            figures.append(Figure(text[span[0]:span[1]], "date", (year, month, day), span=span))
             i = end
             continue
         if (special := _special_figure(token)) is not None:
@@ -530,8 +527,9 @@ def extract_figures(text: str) -> list[Figure]:
         if read is None:
             i += 1
             continue
-        figure, end = read
-        figures.append(Figure(text[token.start:tokens[end - 1].end], *figure))
+        (unit, value, from_to), end = read
+        span = (token.start, tokens[end - 1].end)
+        figures.append(Figure(text[span[0]:span[1]], unit, value, from_to, span=span))
         i = end
     return figures
 
@@ -544,7 +542,7 @@ def _read_amount(tokens: Sequence[_Token], i: int) -> tuple[tuple[str, tuple[obj
     from_to = i > 0 and tokens[i - 1].lower == "from"
     if tokens[j].kind == "currency":
         currency, j = _CURRENCY_SYMBOLS[tokens[j].lower], j + 1
-    elif tokens[j].kind == "word" and tokens[j].lower in ("usd", "eur", "gbp"):
+    elif tokens[j].kind == "word" and tokens[j].lower in _CURRENCY_CODES:
         currency, j = tokens[j].lower, j + 1
     first = _read_number(tokens, j)
     if first is None:
@@ -558,7 +556,7 @@ def _read_amount(tokens: Sequence[_Token], i: int) -> tuple[tuple[str, tuple[obj
     if j < len(tokens) and (tokens[j].kind == "dash" or tokens[j].lower in _RANGE_WORDS
                             or (between and tokens[j].lower == "and")):
         k = j + 1
-        if k < len(tokens) and (tokens[k].kind == "currency" or tokens[k].lower in ("usd", "eur", "gbp")):
+        if k < len(tokens) and (tokens[k].kind == "currency" or tokens[k].lower in _CURRENCY_CODES):
             k += 1
         second = _read_number(tokens, k)
         if second is not None and second[0] > low:
@@ -610,7 +608,10 @@ def figure_supported(figure: Figure, known: Sequence[Figure]) -> bool:
     Units must agree, except that a bare number matches any numeric figure of
     the same value (`12` is vouched for by `$12`), never the other way round.
     """
-    expanded = _expand_known(known)
+    return _vouched(figure, _expand_known(known))
+
+
+def _vouched(figure: Figure, expanded: Sequence[Figure]) -> bool:
     if figure.unit == "date":
         year, month, day = figure.value
         years = {f.value[0] for f in expanded if f.unit == "count"}
@@ -626,7 +627,7 @@ def figure_supported(figure: Figure, known: Sequence[Figure]) -> bool:
             return True
     if figure.from_to:  # "from 2% to 3%" is vouched for by both ends
         low, high = figure.value
-        return all(figure_supported(Figure(figure.text, figure.unit, (end, None)), known)
+        return all(_vouched(Figure(figure.text, figure.unit, (end, None)), expanded)
                    for end in (low, high))
     return False
 
@@ -731,19 +732,30 @@ def _classify(statement: str, words: frozenset[str], figures: Sequence[Figure],
     return Kind.CLAIM
 
 
+def _without_figures(statement: str, figures: Iterable[Figure]) -> str:
+    """The statement minus its figures: "business" in "2 business days" is checked as
+    part of the figure, not again as a word."""
+    pieces, start = [], 0
+    for figure in figures:  # in order, not overlapping
+        pieces.append(statement[start:figure.span[0]])
+        start = figure.span[1]
+    pieces.append(statement[start:])
+    return " ".join(pieces)
+
+
 def analyse(context: str, response: str, *, query: str = "") -> Analysis:
     """Read `response` against `context`. Echoing the `query` is not inventing."""
     context_words = content_words(context)
     known_words = context_words | content_words(query)
-    known_figures = extract_figures(context) + extract_figures(query)
+    known_figures = _expand_known(extract_figures(context) + extract_figures(query))
     checks: list[StatementCheck] = []
     unsupported: list[Figure] = []
     for statement in split_statements(response):
-        words = content_words(statement)
         figures = tuple(extract_figures(statement))
+        words = content_words(_without_figures(statement, figures))
         kind = _classify(statement, words, figures, context_words)
         checks.append(StatementCheck(statement, kind, words, coverage(words, known_words), figures))
-        unsupported.extend(f for f in figures if not figure_supported(f, known_figures))
+        unsupported.extend(f for f in figures if not _vouched(f, known_figures))
     return Analysis(tuple(checks), tuple(unsupported), known_words)
 
 

@@ -179,7 +179,8 @@ def lexical_relevance(case: Case, response: str) -> Relevance:
 # --- fluency ------------------------------------------------------------------
 
 _REPEATED_WORD = re.compile(r"\b(\w+)\s+\1\b", re.IGNORECASE)
-_SHOUTING = re.compile(r"[!?]{2,}|(?:\b[A-Z]{5,}\b.*){2,}")
+_REPEATED_MARKS = re.compile(r"[!?]{2,}")
+_CAPITALISED_WORD = re.compile(r"\b[A-Z]{5,}\b")
 _END = ('.', '!', '?', ')', '"', '\u201d', ':')
 
 
@@ -200,7 +201,7 @@ def fluency_heuristic(response: str) -> Score:
         faults.append(f"run-on sentences ({mean_words:.0f} words a sentence)")
     if _REPEATED_WORD.search(response):
         faults.append("a word is repeated")
-    if _SHOUTING.search(response):
+    if _REPEATED_MARKS.search(response) or len(_CAPITALISED_WORD.findall(response)) >= 2:
         faults.append("shouting (capitals or repeated !/?)")
     found = "; ".join(faults) if faults else "no structural fault found"
     return Score(max(1, 5 - len(faults)),
