@@ -74,7 +74,7 @@ def _side(answer: Answer, score: Score, relevance: Relevance) -> Side:
 def _evidence(case: Case, response: str) -> Evidence:
     from flipgate.evidence import find_unsupported  # pure, deterministic
 
-    return find_unsupported(case.context, response)
+    return find_unsupported(case.context, response, query=case.query)
 
 
 async def score_rows(*, cases: Sequence[Case], baseline: Mapping[str, Answer],
