@@ -106,19 +106,24 @@ def fluency(rows: int = 12, mean_delta: float | None = 0.25, failed: int = 0) ->
     return FluencySummary(rows=rows, mean_delta=mean_delta, failed=failed)
 
 
-def one_of_each(**row_overrides: Any) -> list[Row]:
-    """One row per verdict (and a non-blocking regression), ids naming the verdict."""
-    def row(id: str, **kwargs: Any) -> Row:
-        return make_row(id, **{**kwargs, **row_overrides})
+def one_of_each(*, id_prefix: str = "", blocking_category: str = "policy",
+                other_category: str = "smalltalk", **row_overrides: Any) -> list[Row]:
+    """One row per verdict (and a non-blocking regression), ids naming the verdict.
+
+    Only `blocking_category` blocks, so any text can stand in for it.
+    """
+    def row(id: str, category: str = blocking_category, **kwargs: Any) -> Row:
+        return make_row(id_prefix + id, category=category,
+                        blocking_categories=(blocking_category,), **{**kwargs, **row_overrides})
 
     return [
-        row("blocking", category="policy", before=5, after=2, rescore=1),
-        row("review", category="smalltalk", before=4, after=1, rescore=2),
-        row("non-answer", category="policy", before=5, after=3),
-        row("unstable", category="pricing", before=5, after=2, rescore=4),
-        row("relevance", category="policy", before=5, after=5, relevance=(0.9, 0.3)),
-        row("error", category="policy", before=5, after=None),
-        row("moved", category="policy", before=4, after=5),
-        row("still", category="policy", before=2, after=1),
-        row("unchanged", category="policy", before=5, after=5),
+        row("blocking", before=5, after=2, rescore=1),
+        row("review", category=other_category, before=4, after=1, rescore=2),
+        row("non-answer", before=5, after=3),
+        row("unstable", before=5, after=2, rescore=4),
+        row("relevance", before=5, after=5, relevance=(0.9, 0.3)),
+        row("error", before=5, after=None),
+        row("moved", before=4, after=5),
+        row("still", before=2, after=1),
+        row("unchanged", before=5, after=5),
     ]

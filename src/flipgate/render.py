@@ -33,6 +33,7 @@ MARKER = "<!-- flipgate -->"
 GITHUB_COMMENT_LIMIT = 65_536
 STEP_SUMMARY_LIMIT = 1_048_576
 TEMPLATE = "comment.md.j2"
+TABLES_TEMPLATE = "_tables.md.j2"
 
 # --------------------------------------------------------------------------
 # Untrusted text -> inert Markdown
@@ -119,16 +120,24 @@ def cell(text: object, limit: int) -> str:
     return _cell(str(text), limit)
 
 
-@lru_cache(maxsize=16_384)  # the same cells come back in every plan that is tried
+# The same cells come back in every plan tried; render_within clears this when
+# it is done, so no answer outlives the rendering.
+@lru_cache(maxsize=16_384)
 def _cell(text: str, limit: int) -> str:
     return escape_md(one_line_within(text, limit))
 
 
 def cell_list(items: Iterable[object], limit: int, max_items: int, separator: str = "; ") -> str:
     """Several untrusted items in one cell, each shortened; says how many were left out."""
-    values = [value for value in (one_line_within(item, limit) for item in items) if value]
-    shown = [escape_md(value) for value in values[:max_items]]
-    rest = len(values) - len(shown)
+    shown: list[str] = []
+    rest = 0
+    for item in items:
+        if len(shown) < max_items:
+            value = one_line_within(item, limit)
+            if value:
+                shown.append(escape_md(value))
+        elif str(item).strip():
+            rest += 1
     if rest > 0:
         shown.append(f"(+{rest:,} more)")
     return separator.join(shown)
@@ -139,10 +148,12 @@ def fence(text: object, limit: int, info: str = "diff") -> str:
 
     The fence is longer than any run of backticks inside, so no line of the
     text can end it. Inside a code block entities are not decoded, so a
-    mention is broken with a literal zero-width space instead.
+    literal zero-width space breaks mentions, and breaks `<!--` so the raw
+    comment holds the hidden marker exactly once.
     """
     body = _LINE_BREAKS.sub("\n", str(text).replace("\t", "    "))
     body = _INVISIBLE.sub("", body).replace("@", "@" + _ZERO_WIDTH_SPACE)
+    body = body.replace("<!--", "<!" + _ZERO_WIDTH_SPACE + "--")
     lines = body.rstrip("\n").split("\n")
     kept: list[str] = []
     used = 0
@@ -242,7 +253,8 @@ def row_view(row: Row) -> RowView:
         category=row.category,
         before=_reading(row.baseline),
         after=_reading(row.candidate, with_rescore=True),
-        relevance=f"{_relevance_text(row.baseline.relevance)} → {_relevance_text(candidate_relevance)}",
+        relevance=(f"{_relevance_text(row.baseline.relevance)} → "
+                   f"{_relevance_text(candidate_relevance)}"),
         reason=_reason(row.candidate),
         figures=tuple(evidence.unsupported_figures) if evidence else (),
         statements=tuple(evidence.unsupported_statements) if evidence else (),
@@ -342,13 +354,14 @@ def change_view(change: Mapping[str, Any] | None) -> ChangeView | None:
     )
 
 
-def usage_table(usage: Mapping[str, Any] | None) -> tuple[tuple[str, ...], tuple[tuple[Any, ...], ...]]:
+def usage_table(
+        usage: Mapping[str, Any] | None) -> tuple[tuple[str, ...], tuple[tuple[Any, ...], ...]]:
     """Usage as (columns, rows): per purpose when nested, a single row when flat."""
     if not isinstance(usage, Mapping) or not usage:
         return (), ()
     nested = {str(key): value for key, value in usage.items() if isinstance(value, Mapping)}
     if nested:
-        columns: list[str] = []
+        columns: list[Any] = []
         for counters in nested.values():
             columns.extend(key for key in counters if key not in columns)
         columns = columns[:8]
@@ -441,6 +454,8 @@ LADDER: tuple[Plan, ...] = (
          diff_limit=None, notes=10, note_limit=200, files=10, parameters=15),
     Plan(cells=TINY, blocking_cells=MEDIUM, caps=_caps(errors=10, review=10, lesser=3, collapsed=0),
          diff_limit=None, notes=5, note_limit=150, files=5, parameters=10),
+    Plan(cells=TINY, blocking_cells=SHORT, caps=_caps(errors=0, review=0, lesser=0, collapsed=0),
+         diff_limit=None, notes=5, note_limit=150, files=5, parameters=10),
     Plan(cells=TINY, blocking_cells=TINY, caps=_caps(errors=0, review=0, lesser=0, collapsed=0),
          diff_limit=None, notes=5, note_limit=150, files=5, parameters=10),
 )
@@ -507,8 +522,38 @@ def _size(text: str) -> int:
     return len(text.encode("utf-8"))
 
 
-def _render(view: View, plan: Plan) -> str:
+# A section's Markdown depends only on its key, its cell limits and how many
+# rows it shows: plans that agree on those reuse it instead of rendering again.
+_BlockKey = tuple[str, Cells, int]
+
+
+def _section_blocks(view: View, plan: Plan, blocks: dict[_BlockKey, str],
+                    max_chars: int) -> list[str] | None:
+    """Each section's Markdown in comment order, or None once they alone exceed `max_chars`.
+
+    Built most important first, so a plan whose blocking table is already
+    too long is given up before the rest is rendered.
+    """
+    tables = environment().get_template(TABLES_TEMPLATE).module
+    sections = _sections(view, plan)
+    used = 0
+    for key in KEEP_PRIORITY:
+        section = sections[key]
+        block_key = (key, section.cells, len(section.rows))
+        if block_key not in blocks:
+            blocks[block_key] = str(tables.section(section, view.report.relevance_threshold))
+        used += _size(blocks[block_key])
+        if used > max_chars:
+            return None
+    return [blocks[(key, section.cells, len(section.rows))] for key, section in sections.items()]
+
+
+def _render(view: View, plan: Plan, blocks: dict[_BlockKey, str], max_chars: int) -> str | None:
+    """The comment under `plan`, or None when it is certain not to fit in `max_chars`."""
     report = view.report
+    section_blocks = [] if plan.minimal else _section_blocks(view, plan, blocks, max_chars)
+    if section_blocks is None:
+        return None
     columns, usage_rows = usage_table(report.usage)
     text = environment().get_template(TEMPLATE).render(
         marker=MARKER,
@@ -519,7 +564,7 @@ def _render(view: View, plan: Plan) -> str:
         threshold=report.relevance_threshold,
         notes=tuple(report.notes),
         change=view.change,
-        sections=_sections(view, plan),
+        section_blocks=section_blocks,
         fluency=report.fluency,
         usage_columns=columns,
         usage_rows=usage_rows,
@@ -551,23 +596,30 @@ def _cannot_fit(view: View, plan: Plan, max_chars: int) -> bool:
 
 def render_within(report: Report, max_chars: int) -> str:
     """The most detailed rendering of `report` whose size stays within `max_chars`."""
-    view = build_view(report)
+    try:
+        return _render_within(build_view(report), max_chars)
+    finally:
+        _cell.cache_clear()
+
+
+def _render_within(view: View, max_chars: int) -> str:
+    blocks: dict[_BlockKey, str] = {}
     for plan in LADDER:
         if _cannot_fit(view, plan, max_chars):
             continue
-        text = _render(view, plan)
-        if _size(text) <= max_chars:
+        text = _render(view, plan, blocks, max_chars)
+        if text is not None and _size(text) <= max_chars:
             return text
-    best = _most_blocking_rows(view, max_chars)
+    best = _most_blocking_rows(view, max_chars, blocks)
     if best is not None:
         return best
-    text = _render(view, MINIMAL)
-    if _size(text) > max_chars:
+    text = _render(view, MINIMAL, blocks, max_chars)
+    if text is None or _size(text) > max_chars:
         raise ValueError(f"max_chars={max_chars:,} is too small for even the shortest comment")
     return text
 
 
-def _most_blocking_rows(view: View, max_chars: int) -> str | None:
+def _most_blocking_rows(view: View, max_chars: int, blocks: dict[_BlockKey, str]) -> str | None:
     """Only blocking rows are left: the rendering with as many of them as fit.
 
     The size grows about linearly with the rows shown, so each guess
@@ -577,8 +629,9 @@ def _most_blocking_rows(view: View, max_chars: int) -> str | None:
     last = LADDER[-1]
 
     def attempt(shown: int) -> tuple[int, str]:
-        text = _render(view, replace(last, caps={**last.caps, "blocking": shown}))
-        return _size(text), text
+        text = _render(view, replace(last, caps={**last.caps, "blocking": shown}), blocks,
+                       max_chars)
+        return (max_chars + 1, "") if text is None else (_size(text), text)
 
     fits_count, (fits_size, fits_text) = 0, attempt(0)
     if fits_size > max_chars:

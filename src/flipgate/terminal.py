@@ -120,7 +120,8 @@ def conclusion_line(report: Report) -> tuple[str, str]:
     """The verdict in words, and its style."""
     counts = report.counts
     if report.conclusion is Conclusion.FAILURE:
-        return f"❌ blocked: {plural(counts.blocking_regressions, 'blocking regression')}", "bold red"
+        blocked = plural(counts.blocking_regressions, "blocking regression")
+        return f"❌ blocked: {blocked}", "bold red"
     if report.conclusion is Conclusion.ERROR:
         line = f"⚠️  could not finish: judge errors on {plural(counts.errors, 'row')}"
         if counts.blocking_regressions:

@@ -1,0 +1,106 @@
+"""Render Markdown as GitHub does (cmark-gfm) and read back its structure.
+
+Raw HTML is let through (no safe mode, no tag filter), stricter than GitHub:
+any tag that escaped flipgate's escaping shows up here.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from html.parser import HTMLParser
+
+import cmarkgfm
+from cmarkgfm.cmark import Options
+
+EXTENSIONS = ["table", "autolink", "strikethrough", "tasklist"]
+# What GitHub would turn into a mention, an issue reference: on the rendered text.
+MENTION = re.compile(r"(?<![\w`])@[A-Za-z0-9]")
+ISSUE_REFERENCE = re.compile(r"(?<![\w&])#[0-9]")
+
+
+def to_html(markdown: str) -> str:
+    return cmarkgfm.markdown_to_html_with_extensions(
+        markdown, options=Options.CMARK_OPT_UNSAFE, extensions=EXTENSIONS)
+
+
+@dataclass
+class Page:
+    """The parts of rendered HTML the tests look at."""
+
+    tags: list[str] = field(default_factory=list)          # "table", "/table", ...
+    tables: list[list[list[str]]] = field(default_factory=list)  # table -> row -> cell text
+    headings: list[tuple[str, str]] = field(default_factory=list)  # ("h3", text)
+    summaries: list[str] = field(default_factory=list)
+    pre: list[str] = field(default_factory=list)
+    comments: list[str] = field(default_factory=list)
+    text: str = ""
+    # (index of the next table, text) for each heading and <summary>, in order.
+    _anchors: list[tuple[int, str]] = field(default_factory=list)
+
+    def count(self, tag: str) -> int:
+        return self.tags.count(tag)
+
+    def table_after(self, heading: str) -> list[list[str]]:
+        """The table under the heading (h2/h3) or <summary> containing `heading`; [] if none."""
+        index = next(i for i, (_, text) in enumerate(self._anchors) if heading in text)
+        first = self._anchors[index][0]
+        end = self._anchors[index + 1][0] if index + 1 < len(self._anchors) else len(self.tables)
+        return self.tables[first] if first < end else []
+
+
+class _Reader(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.page = Page()
+        self._capture: list[str] | None = None
+        self._texts: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.page.tags.append(tag)
+        if tag == "table":
+            self.page.tables.append([])
+        elif tag == "tr":
+            self.page.tables[-1].append([])
+        if tag in ("td", "th", "h1", "h2", "h3", "h4", "summary", "pre"):
+            self._capture = []
+
+    def handle_endtag(self, tag: str) -> None:
+        self.page.tags.append("/" + tag)
+        if self._capture is None:
+            return
+        text = "".join(self._capture)
+        if tag in ("td", "th"):
+            self.page.tables[-1][-1].append(text.strip())
+        elif tag in ("h1", "h2", "h3", "h4"):
+            self.page.headings.append((tag, text))
+            self.page._anchors.append((len(self.page.tables), text))
+        elif tag == "summary":
+            self.page.summaries.append(text)
+            self.page._anchors.append((len(self.page.tables), text))
+        elif tag == "pre":
+            self.page.pre.append(text)
+        else:
+            return
+        self._capture = None
+
+    def handle_data(self, data: str) -> None:
+        self._texts.append(data)
+        if self._capture is not None:
+            self._capture.append(data)
+
+    def handle_comment(self, data: str) -> None:
+        self.page.comments.append(data)
+
+
+def read(markdown: str) -> Page:
+    reader = _Reader()
+    reader.feed(to_html(markdown))
+    reader.close()
+    reader.page.text = "".join(reader._texts)
+    return reader.page
+
+
+def consistent_tables(page: Page) -> bool:
+    """Every row of every table has as many cells as its header."""
+    return all(len({len(row) for row in table}) == 1 for table in page.tables if table)
