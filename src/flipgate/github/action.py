@@ -76,8 +76,8 @@ class Outcome:
 
 
 def outcome_of_report(report: Report, *, exit_code: int, report_path: str,
-                      summary_room: int) -> Outcome:
-    """The status, comment and summary of a finished check."""
+                      summary_room: int, message: str | None = None) -> Outcome:
+    """The status, comment and summary of a finished check (`message`: why it stopped early)."""
     counts = report.counts
     comment = render.render_comment(report, max_chars=BODY_LIMIT)
     try:  # the summary gets the most detail that fits what is left of its 1 MiB
@@ -90,7 +90,9 @@ def outcome_of_report(report: Report, *, exit_code: int, report_path: str,
                        summary=summary, report_path=report_path)
     state = {Conclusion.SUCCESS: "success", Conclusion.FAILURE: "failure"}.get(
         report.conclusion, "error")
-    return Outcome(state=state, description=messages.status_description(report),
+    description = (messages.clip(f"could not finish: {message}", messages.STATUS_LIMIT)
+                   if message else messages.status_description(report))
+    return Outcome(state=state, description=description,
                    conclusion=report.conclusion.value, exit_code=exit_code, comment=comment,
                    create_comment=True, summary=summary,
                    regressions=counts.blocking_regressions + counts.regressions_to_review,
@@ -257,7 +259,8 @@ def run_check_safely(settings: Settings, workflow: Workflow, pull: PullRequest, 
     report_file = workspace / OUT_DIR / "report.json"
     return outcome_of_report(result.report, exit_code=result.exit_code,
                              report_path=f"{OUT_DIR}/report.json" if report_file.exists() else "",
-                             summary_room=workflow.summary_room())
+                             summary_room=workflow.summary_room(),
+                             message=getattr(result, "message", None))
 
 
 def ensure_commits(repo: Path, shas: Sequence[str], *, git: GitRunner) -> None:

@@ -65,7 +65,8 @@ def status_description(report: Report) -> str:
     counts = report.counts
     lead = {Conclusion.SUCCESS: "passed", Conclusion.FAILURE: "blocked",
             Conclusion.ERROR: "could not finish"}[report.conclusion]
-    details = _count_phrases(counts) or ["no regressions"]
+    details = _count_phrases(counts) or [
+        "see the comment" if report.conclusion is Conclusion.ERROR else "no regressions"]
     return clip(f"{lead}: {_plural(counts.cases, 'case')}; " + ", ".join(details), STATUS_LIMIT)
 
 
