@@ -131,3 +131,13 @@ def test_long_lists_are_capped_and_say_so() -> None:
     body = table_lines(out)
     assert len(body) == MAX_ROWS and body[0][1] == "fee"
     assert f"… and {101 - MAX_ROWS} more rows in report.json and comment.md" in out
+
+
+def test_a_narrow_console_drops_only_the_why_column() -> None:
+    row = make_row("fee", before=5, after=3, figures=("$12",))
+    narrow, wide = printed(make_report([row]), width=80), printed(make_report([row]), width=160)
+    assert "why" not in narrow and "not in context: $12" not in narrow
+    assert table_lines(narrow)[0] == ["non-answer", "fee", "policy",
+                                      "grounded (5) → non-answer (3)", "0.90 → 0.88"]
+    assert table_lines(wide)[0][-1] == "not in context: $12"
+    assert all(len(line) <= 80 for line in narrow.splitlines())

@@ -190,7 +190,7 @@ def number(value: object) -> str:
 # The view: what the template shows, built once from the report
 # --------------------------------------------------------------------------
 
-_BUCKET_LABELS = {
+BUCKET_LABELS = {
     Bucket.UNGROUNDED: "ungrounded",
     Bucket.NON_ANSWER: "non-answer",
     Bucket.PARTIAL: "partial",
@@ -220,7 +220,7 @@ def _reading(side: Side, *, with_rescore: bool = False) -> str:
     score = side.groundedness
     if not score.ok:
         return "no score"
-    bucket = _BUCKET_LABELS.get(side.bucket, str(side.bucket)) if side.bucket else "?"
+    bucket = BUCKET_LABELS.get(side.bucket, str(side.bucket)) if side.bucket else "?"
     detail = f"{score.value}"
     if with_rescore and side.rescore is not None:
         detail += f"; re-score {side.rescore.value}" if side.rescore.ok else "; re-score failed"

@@ -12,9 +12,10 @@ from rich.table import Table
 from rich.text import Text
 
 from flipgate.model import Conclusion, Report, Row, Side, Verdict
-from flipgate.render import one_line_within, plural
+from flipgate.render import BUCKET_LABELS, one_line_within, plural
 
 MAX_ROWS = 40
+WIDE = 120  # narrower consoles (a CI log is 80) get the table without the "why" column
 
 # (label, style) per kind of row, most important first.
 _KINDS: tuple[tuple[str, str, str], ...] = (
@@ -63,7 +64,7 @@ def _plain(text: object, limit: int, style: str = "") -> Text:
 def _reading(side: Side) -> str:
     if not side.groundedness.ok or side.bucket is None:
         return "no score"
-    return f"{side.bucket.value} ({side.groundedness.value})"
+    return f"{BUCKET_LABELS[side.bucket]} ({side.groundedness.value})"
 
 
 def _relevance(side: Side) -> str:
@@ -82,11 +83,17 @@ def _why(row: Row) -> str:
     return row.candidate.groundedness.reason
 
 
-def rows_table(report: Report, *, max_rows: int = MAX_ROWS) -> tuple[Table, int]:
+def rows_table(report: Report, *, max_rows: int = MAX_ROWS,
+               with_why: bool = True) -> tuple[Table, int]:
     """The table of rows that matter, and how many were left out of it."""
-    table = Table(show_header=True, header_style="bold", expand=False)
-    for name in ("verdict", "id", "category", "baseline → candidate", "relevance", "why"):
-        table.add_column(name, overflow="fold")
+    table = Table(show_header=True, header_style="bold")
+    table.add_column("verdict", no_wrap=True)
+    table.add_column("id", overflow="fold")
+    table.add_column("category", overflow="fold")
+    table.add_column("baseline → candidate")
+    table.add_column("relevance", no_wrap=True)
+    if with_why:
+        table.add_column("why", overflow="fold", ratio=1)
     picked = rows_that_matter(report)
     for kind, row in picked[:max_rows]:
         _, label, style = _KINDS[_RANK[kind]]
@@ -94,9 +101,11 @@ def rows_table(report: Report, *, max_rows: int = MAX_ROWS) -> tuple[Table, int]
         if row.candidate.finish_reason == "length":
             movement += " (truncated)"
         relevance = f"{_relevance(row.baseline)} → {_relevance(row.candidate)}"
-        table.add_row(Text(label, style=style), _plain(row.id, 40), _plain(row.category, 24),
-                      Text(movement), Text(relevance, style="cyan" if row.relevance_drop else ""),
-                      _plain(_why(row), 80))
+        cells = [Text(label, style=style), _plain(row.id, 40), _plain(row.category, 24),
+                 Text(movement), Text(relevance, style="cyan" if row.relevance_drop else "")]
+        if with_why:
+            cells.append(_plain(_why(row), 80))
+        table.add_row(*cells)
     return table, max(0, len(picked) - max_rows)
 
 
@@ -145,7 +154,7 @@ def judge_line(report: Report) -> Text:
 
 def print_summary(report: Report, console: Console) -> None:
     if report.conclusion is not Conclusion.SKIPPED:
-        table, left_out = rows_table(report)
+        table, left_out = rows_table(report, with_why=console.width >= WIDE)
         if table.row_count:
             console.print(table)
         if left_out:
