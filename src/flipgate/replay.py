@@ -60,17 +60,22 @@ def _bound(llm: LLM, *, endpoint: Endpoint, runtime: Runtime, purpose: str) -> L
 
 
 async def first_failure_cancels(awaitables: Sequence[Awaitable[Any]]) -> list[Any]:
-    """Run concurrently; on the first failure cancel the rest and raise it."""
+    """Run concurrently; on the first failure (or when cancelled) cancel the rest,
+    wait for them to stop, and raise."""
     tasks = [asyncio.ensure_future(a) for a in awaitables]
     if not tasks:
         return []
-    done, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
-    failed = next((t for t in tasks if t.done() and not t.cancelled() and t.exception()), None)
-    if failed is not None:
-        for task in pending:
+    try:
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+    finally:
+        unfinished = [t for t in tasks if not t.done()]
+        for task in unfinished:
             task.cancel()
-        await asyncio.gather(*pending, return_exceptions=True)
-        raise failed.exception()  # type: ignore[misc]
+        # Every outcome is collected, so no failure is left unretrieved.
+        await asyncio.gather(*tasks, return_exceptions=True)
+    for task in tasks:
+        if not task.cancelled() and task.exception() is not None:
+            raise task.exception()  # type: ignore[misc]
     return [t.result() for t in tasks]
 
 
