@@ -1,10 +1,10 @@
 """Scoring a run: ask the judge about every answer, then let gate.py decide.
 
-The order follows the product's rule: groundedness first (both sides, all
-rows at once), a real second scoring for every candidate that newly fell to
-ungrounded, relevance for every answer in one batched pass, and fluency only
-for rows tied in an answering bucket. All calls run concurrently; the shared
-limit lives in the LLM layer.
+Each row follows the product's rule: groundedness of both answers, then a
+real second scoring when the candidate newly fell to ungrounded, and fluency
+only when the row is tied in an answering bucket. Rows run concurrently with
+no barrier between them, beside one batched relevance pass for every answer
+of the run; the shared concurrency limit lives in the LLM layer.
 """
 
 from __future__ import annotations
@@ -77,37 +77,50 @@ def _evidence(case: Case, response: str) -> Evidence:
     return find_unsupported(case.context, response, query=case.query)
 
 
+async def _judge_row(judge: Judge, case: Case, baseline: Answer, candidate: Answer, *,
+                     progress: Progress) -> tuple[Score, Score, Score | None, tuple[Score, Score] | None]:
+    """One row's groundedness work, in the rule's order, with no barrier between rows:
+    both sides, then the confirming re-score if the candidate newly fell to
+    ungrounded, then fluency if the row is tied in an answering bucket."""
+    base, cand = await asyncio.gather(
+        _groundedness(judge, case, baseline.response, sample=0, progress=progress),
+        _groundedness(judge, case, candidate.response, sample=0, progress=progress))
+    if base.value is None or cand.value is None:
+        return base, cand, None, None
+    before, after = gate.bucket_of(base.value), gate.bucket_of(cand.value)
+    if gate.needs_rescore(before, after):
+        # A fresh judge call (sample=1), never a cached verdict.
+        progress.add(1)
+        rescore = await _groundedness(judge, case, candidate.response, sample=1, progress=progress)
+        return base, cand, rescore, None
+    if gate.is_tie(before, after):
+        progress.add(2)
+        fluency = await asyncio.gather(_guard(judge.fluency(baseline.response), progress),
+                                       _guard(judge.fluency(candidate.response), progress))
+        return base, cand, None, (fluency[0], fluency[1])
+    return base, cand, None, None
+
+
 async def score_rows(*, cases: Sequence[Case], baseline: Mapping[str, Answer],
                      candidate: Mapping[str, Answer], config: Config, judge: Judge,
                      progress: Progress) -> Report:
     n = len(cases)
     progress.add(4 * n)  # groundedness and relevance for both sides
-
-    ground_tasks = [
-        _groundedness(judge, case, answers[case.id].response, sample=0, progress=progress)
-        for answers in (baseline, candidate) for case in cases
-    ]
     relevance_items = [(case, answers[case.id].response)
                        for answers in (baseline, candidate) for case in cases]
-    *scores, relevances = await asyncio.gather(
-        *ground_tasks, _relevance(judge, relevance_items, progress))
-    base_scores, cand_scores = scores[:n], scores[n:]
-    sides = [(_side(baseline[c.id], base_scores[i], relevances[i]),
-              _side(candidate[c.id], cand_scores[i], relevances[n + i]))
-             for i, c in enumerate(cases)]
-
-    # The confirming second scoring: a fresh judge call (sample=1), never a cached verdict.
-    to_rescore = [i for i, (b, c) in enumerate(sides)
-                  if b.bucket and c.bucket and gate.needs_rescore(b.bucket, c.bucket)]
-    progress.add(len(to_rescore))
-    rescores = await asyncio.gather(*(
-        _groundedness(judge, cases[i], sides[i][1].response, sample=1, progress=progress)
-        for i in to_rescore))
-    for i, rescore in zip(to_rescore, rescores):
-        sides[i][1].rescore = rescore
+    *judged, relevances = await asyncio.gather(
+        *(_judge_row(judge, case, baseline[case.id], candidate[case.id], progress=progress)
+          for case in cases),
+        _relevance(judge, relevance_items, progress))
 
     rows = []
-    for case, (base, cand) in zip(cases, sides):
+    for i, case in enumerate(cases):
+        base_score, cand_score, rescore, fluency = judged[i]
+        base = _side(baseline[case.id], base_score, relevances[i])
+        cand = _side(candidate[case.id], cand_score, relevances[n + i])
+        cand.rescore = rescore
+        if fluency is not None:
+            base.fluency, cand.fluency = fluency
         verdict, errors = gate.classify(base.groundedness, cand.groundedness, cand.rescore)
         for label, side in (("baseline", base), ("candidate", cand)):
             if side.relevance is not None and side.relevance.error:
@@ -125,26 +138,20 @@ async def score_rows(*, cases: Sequence[Case], baseline: Mapping[str, Answer],
             evidence=_evidence(case, cand.response) if verdict in _EVIDENCE_VERDICTS else None,
         ))
 
-    fluency = await _fluency_on_ties(rows, judge=judge, progress=progress)
     counts = gate.count(rows)
     return Report(conclusion=gate.conclude(counts), judge=judge.info, counts=counts, rows=rows,
-                  fluency=fluency, relevance_threshold=config.relevance.threshold)
+                  fluency=_fluency_summary(rows), relevance_threshold=config.relevance.threshold)
 
 
-async def _fluency_on_ties(rows: Sequence[Row], *, judge: Judge,
-                           progress: Progress) -> FluencySummary | None:
-    """Fluency breaks ties only: rows in the same answering bucket on both sides."""
-    ties = [row for row in rows if row.verdict is Verdict.UNCHANGED and row.baseline.bucket
-            and row.candidate.bucket and gate.is_tie(row.baseline.bucket, row.candidate.bucket)]
+def _fluency_summary(rows: Sequence[Row]) -> FluencySummary | None:
+    """Mean fluency change over tied rows: a tie-breaker reported last, never a vote."""
+    ties = [row for row in rows if row.verdict is Verdict.UNCHANGED
+            and row.baseline.fluency is not None and row.candidate.fluency is not None]
     if not ties:
         return None
-    progress.add(2 * len(ties))
-    readings = await asyncio.gather(*(
-        _guard(judge.fluency(side.response), progress)
-        for row in ties for side in (row.baseline, row.candidate)))
     deltas, failed = [], 0
-    for index, row in enumerate(ties):
-        row.baseline.fluency, row.candidate.fluency = readings[2 * index], readings[2 * index + 1]
+    for row in ties:
+        assert row.baseline.fluency is not None and row.candidate.fluency is not None
         before, after = row.baseline.fluency.value, row.candidate.fluency.value
         if before is None or after is None:
             failed += 1
