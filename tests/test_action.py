@@ -421,6 +421,19 @@ def test_a_writers_command_runs_on_the_head_pinned_when_read(harness: Harness,
     assert marked_sha(harness.own_comments()[0]["body"]) == pushed
 
 
+@pytest.mark.parametrize("policy", ["require-command", "run"])
+def test_a_writers_command_evaluates_a_forks_pull_request(harness: Harness,
+                                                          check: RecordingCheck,
+                                                          policy: str) -> None:
+    harness.server.add_pull(PR, base_sha=harness.base, head_sha=harness.head, fork=True)
+    harness.comment_event("/flipgate run")
+
+    assert harness.run(check, **{"INPUT_FORK-POLICY": policy}) == 0
+
+    assert check.calls[0]["head"] == harness.head
+    assert harness.final_status()["state"] == "success"
+
+
 def test_a_push_after_the_command_is_not_what_gets_evaluated(harness: Harness,
                                                              check: RecordingCheck) -> None:
     harness.comment_event("/flipgate run")

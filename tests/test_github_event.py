@@ -1,4 +1,4 @@
-"""Pure decisions: GitHub's real webhook payloads (our SHAs and bodies swapped in) -> one activity."""
+"""Pure decisions: GitHub's real webhook payloads (our SHAs and bodies swapped in) -> activity."""
 
 from __future__ import annotations
 
@@ -209,7 +209,8 @@ def test_settings_read_hyphenated_inputs_and_hide_secrets() -> None:
     assert (settings.token, settings.status_context, settings.fork_policy, settings.config) == (
         "ghs_secret_token", "flipgate/prod", ForkPolicy.RUN, "ci/flipgate.yml")
     assert settings.api_url == "https://github.example.com/api/v3"
-    assert settings.run_url == "https://github.example.com/octo-org/prompt-service/actions/runs/9001"
+    assert settings.run_url == ("https://github.example.com/octo-org/prompt-service"
+                                "/actions/runs/9001")
     assert "ghs_secret_token" not in repr(settings) and "sk-secret-key" not in repr(settings)
 
 

@@ -266,8 +266,8 @@ class FakeGitHub:
         comment_id = next(self._ids)
         created = self._now()
         api = self._api(f"/repos/{self.repository}/issues/comments/{comment_id}")
-        return {"url": api,
-                "html_url": self._html(f"{self.repository}/pull/{number}#issuecomment-{comment_id}"),
+        page = f"{self.repository}/pull/{number}#issuecomment-{comment_id}"
+        return {"url": api, "html_url": self._html(page),
                 "issue_url": self._api(f"/repos/{self.repository}/issues/{number}"),
                 "id": comment_id, "node_id": _node_id("comment", comment_id),
                 "user": self._user(user, user_type), "created_at": created, "updated_at": created,

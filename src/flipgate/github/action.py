@@ -163,7 +163,7 @@ def main(environ: MutableMapping[str, str] | None = None, *, check: CheckRunner 
 
 def await_command(settings: Settings, api: RepoAPI, workflow: Workflow,
                   pull: PullRequest) -> int:
-    """A fork's PR under require-command: a pending status so the required check can't pass unseen."""
+    """A fork's PR under require-command: pending, so a required check cannot pass unseen."""
     api.set_status(pull.head_sha, StatusUpdate(state="pending",
                                                description=messages.WAITING_FOR_COMMAND,
                                                context=settings.status_context,

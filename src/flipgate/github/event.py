@@ -48,7 +48,7 @@ class RunCheck:
 
 @dataclass(frozen=True)
 class AwaitCommand:
-    """A fork's PR under `require-command`: mark it pending, spend nothing, wait for a maintainer."""
+    """A fork's PR under `require-command`: mark it pending, spend nothing, await a maintainer."""
 
     pull: PullRequest
 

@@ -72,8 +72,8 @@ class Settings:
         event_path = required("GITHUB_EVENT_PATH")
         repository = required("GITHUB_REPOSITORY")
         if repository and repository.count("/") != 1:
-            problems.append(Problem("environment", None,
-                                    f"GITHUB_REPOSITORY should read owner/name, not {repository!r}"))
+            problems.append(Problem("environment", None, "GITHUB_REPOSITORY should read "
+                                    f"owner/name, not {repository!r}"))
         token = input_value(environ, "github-token") or environ.get("GITHUB_TOKEN", "").strip()
         if not token:
             problems.append(Problem("input github-token", None,

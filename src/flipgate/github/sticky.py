@@ -1,4 +1,4 @@
-"""The one flipgate comment per pull request: found, edited in place, never overwritten by an older run.
+"""The one flipgate comment per pull request: edited in place, never overwritten by an older run.
 
 flipgate's comment is the oldest comment on the PR that carries the hidden
 marker `<!-- flipgate -->` *and* was written by the token's own login (so a
@@ -68,7 +68,7 @@ def is_own(comment: IssueComment, login: str) -> bool:
 
 
 def newer_by_head(*, ours: str, theirs: str, current_head: str) -> bool | None:
-    """Whether the comment's SHA is newer than ours, judged by the PR's head now; None: can't tell."""
+    """Whether the comment's SHA is newer than ours, by the PR's head now; None: can't tell."""
     if theirs == ours or current_head == ours:
         return False
     if current_head == theirs:
