@@ -719,3 +719,23 @@ def test_end_to_end_an_api_that_keeps_failing_is_an_error_that_says_why(
     assert len(final["description"]) <= STATUS_LIMIT
     assert COULD_NOT_FINISH in harness.own_comments()[0]["body"]
     assert harness.outputs()["conclusion"] == "error"
+
+
+def test_the_console_script_is_the_action_and_reads_hyphenated_inputs(harness: Harness) -> None:
+    """`flipgate action` in its own process, as the image's ENTRYPOINT runs it."""
+    import os
+    import subprocess
+    import sys
+
+    harness.server.grant("visitor", "read")
+    harness.comment_event("/flipgate run", author="visitor")
+    script = Path(sys.executable).with_name("flipgate")
+    env = {"PATH": os.environ["PATH"], "HOME": str(harness.tmp), **harness.env}
+
+    done = subprocess.run([str(script), "action"], env=env, capture_output=True, text=True,
+                          timeout=60, check=False)
+
+    assert done.returncode == 0, done.stderr
+    assert f"::add-mask::{harness.server.token}" in done.stdout
+    assert "refused" in done.stdout and done.stderr == ""
+    assert "Nothing was run" in harness.replies()[0]
