@@ -11,7 +11,7 @@ import pytest
 from flipgate.config import BudgetConfig, Config
 from flipgate.endpoint_lock import lock
 from flipgate.errors import IncompleteError
-from flipgate.llm import LLM, BudgetExceeded, make_client, openai_endpoint
+from flipgate.llm import LLM, BudgetExceeded, make_client
 from flipgate.model import Case
 from flipgate.prompty import parse_prompty, render_cases
 from flipgate.replay import PreparedGenerator, replay, write_answers

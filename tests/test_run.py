@@ -397,3 +397,38 @@ def test_replay_with_no_cache_asks_again(server: FakeOpenAI, repo: GitRepo, tmp_
     for _ in range(2):
         assert CliRunner().invoke(cli, args).exit_code == 0
     assert len(server.chat_requests("generation")) == 6
+
+
+# --- other providers -------------------------------------------------------------------------
+
+AZURE_PROMPT = PROMPT.replace(
+    "    type: openai\n    model: gpt-4o-mini\n",
+    "    type: azure_openai\n    azure_deployment: answers-v1\n"
+    "    azure_endpoint: ${env:AZURE_OPENAI_ENDPOINT}\n    api_version: 2024-10-21\n")
+
+
+def test_an_azure_generator_calls_each_sides_deployment(server: FakeOpenAI, tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    server.set_azure_env(monkeypatch)
+    repo = GitRepo.create(tmp_path / "repo")
+    repo.commit({".flipgate.yml": CONFIG, "prompts/answer.prompty": AZURE_PROMPT,
+                 "prompts/partials/rules.j2": RULES,
+                 "eval/cases.jsonl": "".join(json.dumps(c) + "\n" for c in CASES)})
+    repo.branch("base", "HEAD")
+    repo.commit({"prompts/answer.prompty": AZURE_PROMPT.replace("answers-v1", "answers-v2")})
+    result, report = invoke(repo, tmp_path)
+    assert result.exit_code == 0, result.output
+    generated = server.chat_requests("generation")
+    assert sorted(r.deployment for r in generated) == ["answers-v1"] * 3 + ["answers-v2"] * 3
+    assert {r.args["api-version"] for r in generated} == {"2024-10-21"}
+    assert report["change"]["model"] == {"old": "answers-v1", "new": "answers-v2"}
+
+
+def test_the_offline_judge_needs_no_judge_requests(server: FakeOpenAI, repo: GitRepo,
+                                                   tmp_path: Path) -> None:
+    repo.commit({"prompts/answer.prompty": HEAD_PROMPT})
+    result, report = invoke(repo, tmp_path, "--judge", "offline")
+    assert result.exit_code == 1, result.output
+    assert report["judge"]["provider"] == "offline"
+    assert {r.kind for r in server.requests} == {"generation"}
+    assert {row["id"]: row["verdict"] for row in report["rows"]}["refund-007"] == "regression"

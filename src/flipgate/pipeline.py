@@ -202,8 +202,12 @@ def prepare(repo: Path, refs: dict[str, Ref], generators: dict[str, Generator],
 
 def _judge_info(config: Config, judge: str | None) -> JudgeInfo:
     provider = judge or config.judge.provider
-    engine = "lexical" if provider == "offline" else config.judge.engine
-    return JudgeInfo(provider=provider, model=config.judge.model, engine=engine)
+    if provider == "offline":
+        from flipgate.judges.offline import OfflineJudge
+
+        return OfflineJudge.info
+    return JudgeInfo(provider=provider, model=config.judge.model, engine=config.judge.engine,
+                     embedding_model=config.relevance.embedding_model)
 
 
 def _plain_report(conclusion: Conclusion, *, inputs: Inputs, judge: str | None,

@@ -625,6 +625,9 @@ def referenced_files(prompty: Prompty, *, read: Reader, limits: Limits = Limits(
 
 # --- rendering in a child process ---------------------------------------------------
 
+_SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL", re.IGNORECASE)
+
+
 def render_isolated(prompty: Prompty, cases: Sequence[Case], *, repo: str | os.PathLike[str],
                     sha: str, limits: Limits = Limits()) -> Rendered:
     """`render_cases` in a child process with memory and CPU limits and a timeout.
@@ -642,9 +645,12 @@ def render_isolated(prompty: Prompty, cases: Sequence[Case], *, repo: str | os.P
         "limits": dataclasses.asdict(limits),
     }
     command = [sys.executable, "-c", "from flipgate.prompty import _child_main; _child_main()"]
+    # Defence in depth: the child needs git and Python, never the run's credentials.
+    environment = {k: v for k, v in os.environ.items() if not _SECRET_NAME.search(k)}
     try:
         result = subprocess.run(command, input=json.dumps(payload).encode("utf-8"),
-                                capture_output=True, timeout=limits.timeout_seconds, check=False)
+                                capture_output=True, timeout=limits.timeout_seconds, check=False,
+                                env=environment)
     except subprocess.TimeoutExpired:
         raise SecurityError(Problem(prompty.source, None,
                                     f"rendering took longer than {limits.timeout_seconds:g}s "

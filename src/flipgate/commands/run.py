@@ -7,7 +7,6 @@ from pathlib import Path
 
 import click
 
-from flipgate.cache import DEFAULT_CACHE_DIR
 from flipgate.commands.common import (cache_dir_or_none, cache_options, judge_option,
                                       report_failures)
 from flipgate.config import DEFAULT_CONFIG
