@@ -1,4 +1,4 @@
-# flipgate as a Docker container action (see action.yml and docs/github-action.md).
+# flipgate as a Docker container action (see action.yml and the README, "On GitHub").
 #
 # A `runs.image: Dockerfile` action is built on every workflow run, so this
 # stays short: a wheel built in one stage, installed without test extras in a
