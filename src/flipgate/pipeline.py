@@ -142,11 +142,14 @@ def generator_path(config: Config) -> str:
     return gitrefs.safe_path(config.path_of(config.generator), source=config.source)
 
 
-def load_generator(repo: Path, ref: Ref, path: str, *, required: bool) -> Prompty | None:
-    data = (gitrefs.read_required(repo, ref.sha, path, ref=ref.name) if required
-            else gitrefs.read(repo, ref.sha, path))
-    if data is None:
-        return None
+def load_generator(repo: Path, ref: Ref, path: str) -> Prompty | None:
+    """The generator at a ref, or None when the ref has none (the base, before adoption)."""
+    data = gitrefs.read(repo, ref.sha, path)
+    return None if data is None else parse_prompty(data, path=path, source=f"{path}@{ref.label}")
+
+
+def require_generator(repo: Path, ref: Ref, path: str) -> Prompty:
+    data = gitrefs.read_required(repo, ref.sha, path, ref=ref.name)
     return parse_prompty(data, path=path, source=f"{path}@{ref.label}")
 
 
@@ -261,12 +264,12 @@ async def check(*, repo: Path, base: str, head: str, config_path: str = DEFAULT_
     head_ref = Ref(head, gitrefs.resolve(repo, head))
     inputs = load_inputs(repo, base_ref, head_ref, config_path)
     path = generator_path(inputs.config)
-    base_generator = load_generator(repo, base_ref, path, required=False)
-    head_generator = load_generator(repo, head_ref, path, required=True)
-    assert head_generator is not None
+    base_generator = load_generator(repo, base_ref, path)
+    head_generator = require_generator(repo, head_ref, path)
 
-    relevant, includes, notes = detect_change(repo, base_ref, head_ref, config=inputs.config, path=path,
-                                    base_generator=base_generator, head_generator=head_generator)
+    relevant, includes, notes = detect_change(repo, base_ref, head_ref, config=inputs.config,
+                                              path=path, base_generator=base_generator,
+                                              head_generator=head_generator)
     inputs.notes.extend(notes)
     if not relevant:
         inputs.notes.insert(0, f"No change to the generator ({path}), the files it includes, or "
@@ -342,8 +345,7 @@ async def replay_ref(*, repo: Path, ref: str, config_path: str = DEFAULT_CONFIG,
     inputs = load_inputs(repo, at, at, config_path)
     config = inputs.config
     path = generator_path(config)
-    generator = load_generator(repo, at, path, required=True)
-    assert generator is not None
+    generator = require_generator(repo, at, path)
     pair = lock(generator, generator)  # one ref: its own configuration is the trusted one
     prepared = prepare(repo, {"generation": at}, {"generation": pair.baseline}, inputs.cases)
     runtime = Runtime.from_config(config, cache_dir=cache_dir, progress=progress)
