@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -104,3 +105,13 @@ def test_odd_file_names_survive(repo: GitRepo) -> None:
     head = repo.commit({"spaced name.txt": "x", "ünïcode.txt": "y"})
     assert gitrefs.changed_paths(repo.path, base, head) == ["spaced name.txt", "ünïcode.txt"]
     assert gitrefs.read(repo.path, head, "ünïcode.txt") == b"y"
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="needs root to chown")
+def test_a_checkout_owned_by_another_user_is_still_read(repo: GitRepo) -> None:
+    # The Docker action's situation: the workspace belongs to the runner's user.
+    sha = repo.commit({"a": "1"})
+    for path in [repo.path, *repo.path.rglob("*")]:
+        os.lchown(path, 4321, 4321)
+    assert gitrefs.resolve(repo.path, "HEAD") == sha
+    assert gitrefs.read(repo.path, sha, "a") == b"1"

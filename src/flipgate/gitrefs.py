@@ -32,8 +32,12 @@ def _git(repo: Path, *args: str, check: bool = True) -> subprocess.CompletedProc
     # A caller's GIT_DIR & co. would silently point us at another repository.
     env = {k: v for k, v in os.environ.items() if k not in _GIT_ENV_DROP}
     env.update(GIT_TERMINAL_PROMPT="0", GIT_OPTIONAL_LOCKS="0", LC_ALL="C")
+    # In a Docker action the checkout belongs to the runner's user, not to us, and
+    # git refuses it as "dubious ownership". We trust exactly this one directory
+    # (only plumbing that reads objects runs here), never every directory.
+    trusted = f"safe.directory={Path(repo).resolve()}"
     try:
-        result = subprocess.run(["git", "--no-pager", "-C", str(repo), *args],
+        result = subprocess.run(["git", "--no-pager", "-c", trusted, "-C", str(repo), *args],
                                 capture_output=True, env=env, check=False)
     except FileNotFoundError:
         raise GitError("git is not installed (flipgate reads refs with git)") from None
