@@ -11,7 +11,16 @@ from typing import Any
 
 from flipgate import gate
 from flipgate.model import (
-    Case, Conclusion, Evidence, FluencySummary, JudgeInfo, Relevance, Report, Row, Score, Side,
+    Case,
+    Conclusion,
+    Evidence,
+    FluencySummary,
+    JudgeInfo,
+    Relevance,
+    Report,
+    Row,
+    Score,
+    Side,
     Verdict,
 )
 

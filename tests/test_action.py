@@ -12,9 +12,11 @@ import copy
 import io
 import json
 import re
+import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 
@@ -24,9 +26,10 @@ from flipgate.github import action
 from flipgate.github.messages import NO_CHANGE, STATUS_LIMIT, WAITING_FOR_COMMAND
 from flipgate.github.sticky import MARKER, marked_sha
 from flipgate.model import Conclusion, Report
-from support.github_server import ACTIONS_BOT, FakeGitHub
+
 from factories import make_report, make_row, one_of_each
 from gitrepo import GitRepo
+from support.github_server import ACTIONS_BOT, FakeGitHub
 
 PAYLOADS = Path(__file__).parent / "fixtures" / "github"
 PR = 42
@@ -316,7 +319,7 @@ def test_a_missing_head_is_fetched_from_origin_not_checked_out(harness: Harness,
     depth = ["--depth=1"] if shallow else []
     GitRepo(tmp_path).git("clone", "-q", *depth, "--single-branch", "--branch", "base-only",
                           f"file://{origin.path}", str(clone.path))
-    with pytest.raises(Exception):
+    with pytest.raises(subprocess.CalledProcessError):
         clone.git("cat-file", "-e", harness.head)
     harness.pull_event()
 

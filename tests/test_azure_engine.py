@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
-from typing import Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 import pytest
 
@@ -15,6 +16,7 @@ from flipgate.judges.base import Judge
 from flipgate.llm import Budget, BudgetExceeded, Limiter
 from flipgate.model import Case, Score
 from flipgate.runtime import Runtime
+
 from support.openai_server import FakeOpenAI
 
 # find_spec, not import: importing the SDK here, before the engine sets

@@ -4,8 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from flipgate.changes import (ChangeScope, describe_cases_change, describe_change,
-                              parameter_changes, relevant_paths, unified)
+from flipgate.changes import (
+    ChangeScope,
+    describe_cases_change,
+    describe_change,
+    parameter_changes,
+    relevant_paths,
+    unified,
+)
 from flipgate.model import Case
 
 SCOPE = ChangeScope(generator="prompts/answer.prompty",

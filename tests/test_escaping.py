@@ -11,8 +11,9 @@ import re
 
 import pytest
 
-from factories import fluency, make_judge, make_report, one_of_each
 from flipgate.render import MARKER, cell, cell_list, escape_md, fence, one_line, render_comment
+
+from factories import fluency, make_judge, make_report, one_of_each
 from support.gfm import ISSUE_REFERENCE, MENTION, consistent_tables, read, to_html
 
 ZWSP = "\u200b"

@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
 from flipgate.github.api import ACTIONS_BOT_LOGIN, GitHubError, RepoAPI, StatusUpdate, connect
-from flipgate.github.sticky import (MARKER, Published, marked_sha, newer_by_date, newer_by_head,
-                                    publish, with_markers)
+from flipgate.github.sticky import (
+    MARKER,
+    Published,
+    marked_sha,
+    newer_by_date,
+    newer_by_head,
+    publish,
+    with_markers,
+)
+
 from support.github_server import FakeGitHub
 
 OLD, NEW, NEWEST = "1" * 40, "2" * 40, "3" * 40
@@ -78,7 +86,7 @@ def test_permission_of_an_unknown_user_is_none(api: RepoAPI, github_server: Fake
 
 
 def test_commit_date_and_a_commit_github_forgot(api: RepoAPI, github_server: FakeGitHub) -> None:
-    when = datetime(2024, 6, 1, 9, 30, tzinfo=timezone.utc)
+    when = datetime(2024, 6, 1, 9, 30, tzinfo=UTC)
     github_server.add_commit(NEW, when)
     assert api.commit_date(NEW) == when
     assert api.commit_date(OLD) is None
@@ -182,8 +190,8 @@ def test_a_newer_heads_run_replaces_an_older_comment(api: RepoAPI,
 def test_between_two_stale_runs_the_later_commit_wins(api: RepoAPI,
                                                       github_server: FakeGitHub) -> None:
     github_server.push(7, NEWEST)  # neither run is about the current head
-    github_server.add_commit(OLD, datetime(2024, 1, 1, tzinfo=timezone.utc))
-    github_server.add_commit(NEW, datetime(2024, 2, 1, tzinfo=timezone.utc))
+    github_server.add_commit(OLD, datetime(2024, 1, 1, tzinfo=UTC))
+    github_server.add_commit(NEW, datetime(2024, 2, 1, tzinfo=UTC))
     publish(api, number=7, login=ACTIONS_BOT_LOGIN, head_sha=NEW, body="about new")
     assert publish(api, number=7, login=ACTIONS_BOT_LOGIN, head_sha=OLD,
                    body="about old") == Published.KEPT_NEWER

@@ -10,9 +10,20 @@ from typing import Any
 import pytest
 
 from flipgate.errors import InputError
-from flipgate.github.event import (AwaitCommand, CannotRunFork, ForkPolicy, Ignore, PullRequest,
-                                   RunCheck, RunCommand, UsageCommand, decide, load_event,
-                                   may_command, parse_command)
+from flipgate.github.event import (
+    AwaitCommand,
+    CannotRunFork,
+    ForkPolicy,
+    Ignore,
+    PullRequest,
+    RunCheck,
+    RunCommand,
+    UsageCommand,
+    decide,
+    load_event,
+    may_command,
+    parse_command,
+)
 from flipgate.github.settings import Settings, export_model_keys
 
 PAYLOADS = Path(__file__).parent / "fixtures" / "github"

@@ -5,10 +5,17 @@ from __future__ import annotations
 import cmarkgfm
 import pytest
 
-from flipgate.github.messages import (STATUS_LIMIT, code_block, could_not_run_comment,
-                                      inline_code, refusal_reply, status_description,
-                                      usage_reply)
+from flipgate.github.messages import (
+    STATUS_LIMIT,
+    code_block,
+    could_not_run_comment,
+    inline_code,
+    refusal_reply,
+    status_description,
+    usage_reply,
+)
 from flipgate.model import Conclusion, Counts
+
 from factories import make_report
 
 

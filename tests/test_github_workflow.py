@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from flipgate.github.workflow import (SUMMARY_LIMIT, Workflow, command, fit_summary,
-                                      output_entry)
+from flipgate.github.workflow import SUMMARY_LIMIT, Workflow, command, fit_summary, output_entry
 
 
 def read_outputs(text: str) -> dict[str, str]:

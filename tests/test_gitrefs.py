@@ -9,6 +9,7 @@ import pytest
 
 from flipgate import gitrefs
 from flipgate.errors import InputError, SecurityError
+
 from gitrepo import GitRepo
 
 

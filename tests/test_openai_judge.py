@@ -7,8 +7,9 @@ import json
 import math
 import subprocess
 import sys
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, Awaitable, Callable
+from typing import Any
 
 import pytest
 
@@ -20,6 +21,7 @@ from flipgate.judges.base import RUBRIC_VERSION, Judge
 from flipgate.llm import Budget, BudgetExceeded, Limiter
 from flipgate.model import Case, JudgeInfo, Score
 from flipgate.runtime import Runtime
+
 from support.openai_server import FakeOpenAI
 
 JUDGE_MODEL = "judge-model-pinned"

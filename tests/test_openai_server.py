@@ -20,7 +20,7 @@ def client(server: FakeOpenAI, **kwargs: object) -> openai.OpenAI:
 
 
 def cosine(a: list[float], b: list[float]) -> float:
-    return sum(x * y for x, y in zip(a, b)) / (math.hypot(*a) * math.hypot(*b))
+    return sum(x * y for x, y in zip(a, b, strict=True)) / (math.hypot(*a) * math.hypot(*b))
 
 
 @pytest.mark.parametrize("body, kind", [

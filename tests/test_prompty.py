@@ -8,8 +8,8 @@ import pytest
 
 from flipgate.errors import InputError, Problem, SecurityError
 from flipgate.model import Case
-from flipgate.prompty import (parse_prompty, referenced_files, render_cases, render_isolated,
-                              split_messages)
+from flipgate.prompty import parse_prompty, referenced_files, render_cases, render_isolated, split_messages
+
 from gitrepo import GitRepo
 
 FRONT = """---

@@ -9,12 +9,18 @@ import pytest
 from jinja2 import StrictUndefined
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-from factories import fluency, make_judge, make_report, make_row, one_of_each
 from flipgate.model import Conclusion
 from flipgate.render import (
-    GITHUB_COMMENT_LIMIT, MARKER, STEP_SUMMARY_LIMIT, environment, render_comment,
-    render_summary, templates_dir,
+    GITHUB_COMMENT_LIMIT,
+    MARKER,
+    STEP_SUMMARY_LIMIT,
+    environment,
+    render_comment,
+    render_summary,
+    templates_dir,
 )
+
+from factories import fluency, make_judge, make_report, make_row, one_of_each
 from support.gfm import consistent_tables, read
 
 CHANGE = {

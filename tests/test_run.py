@@ -12,6 +12,7 @@ from click.testing import CliRunner
 
 from flipgate.cli import cli
 from flipgate.pipeline import run_check
+
 from gitrepo import GitRepo
 from support.openai_server import FakeOpenAI
 
@@ -280,7 +281,7 @@ def test_bad_refs_and_files_are_bad_input(server: FakeOpenAI, repo: GitRepo, tmp
     repo.commit({"prompts/answer.prompty": HEAD_PROMPT})
     runner_args = ["run", "--repo", str(repo.path), "--base", "base", "--head", "HEAD",
                    "--out", str(tmp_path / "out")]
-    for flag, value in zip(args[::2], args[1::2]):
+    for flag, value in zip(args[::2], args[1::2], strict=True):
         if flag in runner_args:
             runner_args[runner_args.index(flag) + 1] = value
         else:

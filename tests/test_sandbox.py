@@ -10,6 +10,7 @@ from flipgate.errors import SecurityError
 from flipgate.model import Case
 from flipgate.prompty import parse_prompty, render_cases, render_isolated
 from flipgate.sandbox import Limits
+
 from gitrepo import GitRepo
 
 FRONT = "---\nmodel:\n  configuration:\n    type: openai\n    model: m\n---\n"

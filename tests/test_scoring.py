@@ -9,7 +9,7 @@ import pytest
 
 from flipgate.config import Config, GateConfig
 from flipgate.errors import IncompleteError
-from flipgate.model import (Answer, Case, Conclusion, JudgeInfo, Relevance, Score, Verdict)
+from flipgate.model import Answer, Case, Conclusion, JudgeInfo, Relevance, Score, Verdict
 from flipgate.progress import Silent
 from flipgate.scoring import score_rows
 

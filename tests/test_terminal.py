@@ -7,9 +7,10 @@ import io
 import pytest
 from rich.console import Console
 
-from factories import make_judge, make_report, make_row, one_of_each
 from flipgate.model import Conclusion
 from flipgate.terminal import MAX_ROWS, kind_of, print_summary
+
+from factories import make_judge, make_report, make_row, one_of_each
 
 
 def printed(report, width: int = 220) -> str:

@@ -11,8 +11,9 @@ import hashlib
 import json
 import os
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 DEFAULT_CACHE_DIR = ".flipgate-cache"
 _FORMAT = 1  # bump to invalidate every entry when the stored shape changes

@@ -15,22 +15,15 @@ from typing import Any
 
 from flipgate.errors import InputError, Problem
 from flipgate.model import Answer, Case
+from flipgate.textinput import decode_utf8
 
 _CASE_FIELDS = ("id", "query", "context")
 _KNOWN_CASE_FIELDS = {"id", "query", "context", "category", "ground_truth"}
 
 
-def _decode(data: bytes, source: str) -> str:
-    try:
-        return data.decode("utf-8-sig")  # tolerate a BOM, which editors add
-    except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
-        raise InputError(Problem(source, line, "not valid UTF-8")) from None
-
-
 def _objects(data: bytes, source: str, problems: list[Problem]) -> Iterator[tuple[int, dict[str, Any]]]:
     """(line, object) for each non-blank line that holds a JSON object."""
-    text = _decode(data, source)
+    text = decode_utf8(data, source)
     seen_any = False
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():

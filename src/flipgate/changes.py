@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import difflib
 import posixpath
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from flipgate.model import Case
 

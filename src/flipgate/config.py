@@ -7,13 +7,13 @@ from. Unknown keys are errors, so a typo never silently weakens the gate.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any, Callable
-
-import yaml
+from typing import Any
 
 from flipgate.errors import InputError, Problem
+from flipgate.textinput import decode_utf8, load_yaml_located
 
 DEFAULT_CONFIG = ".flipgate.yml"
 PROVIDERS = ("openai", "azure", "offline")
@@ -141,42 +141,9 @@ _SCHEMA: dict[str, Any] = {
 }
 
 
-def _compose(text: str, source: str) -> tuple[yaml.Node | None, Any]:
-    loader = yaml.SafeLoader(text)
-    try:
-        node = loader.get_single_node()
-        data = loader.construct_document(node) if node is not None else None
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        line = mark.line + 1 if mark else None
-        raise InputError(Problem(source, line, f"invalid YAML: {exc.problem or exc}")) from None
-    except yaml.YAMLError as exc:
-        raise InputError(Problem(source, None, f"invalid YAML: {exc}")) from None
-    finally:
-        loader.dispose()
-    return node, data
-
-
-def _key_lines(node: yaml.Node | None) -> dict[tuple[str, ...], int]:
-    """Line of every mapping key, by its path: ("judge", "model") -> 7."""
-    lines: dict[tuple[str, ...], int] = {}
-
-    def walk(current: yaml.Node, path: tuple[str, ...]) -> None:
-        if isinstance(current, yaml.MappingNode):
-            for key_node, value_node in current.value:
-                key = (*path, str(key_node.value))
-                lines[key] = key_node.start_mark.line + 1
-                walk(value_node, key)
-
-    if node is not None:
-        walk(node, ())
-    return lines
-
-
 def parse_config(text: str, *, source: str = DEFAULT_CONFIG, directory: str = ".") -> Config:
     """Validate the text of a `.flipgate.yml`; `source` names it in messages."""
-    node, data = _compose(text, source)
-    lines = _key_lines(node)
+    data, lines = load_yaml_located(text, source=source)
     problems: list[Problem] = []
 
     def problem(path: tuple[str, ...], message: str) -> None:
@@ -255,9 +222,4 @@ def load_config(path: str | os.PathLike[str]) -> Config:
         raise InputError(Problem(str(path), None, "configuration file not found")) from None
     except OSError as exc:
         raise InputError(Problem(str(path), None, f"cannot read: {exc.strerror}")) from None
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = raw[: exc.start].count(b"\n") + 1
-        raise InputError(Problem(str(path), line, "not valid UTF-8")) from None
-    return parse_config(text, source=str(path), directory=str(file.parent))
+    return parse_config(decode_utf8(raw, str(path)), source=str(path), directory=str(file.parent))

@@ -22,8 +22,9 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from flipgate.errors import InputError, Problem, SecurityError
 from flipgate.llm import Endpoint, azure_endpoint, openai_endpoint

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-
 EXIT_PASS = 0
 EXIT_BLOCKED = 1
 EXIT_BAD_INPUT = 2

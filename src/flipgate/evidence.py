@@ -28,10 +28,10 @@ flipped row are both built on `analyse`.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from enum import StrEnum
-from typing import Iterable, Sequence
 
 from flipgate.model import Evidence
 

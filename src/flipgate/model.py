@@ -6,9 +6,10 @@ They hold data only. Deciding (gate.py), scoring (scoring.py), rendering
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Mapping
+from typing import Any
 
 
 class Bucket(StrEnum):

@@ -25,6 +25,7 @@ from flipgate.model import Answer, Case, Conclusion, Counts, JudgeInfo, Report
 from flipgate.prompty import Prompty, parse_prompty, referenced_files, render_isolated
 from flipgate.replay import PreparedGenerator, first_failure_cancels, replay
 from flipgate.runtime import Runtime
+from flipgate.textinput import decode_utf8
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -66,19 +67,12 @@ class Inputs:
     cases_diff: str | None = None
 
 
-def _text(data: bytes, source: str) -> str:
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise InputError(Problem(source, data[: exc.start].count(b"\n") + 1, "not valid UTF-8")) from None
-
-
 def _read_config(repo: Path, ref: Ref, config_path: str) -> tuple[Config, str] | None:
     data = gitrefs.read(repo, ref.sha, config_path)
     if data is None:
         return None
     source = f"{config_path}@{ref.label}"
-    text = _text(data, source)
+    text = decode_utf8(data, source)
     directory = posixpath.dirname(config_path) or "."
     return parse_config(text, source=source, directory=directory), text
 

@@ -29,15 +29,15 @@ import os
 import re
 import subprocess
 import sys
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Any, Callable, Iterable, Mapping, Sequence
-
-import yaml
+from typing import Any
 
 from flipgate.errors import InputError, Problem, SecurityError
 from flipgate.model import Case
 from flipgate.sandbox import Limits, Refused, check_template, make_environment
+from flipgate.textinput import decode_utf8, load_yaml_located
 
 ROLES = ("system", "user", "assistant")
 _ROLE_LINE = re.compile(r"^[ \t]*#?[ \t]*(system|user|assistant)[ \t]*:[ \t]*$",
@@ -94,42 +94,9 @@ class Rendered:
 
 # --- parsing -----------------------------------------------------------------------
 
-def _decode(data: bytes | str, source: str) -> str:
-    if isinstance(data, str):
-        return data
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise InputError(Problem(source, data[: exc.start].count(b"\n") + 1,
-                                 "not valid UTF-8")) from None
-
-
 def _compose_front_matter(text: str, source: str, first_line: int) -> tuple[Any, dict[tuple[str, ...], int]]:
     """The YAML's value and the file line of every mapping key."""
-    loader = yaml.SafeLoader(text)
-    try:
-        node = loader.get_single_node()
-        data = loader.construct_document(node) if node is not None else None
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        line = mark.line + first_line if mark else first_line
-        raise InputError(Problem(source, line, f"invalid YAML front matter: {exc.problem or exc}")) from None
-    except yaml.YAMLError as exc:
-        raise InputError(Problem(source, first_line, f"invalid YAML front matter: {exc}")) from None
-    finally:
-        loader.dispose()
-    lines: dict[tuple[str, ...], int] = {}
-
-    def walk(current: yaml.Node, path: tuple[str, ...]) -> None:
-        if isinstance(current, yaml.MappingNode):
-            for key_node, value_node in current.value:
-                key = (*path, str(key_node.value))
-                lines[key] = key_node.start_mark.line + first_line
-                walk(value_node, key)
-
-    if node is not None:
-        walk(node, ())
-    return data, lines
+    return load_yaml_located(text, source=source, first_line=first_line, what="YAML front matter")
 
 
 def _scalar_text(value: Any) -> Any:
@@ -142,7 +109,7 @@ def _scalar_text(value: Any) -> Any:
 def parse_prompty(data: bytes | str, *, path: str, source: str | None = None) -> Prompty:
     """Parse a Prompty file; every problem names the file and line."""
     source = source or path
-    text = _decode(data, source)
+    text = decode_utf8(data, source)
     lines = text.split("\n")
     if not lines or lines[0].rstrip("\r").strip() != "---":
         raise InputError(Problem(source, 1, "a Prompty file starts with a '---' line "
@@ -273,7 +240,7 @@ class _RefLoader:
                 raise TemplateNotFound(name)
             if len(data) > self.limits.max_template_bytes:
                 raise Refused(f"template {name!r} is larger than {self.limits.max_template_bytes} bytes")
-            self.sources[name] = _decode(data, name)
+            self.sources[name] = decode_utf8(data, name)
         source = self.sources[name]
         check_template(environment, source, name=name)
         return source, name, lambda: True
@@ -431,7 +398,7 @@ def referenced_files(prompty: Prompty, *, read: Reader, limits: Limits = Limits(
                 data = None
             if data is not None and len(data) <= limits.max_template_bytes:
                 try:
-                    queue.append((path, _decode(data, path)))
+                    queue.append((path, decode_utf8(data, path)))
                 except InputError:
                     complete = False
     return frozenset(found), complete

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import os
+from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Awaitable, Mapping, Sequence
+from typing import Any
 
 from flipgate.endpoint_lock import Generator
 from flipgate.errors import FlipgateError, IncompleteError

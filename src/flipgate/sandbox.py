@@ -22,8 +22,9 @@ from __future__ import annotations
 import functools
 import posixpath
 import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 from flipgate.errors import InputError, Problem, SecurityError
 

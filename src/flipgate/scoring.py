@@ -17,8 +17,18 @@ from flipgate import gate
 from flipgate.config import Config
 from flipgate.errors import FlipgateError
 from flipgate.judges.base import Judge
-from flipgate.model import (Answer, Case, Evidence, FluencySummary, Relevance, Report, Row, Score,
-                            Side, Verdict)
+from flipgate.model import (
+    Answer,
+    Case,
+    Evidence,
+    FluencySummary,
+    Relevance,
+    Report,
+    Row,
+    Score,
+    Side,
+    Verdict,
+)
 from flipgate.progress import Progress
 from flipgate.runtime import Runtime
 

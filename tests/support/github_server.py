@@ -43,7 +43,7 @@ import json
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import urlencode
 
@@ -59,7 +59,7 @@ REACTIONS = ("+1", "-1", "laugh", "confused", "heart", "hooray", "rocket", "eyes
 STATUS_STATES = ("error", "failure", "pending", "success")
 LEGACY_PERMISSION = {"admin": "admin", "maintain": "write", "write": "write",
                      "triage": "read", "read": "read", "none": "none"}
-_EPOCH = datetime(2024, 5, 1, 12, 0, tzinfo=timezone.utc)
+_EPOCH = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
 
 _ROUTES = Map([
     Rule("/user", endpoint="user", methods=["GET"]),

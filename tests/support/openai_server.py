@@ -76,8 +76,9 @@ import struct
 import threading
 import time
 from collections import Counter
-from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
 
 import pytest
 from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server

@@ -9,8 +9,14 @@ from pathlib import Path
 
 import click
 
-from flipgate.commands.common import (cache_dir_or_none, cache_options, config_option,
-                                      judge_option, read_config, report_failures)
+from flipgate.commands.common import (
+    cache_dir_or_none,
+    cache_options,
+    config_option,
+    judge_option,
+    read_config,
+    report_failures,
+)
 from flipgate.outputs import DEFAULT_OUT_DIR
 
 

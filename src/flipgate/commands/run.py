@@ -7,8 +7,7 @@ from pathlib import Path
 
 import click
 
-from flipgate.commands.common import (cache_dir_or_none, cache_options, judge_option,
-                                      report_failures)
+from flipgate.commands.common import cache_dir_or_none, cache_options, judge_option, report_failures
 from flipgate.config import DEFAULT_CONFIG
 from flipgate.outputs import DEFAULT_OUT_DIR
 

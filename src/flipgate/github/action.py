@@ -22,13 +22,30 @@ from pathlib import Path
 from typing import Protocol, TextIO
 from urllib.parse import urlsplit
 
-from flipgate.errors import (EXIT_BAD_INPUT, EXIT_INCOMPLETE, EXIT_PASS, FlipgateError,
-                             IncompleteError, InputError, Problem)
 from flipgate import render
+from flipgate.errors import (
+    EXIT_BAD_INPUT,
+    EXIT_INCOMPLETE,
+    EXIT_PASS,
+    FlipgateError,
+    IncompleteError,
+    InputError,
+    Problem,
+)
 from flipgate.github import messages
 from flipgate.github.api import GitHubError, RepoAPI, StatusUpdate, connect
-from flipgate.github.event import (AwaitCommand, CannotRunFork, Ignore, PullRequest, RunCheck,
-                                   RunCommand, UsageCommand, decide, load_event, may_command)
+from flipgate.github.event import (
+    AwaitCommand,
+    CannotRunFork,
+    Ignore,
+    PullRequest,
+    RunCheck,
+    RunCommand,
+    UsageCommand,
+    decide,
+    load_event,
+    may_command,
+)
 from flipgate.github.settings import Settings, export_model_keys
 from flipgate.github.sticky import BODY_LIMIT, Published, publish
 from flipgate.github.workflow import Workflow

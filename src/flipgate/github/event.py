@@ -10,10 +10,11 @@ command pins) are small pure functions too: `may_command`, `decide_pull`.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from flipgate.errors import InputError, Problem
 
@@ -96,9 +97,9 @@ def load_event(path: str | Path) -> dict[str, Any]:
     try:
         payload = json.loads(Path(path).read_text(encoding="utf-8"))
     except OSError as exc:
-        raise InputError(Problem(str(path), None, f"cannot read the event payload: {exc.strerror}"))
+        raise InputError(Problem(str(path), None, f"cannot read the event payload: {exc.strerror}")) from None
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InputError(Problem(str(path), None, f"the event payload is not JSON: {exc}"))
+        raise InputError(Problem(str(path), None, f"the event payload is not JSON: {exc}")) from None
     if not isinstance(payload, dict):
         raise InputError(Problem(str(path), None, "the event payload is not a JSON object"))
     return payload

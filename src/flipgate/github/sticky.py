@@ -15,7 +15,6 @@ from typing import Protocol
 
 from flipgate.github.api import IssueComment
 from flipgate.github.event import PullRequest
-
 from flipgate.render import GITHUB_COMMENT_LIMIT, MARKER
 
 _SHA_MARKER = re.compile(r"<!-- flipgate:sha=([0-9a-fA-F]{7,64}) -->")

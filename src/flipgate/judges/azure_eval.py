@@ -29,7 +29,8 @@ import asyncio
 import math
 import os
 import threading
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence, TypeVar
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from flipgate.errors import FlipgateError, InputError
 from flipgate.judges.openai_judge import EMPTY_ANSWER, OpenAIJudge, describe_api_error

@@ -7,7 +7,8 @@ takes the run down and never turns into a score.
 
 from __future__ import annotations
 
-from typing import Protocol, Sequence
+from collections.abc import Sequence
+from typing import Protocol
 
 from flipgate.model import Case, JudgeInfo, Relevance, Score
 

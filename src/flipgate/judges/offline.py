@@ -27,7 +27,7 @@ sentence-structure heuristic, nothing more.
 from __future__ import annotations
 
 import re
-from typing import Sequence
+from collections.abc import Sequence
 
 from flipgate.config import Config
 from flipgate.evidence import (

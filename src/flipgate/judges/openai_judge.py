@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import asyncio
 import math
-from typing import TYPE_CHECKING, Any, Callable, Sequence, TypeVar
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from flipgate.judges import prompts
 from flipgate.judges.base import RUBRIC_VERSION
@@ -96,8 +97,8 @@ class OpenAIJudge:
         import openai
 
         answers = list(dict.fromkeys(response for _, response in items if response.strip()))
-        readings: dict[str, Questions | str] = dict(zip(answers, await asyncio.gather(
-            *(self._questions_for(answer) for answer in answers))))
+        replies = await asyncio.gather(*(self._questions_for(answer) for answer in answers))
+        readings: dict[str, Questions | str] = dict(zip(answers, replies, strict=True))
 
         texts: list[str] = []
         for case, response in items:
