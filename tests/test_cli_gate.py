@@ -164,3 +164,14 @@ def test_help_imports_no_model_client() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert "HEAVY []" in out
     assert "gate" in out and "replay" in out and "run" in out and "action" in out
+
+
+def test_without_config_or_judge_it_says_it_falls_back_to_the_lexical_judge(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    args = write_inputs(tmp_path)
+    config_at = args.index("--config")
+    del args[config_at:config_at + 2]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code in (0, 1), result.output
+    assert "offline lexical judge" in result.stderr
+    assert json.loads((tmp_path / "out" / "report.json").read_text())["judge"]["provider"] == "offline"

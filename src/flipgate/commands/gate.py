@@ -53,7 +53,12 @@ def gate(cases_path: str, baseline_path: str, candidate_path: str, config_path: 
     from flipgate.runtime import Runtime
     from flipgate.scoring import gate_answers
 
-    config = read_config(config_path) or Config(cases=cases_path)
+    config = read_config(config_path)
+    if config is None:
+        config = Config(cases=cases_path)
+        if judge is None:
+            click.echo("flipgate: no .flipgate.yml here and no --judge: using the offline "
+                       "lexical judge (not an LLM)", err=True)
     if concurrency is not None:
         config = dataclasses.replace(config, concurrency=concurrency)
     cases = load_cases(cases_path)
