@@ -25,7 +25,10 @@ def _objects(data: bytes, source: str, problems: list[Problem]) -> Iterator[tupl
     """(line, object) for each non-blank line that holds a JSON object."""
     text = decode_utf8(data, source)
     seen_any = False
-    for number, line in enumerate(text.splitlines(), start=1):
+    # A JSONL line ends at "\n" only: str.splitlines() would also split at U+2028,
+    # U+2029 and NEL, which JSON allows unescaped inside a string.
+    for number, line in enumerate(text.split("\n"), start=1):
+        line = line.removesuffix("\r")
         if not line.strip():
             continue
         seen_any = True
