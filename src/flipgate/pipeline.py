@@ -19,12 +19,13 @@ from typing import TYPE_CHECKING, Any
 
 from flipgate import changes, gitrefs
 from flipgate.config import DEFAULT_CONFIG, Config, parse_config
-from flipgate.endpoint_lock import Generator, LockedPair, lock
+from flipgate.endpoint_lock import Generator, LockedPair, check_adopted_config, lock
 from flipgate.errors import IncompleteError, InputError, Problem
-from flipgate.model import Answer, Case, Conclusion, Counts, JudgeInfo, Report
+from flipgate.model import Answer, Case, Conclusion, Counts, Report
 from flipgate.prompty import Prompty, parse_prompty, referenced_files, render_isolated
 from flipgate.replay import PreparedGenerator, first_failure_cancels, replay
 from flipgate.runtime import Runtime
+from flipgate.scoring import judge_info
 from flipgate.textinput import decode_utf8
 
 if TYPE_CHECKING:
@@ -106,6 +107,7 @@ def load_inputs(repo: Path, base: Ref, head: Ref, config_path: str) -> Inputs:
                      else f"the base ({base.name}) or the head ({head.name})")
             raise InputError(Problem(config_path, None, f"not found at {where}"))
         source_ref = head
+        check_adopted_config(*trusted)
         notes.append(f"The base has no {config_path}: this run uses the pull request's own "
                      "configuration and cases (adopting flipgate).")
     else:
@@ -197,19 +199,9 @@ def prepare(repo: Path, refs: dict[str, Ref], generators: dict[str, Generator],
                 for side, future in futures.items()}
 
 
-def _judge_info(config: Config, judge: str | None) -> JudgeInfo:
-    provider = judge or config.judge.provider
-    if provider == "offline":
-        from flipgate.judges.offline import OfflineJudge
-
-        return OfflineJudge.info
-    return JudgeInfo(provider=provider, model=config.judge.model, engine=config.judge.engine,
-                     embedding_model=config.relevance.embedding_model)
-
-
 def _plain_report(conclusion: Conclusion, *, inputs: Inputs, judge: str | None,
                   head: Ref) -> Report:
-    return Report(conclusion=conclusion, judge=_judge_info(inputs.config, judge),
+    return Report(conclusion=conclusion, judge=judge_info(inputs.config, judge),
                   counts=Counts(cases=len(inputs.cases)), rows=[],
                   relevance_threshold=inputs.config.relevance.threshold,
                   notes=list(inputs.notes), head_sha=head.sha)

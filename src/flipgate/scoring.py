@@ -20,8 +20,11 @@ from flipgate.judges.base import Judge
 from flipgate.model import (
     Answer,
     Case,
+    Conclusion,
+    Counts,
     Evidence,
     FluencySummary,
+    JudgeInfo,
     Relevance,
     Report,
     Row,
@@ -169,6 +172,26 @@ def _fluency_summary(rows: Sequence[Row]) -> FluencySummary | None:
             deltas.append(after - before)
     mean = round(sum(deltas) / len(deltas), 3) if deltas else None
     return FluencySummary(rows=len(deltas), mean_delta=mean, failed=failed)
+
+
+def judge_info(config: Config, provider: str | None) -> JudgeInfo:
+    """What the report says about the judge, without building it (no client, no key)."""
+    chosen = provider or config.judge.provider
+    if chosen == "offline":
+        from flipgate.judges.offline import OfflineJudge
+
+        return OfflineJudge.info
+    return JudgeInfo(provider=chosen, model=config.judge.model, engine=config.judge.engine,
+                     embedding_model=config.relevance.embedding_model)
+
+
+def stopped_report(*, cases: Sequence[Case], config: Config, judge_provider: str | None,
+                   message: str) -> Report:
+    """The report of a run that could not finish (budget, API): conclusion `error`, no rows."""
+    return Report(conclusion=Conclusion.ERROR, judge=judge_info(config, judge_provider),
+                  counts=Counts(cases=len(cases)), rows=[],
+                  relevance_threshold=config.relevance.threshold,
+                  notes=[f"The run could not finish: {message}"])
 
 
 async def gate_answers(*, cases: Sequence[Case], baseline: Mapping[str, Answer],

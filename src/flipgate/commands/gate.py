@@ -49,9 +49,10 @@ def gate(cases_path: str, baseline_path: str, candidate_path: str, config_path: 
     from flipgate import progress
     from flipgate.cases import load_answer_sets, load_cases
     from flipgate.config import Config
+    from flipgate.errors import IncompleteError
     from flipgate.outputs import write_outputs
     from flipgate.runtime import Runtime
-    from flipgate.scoring import gate_answers
+    from flipgate.scoring import gate_answers, stopped_report
 
     config = read_config(config_path)
     if config is None:
@@ -67,12 +68,20 @@ def gate(cases_path: str, baseline_path: str, candidate_path: str, config_path: 
     bar = progress.for_stream("judging", sys.stderr)
     runtime = Runtime.from_config(config, cache_dir=cache_dir_or_none(cache_dir, no_cache),
                                   progress=bar)
+    stopped = None
     try:
         report = asyncio.run(gate_answers(cases=cases, baseline=baseline, candidate=candidate,
                                           config=config, runtime=runtime, judge_provider=judge))
+    except IncompleteError as exc:
+        # Exit 3 writes a report that says `error`, never leaves an older one standing.
+        stopped = str(exc)
+        report = stopped_report(cases=cases, config=config, judge_provider=judge, message=stopped)
+        report.usage = runtime.usage_report()
     finally:
         bar.close()
     write_outputs(report, Path(out_dir), console=Console())
+    if stopped is not None:
+        click.echo(f"flipgate: error: {stopped}", err=True)
     click.echo(f"wrote {Path(out_dir) / 'report.json'} and {Path(out_dir) / 'comment.md'}",
                err=True)
     sys.exit(gate_core.exit_code(report.conclusion))
