@@ -126,9 +126,11 @@ def outcome_of_failure(exc: BaseException, *, head_sha: str) -> Outcome:
         kind, exit_code = "internal error", EXIT_INCOMPLETE
         detail = f"{type(exc).__name__}: {exc}"
     text = messages.could_not_run_comment(head_sha=head_sha, kind=kind, detail=detail)
+    # The `conclusion` output is `error` exactly when the step exits 3; bad input
+    # (exit 2) reached no conclusion, so it leaves the output unset.
     return Outcome(state="error", description=messages.failure_description(kind),
-                   conclusion="error", exit_code=exit_code, comment=text, create_comment=True,
-                   summary=text)
+                   conclusion="error" if exit_code == EXIT_INCOMPLETE else "",
+                   exit_code=exit_code, comment=text, create_comment=True, summary=text)
 
 
 # -- steps ----------------------------------------------------------------------
@@ -175,6 +177,7 @@ def main(environ: MutableMapping[str, str] | None = None, *, check: CheckRunner 
         return evaluate(settings, api, workflow, activity.pull, check=check, git=git)
     except GitHubError as exc:
         workflow.error(f"GitHub API: {exc}")
+        workflow.set_output("conclusion", "error")  # exit 3: could not finish
         return EXIT_INCOMPLETE
 
 
@@ -238,7 +241,10 @@ def evaluate(settings: Settings, api: RepoAPI, workflow: Workflow, pull: PullReq
         exit_code = EXIT_INCOMPLETE
 
     workflow.append_summary(outcome.summary)
-    workflow.set_output("conclusion", outcome.conclusion)
+    # A comment or status GitHub refused makes the step exit 3, and so `error`.
+    conclusion = "error" if exit_code == EXIT_INCOMPLETE else outcome.conclusion
+    if conclusion:
+        workflow.set_output("conclusion", conclusion)
     workflow.set_output("regressions", str(outcome.regressions))
     workflow.set_output("report", outcome.report_path)
     if outcome.state != "success":
