@@ -103,13 +103,40 @@ def test_known_body_parameters_pass(name: str, value: str) -> None:
     assert name in pair.candidate.parameters
 
 
-def test_adoption_uses_the_heads_configuration_and_says_so() -> None:
-    head = generator(OPENAI, ref="head")
+def test_adoption_replays_the_heads_generator_where_the_environment_says(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+    head = generator("    type: openai\n    model: gpt-4o-mini\n    api_key: ${env:OPENAI_API_KEY}\n",
+                     ref="head")
     pair = lock(None, head, environ=ENV)
     assert pair.adopted
     assert pair.baseline.model == pair.candidate.model == "gpt-4o-mini"
     assert pair.candidate.endpoint.base_url == "http://127.0.0.1:9/v1"
     assert "base has no generator" in pair.notes[0]
+
+
+@pytest.mark.parametrize("configuration, parameters, refused", [
+    (OPENAI, "    temperature: 0.2\n", "model.configuration.base_url is refused"),
+    (OPENAI.replace("${env:GEN_URL}", "https://evil.example/v1"), "    temperature: 0.2\n",
+     "model.configuration.base_url is refused"),
+    (AZURE.replace("https://res.openai.azure.com", "https://evil.example"), "    temperature: 0.2\n",
+     "model.configuration.azure_endpoint is refused"),
+    ("    type: openai\n    model: ${env:SECRET}\n", "    temperature: 0.2\n",
+     "model.configuration.model uses ${...}"),
+    ("    type: azure_openai\n    azure_deployment: d\n    api_version: ${env:SECRET}\n",
+     "    temperature: 0.2\n", "model.configuration.api_version uses ${...}"),
+    ("    type: openai\n    model: m\n", "    stop: ['${env:SECRET}']\n",
+     "model.parameters.stop uses ${...}"),
+], ids=["env-base-url", "literal-base-url", "azure-endpoint", "env-model", "env-api-version",
+        "env-parameter"])
+def test_a_head_that_adopts_flipgate_still_cannot_choose_the_endpoint_or_read_the_environment(
+        configuration: str, parameters: str, refused: str) -> None:
+    # With no generator at the base, the head's is replayed, but it stays untrusted:
+    # otherwise a stranger's first PR could send the key anywhere, or print a secret.
+    with pytest.raises(SecurityError) as caught:
+        lock(None, generator(configuration, parameters, ref="head"), environ=ENV)
+    assert refused in str(caught.value)
+    assert "sk-secret" not in str(caught.value)
 
 
 @pytest.mark.parametrize("api_key, ok", [

@@ -331,6 +331,35 @@ def test_adopting_flipgate_uses_the_heads_configuration_and_says_so(server: Fake
     assert len(server.chat_requests("generation")) == 3  # replayed once, compared with itself
 
 
+@pytest.mark.parametrize("config, prompt, refused", [
+    (CONFIG.replace("model: judge-pinned", "model: judge-pinned\n  base_url: ATTACKER"), PROMPT,
+     ".flipgate.yml@HEAD:8: judge.base_url is refused"),
+    (CONFIG, PROMPT.replace("model: gpt-4o-mini", "model: gpt-4o-mini\n    base_url: ATTACKER"),
+     "prompts/answer.prompty@HEAD:8: model.configuration.base_url is refused"),
+    (CONFIG, PROMPT.replace("model: gpt-4o-mini", "model: ${env:OPENAI_API_KEY}"),
+     "prompts/answer.prompty@HEAD:7: model.configuration.model uses ${...}"),
+], ids=["judge-endpoint", "generator-endpoint", "secret-as-model-name"])
+def test_a_pr_that_adopts_flipgate_cannot_send_the_key_elsewhere_or_publish_a_secret(
+        server: FakeOpenAI, tmp_path: Path, config: str, prompt: str, refused: str) -> None:
+    attacker = FakeOpenAI()
+    attacker.start()
+    try:
+        repo = GitRepo.create(tmp_path / "repo")
+        repo.commit({"README.md": "# bank bot\n"})
+        repo.branch("base", "HEAD")
+        head = repo.commit({".flipgate.yml": config.replace("ATTACKER", attacker.base_url),
+                            "prompts/answer.prompty": prompt.replace("ATTACKER", attacker.base_url),
+                            "prompts/partials/rules.j2": RULES,
+                            "eval/cases.jsonl": "".join(json.dumps(c) + "\n" for c in CASES)})
+        result, report = invoke(repo, tmp_path)
+    finally:
+        attacker.stop()
+    assert result.exit_code == 2, result.output
+    assert refused.replace("HEAD", head[:12]) in result.stderr
+    assert attacker.requests == [] and server.requests == []
+    assert report is None and "test-key" not in result.output
+
+
 # --- could not finish -----------------------------------------------------------------------
 
 def test_budget_exceeded_exits_3_and_says_how_far_it_got(server: FakeOpenAI, repo: GitRepo,

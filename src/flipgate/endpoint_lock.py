@@ -8,6 +8,10 @@ never where requests (and the API key) are sent:
 - `${env:NAME}` is expanded only in the trusted (base) file; the head's
   values are never expanded, and a head that writes one is refused (its
   model name would otherwise carry a secret into the report);
+- when the base has no generator yet (the pull request that adopts
+  flipgate), the head's file is still untrusted: it may not name an
+  endpoint (`base_url`, `azure_endpoint`) nor use `${env:...}`, so the
+  environment (or the provider's default) decides where the key goes;
 - `model.parameters` go only into the request body, and only names that are
   known chat-completion body fields: a name such as `base_url`, `api_key`,
   `extra_headers` or `extra_body` would be taken by the openai client as an
@@ -22,13 +26,15 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from flipgate.config import Config
 from flipgate.errors import InputError, Problem, SecurityError
 from flipgate.llm import Endpoint, azure_endpoint, openai_endpoint
 from flipgate.prompty import Prompty
+from flipgate.textinput import load_yaml_located
 
 # What a generator may set in the chat-completion request body.
 BODY_PARAMETERS = frozenset({
@@ -37,6 +43,8 @@ BODY_PARAMETERS = frozenset({
     "response_format", "reasoning_effort", "verbosity",
 })
 MODEL_KEYS = ("model", "azure_deployment")
+# What a head that adds the generator may not set: the environment decides where requests go.
+ADOPTION_REFUSED_KEYS = ("base_url", "azure_endpoint")
 # The only key references flipgate accepts in a generator: the client's own variables.
 KEY_VARIABLES = {"openai": "OPENAI_API_KEY", "azure_openai": "AZURE_OPENAI_API_KEY"}
 
@@ -116,6 +124,20 @@ def _mentions_reference(value: Any) -> bool:
     return False
 
 
+def _reference_problems(head: Prompty, keys: Iterable[str]) -> list[Problem]:
+    """A `${...}` in the head's configuration `keys` or in any of its parameters."""
+    problems = [Problem(head.source, head.line_of("model", "configuration", key),
+                        f"model.configuration.{key} uses ${{...}}; references are "
+                        "expanded only in the base's generator")
+                for key in keys if _mentions_reference(head.configuration.get(key))]
+    for name, value in head.parameters.items():
+        if _mentions_reference(value):
+            problems.append(Problem(head.source, head.line_of("model", "parameters", name),
+                                    f"model.parameters.{name} uses ${{...}}; references are "
+                                    "expanded only in the base's generator"))
+    return problems
+
+
 def _compare_configurations(base: Prompty, head: Prompty) -> None:
     problems = []
     for key in sorted((set(base.configuration) | set(head.configuration)) - set(MODEL_KEYS)):
@@ -127,16 +149,36 @@ def _compare_configurations(base: Prompty, head: Prompty) -> None:
                 f"({'absent' if before is None else repr(before)} -> "
                 f"{'absent' if after is None else repr(after)}); only model / azure_deployment "
                 "may change: where requests and the API key go is the base's choice"))
-    for key in MODEL_KEYS:
-        if _mentions_reference(head.configuration.get(key)):
-            problems.append(Problem(head.source, head.line_of("model", "configuration", key),
-                                    f"model.configuration.{key} uses ${{...}}; references are "
-                                    "expanded only in the base's generator"))
-    for name, value in head.parameters.items():
-        if _mentions_reference(value):
-            problems.append(Problem(head.source, head.line_of("model", "parameters", name),
-                                    f"model.parameters.{name} uses ${{...}}; references are "
-                                    "expanded only in the base's generator"))
+    problems += _reference_problems(head, MODEL_KEYS)
+    if problems:
+        raise SecurityError(problems)
+
+
+def _check_adopted(head: Prompty) -> None:
+    """The head adds the generator: it is no more trusted for that. It may not say
+    where requests go, nor read the environment; the environment decides."""
+    problems = [Problem(head.source, head.line_of("model", "configuration", key),
+                        f"model.configuration.{key} is refused: the base has no generator "
+                        "yet, and the pull request that adds one may not choose where "
+                        "requests and the API key go; leave it out (the environment "
+                        "decides) or add the generator in a trusted commit first")
+                for key in ADOPTION_REFUSED_KEYS if key in head.configuration]
+    problems += _reference_problems(
+        head, [key for key in head.configuration if key != "api_key"])
+    if problems:
+        raise SecurityError(problems)
+
+
+def check_adopted_config(config: Config, text: str) -> None:
+    """The head adds `.flipgate.yml` (the base has none): its gate settings are used, but
+    the judge's endpoint is not its to choose, or the key would follow it anywhere."""
+    _, lines = load_yaml_located(text, source=config.source)
+    problems = [Problem(config.source, lines.get(("judge", key)),
+                        f"judge.{key} is refused: the base has no configuration yet, and the "
+                        "pull request that adds it may not choose where requests and the API "
+                        "key go; leave it out (the environment decides) or add the "
+                        "configuration in a trusted commit first")
+                for key in ADOPTION_REFUSED_KEYS if getattr(config.judge, key) is not None]
     if problems:
         raise SecurityError(problems)
 
@@ -199,7 +241,8 @@ def lock(base: Prompty | None, head: Prompty, *, environ: Mapping[str, str] | No
     trusted = base if base is not None else head
     if base is None:
         notes.append(f"The base has no generator at {head.path}; the pull request's own "
-                     "configuration decides where requests go (adopting flipgate).")
+                     "generator is replayed on its own (adopting flipgate).")
+        _check_adopted(head)
     else:
         _compare_configurations(base, head)
     _check_key_reference(trusted)
