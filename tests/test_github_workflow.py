@@ -63,16 +63,77 @@ def test_command_properties_escape_commas_and_colons() -> None:
     assert command("error", "m", title="a,b:c") == "::error title=a%2Cb%3Ac::m"
 
 
+RUNNER_COMMANDS = {"add-mask", "add-matcher", "add-path", "debug", "echo", "endgroup", "error",
+                   "group", "notice", "remove-matcher", "save-state", "set-env", "set-output",
+                   "stop-commands", "warning"}
+
+
+def _runner_parse(line: str, known: set[str]) -> tuple[str, str] | None:
+    """(command, data) as the runner's ActionCommand reads a line, or None."""
+    trimmed = line.lstrip()  # TryParseV2 trims leading white space first
+    if trimmed.startswith("::") and (end := trimmed.find("::", 2)) >= 0:
+        name = trimmed[2:end].split(" ", 1)[0]
+        if name in known:
+            return name, trimmed[end + 2:]
+    start = line.find("##[")  # the legacy form, found anywhere in the line
+    if start >= 0 and (end := line.find("]", start)) >= 0:
+        name = line[start + 3:end].split(" ", 1)[0]
+        if name in known:
+            return name, line[end + 1:]
+    return None
+
+
+def runner_commands(log: str) -> list[tuple[str, str]]:
+    """The commands the Actions runner would act on in a step's log, honouring
+    `stop-commands` (paused until a line names the token as a command)."""
+    acted: list[tuple[str, str]] = []
+    token: str | None = None
+    for line in re.split(r"\r\n|\r|\n", log):
+        parsed = _runner_parse(line, RUNNER_COMMANDS | ({token} if token else set()))
+        if parsed is None:
+            continue
+        name, data = parsed
+        if token is not None:
+            token = None if name == token else token
+        elif name == "stop-commands":
+            token = data
+        else:
+            acted.append((name, data))
+    return acted
+
+
 def test_log_lines_cannot_forge_commands_and_secrets_are_masked_per_line() -> None:
     stream = io.StringIO()
     workflow = Workflow(stream=stream)
     workflow.info("::add-mask::nothing\nok")
     workflow.error("answer said ::set-output name=x::y\nsecond line")
     workflow.mask("line-one\nline-two")
-    assert stream.getvalue().splitlines() == [
-        " ::add-mask::nothing", "ok",
-        "::error title=flipgate::answer said ::set-output name=x::y%0Asecond line",
-        "::add-mask::line-one", "::add-mask::line-two"]
+    assert runner_commands(stream.getvalue()) == [
+        ("error", "answer said ::set-output name=x::y%0Asecond line"),
+        ("add-mask", "line-one"), ("add-mask", "line-two")]
+    assert "ok" in stream.getvalue().splitlines()
+
+
+@pytest.mark.parametrize("text", [
+    "::add-mask::nothing",
+    "  ::set-output name=conclusion::success",          # the runner trims leading space
+    "\t::error::forged",
+    "\u3000::warning::ideographic space is white space too",
+    "the answer: ##[set-output name=conclusion;]success",  # legacy form, mid-line
+    "Traceback (most recent call last):\nValueError: x\n  ::add-mask::y\r::debug::z",
+])
+def test_plain_log_text_is_never_read_as_a_command(text: str) -> None:
+    stream = io.StringIO()
+    Workflow(stream=stream).info(text)
+    assert runner_commands(stream.getvalue()) == []
+    shown = stream.getvalue()
+    assert all(line in shown for line in text.splitlines())
+
+
+def test_plain_log_text_without_commands_is_written_as_is() -> None:
+    stream = io.StringIO()
+    Workflow(stream=stream).info("flipgate: comment created\nsecond line")
+    assert stream.getvalue() == "flipgate: comment created\nsecond line\n"
 
 
 def test_commands_off_brackets_untrusted_output_with_a_fresh_token() -> None:

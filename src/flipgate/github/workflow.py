@@ -86,9 +86,17 @@ class Workflow:
         self.stream.flush()
 
     def info(self, message: str) -> None:
-        # A plain log line must not be read as a command: neutralise a leading `::`.
-        for line in message.splitlines() or [""]:
-            self._emit(line if not line.lstrip().startswith("::") else " " + line)
+        """Plain log text, never read as a command. The runner finds one in a line that
+        starts with `::` once leading white space is trimmed, or that holds the legacy
+        `##[name]` anywhere, so such text is shown with commands off."""
+        lines = message.splitlines() or [""]
+        if not any("::" in line or "##[" in line for line in lines):
+            for line in lines:
+                self._emit(line)
+            return
+        with self.commands_off():
+            for line in lines:
+                self._emit(line)
 
     def notice(self, message: str) -> None:
         self._emit(command("notice", message, title="flipgate"))
