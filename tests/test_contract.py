@@ -179,10 +179,33 @@ def test_every_judge_request_is_json_mode_to_the_pinned_model_with_inputs_verbat
     # Fluency only on the tied row ("hours": grounded on both sides), both sides.
     assert sorted(r.inputs.response for r in fluency) == [TRICKY_BASE["hours"]] * 2
 
+    # The key and the server come from the client's own variables (OPENAI_API_KEY, OPENAI_BASE_URL).
+    assert {r.headers.get("Authorization") for r in openai_server.requests} == {"Bearer test-key"}
+
     # One /embeddings request for the whole run, with every query in it, to the pinned model.
     [embeddings] = openai_server.embedding_requests()
     assert embeddings.body["model"] == "embed-pinned"
     assert {case["query"] for case in TRICKY_CASES} <= set(embeddings.body["input"])
+
+
+def test_an_azure_judge_reads_the_azure_variables(openai_server: FakeOpenAI, tmp_path: Path,
+                                                  monkeypatch) -> None:
+    monkeypatch.delenv("OPENAI_BASE_URL")
+    monkeypatch.delenv("OPENAI_API_KEY")
+    openai_server.set_azure_env(monkeypatch, api_version="2024-10-21")
+    openai_server.on_groundedness(scripted_scores)
+    config = LLM_CONFIG.replace("provider: openai\n  model: judge-pinned",
+                                "provider: azure\n  model: judge-deployment")
+    args = gate_args(tmp_path, config=config, cases=TRICKY_CASES, baseline=TRICKY_BASE,
+                     candidate=TRICKY_CAND)
+
+    assert CliRunner().invoke(cli, args).exit_code == 1
+
+    assert {r.path for r in openai_server.requests} == {
+        "/openai/deployments/judge-deployment/chat/completions",
+        "/openai/deployments/embed-pinned/embeddings"}
+    assert {r.args["api-version"] for r in openai_server.requests} == {"2024-10-21"}
+    assert {r.headers.get("Api-Key") for r in openai_server.requests} == {"test-azure-key"}
 
 
 # --- gate and its inputs -------------------------------------------------------------------
@@ -332,6 +355,37 @@ def test_run_reads_paths_relative_to_the_config_and_sends_prompty_fields(
         assert request.body["messages"][1]["content"] == "Open on Sunday?\nContext: Closed on Sundays."
 
 
+@pytest.mark.parametrize(("changed", "gated"), [
+    ("svc/schemas/v2/deep/answer.json", True),   # `**` spans directories
+    ("svc/notes/style.tone", True),              # no slash: matches at any depth
+    ("svc/schemas/draft.json", False),           # negated by a later `!` line
+    ("schemas/answer.json", False),              # relative to the config's directory
+    ("svc/README.md", False),
+])
+def test_watch_globs_follow_gitignore_rules(openai_server: FakeOpenAI, tmp_path: Path,
+                                            changed: str, gated: bool) -> None:
+    repo = GitRepo.create(tmp_path / "repo")
+    cases = [{"id": "c1", "query": "Open on Sunday?", "context": "Closed on Sundays.",
+              "branch": "Harbour"}]
+    repo.commit({
+        "svc/.flipgate.yml": SERVICE_CONFIG + "watch: ['schemas/**', '*.tone', '!schemas/draft.json']\n",
+        "svc/eval/cases.jsonl": "".join(json.dumps(c) + "\n" for c in cases),
+        "svc/prompts/answer.prompty": SERVICE_PROMPT.format(version=1,
+                                                            base_url=openai_server.base_url),
+    }, message="base")
+    repo.branch("base", "HEAD")
+    repo.commit({changed: "changed\n"}, message="head")
+
+    result = CliRunner().invoke(cli, ["run", "--repo", str(repo.path), "--base", "base",
+                                      "--head", "HEAD", "--config", "svc/.flipgate.yml",
+                                      "--out", str(tmp_path / "out"), "--no-cache"])
+
+    assert result.exit_code == 0, result.output
+    report = read_report(tmp_path)
+    assert report["conclusion"] == ("success" if gated else "skipped")
+    assert bool(openai_server.requests) == gated
+
+
 # --- GitHub mode: the conclusion output and the exit code -------------------------------------
 
 @pytest.mark.parametrize(("failure", "exit_code"), [
@@ -370,3 +424,13 @@ def test_action_that_github_fails_exits_3_with_conclusion_error(harness: Harness
     assert harness.run(check) == 3
 
     assert harness.outputs()["conclusion"] == "error"
+
+
+def test_action_takes_the_token_from_github_token_without_the_input(
+        harness: Harness, check: RecordingCheck) -> None:  # noqa: F811
+    token = harness.env.pop("INPUT_GITHUB-TOKEN")
+    harness.pull_event()
+
+    assert harness.run(check, GITHUB_TOKEN=token) == 0
+
+    assert harness.final_status()["state"] == "success" and harness.own_comments()
