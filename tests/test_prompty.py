@@ -102,6 +102,37 @@ def test_yaml_tags_that_build_python_objects_are_refused() -> None:
         parse_prompty("---\nname: !!python/object/apply:os.system ['true']\n---\n", path="p.prompty")
 
 
+def _alias_bomb(levels: int) -> str:
+    """A few lines whose aliases expand to 9**levels values ("billion laughs")."""
+    lines = ["l0: &l0 [x, x, x, x, x, x, x, x, x]"]
+    lines += [f"l{i}: &l{i} [" + ", ".join([f"*l{i - 1}"] * 9) + "]" for i in range(1, levels)]
+    return "\n".join(lines) + "\n"
+
+
+MODEL = "model:\n  configuration:\n    type: openai\n    model: m\n"
+
+
+@pytest.mark.parametrize("front, message", [
+    (_alias_bomb(7) + MODEL, "more than 100,000 values once its aliases are expanded"),
+    ("a: &a {k: *a}\n" + MODEL, "an alias refers to a value that contains it"),
+    (MODEL + "  parameters:\n    stop: " + "[" * 3000 + "]" * 3000 + "\n", "nested too deeply"),
+    (MODEL.replace("model: m", "model: m\n    api_version: 2024-13-45"), "month must be in 1..12"),
+], ids=["alias-bomb", "recursive-alias", "deep-nesting", "impossible-date"])
+def test_front_matter_that_would_exhaust_the_parser_is_bad_input(front: str, message: str) -> None:
+    # Parsed in the parent process, before any sandbox: a few lines must not cost
+    # minutes and gigabytes, nor crash with a traceback.
+    with pytest.raises(InputError) as caught:
+        parse_prompty("---\n" + front + "---\nuser:\nq\n", path="p.prompty")
+    assert message in str(caught.value)
+
+
+def test_anchors_and_merge_keys_still_work() -> None:
+    front = ("defaults: &defaults {temperature: 0.2, max_tokens: 10}\n" + MODEL
+             + "  parameters:\n    <<: *defaults\n    max_tokens: 20\n")
+    parsed = parse_prompty("---\n" + front + "---\nuser:\nq\n", path="p.prompty")
+    assert dict(parsed.parameters) == {"temperature": 0.2, "max_tokens": 20}
+
+
 # --- messages ------------------------------------------------------------------------
 
 def test_body_splits_into_messages_with_case_fields_as_variables() -> None:
@@ -159,6 +190,15 @@ def test_referenced_files_are_found_without_rendering() -> None:
     found, complete = referenced_files(parsed, read=files.get)
     assert found == {"prompts/answer.prompty", "prompts/a.j2", "prompts/sub/b.j2", "prompts/gone.j2"}
     assert complete
+
+
+def test_a_template_nested_too_deeply_to_parse_makes_discovery_incomplete() -> None:
+    # Discovery runs in the parent: Python's recursion limit must not crash it. The
+    # sandboxed render then refuses the template with a located problem.
+    parsed = prompty("user:\n" + "{% if 1 %}" * 3000 + "{% endif %}" * 3000 + "\n")
+    assert referenced_files(parsed, read={}.get) == ({"prompts/answer.prompty"}, False)
+    with pytest.raises(SecurityError, match="nest too deeply"):
+        render_cases(parsed, [Case(id="c1", query="q", context="c")], read={}.get)
 
 
 def test_a_computed_template_name_makes_discovery_incomplete() -> None:

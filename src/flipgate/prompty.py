@@ -277,7 +277,7 @@ def _classify(exc: BaseException, *, loader: _RefLoader) -> tuple[type[InputErro
         return InputError, Problem(path, line, str(exc.message))
     security = {Refused: str(exc), JinjaSecurityError: f"refused by the sandbox: {exc}",
                 OverflowError: f"refused by the sandbox: {exc}",
-                RecursionError: "templates include or call each other without end",
+                RecursionError: "templates nest too deeply, or include or call each other without end",
                 MemoryError: "rendering ran out of memory"}
     for kind, message in security.items():
         if isinstance(exc, kind):
@@ -377,7 +377,7 @@ def referenced_files(prompty: Prompty, *, read: Reader, limits: Limits = Limits(
         found[name] = True
         try:
             ast = env.parse(source, name, name)
-        except TemplateSyntaxError:
+        except (TemplateSyntaxError, RecursionError):  # rendering reports either, located
             complete = False
             continue
         for reference in meta.find_referenced_templates(ast):

@@ -24,6 +24,43 @@ def decode_utf8(data: bytes | str, source: str) -> str:
         raise InputError(Problem(source, line, "not valid UTF-8")) from None
 
 
+# How many values a YAML document may hold once its aliases are expanded. Far
+# above any configuration, far below a "billion laughs" document (a few lines of
+# nested aliases that expand to billions of values, which every walk over the
+# data would then visit).
+MAX_YAML_VALUES = 100_000
+
+
+def _expanded_size(node: yaml.Node, limit: int) -> int:
+    """How many values `node` stands for with its aliases expanded, up to `limit`.
+    Shared nodes are counted once per use, but computed once (memoised)."""
+    sizes: dict[int, int] = {}
+
+    def size(current: yaml.Node, open_nodes: set[int]) -> int:
+        key = id(current)
+        if key in sizes:
+            return sizes[key]
+        if key in open_nodes:
+            raise ValueError("an alias refers to a value that contains it")
+        open_nodes.add(key)
+        total = 1
+        if isinstance(current, yaml.SequenceNode):
+            children: list[yaml.Node] = list(current.value)
+        elif isinstance(current, yaml.MappingNode):
+            children = [part for pair in current.value for part in pair]
+        else:
+            children = []
+        for child in children:
+            total += size(child, open_nodes)
+            if total > limit:
+                break
+        open_nodes.discard(key)
+        sizes[key] = total = min(total, limit + 1)
+        return total
+
+    return size(node, set())
+
+
 def load_yaml_located(text: str, *, source: str, first_line: int = 1,
                       what: str = "YAML") -> tuple[Any, dict[tuple[str, ...], int]]:
     """The value of a YAML document (safe loader only) and the file line of every
@@ -32,6 +69,9 @@ def load_yaml_located(text: str, *, source: str, first_line: int = 1,
     loader = yaml.SafeLoader(text)
     try:
         node = loader.get_single_node()
+        if node is not None and _expanded_size(node, MAX_YAML_VALUES) > MAX_YAML_VALUES:
+            raise InputError(Problem(source, first_line, f"invalid {what}: more than "
+                                     f"{MAX_YAML_VALUES:,} values once its aliases are expanded"))
         data = loader.construct_document(node) if node is not None else None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
@@ -39,6 +79,10 @@ def load_yaml_located(text: str, *, source: str, first_line: int = 1,
         raise InputError(Problem(source, line, f"invalid {what}: {exc.problem or exc}")) from None
     except yaml.YAMLError as exc:
         raise InputError(Problem(source, first_line, f"invalid {what}: {exc}")) from None
+    except ValueError as exc:
+        raise InputError(Problem(source, first_line, f"invalid {what}: {exc}")) from None
+    except RecursionError:
+        raise InputError(Problem(source, first_line, f"invalid {what}: nested too deeply")) from None
     finally:
         loader.dispose()
 
