@@ -48,6 +48,27 @@ def test_azure_identity_carries_endpoint_deployment_and_api_version() -> None:
     assert pair.candidate.model == "dep-b"
 
 
+@pytest.mark.parametrize("deployment", [
+    "..", "../../admin", "dep/../../other", "dep?api-version=1", "dep#", "dep%2F..", "dep b", ".hidden",
+])
+def test_an_azure_deployment_that_could_leave_its_url_path_segment_is_refused(deployment: str) -> None:
+    # The deployment name goes into the URL path (/openai/deployments/<name>/...), where the
+    # head could otherwise reach other routes of the base's endpoint with the key.
+    head = generator(AZURE.replace("dep-a", f"'{deployment}'"), ref="head")
+    with pytest.raises(SecurityError) as caught:
+        lock(generator(AZURE), head, environ={})
+    problem = caught.value.problems[0]
+    assert isinstance(problem, Problem)
+    assert (problem.path, problem.line) == ("prompts/a.prompty@head", 5)
+    assert "is not an Azure deployment name" in problem.message
+
+
+@pytest.mark.parametrize("deployment", ["dep-b", "gpt-4.1-mini", "My_Deployment2"])
+def test_ordinary_azure_deployment_names_pass(deployment: str) -> None:
+    pair = lock(generator(AZURE), generator(AZURE.replace("dep-a", deployment), ref="head"), environ={})
+    assert pair.candidate.endpoint.deployment == deployment
+
+
 @pytest.mark.parametrize("head_configuration, field", [
     (OPENAI.replace("${env:GEN_URL}", "https://evil.example/v1"), "base_url"),
     (OPENAI.replace("${env:GEN_URL}", "${env:OTHER_URL}"), "base_url"),

@@ -48,6 +48,9 @@ ADOPTION_REFUSED_KEYS = ("base_url", "azure_endpoint")
 # The only key references flipgate accepts in a generator: the client's own variables.
 KEY_VARIABLES = {"openai": "OPENAI_API_KEY", "azure_openai": "AZURE_OPENAI_API_KEY"}
 
+# An Azure deployment name is a segment of the request's URL path: nothing that could
+# leave it (`/`, `..`, `?`, `#`, `%`) or that a proxy might decode into something else.
+_DEPLOYMENT = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 _REFERENCE = re.compile(r"\$\{([^}]*)\}")
 _ENV_REFERENCE = re.compile(r"env:([A-Za-z_][A-Za-z0-9_]*)(?::(.*))?", re.DOTALL)
 
@@ -250,10 +253,16 @@ def lock(base: Prompty | None, head: Prompty, *, environ: Mapping[str, str] | No
 
     def side(name: str, prompty: Prompty, expanded_model: str | None,
              parameters: Mapping[str, Any]) -> Generator:
+        key = "azure_deployment" if "azure_deployment" in prompty.configuration else "model"
         if not expanded_model:
-            key = "azure_deployment" if "azure_deployment" in prompty.configuration else "model"
             raise InputError(Problem(prompty.source, prompty.line_of("model", "configuration", key),
                                      f"model.configuration.{key} names an unset environment variable"))
+        if configuration["type"] == "azure_openai" and not _DEPLOYMENT.fullmatch(expanded_model):
+            raise SecurityError(Problem(
+                prompty.source, prompty.line_of("model", "configuration", key),
+                f"model.configuration.{key} {expanded_model!r} is not an Azure deployment name; "
+                "it goes into the request's URL path, so only letters, digits, '.', '_' and "
+                "'-' are accepted"))
         return Generator(side=name, prompty=prompty, model=expanded_model, parameters=parameters,
                          endpoint=_endpoint(configuration, expanded_model))
 
