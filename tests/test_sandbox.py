@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
 from flipgate.errors import SecurityError
 from flipgate.model import Case
-from flipgate.prompty import parse_prompty, render_cases, render_isolated
+from flipgate.prompty import child_environment, parse_prompty, render_cases, render_isolated
 from flipgate.sandbox import Limits
 
 from gitrepo import GitRepo
@@ -150,3 +151,25 @@ def test_the_child_reports_located_problems_like_the_parent(repo: tuple[GitRepo,
         isolated(repo, "{{ query|attr(name) }}", Limits())
     assert str(caught.value) == ("prompts/p.prompty:8: refused by the sandbox: access to attribute "
                                  "'__class__' of 'str' object is unsafe. (case c1)")
+
+
+def test_the_child_sees_no_credential_whatever_its_name() -> None:
+    environ = {
+        "PATH": "/usr/bin", "HOME": "/home/runner", "LC_ALL": "C.UTF-8", "PYTHONPATH": "/src",
+        "OPENAI_API_KEY": "sk-1", "INPUT_GITHUB-TOKEN": "ghs_2", "ACTIONS_RUNTIME_TOKEN": "3",
+        "GH_PAT": "ghp_4", "DATABASE_URL": "postgres://u:pw5@db/x", "NPM_AUTH": "6",
+        "HTTPS_PROXY": "http://u:pw7@proxy:3128", "OPENAI_BASE_URL": "https://u:pw8@gw/v1",
+        "GITHUB_WORKSPACE": "/github/workspace", "GIT_CONFIG_PARAMETERS": "'http.extraheader=x'",
+    }
+    assert child_environment(environ) == {
+        "PATH": "/usr/bin", "HOME": "/home/runner", "LC_ALL": "C.UTF-8", "PYTHONPATH": "/src"}
+
+
+def test_the_child_renders_with_only_that_environment(repo: tuple[GitRepo, str],
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in list(os.environ):
+        if name not in ("PATH", "HOME", "PYTHONPATH") and not name.startswith("LC_"):
+            monkeypatch.delenv(name)
+    sha = repo[0].commit({"prompts/inc.j2": "included"})
+    rendered = isolated((repo[0], sha), "{{ query }} {% include 'inc.j2' %}", Limits())
+    assert rendered.messages["c1"][0]["content"] == "q included"

@@ -406,7 +406,20 @@ def referenced_files(prompty: Prompty, *, read: Reader, limits: Limits = Limits(
 
 # --- rendering in a child process ---------------------------------------------------
 
-_SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL", re.IGNORECASE)
+# What the child may see of the environment: enough to start Python and run git.
+# An allowlist, because secrets hide under any name (GH_PAT, DATABASE_URL, a proxy
+# URL with a password, ...).
+_CHILD_VARIABLES = frozenset({
+    "PATH", "HOME", "LANG", "LANGUAGE", "TZ", "TMPDIR", "TEMP", "TMP",
+    "PYTHONPATH", "PYTHONHOME", "PYTHONIOENCODING", "PYTHONUTF8", "PYTHONDONTWRITEBYTECODE",
+    "SYSTEMROOT", "SYSTEMDRIVE", "WINDIR", "COMSPEC", "PATHEXT",
+})
+
+
+def child_environment(environ: Mapping[str, str]) -> dict[str, str]:
+    """The variables the rendering child gets: never the run's credentials."""
+    return {name: value for name, value in environ.items()
+            if name.upper() in _CHILD_VARIABLES or name.upper().startswith("LC_")}
 
 
 def render_isolated(prompty: Prompty, cases: Sequence[Case], *, repo: str | os.PathLike[str],
@@ -427,7 +440,7 @@ def render_isolated(prompty: Prompty, cases: Sequence[Case], *, repo: str | os.P
     }
     command = [sys.executable, "-c", "from flipgate.prompty import _child_main; _child_main()"]
     # Defence in depth: the child needs git and Python, never the run's credentials.
-    environment = {k: v for k, v in os.environ.items() if not _SECRET_NAME.search(k)}
+    environment = child_environment(os.environ)
     try:
         result = subprocess.run(command, input=json.dumps(payload).encode("utf-8"),
                                 capture_output=True, timeout=limits.timeout_seconds, check=False,
