@@ -225,7 +225,11 @@ def test_gate_that_runs_out_of_budget_writes_an_error_report_and_exits_3(
     report = read_report(tmp_path)
     assert report["conclusion"] == "error"
     assert any("budget" in note for note in report.get("notes", []))
-    assert "<!-- flipgate -->" in (tmp_path / "out" / "comment.md").read_text()
+    comment = (tmp_path / "out" / "comment.md").read_text()
+    assert "<!-- flipgate -->" in comment
+    # The comment blames what stopped the run, not the judge.
+    assert "could not finish" in comment and "could not finish: judge errors" not in comment
+    assert "budget" in comment
 
 
 @pytest.mark.parametrize("generator", [
