@@ -116,3 +116,12 @@ def test_a_checkout_owned_by_another_user_is_still_read(repo: GitRepo) -> None:
         os.lchown(path, 4321, 4321)
     assert gitrefs.resolve(repo.path, "HEAD") == sha
     assert gitrefs.read(repo.path, sha, "a") == b"1"
+
+
+def test_a_file_name_that_is_not_utf8_is_listed_as_writable_text(repo: GitRepo) -> None:
+    base = repo.commit({"a": "1"})
+    head = repo.commit({"dir/\udcff\udcfe.txt": "x"})  # the bytes ff fe: not UTF-8
+    (changed,) = gitrefs.changed_paths(repo.path, base, head)
+    assert changed == "dir/\\xff\\xfe.txt"
+    assert changed.encode("utf-8")  # no lone surrogate: JSON and Markdown writers accept it
+    assert "dir/\\xff\\xfe.txt" in gitrefs.list_files(repo.path, head)

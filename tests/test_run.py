@@ -218,6 +218,17 @@ def test_an_included_or_watched_file_is_a_prompt_change(server: FakeOpenAI, repo
         assert "+Use only the context, and be brief." in report["change"]["template_diff"]
 
 
+def test_a_watched_file_whose_name_is_not_utf8_is_reported_not_a_crash(
+        server: FakeOpenAI, repo: GitRepo, tmp_path: Path) -> None:
+    # git names are bytes; a PR can add one that is not UTF-8. It used to crash the
+    # report writer after every answer had been generated and judged.
+    repo.commit({"schemas/\udcff.json": "{}"})
+    result, report = invoke(repo, tmp_path)
+    assert result.exit_code == 0, result.output
+    assert report["change"]["files"] == ["schemas/\\xff.json"]
+    assert "schemas/\\\\xff.json" in comment(tmp_path)  # escaped again as Markdown
+
+
 # --- refused before any request -----------------------------------------------------------
 
 @pytest.mark.parametrize("head_files, message", [

@@ -134,15 +134,24 @@ def changed_paths(repo: Path, base: str, head: str) -> list[str]:
     """Paths that differ between two commits' trees (added, removed, modified, renamed)."""
     result = _git(repo, "diff", "--name-only", "-z", "--no-renames", "--no-ext-diff",
                   "--no-textconv", "--end-of-options", base, head, "--")
-    return sorted({p.decode("utf-8", "surrogateescape")
-                   for p in result.stdout.split(b"\x00") if p})
+    return sorted({_path_text(p) for p in result.stdout.split(b"\x00") if p})
 
 
 def list_files(repo: Path, sha: str) -> list[str]:
     """Every file path in a commit's tree."""
     result = _git(repo, "ls-tree", "-r", "-z", "--name-only", "--full-tree",
                   "--end-of-options", sha)
-    return [p.decode("utf-8", "surrogateescape") for p in result.stdout.split(b"\x00") if p]
+    return [_path_text(p) for p in result.stdout.split(b"\x00") if p]
+
+
+def _path_text(raw: bytes) -> str:
+    """A path git listed, as text that can be written anywhere (report.json, a comment).
+
+    git stores names as bytes; one that is not UTF-8 shows its odd bytes as `\\xff`.
+    Such a name is never one flipgate reads back (templates and configs name files
+    in UTF-8 text), so it only has to match `watch` rules and be shown.
+    """
+    return raw.decode("utf-8", "backslashreplace")
 
 
 def short(sha: str) -> str:
