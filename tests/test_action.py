@@ -332,6 +332,36 @@ def test_a_missing_head_is_fetched_from_origin_not_checked_out(harness: Harness,
     assert check.calls[0]["head"] == harness.head
 
 
+def test_fetching_the_head_never_fetches_into_submodules(tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    # git fetch recurses "on demand" into initialised submodules whose commit the
+    # fetched head changes. flipgate reads neither submodule, so it must not reach
+    # out to their remotes on a PR's say-so.
+    for name, value in (("COUNT", "1"), ("KEY_0", "protocol.file.allow"), ("VALUE_0", "always")):
+        monkeypatch.setenv(f"GIT_CONFIG_{name}", value)  # file:// submodules, for the test
+    lib = GitRepo.create(tmp_path / "lib")
+    lib.commit({"x": "1"})
+    origin = GitRepo.create(tmp_path / "origin")
+    origin.commit({"README.md": "r"})
+    origin.git("submodule", "-q", "add", str(lib.path), "lib")
+    origin.git("commit", "-q", "-m", "base with a submodule")
+    base = origin.git("rev-parse", "HEAD")
+    workspace = GitRepo(tmp_path / "workspace")
+    GitRepo(tmp_path).git("clone", "-q", "--recurse-submodules", str(origin.path), str(workspace.path))
+    bumped = lib.commit({"x": "2"})
+    GitRepo(origin.path / "lib").git("fetch", "-q", "origin")
+    GitRepo(origin.path / "lib").git("checkout", "-q", bumped)
+    origin.git("commit", "-q", "-am", "head bumps the submodule")
+    head = origin.git("rev-parse", "HEAD")
+    origin.git("config", "uploadpack.allowAnySHA1InWant", "true")
+
+    action.ensure_commits(workspace.path, [base, head], git=action.run_git)
+
+    assert workspace.git("cat-file", "-t", head) == "commit"
+    with pytest.raises(subprocess.CalledProcessError):
+        GitRepo(workspace.path / "lib").git("cat-file", "-e", bumped)
+
+
 def test_a_head_origin_cannot_serve_is_an_error(harness: Harness, check: RecordingCheck,
                                                 tmp_path: Path) -> None:
     harness.repo.branch("base-only", harness.base)

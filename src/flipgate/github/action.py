@@ -301,7 +301,10 @@ def ensure_commits(repo: Path, shas: Sequence[str], *, git: GitRunner) -> None:
     depth = ["--depth=1"] if shallow == "true" else []
     # GitHub serves any commit of the repository by SHA (a fork's PR head too, through
     # refs/pull/N/head); actions/checkout fetches PR commits the same way.
-    result = git(["-C", str(repo), "fetch", "--no-tags", "--quiet", *depth, "origin", *missing])
+    # --no-recurse-submodules: on demand, git would also fetch into every initialised
+    # submodule whose commit the PR's head changes; flipgate reads none of them.
+    result = git(["-C", str(repo), "fetch", "--no-tags", "--no-recurse-submodules", "--quiet",
+                  *depth, "origin", *missing])
     still = [sha for sha in missing if not _has_commit(repo, sha, git)]
     if still:
         why = (result.stderr or "").strip().splitlines()
