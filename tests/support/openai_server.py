@@ -23,7 +23,7 @@ and names a metric is a judge request: ``"groundedness"``, ``"fluency"``, or
 ``"relevance"`` (the invented-questions prompt: it says "noncommittal" /
 "questions"). Anything else is ``"generation"``. Embedding requests have kind
 ``"embeddings"``. The judge's inputs are pulled out of its messages, from
-flipgate's delimited sections (``<<<QUERY>>>`` ... ``<<<END QUERY>>>``) or from
+flipgate's delimited sections (``<<<QUERY tag>>>`` ... ``<<<END QUERY tag>>>``) or from
 azure-ai-evaluation's ``# Data`` block, and recorded on the request.
 
 Scripting (plain callables; every one has a default)
@@ -90,7 +90,8 @@ EMBEDDING_DIMENSIONS = 64
 
 # flipgate's judge prompts put each input between these markers (see
 # flipgate/judges/prompts.py); kept literal here so a test catches a drift.
-_SECTION = re.compile(r"<<<(QUERY|CONTEXT|RESPONSE)>>>\n(.*?)\n<<<END \1>>>", re.DOTALL)
+_SECTION = re.compile(r"<<<(QUERY|CONTEXT|RESPONSE)((?: [0-9a-f]+)?)>>>\n(.*?)\n<<<END \1\2>>>",
+                      re.DOTALL)
 # azure-ai-evaluation's prompty files end with a "# Data" block of "NAME: value" lines.
 _SDK_DATA = re.compile(
     r"# Data\n(?:CONTEXT: (?P<context>.*?)\n)?(?:QUERY: (?P<query>.*?)\n)?"
@@ -183,7 +184,7 @@ def classify_chat(body: Any) -> str:
 def extract_inputs(body: Any) -> JudgeInputs:
     """The judge's inputs as they appear in its messages."""
     text = _messages_text(body)
-    sections = {name.lower(): value for name, value in _SECTION.findall(text)}
+    sections = {name.lower(): value for name, _tag, value in _SECTION.findall(text)}
     if sections:
         return JudgeInputs(**sections)
     match = _SDK_DATA.search(text)

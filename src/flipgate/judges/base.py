@@ -14,7 +14,7 @@ from flipgate.model import Case, JudgeInfo, Relevance, Score
 
 # Bumped whenever a rubric's wording changes, so cached verdicts of an older
 # rubric are never reused (it is part of every judge request's cache key).
-RUBRIC_VERSION = "2026-11-29.1"
+RUBRIC_VERSION = "2026-11-29.2"
 
 
 class Judge(Protocol):

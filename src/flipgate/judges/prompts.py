@@ -1,14 +1,21 @@
 """The judge's three rubrics, as chat messages.
 
 Each rubric lives in the system message; the inputs go into the user message
-verbatim, each between its own marker lines (``<<<QUERY>>>`` ...
-``<<<END QUERY>>>``), so the judge can tell data from instructions and a
-test server can read them back. Changing any wording here changes every
+verbatim, each between its own marker lines (``<<<QUERY 1f0c...>>>`` ...
+``<<<END QUERY 1f0c...>>>``), so the judge can tell data from instructions and a
+test server can read them back. The tag after the name is a digest of the
+inputs: an answer (which a pull request's prompt steers) can write
+``<<<END RESPONSE>>>`` and a fake CONTEXT after it, but not the real end line,
+short of finding a 64-bit hash preimage. The digest is deterministic, so the
+same inputs still make the same request and hit the cache. Changing any wording here changes every
 judge request, and so every cache key (the messages are part of it); bump
 `flipgate.judges.base.RUBRIC_VERSION` as well, to say so in the report.
 """
 
 from __future__ import annotations
+
+import hashlib
+import json
 
 Messages = list[dict[str, str]]
 
@@ -79,22 +86,25 @@ Reply with one JSON object and nothing else:
 {"reason": "<one sentence>", "score": <integer 1-5>}"""
 
 
-def _section(name: str, value: str) -> str:
-    return f"<<<{name}>>>\n{value}\n<<<END {name}>>>"
+def _sections(**values: str) -> str:
+    """The inputs, each between marker lines that carry a digest of all of them."""
+    digest = hashlib.sha256(json.dumps(values, sort_keys=True).encode("utf-8")).hexdigest()
+    tag = digest[:16]
+    return "\n\n".join(f"<<<{name} {tag}>>>\n{value}\n<<<END {name} {tag}>>>"
+                        for name, value in values.items())
 
 
 def groundedness_messages(*, query: str, context: str, response: str) -> Messages:
-    data = "\n\n".join((_section("QUERY", query), _section("CONTEXT", context),
-                        _section("RESPONSE", response)))
+    data = _sections(QUERY=query, CONTEXT=context, RESPONSE=response)
     return [{"role": "system", "content": GROUNDEDNESS_SYSTEM},
             {"role": "user", "content": f"Grade this RESPONSE.\n\n{data}"}]
 
 
 def relevance_messages(*, response: str, count: int = 3) -> Messages:
     return [{"role": "system", "content": RELEVANCE_SYSTEM.format(count=count)},
-            {"role": "user", "content": f"The answer:\n\n{_section('RESPONSE', response)}"}]
+            {"role": "user", "content": f"The answer:\n\n{_sections(RESPONSE=response)}"}]
 
 
 def fluency_messages(*, response: str) -> Messages:
     return [{"role": "system", "content": FLUENCY_SYSTEM},
-            {"role": "user", "content": f"Grade this RESPONSE.\n\n{_section('RESPONSE', response)}"}]
+            {"role": "user", "content": f"Grade this RESPONSE.\n\n{_sections(RESPONSE=response)}"}]
