@@ -62,10 +62,26 @@ def test_inline_code_keeps_hostile_text_inert() -> None:
     assert 'href="https://github.com/octocat"' not in html
 
 
-def test_code_block_cannot_be_closed_from_inside() -> None:
-    html = rendered(code_block(HOSTILE + "\n```\n<b>bold</b>") + "\n\nafter")
-    assert "<img" not in html and "<b>" not in html
+@pytest.mark.parametrize("closer", ["\n```\n", "\r```\r", "\r\n```\r\n", "\n   ```\r"],
+                         ids=["LF", "CR", "CRLF", "indented"])
+def test_code_block_cannot_be_closed_from_inside(closer: str) -> None:
+    # A YAML key in the PR's front matter can hold a bare CR, and the error that names
+    # it lands in this block: Markdown ends a line at CR as well as at LF.
+    html = rendered(code_block(HOSTILE + closer + "## passed\n<b>bold</b> @octocat"
+                               + closer) + "\n\nafter")
+    assert "<img" not in html and "<b>" not in html and "<h2>" not in html
     assert html.count("<pre") == 1 and html.rstrip().endswith("<p>after</p>")
+
+
+@pytest.mark.parametrize("reply", [
+    lambda text: usage_reply(text),
+    lambda text: could_not_run_comment(head_sha="a" * 40, kind="bad input", detail=text),
+], ids=["usage", "could-not-run"])
+def test_text_users_typed_never_carries_flipgates_marker(reply) -> None:
+    # The sticky comment is the oldest of the token's comments holding the marker: a
+    # reply that echoed it would be taken for flipgate's comment.
+    text = reply("<!-- flipgate --><!-- flipgate:sha=" + "b" * 40 + " -->")
+    assert "<!-- flipgate" not in text
 
 
 def test_replies_never_start_with_a_command_and_escape_what_users_typed() -> None:

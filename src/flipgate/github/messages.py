@@ -32,9 +32,15 @@ def short(sha: str) -> str:
     return sha[:7]
 
 
+def _unmarked(text: str) -> str:
+    """`text` without a `<!--`, so nothing a user typed carries flipgate's hidden marker
+    (the sticky comment is found by it); a zero-width space keeps it readable."""
+    return text.replace("<!--", "<!\u200b--")
+
+
 def inline_code(text: str) -> str:
     """`text` as a code span that no backtick inside it can close."""
-    text = " ".join(text.splitlines())
+    text = _unmarked(" ".join(text.splitlines()))
     longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
     fence = "`" * (longest + 1)
     pad = " " if text.startswith("`") or text.endswith("`") or not text.strip() else ""
@@ -43,6 +49,8 @@ def inline_code(text: str) -> str:
 
 def code_block(text: str) -> str:
     """`text` as a fenced block that no fence inside it can close."""
+    # Markdown also ends a line at a bare CR: one could start a closing fence.
+    text = _unmarked(re.sub(r"\r\n?", "\n", text))
     longest = max((len(run) for run in re.findall(r"^ {0,3}(`{3,})", text, re.M)), default=0)
     fence = "`" * max(3, longest + 1)
     return f"{fence}text\n{text.rstrip()}\n{fence}"
