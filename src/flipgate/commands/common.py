@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -23,6 +24,16 @@ from flipgate.errors import EXIT_INCOMPLETE, FlipgateError
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+
+
+def visible(text: str) -> str:
+    """`text` on one line with control characters spelled out (`\\x1b`, `\\n`): a message
+    may quote a file from the pull request, and its escape sequences or line breaks
+    must not reach the terminal or a CI log as such."""
+    return _CONTROL.sub(lambda m: repr(m.group())[1:-1], text)
+
+
 def report_failures(command: F) -> F:
     """Run a command body; map flipgate's errors to their exit code and message."""
 
@@ -35,7 +46,7 @@ def report_failures(command: F) -> F:
             kind = type(exc).__name__
             prefix = "security: " if kind == "SecurityError" else ""
             for problem in problems:
-                click.echo(f"flipgate: error: {prefix}{problem}", err=True)
+                click.echo(f"flipgate: error: {prefix}{visible(str(problem))}", err=True)
             sys.exit(exc.exit_code)
         except KeyboardInterrupt:
             click.echo("flipgate: interrupted; nothing was gated", err=True)
@@ -43,7 +54,7 @@ def report_failures(command: F) -> F:
         except Exception as exc:  # noqa: BLE001 - the last line of defence against tracebacks
             if os.environ.get("FLIPGATE_DEBUG"):
                 raise
-            click.echo(f"flipgate: internal error: {type(exc).__name__}: {exc} "
+            click.echo(f"flipgate: internal error: {type(exc).__name__}: {visible(str(exc))} "
                        "(set FLIPGATE_DEBUG=1 for a traceback)", err=True)
             sys.exit(EXIT_INCOMPLETE)
 
