@@ -415,6 +415,20 @@ def test_a_generation_that_fails_after_retries_exits_3_naming_the_case(server: F
     assert server.chat_requests("groundedness") == []  # nothing judged after the failure
 
 
+def test_why_a_run_stopped_reaches_the_terminal_inert(server: FakeOpenAI, repo: GitRepo,
+                                                     tmp_path: Path) -> None:
+    # The head names the model, and a failed generation quotes it.
+    repo.commit({"prompts/answer.prompty": HEAD_PROMPT})
+    invoke(repo, tmp_path, out="first")  # the baseline's answers are cached from here on
+    server.fail("generation", status=404, times=100)
+    repo.commit({"prompts/answer.prompty": HEAD_PROMPT.replace(
+        "model: gpt-4.1", 'model: "gpt\\e]52;c;cHduZWQ=\\a\\n::add-mask::y"')})
+    result, _ = invoke(repo, tmp_path)
+    assert result.exit_code == 3, result.output
+    assert "(gpt\\x1b]52;c;cHduZWQ=\\x07\\n::add-mask::y)" in result.stderr
+    assert not re.search("[\x00-\x09\x0b-\x1f\x7f-\x9f]", result.stderr)
+
+
 def test_a_truncated_answer_is_flagged_on_its_row(server: FakeOpenAI, repo: GitRepo, tmp_path: Path) -> None:
     def cut_off_on_gpt41(body: dict):
         answer = generation(body)

@@ -16,6 +16,7 @@ from flipgate.commands.common import (
     judge_option,
     read_config,
     report_failures,
+    visible,
 )
 from flipgate.outputs import DEFAULT_OUT_DIR
 
@@ -81,7 +82,7 @@ def gate(cases_path: str, baseline_path: str, candidate_path: str, config_path: 
         bar.close()
     write_outputs(report, Path(out_dir), console=Console())
     if stopped is not None:
-        click.echo(f"flipgate: error: {stopped}", err=True)
+        click.echo(f"flipgate: error: {visible(stopped)}", err=True)
     click.echo(f"wrote {Path(out_dir) / 'report.json'} and {Path(out_dir) / 'comment.md'}",
                err=True)
     sys.exit(gate_core.exit_code(report.conclusion))

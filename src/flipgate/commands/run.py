@@ -7,7 +7,13 @@ from pathlib import Path
 
 import click
 
-from flipgate.commands.common import cache_dir_or_none, cache_options, judge_option, report_failures
+from flipgate.commands.common import (
+    cache_dir_or_none,
+    cache_options,
+    judge_option,
+    report_failures,
+    visible,
+)
 from flipgate.config import DEFAULT_CONFIG
 from flipgate.outputs import DEFAULT_OUT_DIR
 
@@ -60,7 +66,7 @@ def run(base: str, head: str, config_path: str, out_dir: str, judge: str | None,
     finally:
         bar.close()
     if result.message:
-        click.echo(f"flipgate: error: {result.message}", err=True)
+        click.echo(f"flipgate: error: {visible(result.message)}", err=True)
     click.echo(usage_line(result.report.usage, result.report.cache), err=True)
     click.echo(f"wrote {Path(out_dir) / 'report.json'} and {Path(out_dir) / 'comment.md'}", err=True)
     sys.exit(result.exit_code)
