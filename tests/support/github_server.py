@@ -50,8 +50,9 @@ from urllib.parse import urlencode
 import pytest
 from werkzeug.exceptions import HTTPException, MethodNotAllowed, NotFound
 from werkzeug.routing import Map, Rule
-from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
 from werkzeug.wrappers import Request, Response
+
+from support.loopback import LoopbackHTTP
 
 DOCS = "https://docs.github.com/rest"
 ACTIONS_BOT = "github-actions[bot]"
@@ -106,11 +107,6 @@ def _user_id(login: str) -> int:
     return int(hashlib.sha1(login.encode()).hexdigest()[:7], 16)
 
 
-class _QuietHandler(WSGIRequestHandler):
-    def log_request(self, *args: Any, **kwargs: Any) -> None:
-        pass
-
-
 @dataclass
 class FakeGitHub:
     """One repository's state, served over HTTP on 127.0.0.1."""
@@ -136,24 +132,16 @@ class FakeGitHub:
         self._ids = itertools.count(1_000_000_001)
         self._clock = itertools.count(1)
         self._faults: list[_Fault] = []
-        self._server: BaseWSGIServer | None = None
+        self._http = LoopbackHTTP(self._wsgi)
         self.root_url = ""
 
     # -- lifecycle -------------------------------------------------------------
 
     def start(self) -> None:
-        self._server = make_server("127.0.0.1", 0, self._wsgi, threaded=True,
-                                   request_handler=_QuietHandler)
-        self._server.daemon_threads = True
-        self.root_url = f"http://127.0.0.1:{self._server.server_port}"
-        threading.Thread(target=self._server.serve_forever, daemon=True,
-                         kwargs={"poll_interval": 0.05}).start()
+        self.root_url = self._http.start()
 
     def stop(self) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-            self._server = None
+        self._http.stop()
 
     @property
     def api_url(self) -> str:

@@ -81,8 +81,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
 from werkzeug.wrappers import Request, Response
+
+from support.loopback import LoopbackHTTP
 
 JUDGE_KINDS = ("groundedness", "relevance", "fluency")
 KINDS = (*JUDGE_KINDS, "generation", "embeddings")
@@ -250,13 +251,6 @@ def _tokens(text: str) -> int:
 
 # --- the server ---------------------------------------------------------------------
 
-class _QuietHandler(WSGIRequestHandler):
-    """No access log: benchmarks send thousands of requests."""
-
-    def log_request(self, *args: Any, **kwargs: Any) -> None:
-        pass
-
-
 class FakeOpenAI:
     """The server's state and scripting surface (see the module docstring)."""
 
@@ -272,25 +266,15 @@ class FakeOpenAI:
         self._groundedness: Callable[..., Any] = default_groundedness
         self._relevance: Callable[..., Any] = default_relevance
         self._fluency: Callable[..., Any] = default_fluency
-        self._server: BaseWSGIServer | None = None
-        self._thread: threading.Thread | None = None
+        self._http = LoopbackHTTP(self._wsgi)
         self.root_url = ""
 
     # -- lifecycle
     def start(self) -> None:
-        self._server = make_server("127.0.0.1", 0, self._wsgi, threaded=True,
-                                   request_handler=_QuietHandler)
-        self._server.daemon_threads = True
-        self.root_url = f"http://127.0.0.1:{self._server.server_port}"
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True,
-                                        kwargs={"poll_interval": 0.05})
-        self._thread.start()
+        self.root_url = self._http.start()
 
     def stop(self) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-            self._server = None
+        self._http.stop()
 
     @property
     def base_url(self) -> str:
