@@ -6,15 +6,8 @@ from decimal import Decimal
 
 import pytest
 
-from flipgate.evidence import (
-    Kind,
-    analyse,
-    content_words,
-    extract_figures,
-    find_unsupported,
-    split_statements,
-    stem,
-)
+from flipgate.evidence import Kind, analyse, content_words, find_unsupported, split_statements, stem
+from flipgate.figures import extract_figures
 from flipgate.model import Evidence
 
 CARD_FAQ = (

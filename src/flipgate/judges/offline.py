@@ -30,17 +30,8 @@ import re
 from collections.abc import Sequence
 
 from flipgate.config import Config
-from flipgate.evidence import (
-    Analysis,
-    Figure,
-    Kind,
-    analyse,
-    content_words,
-    coverage,
-    extract_figures,
-    same_fact,
-    split_statements,
-)
+from flipgate.evidence import Analysis, Kind, analyse, content_words, coverage, split_statements
+from flipgate.figures import Figure, extract_figures, same_fact
 from flipgate.model import Case, JudgeInfo, Relevance, Score
 
 # An answer is "unrelated" (1) when less than this share of its content words

@@ -1,0 +1,421 @@
+"""Figures in text, normalised so equal facts compare equal.
+
+Every amount, percentage, count, duration, date, time and phone number is
+read into a `Figure` whose value is normalised: `$12`, `12 dollars` and
+`USD 12` are one figure; `5-7`, `5 to 7` and `five to seven` are one range;
+`30-day` is `30 days`, `two weeks` is `14 days`, `10%` is `10 percent`. A
+range never matches a single value (`5-7 days` is not `5 days`).
+
+Pure functions only; `evidence.py` builds the statement checks on them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from decimal import Decimal
+
+NUMBER_WORDS: dict[str, int] = {
+    "zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
+    "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13,
+    "fourteen": 14, "fifteen": 15, "sixteen": 16, "seventeen": 17, "eighteen": 18,
+    "nineteen": 19, "twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60,
+    "seventy": 70, "eighty": 80, "ninety": 90,
+}
+SCALE_WORDS: dict[str, int] = {"hundred": 100, "thousand": 1_000, "million": 1_000_000,
+                                "billion": 1_000_000_000}
+
+
+# --- figures ------------------------------------------------------------------
+
+_MONTHS: dict[str, int] = {
+    name: number
+    for number, names in enumerate((
+        ("january", "jan"), ("february", "feb"), ("march", "mar"), ("april", "apr"),
+        ("may",), ("june", "jun"), ("july", "jul"), ("august", "aug"),
+        ("september", "sep", "sept"), ("october", "oct"), ("november", "nov"),
+        ("december", "dec")), start=1)
+    for name in names
+}
+_CURRENCY_SYMBOLS = {"$": "usd", "us$": "usd", "€": "eur", "£": "gbp"}
+_CURRENCY_WORDS = {"usd": "usd", "dollar": "usd", "dollars": "usd", "bucks": "usd",
+                   "eur": "eur", "euro": "eur", "euros": "eur",
+                   "gbp": "gbp", "pound": "gbp", "pounds": "gbp"}
+_CENT_WORDS = {"cent", "cents"}
+# Durations fold onto one unit per family, so `two weeks` is `14 days`.
+_DURATIONS: dict[str, tuple[str, int]] = {
+    **dict.fromkeys(("second", "seconds", "sec", "secs"), ("second", 1)),
+    **dict.fromkeys(("minute", "minutes", "min", "mins"), ("minute", 1)),
+    **dict.fromkeys(("hour", "hours", "hr", "hrs"), ("hour", 1)),
+    **dict.fromkeys(("day", "days"), ("day", 1)),
+    **dict.fromkeys(("week", "weeks"), ("day", 7)),
+    **dict.fromkeys(("month", "months"), ("month", 1)),
+    **dict.fromkeys(("year", "years", "yr", "yrs"), ("month", 12)),
+}
+_DAY_QUALIFIERS = {"business", "calendar", "working", "banking"}
+_CURRENCY_CODES = ("usd", "eur", "gbp")
+_RANGE_WORDS = {"to", "through", "thru"}
+
+_TOKEN = re.compile(
+    r"""
+    (?P<phone>(?<![\d-])(?:\+?1[-.\s])?\(?\d{3}\)?[-.\s]\d{3}[-.\s]\d{4}(?![\d-]))
+  | (?P<always>\b24/7\b)
+  | (?P<iso>\b\d{4}-\d{2}-\d{2}\b)
+  | (?P<slash>\b\d{1,2}/\d{1,2}/(?:\d{4}|\d{2})\b)
+  | (?P<time>\b\d{1,2}(?::\d{2})?\s?(?:[ap]\.m\.|[ap]m\b)|\b\d{1,2}:\d{2}\b)
+  | (?P<ordinal>\b\d+(?:st|nd|rd|th)\b)
+  | (?P<number>(?<![\w.])(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:k\b)?)
+  | (?P<currency>US\$|[$\u20ac\u00a3])
+  | (?P<percent>%)
+  | (?P<dash>[-\u2013\u2014])
+  | (?P<word>[A-Za-z]+)
+  | (?P<punct>[^\s\w])
+    """,
+    re.VERBOSE | re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True)
+class _Token:
+    kind: str
+    text: str
+    start: int
+    end: int
+
+    @property
+    def lower(self) -> str:
+        return self.text.lower()
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One figure as written, with a normalised meaning to compare by.
+
+    `unit` is a currency code (`usd`), `percent`, a duration family (`day`,
+    `month`, ...), `count` for a bare number, `ordinal`, `date`, `time` or
+    `literal` (phone numbers, `24/7`). `value` is `(low, high)` for numbers
+    (high is None for a single value), `(year, month, day)` for dates,
+    `(hour, minute)` for times and `(text,)` for literals.
+    """
+
+    text: str
+    unit: str
+    value: tuple[object, ...]
+    from_to: bool = False  # written "from X to Y": a change, its ends are facts too
+    span: tuple[int, int] = field(default=(0, 0), compare=False)  # where in its text
+
+
+def _tokenize(text: str) -> list[_Token]:
+    tokens: list[_Token] = []
+    for match in _TOKEN.finditer(text):
+        kind = match.lastgroup or "punct"
+        tokens.append(_Token(kind, match.group(), match.start(), match.end()))
+    return tokens
+
+
+def _decimal(text: str) -> Decimal:
+    """A digits token as a number: `1,500` -> 1500, `1.5k` -> 1500, `12.00` -> 12."""
+    text = text.replace(",", "")
+    multiplier = 1
+    if text[-1:] in "kK":
+        text, multiplier = text[:-1], 1000
+    return (Decimal(text) * multiplier).normalize()
+
+
+def _read_number(tokens: Sequence[_Token], i: int) -> tuple[Decimal, int, bool] | None:
+    """A number starting at token i: (value, index after it, written in words)."""
+    if i >= len(tokens):
+        return None
+    token = tokens[i]
+    if token.kind == "number":
+        value, j = _decimal(token.text), i + 1
+        if j < len(tokens) and tokens[j].lower in SCALE_WORDS:
+            value, j = (value * SCALE_WORDS[tokens[j].lower]).normalize(), j + 1
+        return value, j, False
+    if token.kind != "word" or token.lower not in NUMBER_WORDS:
+        return None
+    value, j = _read_number_words(tokens, i)
+    return Decimal(value), j, True
+
+
+def _read_number_words(tokens: Sequence[_Token], i: int) -> tuple[int, int]:
+    """`seven`, `twenty-five`, `one hundred and fifty`, `two thousand`: (value, index after)."""
+    total = current = 0
+    last = ""  # what was read last: ones, teens, tens, hundred, scale
+    j = i
+    while j < len(tokens):
+        word = tokens[j].lower
+        if tokens[j].kind == "dash":
+            # "twenty-five": a dash joins a tens word to a ones word, nothing else.
+            if last == "tens" and j + 1 < len(tokens) and 1 <= NUMBER_WORDS.get(tokens[j + 1].lower, 0) <= 9:
+                j += 1
+                continue
+            break
+        if tokens[j].kind != "word":
+            break
+        if word in NUMBER_WORDS:
+            small = NUMBER_WORDS[word]
+            if last in ("ones", "teens") or (last == "tens" and not 1 <= small <= 9):
+                break
+            current += small
+            last = "tens" if small >= 20 else "ones" if small < 10 else "teens"
+        elif word == "hundred" and last in ("ones", "teens", "tens"):
+            current *= 100
+            last = "hundred"
+        elif word in SCALE_WORDS and word != "hundred" and (current or total) and last != "scale":
+            total, current = total + current * SCALE_WORDS[word], 0
+            last = "scale"
+        elif word == "and" and last in ("hundred", "scale") and j + 1 < len(tokens) \
+                and tokens[j + 1].lower in NUMBER_WORDS:
+            pass
+        else:
+            break
+        j += 1
+    return total + current, j
+
+
+def _read_unit(tokens: Sequence[_Token], i: int) -> tuple[str, Decimal, int] | None:
+    """A unit right after a number: (unit, multiplier, index after it)."""
+    if i >= len(tokens):
+        return None
+    token = tokens[i]
+    if token.kind == "percent":
+        return "percent", Decimal(1), i + 1
+    j = i + 1 if token.kind == "dash" else i  # "30-day"
+    if j >= len(tokens) or tokens[j].kind != "word":
+        return None
+    word = tokens[j].lower
+    if word in ("percent", "pct"):
+        return "percent", Decimal(1), j + 1
+    if word == "per" and j + 1 < len(tokens) and tokens[j + 1].lower == "cent":
+        return "percent", Decimal(1), j + 2
+    if word in _CURRENCY_WORDS and j == i:
+        return _CURRENCY_WORDS[word], Decimal(1), j + 1
+    if word in _CENT_WORDS and j == i:
+        return "usd", Decimal("0.01"), j + 1
+    if word in _DAY_QUALIFIERS and j + 1 < len(tokens) and tokens[j + 1].lower in _DURATIONS:
+        j += 1
+        word = tokens[j].lower
+    if word in _DURATIONS:
+        family, factor = _DURATIONS[word]
+        return family, Decimal(factor), j + 1
+    return None
+
+
+def _month_at(tokens: Sequence[_Token], i: int) -> int | None:
+    if i >= len(tokens) or tokens[i].kind != "word":
+        return None
+    token = tokens[i]
+    if token.lower == "may" and token.text != "May":
+        return None  # the modal verb, not the month
+    return _MONTHS.get(token.lower)
+
+
+def _day_at(tokens: Sequence[_Token], i: int) -> int | None:
+    if i >= len(tokens):
+        return None
+    token = tokens[i]
+    digits = token.text[:-2] if token.kind == "ordinal" else token.text
+    if token.kind in ("number", "ordinal") and digits.isdigit() and 1 <= int(digits) <= 31:
+        return int(digits)
+    return None
+
+
+def _year_at(tokens: Sequence[_Token], i: int) -> int | None:
+    if i < len(tokens) and tokens[i].kind == "number" and re.fullmatch(r"(19|20)\d\d", tokens[i].text):
+        return int(tokens[i].text)
+    return None
+
+
+def _read_date(tokens: Sequence[_Token], i: int) -> tuple[tuple[int | None, int, int | None], int] | None:
+    """`March 5`, `Mar. 5th, 2026`, `5 March 2026`, `5th of March`, `March 2026`."""
+    month = _month_at(tokens, i)
+    if month is not None:
+        j = i + 1
+        if j < len(tokens) and tokens[j].text == ".":
+            j += 1
+        day = _day_at(tokens, j)
+        if day is not None:
+            j += 1
+            k = j + 1 if j < len(tokens) and tokens[j].text == "," else j
+            year = _year_at(tokens, k)
+            return (year, month, day), (k + 1 if year is not None else j)
+        if (year := _year_at(tokens, j)) is not None:
+            return (year, month, None), j + 1
+        return None
+    day = _day_at(tokens, i)
+    if day is None:
+        return None
+    j = i + 1
+    if j < len(tokens) and tokens[j].lower == "of":
+        j += 1
+    month = _month_at(tokens, j)
+    if month is None:
+        return None
+    j += 1
+    year = _year_at(tokens, j)
+    return (year, month, day), (j + 1 if year is not None else j)
+
+
+def _time_value(text: str) -> tuple[int, int]:
+    match = re.match(r"(\d{1,2})(?::(\d{2}))?\s?([ap])?", text.lower())
+    assert match is not None
+    hour, minute, half = int(match.group(1)), int(match.group(2) or 0), match.group(3)
+    if half == "p" and hour < 12:
+        hour += 12
+    if half == "a" and hour == 12:
+        hour = 0
+    return hour, minute
+
+
+def _special_figure(token: _Token) -> Figure | None:
+    """Figures the tokenizer recognised whole: phones, 24/7, numeric dates, times, ordinals."""
+    text, span = token.text, (token.start, token.end)
+    if token.kind == "phone":
+        return Figure(text, "literal", (re.sub(r"\D", "", text)[-10:],), span=span)
+    if token.kind == "always":
+        return Figure(text, "literal", ("24/7",), span=span)
+    if token.kind == "iso":
+        year, month, day = (int(part) for part in text.split("-"))
+        return Figure(text, "date", (year, month, day), span=span)
+    if token.kind == "slash":
+        month, day, year = (int(part) for part in text.split("/"))  # US order: month/day/year
+        return Figure(text, "date", (year + 2000 if year < 100 else year, month, day), span=span)
+    if token.kind == "time":
+        return Figure(text, "time", _time_value(text), span=span)
+    if token.kind == "ordinal":
+        return Figure(text, "ordinal", (Decimal(text[:-2]).normalize(), None), span=span)
+    return None
+
+
+def extract_figures(text: str) -> list[Figure]:
+    """Every figure in `text`, in order, each with its text as written."""
+    tokens = _tokenize(text)
+    figures: list[Figure] = []
+    i = 0
+    while i < len(tokens):
+        token = tokens[i]
+        if (date := _read_date(tokens, i)) is not None:
+            (year, month, day), end = date
+            span = (token.start, tokens[end - 1].end)
+            figures.append(Figure(text[span[0]:span[1]], "date", (year, month, day), span=span))
+            i = end
+            continue
+        if (special := _special_figure(token)) is not None:
+            figures.append(special)
+            i += 1
+            continue
+        read = _read_amount(tokens, i)
+        if read is None:
+            i += 1
+            continue
+        (unit, value, from_to), end = read
+        span = (token.start, tokens[end - 1].end)
+        figures.append(Figure(text[span[0]:span[1]], unit, value, from_to, span=span))
+        i = end
+    return figures
+
+
+def _read_amount(tokens: Sequence[_Token], i: int) -> tuple[tuple[str, tuple[object, ...], bool], int] | None:
+    """A number, range or amount at token i: ((unit, value, from_to), index after it)."""
+    currency: str | None = None
+    j = i
+    between = i > 0 and tokens[i - 1].lower == "between"
+    from_to = i > 0 and tokens[i - 1].lower == "from"
+    if tokens[j].kind == "currency":
+        currency, j = _CURRENCY_SYMBOLS[tokens[j].lower], j + 1
+    elif tokens[j].kind == "word" and tokens[j].lower in _CURRENCY_CODES:
+        currency, j = tokens[j].lower, j + 1
+    first = _read_number(tokens, j)
+    if first is None:
+        return None
+    low, j, in_words = first
+    unit = _read_unit(tokens, j)
+    if unit is not None:
+        j = unit[2]
+    high: Decimal | None = None
+    # A second number after a range word makes a range: 5-7, 5 to 7, between 5 and 7.
+    if j < len(tokens) and (tokens[j].kind == "dash" or tokens[j].lower in _RANGE_WORDS
+                            or (between and tokens[j].lower == "and")):
+        k = j + 1
+        if k < len(tokens) and (tokens[k].kind == "currency" or tokens[k].lower in _CURRENCY_CODES):
+            k += 1
+        second = _read_number(tokens, k)
+        if second is not None and second[0] > low:
+            second_unit = _read_unit(tokens, second[1])
+            same_unit = unit is None or second_unit is None or second_unit[:2] == unit[:2]
+            if same_unit:
+                high, j = second[0], second[1]
+                if second_unit is not None:
+                    unit, j = second_unit, second_unit[2]
+    if unit is not None and currency is None:
+        name, factor = unit[0], unit[1]
+    elif currency is not None:
+        name, factor = currency, Decimal(1)
+    else:
+        name, factor = "count", Decimal(1)
+    if in_words and low == 1 and high is None and unit is None and currency is None:
+        return None  # a lone "one" is a pronoun far more often than a figure
+    scaled_high = None if high is None else (high * factor).normalize()
+    return (name, ((low * factor).normalize(), scaled_high), from_to and high is not None), j
+
+
+# --- matching -----------------------------------------------------------------
+
+def expand_known(figures: Iterable[Figure]) -> list[Figure]:
+    """What a context's figures vouch for: themselves, plus a date's year and day,
+    and both ends of a "from X to Y" change."""
+    known: list[Figure] = []
+    for figure in figures:
+        known.append(figure)
+        if figure.unit == "date":
+            year, _, day = figure.value
+            if year is not None:
+                known.append(Figure(figure.text, "count", (Decimal(year), None)))
+            if day is not None:
+                known.append(Figure(figure.text, "ordinal", (Decimal(day), None)))
+        elif figure.from_to:
+            low, high = figure.value
+            known.append(Figure(figure.text, figure.unit, (low, None)))
+            known.append(Figure(figure.text, figure.unit, (high, None)))
+    return known
+
+
+_NON_NUMERIC = ("date", "time", "literal")
+
+
+def figure_supported(figure: Figure, known: Sequence[Figure]) -> bool:
+    """Is `figure` (from an answer) vouched for by the `known` figures (from a context)?
+
+    Units must agree, except that a bare number matches any numeric figure of
+    the same value (`12` is vouched for by `$12`), never the other way round.
+    """
+    return vouched(figure, expand_known(known))
+
+
+def vouched(figure: Figure, expanded: Sequence[Figure]) -> bool:
+    if figure.unit == "date":
+        year, month, day = figure.value
+        years = {f.value[0] for f in expanded if f.unit == "count"}
+        return any(
+            k.unit == "date" and k.value[1] == month and (day is None or k.value[2] == day)
+            and (year is None or k.value[0] == year or (k.value[0] is None and Decimal(year) in years))
+            for k in expanded)
+    for k in expanded:
+        if k.unit == figure.unit and k.value == figure.value:
+            return True
+        if figure.unit in ("count", "ordinal") and k.unit not in _NON_NUMERIC \
+                and k.value == figure.value:
+            return True
+    if figure.from_to:  # "from 2% to 3%" is vouched for by both ends
+        low, high = figure.value
+        return all(vouched(Figure(figure.text, figure.unit, (end, None)), expanded)
+                   for end in (low, high))
+    return False
+
+
+def same_fact(a: Figure, b: Figure) -> bool:
+    """Either figure vouches for the other (for completeness checks, where either
+    side may be the bare form)."""
+    return figure_supported(a, [b]) or figure_supported(b, [a])
