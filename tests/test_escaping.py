@@ -11,7 +11,8 @@ import re
 
 import pytest
 
-from flipgate.render import MARKER, cell, cell_list, escape_md, fence, one_line, render_comment
+from flipgate.escaping import cell, cell_list, escape_md, fence, one_line
+from flipgate.render import MARKER, render_comment
 
 from factories import fluency, make_judge, make_report, one_of_each
 from support.gfm import ISSUE_REFERENCE, MENTION, consistent_tables, read, to_html

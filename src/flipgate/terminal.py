@@ -11,8 +11,9 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from flipgate.escaping import one_line_within, plural
 from flipgate.model import Conclusion, Report, Row, Side, Verdict
-from flipgate.render import BUCKET_LABELS, one_line_within, plural
+from flipgate.render import BUCKET_LABELS
 
 MAX_ROWS = 40
 WIDE = 120  # narrower consoles (a CI log is 80) get the table without the "why" column

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import re
 
+from flipgate.escaping import fence
 from flipgate.github.event import PullRequest
 from flipgate.model import Conclusion, Counts, Report
 
 STATUS_LIMIT = 140  # GitHub refuses a longer commit status description
+_CODE_BLOCK_LIMIT = 50_000  # of a comment's 65,536 characters
 NO_CHANGE = "no prompt or model change"
 WAITING_FOR_COMMAND = "waiting for a maintainer's `/flipgate run`"
 
@@ -48,12 +50,9 @@ def inline_code(text: str) -> str:
 
 
 def code_block(text: str) -> str:
-    """`text` as a fenced block that no fence inside it can close."""
-    # Markdown also ends a line at a bare CR: one could start a closing fence.
-    text = _unmarked(re.sub(r"\r\n?", "\n", text))
-    longest = max((len(run) for run in re.findall(r"^ {0,3}(`{3,})", text, re.M)), default=0)
-    fence = "`" * max(3, longest + 1)
-    return f"{fence}text\n{text.rstrip()}\n{fence}"
+    """`text` as a fenced block that nothing inside it can close (the comment's own
+    `fence` filter: a fence longer than any backtick run, every line break a LF)."""
+    return fence(text, limit=_CODE_BLOCK_LIMIT, info="text")
 
 
 def clip(text: str, limit: int) -> str:
