@@ -11,7 +11,7 @@ import pytest
 from flipgate.config import BudgetConfig, Config
 from flipgate.endpoint_lock import lock
 from flipgate.errors import IncompleteError
-from flipgate.llm import LLM, BudgetExceeded, make_client
+from flipgate.llm import BudgetExceeded, make_client
 from flipgate.model import Case
 from flipgate.prompty import parse_prompty, render_cases
 from flipgate.replay import PreparedGenerator, replay, write_answers
@@ -59,8 +59,7 @@ async def replay_side(generator: PreparedGenerator, runtime: Runtime, *, purpose
                       cases=CASES, max_retries: int = 0):
     client = make_client(generator.endpoint, timeout=5, max_retries=max_retries)
     try:
-        llm = LLM(client, generator.endpoint, limiter=runtime.limiter)
-        return await replay(cases, generator, llm=llm, runtime=runtime, purpose=purpose)
+        return await replay(cases, generator, client=client, runtime=runtime, purpose=purpose)
     finally:
         await client.close()
 

@@ -211,7 +211,7 @@ async def _replay_and_gate(*, inputs: Inputs, pair: LockedPair,
                            prepared: dict[str, PreparedGenerator], runtime: Runtime,
                            judge: str | None) -> Report:
     from flipgate.judges import make_judge
-    from flipgate.llm import LLM, make_client
+    from flipgate.llm import make_client
     from flipgate.scoring import gate_answers
 
     # Build (and drop) the judge first: a judge that cannot be set up should
@@ -219,17 +219,16 @@ async def _replay_and_gate(*, inputs: Inputs, pair: LockedPair,
     await make_judge(inputs.config, runtime=runtime, provider=judge).aclose()
     client = make_client(pair.baseline.endpoint)
     try:
-        llm = LLM(client, pair.baseline.endpoint, limiter=runtime.limiter, cache=runtime.cache,
-                  budget=runtime.budget)
         cases = inputs.cases
         if pair.adopted:
-            candidate = await replay(cases, prepared["candidate"], llm=llm, runtime=runtime,
+            candidate = await replay(cases, prepared["candidate"], client=client, runtime=runtime,
                                      purpose="candidate")
             baseline: dict[str, Answer] = dict(candidate)
         else:
             baseline, candidate = await first_failure_cancels([
-                replay(cases, prepared["baseline"], llm=llm, runtime=runtime, purpose="baseline"),
-                replay(cases, prepared["candidate"], llm=llm, runtime=runtime, purpose="candidate"),
+                replay(cases, prepared["baseline"], client=client, runtime=runtime, purpose="baseline"),
+                replay(cases, prepared["candidate"], client=client, runtime=runtime,
+                       purpose="candidate"),
             ])
     finally:
         await client.close()
@@ -324,7 +323,7 @@ async def replay_ref(*, repo: Path, ref: str, config_path: str = DEFAULT_CONFIG,
                      cache_dir: Path | None = DEFAULT_CACHE,
                      progress: Progress | None = None) -> ReplayResult:
     """Every case's answer from the generator at one ref (configuration and cases of that ref)."""
-    from flipgate.llm import LLM, make_client
+    from flipgate.llm import make_client
 
     repo = Path(repo).resolve()
     at = Ref(ref, gitrefs.resolve(repo, ref))
@@ -337,8 +336,7 @@ async def replay_ref(*, repo: Path, ref: str, config_path: str = DEFAULT_CONFIG,
     runtime = Runtime.from_config(config, cache_dir=cache_dir, progress=progress)
     client = make_client(pair.baseline.endpoint)
     try:
-        llm = LLM(client, pair.baseline.endpoint, limiter=runtime.limiter)
-        answers = await replay(inputs.cases, prepared["generation"], llm=llm, runtime=runtime,
+        answers = await replay(inputs.cases, prepared["generation"], client=client, runtime=runtime,
                                purpose="generation")
     finally:
         await client.close()

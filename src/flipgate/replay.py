@@ -13,7 +13,7 @@ import asyncio
 import os
 from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from flipgate.endpoint_lock import Generator
 from flipgate.errors import FlipgateError, IncompleteError
@@ -21,6 +21,9 @@ from flipgate.llm import LLM, BudgetExceeded, Endpoint
 from flipgate.model import Answer, Case
 from flipgate.prompty import Message, Rendered
 from flipgate.runtime import Runtime
+
+if TYPE_CHECKING:
+    from openai import AsyncOpenAI
 
 GENERATION_TAG = {"kind": "generation"}
 
@@ -52,14 +55,6 @@ class PreparedGenerator:
         return self.rendered.messages[case_id]
 
 
-def _bound(llm: LLM, *, endpoint: Endpoint, runtime: Runtime, purpose: str) -> LLM:
-    """The same client, with this side's endpoint identity and usage, and the run's
-    shared limit, cache and budget."""
-    return LLM(llm.client, endpoint, limiter=runtime.limiter, cache=runtime.cache,
-               budget=runtime.budget, usage=runtime.usage_for(purpose),
-               embedding_batch=llm.embedding_batch)
-
-
 async def first_failure_cancels(awaitables: Sequence[Awaitable[Any]]) -> list[Any]:
     """Run concurrently; on the first failure (or when cancelled) cancel the rest,
     wait for them to stop, and raise."""
@@ -80,15 +75,16 @@ async def first_failure_cancels(awaitables: Sequence[Awaitable[Any]]) -> list[An
     return [t.result() for t in tasks]
 
 
-async def replay(cases: Sequence[Case], generator: PreparedGenerator, *, llm: LLM,
+async def replay(cases: Sequence[Case], generator: PreparedGenerator, *, client: AsyncOpenAI,
                  runtime: Runtime, purpose: str) -> dict[str, Answer]:
     """Every case's answer from one side's generator, by case id.
 
     `purpose` ("baseline", "candidate") names the side in usage totals and
-    messages. `llm` provides the client; the side's endpoint identity, usage
-    and the run's shared limit, cache and budget are bound here.
+    messages. Requests go through `client` under this side's endpoint identity
+    and usage, and the run's shared limit, cache and budget.
     """
-    side_llm = _bound(llm, endpoint=generator.endpoint, runtime=runtime, purpose=purpose)
+    side_llm = LLM(client, generator.endpoint, limiter=runtime.limiter, cache=runtime.cache,
+                   budget=runtime.budget, usage=runtime.usage_for(purpose))
     answers: dict[str, Answer] = {}
     runtime.progress.add(len(cases))
 
