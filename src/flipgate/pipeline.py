@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import posixpath
+from collections.abc import Collection, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -91,8 +92,10 @@ def _head_cases_description(repo: Path, head: Ref, path: str, base_cases: list[C
     return changes.describe_cases_change(base_cases, head_cases) or "only formatting changed"
 
 
-def load_inputs(repo: Path, base: Ref, head: Ref, config_path: str) -> Inputs:
-    """Configuration and cases from the base ref; notes and diffs when the PR changes them."""
+def load_inputs(repo: Path, base: Ref, head: Ref, config_path: str, *,
+                changed: Collection[str] = ()) -> Inputs:
+    """Configuration and cases from the base ref; notes and diffs when the PR changes them
+    (`changed`: the paths that differ between the refs)."""
     from flipgate.cases import parse_cases
 
     config_path = gitrefs.safe_path(config_path)
@@ -123,7 +126,7 @@ def load_inputs(repo: Path, base: Ref, head: Ref, config_path: str) -> Inputs:
     cases_data = gitrefs.read_required(repo, source_ref.sha, cases_path, ref=source_ref.name)
     cases = parse_cases(cases_data, source=f"{cases_path}@{source_ref.label}")
     cases_diff = None
-    if source_ref is base and cases_path in gitrefs.changed_paths(repo, base.sha, head.sha):
+    if source_ref is base and cases_path in changed:
         cases_diff = _head_cases_description(repo, head, cases_path, cases)
         notes.append(f"This pull request changes {cases_path} ({cases_diff}); the base's cases "
                      "are replayed.")
@@ -154,7 +157,7 @@ def _reader(repo: Path, ref: Ref):
 
 
 def detect_change(repo: Path, base: Ref, head: Ref, *, config: Config, path: str,
-                  base_generator: Prompty | None,
+                  changed: Sequence[str], base_generator: Prompty | None,
                   head_generator: Prompty) -> tuple[list[str], frozenset[str], list[str]]:
     """(relevant changed paths, files the generators include, notes). No paths: nothing to gate."""
     base_files, base_complete = (referenced_files(base_generator, read=_reader(repo, base))
@@ -163,7 +166,7 @@ def detect_change(repo: Path, base: Ref, head: Ref, *, config: Config, path: str
     scope = changes.ChangeScope(generator=path, includes=(base_files | head_files) - {path},
                                 includes_complete=base_complete and head_complete,
                                 watch=config.watch, watch_root=config.directory)
-    relevant = changes.relevant_paths(gitrefs.changed_paths(repo, base.sha, head.sha), scope)
+    relevant = changes.relevant_paths(changed, scope)
     notes = []
     if relevant and not scope.includes_complete:
         notes.append("The generator includes a template whose name is computed, so every "
@@ -247,13 +250,15 @@ async def check(*, repo: Path, base: str, head: str, config_path: str = DEFAULT_
     repo = Path(repo).resolve()
     base_ref = Ref(base, gitrefs.resolve(repo, base))
     head_ref = Ref(head, gitrefs.resolve(repo, head))
-    inputs = load_inputs(repo, base_ref, head_ref, config_path)
+    changed = gitrefs.changed_paths(repo, base_ref.sha, head_ref.sha)
+    inputs = load_inputs(repo, base_ref, head_ref, config_path, changed=changed)
     path = generator_path(inputs.config)
     base_generator = load_generator(repo, base_ref, path)
     head_generator = require_generator(repo, head_ref, path)
 
     relevant, includes, notes = detect_change(repo, base_ref, head_ref, config=inputs.config,
-                                              path=path, base_generator=base_generator,
+                                              path=path, changed=changed,
+                                              base_generator=base_generator,
                                               head_generator=head_generator)
     inputs.notes.extend(notes)
     if not relevant:
