@@ -32,6 +32,7 @@ from flipgate.errors import (
     InputError,
     Problem,
 )
+from flipgate.escaping import shorten
 from flipgate.github import messages
 from flipgate.github.api import GitHubError, RepoAPI, StatusUpdate, connect
 from flipgate.github.event import (
@@ -107,7 +108,7 @@ def outcome_of_report(report: Report, *, exit_code: int, report_path: str,
                        summary=summary, report_path=report_path)
     state = {Conclusion.SUCCESS: "success", Conclusion.FAILURE: "failure"}.get(
         report.conclusion, "error")
-    description = (messages.clip(f"could not finish: {message}", messages.STATUS_LIMIT)
+    description = (shorten(f"could not finish: {message}", messages.STATUS_LIMIT)
                    if message else messages.status_description(report))
     return Outcome(state=state, description=description,
                    conclusion=report.conclusion.value, exit_code=exit_code, comment=comment,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from flipgate.escaping import fence
+from flipgate.escaping import fence, shorten
 from flipgate.github.event import PullRequest
 from flipgate.model import Conclusion, Counts, Report
 
@@ -55,10 +55,6 @@ def code_block(text: str) -> str:
     return fence(text, limit=_CODE_BLOCK_LIMIT, info="text")
 
 
-def clip(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[:limit - 1].rstrip() + "…"
-
-
 def _plural(count: int, noun: str, plural: str | None = None) -> str:
     return f"{count} {noun if count == 1 else (plural or noun + 's')}"
 
@@ -74,7 +70,7 @@ def status_description(report: Report) -> str:
             Conclusion.ERROR: "could not finish"}[report.conclusion]
     details = _count_phrases(counts) or [
         "see the comment" if report.conclusion is Conclusion.ERROR else "no regressions"]
-    return clip(f"{lead}: {_plural(counts.cases, 'case')}; " + ", ".join(details), STATUS_LIMIT)
+    return shorten(f"{lead}: {_plural(counts.cases, 'case')}; " + ", ".join(details), STATUS_LIMIT)
 
 
 def _count_phrases(counts: Counts) -> list[str]:
@@ -97,7 +93,7 @@ def pending_description(pull: PullRequest) -> str:
 
 
 def failure_description(kind: str) -> str:
-    return clip(f"could not run: {kind}; see the workflow run", STATUS_LIMIT)
+    return shorten(f"could not run: {kind}; see the workflow run", STATUS_LIMIT)
 
 
 # -- comments ----------------------------------------------------------------
