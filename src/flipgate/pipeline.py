@@ -26,7 +26,7 @@ from flipgate.model import Answer, Case, Conclusion, Counts, Report
 from flipgate.prompty import Prompty, parse_prompty, referenced_files, render_isolated
 from flipgate.replay import PreparedGenerator, first_failure_cancels, replay
 from flipgate.runtime import Runtime
-from flipgate.scoring import judge_info
+from flipgate.scoring import judge_info, stopped_report
 from flipgate.textinput import decode_utf8
 
 if TYPE_CHECKING:
@@ -202,9 +202,8 @@ def prepare(repo: Path, refs: dict[str, Ref], generators: dict[str, Generator],
                 for side, future in futures.items()}
 
 
-def _plain_report(conclusion: Conclusion, *, inputs: Inputs, judge: str | None,
-                  head: Ref) -> Report:
-    return Report(conclusion=conclusion, judge=judge_info(inputs.config, judge),
+def _skipped_report(*, inputs: Inputs, judge: str | None, head: Ref) -> Report:
+    return Report(conclusion=Conclusion.SKIPPED, judge=judge_info(inputs.config, judge),
                   counts=Counts(cases=len(inputs.cases)), rows=[],
                   relevance_threshold=inputs.config.relevance.threshold,
                   notes=list(inputs.notes), head_sha=head.sha)
@@ -264,7 +263,7 @@ async def check(*, repo: Path, base: str, head: str, config_path: str = DEFAULT_
     if not relevant:
         inputs.notes.insert(0, f"No change to the generator ({path}), the files it includes, or "
                                "a watched path: nothing to gate, no model was called.")
-        report = _plain_report(Conclusion.SKIPPED, inputs=inputs, judge=judge, head=head_ref)
+        report = _skipped_report(inputs=inputs, judge=judge, head=head_ref)
         report.usage, report.cache = {}, {"hits": 0, "misses": 0}
         markdown = write_outputs(report, out_dir, console=console)
         return CheckResult(report=report, markdown=markdown, exit_code=0)
@@ -288,8 +287,10 @@ async def check(*, repo: Path, base: str, head: str, config_path: str = DEFAULT_
         report.head_sha = head_ref.sha
     except IncompleteError as exc:
         message = str(exc)
-        report = _plain_report(Conclusion.ERROR, inputs=inputs, judge=judge, head=head_ref)
-        report.notes.append(f"The run could not finish: {message}")
+        report = stopped_report(cases=inputs.cases, config=inputs.config, judge_provider=judge,
+                                message=message)
+        report.notes = [*inputs.notes, *report.notes]
+        report.head_sha = head_ref.sha
     report.change = change
     report.usage = runtime.usage_report()
     report.cache = runtime.cache.stats() if runtime.cache is not None else None
