@@ -16,7 +16,7 @@ from typing import TypeVar
 from flipgate import gate
 from flipgate.config import Config
 from flipgate.errors import FlipgateError
-from flipgate.judges.base import Judge
+from flipgate.judges.base import EMPTY_ANSWER, Judge
 from flipgate.model import (
     Answer,
     Case,
@@ -37,8 +37,6 @@ from flipgate.runtime import Runtime
 
 T = TypeVar("T")
 
-EMPTY_ANSWER = Score(value=3, reason="empty answer: nothing to ground, counted as a non-answer "
-                                     "without asking the judge")
 # Verdicts whose rows carry the evidence a reviewer needs to see why.
 _EVIDENCE_VERDICTS = (Verdict.REGRESSION, Verdict.UNSTABLE, Verdict.NEW_NON_ANSWER)
 

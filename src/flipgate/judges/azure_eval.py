@@ -33,7 +33,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from flipgate.errors import FlipgateError, InputError
-from flipgate.judges.openai_judge import EMPTY_ANSWER, OpenAIJudge, describe_api_error
+from flipgate.judges.base import EMPTY_ANSWER
+from flipgate.judges.openai_judge import OpenAIJudge, describe_api_error
 from flipgate.judges.replies import SCORE_MAX, SCORE_MIN
 from flipgate.llm import Budget, Endpoint, Limiter, Usage
 from flipgate.model import Case, JudgeInfo, Relevance, Score

@@ -14,6 +14,11 @@ from flipgate.model import Case, JudgeInfo, Relevance, Score
 
 # Bumped whenever a rubric's wording changes, so cached verdicts of an older
 # rubric are never reused (it is part of every judge request's cache key).
+# An empty or whitespace-only answer is a non-answer (3) without asking any
+# judge: a judge with nothing to score must never turn into a skip or a pass.
+EMPTY_ANSWER = Score(value=3, reason="empty answer: nothing to ground, counted as a non-answer "
+                                     "without asking the judge")
+
 RUBRIC_VERSION = "2026-11-29.2"
 
 

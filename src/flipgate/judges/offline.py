@@ -32,6 +32,7 @@ from collections.abc import Sequence
 from flipgate.config import Config
 from flipgate.evidence import Analysis, Kind, analyse, content_words, coverage, split_statements
 from flipgate.figures import Figure, extract_figures, same_fact
+from flipgate.judges.base import EMPTY_ANSWER
 from flipgate.model import Case, JudgeInfo, Relevance, Score
 
 # An answer is "unrelated" (1) when less than this share of its content words
@@ -98,7 +99,7 @@ def missing_facts(case: Case, analysis: Analysis) -> tuple[str, list[str]]:
 def grade_groundedness(case: Case, response: str) -> Score:
     """The 1-5 groundedness of `response`, with a reason naming what decided it."""
     if not response.strip():
-        return Score(3, "empty answer: nothing to ground, so it counts as a non-answer")
+        return EMPTY_ANSWER
     analysis = analyse(case.context, response, query=case.query)
     if analysis.non_answer:
         brush_off = next((s.text for s in analysis.statements

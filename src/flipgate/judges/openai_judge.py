@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from flipgate.judges import prompts
-from flipgate.judges.base import RUBRIC_VERSION
+from flipgate.judges.base import EMPTY_ANSWER, RUBRIC_VERSION
 from flipgate.judges.replies import JudgeReplyError, Questions, read_questions, read_score
 from flipgate.llm import LLM
 from flipgate.model import Case, JudgeInfo, Relevance, Score
@@ -33,8 +33,6 @@ MAX_TOKENS = 800
 REASONING_MAX_COMPLETION_TOKENS = 4000
 DEFAULT_QUESTIONS = 3
 
-EMPTY_ANSWER = Score(value=3, reason="empty answer: nothing to ground, a non-answer "
-                                     "(no judge was asked)")
 
 
 class JudgeFailure(Exception):
