@@ -137,13 +137,6 @@ def changed_paths(repo: Path, base: str, head: str) -> list[str]:
     return sorted({_path_text(p) for p in result.stdout.split(b"\x00") if p})
 
 
-def list_files(repo: Path, sha: str) -> list[str]:
-    """Every file path in a commit's tree."""
-    result = _git(repo, "ls-tree", "-r", "-z", "--name-only", "--full-tree",
-                  "--end-of-options", sha)
-    return [_path_text(p) for p in result.stdout.split(b"\x00") if p]
-
-
 def _path_text(raw: bytes) -> str:
     """A path git listed, as text that can be written anywhere (report.json, a comment).
 

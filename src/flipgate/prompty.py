@@ -40,12 +40,12 @@ from flipgate.sandbox import Limits, Refused, check_template, make_environment
 from flipgate.textinput import decode_utf8, load_yaml_located
 
 ROLES = ("system", "user", "assistant")
-_ROLE_LINE = re.compile(r"^[ \t]*#?[ \t]*(system|user|assistant)[ \t]*:[ \t]*$",
+_ROLE_LINE = re.compile(rf"^[ \t]*#?[ \t]*({'|'.join(ROLES)})[ \t]*:[ \t]*$",
                         re.IGNORECASE | re.MULTILINE)
 # Inserted before a role-like line inside a case's value so that data can never
 # start a new message; removed again after the messages are split.
 _DATA_MARK = "\x00"
-_MARKED_ROLE = re.compile(r"\x00(?=[ \t]*#?[ \t]*(?:system|user|assistant)[ \t]*:)", re.IGNORECASE)
+_MARKED_ROLE = re.compile(rf"\x00(?=[ \t]*#?[ \t]*(?:{'|'.join(ROLES)})[ \t]*:)", re.IGNORECASE)
 
 CONFIGURATION_KEYS = ("type", "model", "azure_deployment", "base_url", "azure_endpoint",
                       "api_version", "api_key")
