@@ -24,7 +24,7 @@ from flipgate import gate
 from flipgate.errors import IncompleteError, InputError, Problem
 from flipgate.github import action
 from flipgate.github.messages import NO_CHANGE, STATUS_LIMIT, WAITING_FOR_COMMAND
-from flipgate.github.sticky import MARKER, marked_sha
+from flipgate.github.sticky import context_marker, marked_sha
 from flipgate.model import Conclusion, Report
 
 from factories import make_report, make_row, one_of_each
@@ -131,13 +131,13 @@ class Harness:
         path = Path(self.env["GITHUB_STEP_SUMMARY"])
         return path.read_text() if path.exists() else ""
 
-    def own_comments(self) -> list[dict[str, Any]]:
+    def own_comments(self, context: str = "flipgate") -> list[dict[str, Any]]:
         return [c for c in self.server.comments_on(PR)
-                if c["user"]["login"] == ACTIONS_BOT and MARKER in c["body"]]
+                if c["user"]["login"] == ACTIONS_BOT and context_marker(context) in c["body"]]
 
     def replies(self) -> list[str]:
         return [c["body"] for c in self.server.comments_on(PR)
-                if c["user"]["login"] == ACTIONS_BOT and MARKER not in c["body"]]
+                if c["user"]["login"] == ACTIONS_BOT and "<!-- flipgate:" not in c["body"]]
 
     def final_status(self, sha: str | None = None) -> dict[str, Any]:
         return self.server.statuses_for(sha or self.head)[-1]
@@ -403,6 +403,82 @@ def test_model_keys_are_masked_and_exported(harness: Harness, check: RecordingCh
     harness.run(check, **{"INPUT_OPENAI-API-KEY": "sk-live-abc"})
     assert "::add-mask::sk-live-abc" in harness.log.getvalue()
     assert harness.env["OPENAI_API_KEY"] == "sk-live-abc"
+
+
+# -- several gates, comment modes, manual runs ------------------------------------------
+
+def test_two_gates_keep_two_comments_each_edited_in_place_over_two_runs(
+        harness: Harness, check: RecordingCheck) -> None:
+    gates = {"flipgate/support": "support.flipgate.yml", "flipgate/sales": "sales.flipgate.yml"}
+    harness.pull_event()
+    for run in range(2):
+        check.outcome = make_report([make_row(f"case-{run}", category="policy", before=5,
+                                              after=2 if run else 5, rescore=1)])
+        for context, config in gates.items():
+            harness.run(check, **{"INPUT_STATUS-CONTEXT": context, "INPUT_CONFIG": config})
+
+    comments = {context: harness.own_comments(context) for context in gates}
+    assert all(len(found) == 1 for found in comments.values())
+    assert len(harness.server.comments_on(PR)) == 2
+    assert len(harness.server.requests_to("POST", f"/issues/{PR}/comments")) == 2
+    assert len(harness.server.requests_to("PATCH", "/issues/comments/")) == 2
+    assert all("case-1" in found[0]["body"] and BLOCKED in found[0]["body"]
+               for found in comments.values())
+    finals = {s["context"]: s["state"] for s in harness.server.statuses_for(harness.head)}
+    assert finals == {"flipgate/support": "failure", "flipgate/sales": "failure"}
+
+
+def test_comment_never_posts_none_and_still_sets_status_and_summary(
+        harness: Harness, check: RecordingCheck) -> None:
+    check.outcome = make_report([make_row("refund-007", category="policy", before=5, after=2,
+                                          rescore=1)])
+    harness.pull_event()
+
+    assert harness.run(check, INPUT_COMMENT="never") == 1
+
+    assert harness.server.comments_on(PR) == []
+    assert harness.server.requests_to("GET", "/comments") == []
+    assert harness.final_status()["state"] == "failure"
+    assert BLOCKED in harness.summary() and "refund-007" in harness.summary()
+    assert harness.outputs()["conclusion"] == "failure"
+
+
+def test_comment_on_change_edits_only_when_the_verdicts_change(
+        harness: Harness, check: RecordingCheck) -> None:
+    harness.pull_event()
+    regression = make_row("refund-007", category="policy", before=5, after=2, rescore=1)
+    runs = [([regression], "first run"), ([regression], "second run: other words, same verdicts"),
+            ([make_row("refund-007", before=5, after=5)], "third run")]
+    for rows, note in runs:
+        check.outcome = make_report(rows, notes=[note])
+        harness.run(check, INPUT_COMMENT="on-change")
+
+    [comment] = harness.own_comments()
+    assert len(harness.server.requests_to("PATCH", "/issues/comments/")) == 1  # the third run
+    assert PASSED in comment["body"]
+    assert "verdicts are those the comment shows" in harness.log.getvalue()
+
+
+def test_workflow_dispatch_evaluates_the_named_pull_request(harness: Harness,
+                                                           check: RecordingCheck) -> None:
+    harness._write_event("workflow_dispatch", {"inputs": {"pr-number": str(PR)},
+                                               "ref": "refs/heads/main",
+                                               "sender": {"login": "maintainer"}})
+
+    assert harness.run(check, **{"INPUT_PR-NUMBER": str(PR)}) == 0
+
+    [call] = check.calls
+    assert (call["base"], call["head"]) == (harness.base, harness.head)
+    assert [s["state"] for s in harness.server.statuses_for(harness.head)] == ["pending",
+                                                                              "success"]
+    assert len(harness.own_comments()) == 1
+
+
+def test_workflow_dispatch_without_pr_number_is_bad_input(harness: Harness,
+                                                          check: RecordingCheck) -> None:
+    harness._write_event("workflow_dispatch", {"inputs": {}})
+    assert harness.run(check) == 2
+    assert "pr-number" in harness.log.getvalue() and check.calls == []
 
 
 # -- forks -----------------------------------------------------------------------------

@@ -8,8 +8,11 @@ import pytest
 
 from flipgate.github.api import ACTIONS_BOT_LOGIN, GitHubError, RepoAPI, StatusUpdate, connect
 from flipgate.github.sticky import (
-    MARKER,
+    LEGACY_MARKER,
+    CommentMode,
     Published,
+    context_marker,
+    marked_fingerprint,
     marked_sha,
     newer_by_date,
     newer_by_head,
@@ -21,6 +24,7 @@ from support.github_server import FakeGitHub
 
 OLD, NEW, NEWEST = "1" * 40, "2" * 40, "3" * 40
 BASE = "b" * 40
+MARKER = context_marker("flipgate")  # the default gate's marker
 
 
 def api_for(server: FakeGitHub) -> RepoAPI:
@@ -149,12 +153,14 @@ def test_publish_finds_its_comment_past_the_first_pages(api: RepoAPI,
     assert "2" in pages  # it had to follow the Link header to find it
 
 
+@pytest.mark.parametrize("marker", [MARKER, LEGACY_MARKER])
 def test_a_quoted_marker_from_someone_else_is_not_our_comment(api: RepoAPI,
-                                                              github_server: FakeGitHub) -> None:
-    github_server.add_comment(7, f"copied: {MARKER}", user="mallory")
+                                                              github_server: FakeGitHub,
+                                                              marker: str) -> None:
+    github_server.add_comment(7, f"copied: {marker}", user="mallory")
     publish(api, number=7, login=ACTIONS_BOT_LOGIN, head_sha=NEW, body="report")
     bodies = [c["body"] for c in github_server.comments_on(7)]
-    assert bodies[0] == f"copied: {MARKER}" and len(bodies) == 2
+    assert bodies[0] == f"copied: {marker}" and len(bodies) == 2
 
 
 def test_a_deleted_comment_is_recreated(api: RepoAPI, github_server: FakeGitHub) -> None:
@@ -217,9 +223,83 @@ def test_newer_by_date(ours: datetime, theirs: datetime | None, newer: bool) -> 
 
 
 def test_with_markers_replaces_an_old_sha_marker_and_keeps_one_marker() -> None:
-    once = with_markers(f"{MARKER}\nbody", OLD)
-    twice = with_markers(once, NEW)
+    once = with_markers(f"{LEGACY_MARKER}\nbody", context="flipgate", head_sha=OLD,
+                        fingerprint="abc")
+    twice = with_markers(once, context="flipgate", head_sha=NEW, fingerprint="def")
     assert twice.count(MARKER) == 1 and marked_sha(twice) == NEW and OLD not in twice
+    assert marked_fingerprint(twice) == "def" and LEGACY_MARKER not in twice
+    assert twice.splitlines()[1:] == ["body"]
+
+
+@pytest.mark.parametrize(("context", "marker"), [
+    ("flipgate", "<!-- flipgate:flipgate -->"),
+    ("flipgate/prod", "<!-- flipgate:flipgate/prod -->"),
+    ("evil --> <b>x</b>", "<!-- flipgate:evil -\u2010\u203a <b\u203ax</b\u203a -->"),
+])
+def test_the_marker_names_the_status_context_and_cannot_end_early(context: str,
+                                                                  marker: str) -> None:
+    assert context_marker(context) == marker
+    assert context_marker(context).count("-->") == 1
+
+
+# -- several gates on one pull request -------------------------------------------
+
+def gate_comments(server: FakeGitHub, context: str) -> list[dict]:
+    return [c for c in server.comments_on(7) if context_marker(context) in c["body"]]
+
+
+def test_two_gates_keep_two_comments_each_edited_in_place(api: RepoAPI,
+                                                          github_server: FakeGitHub) -> None:
+    for run in ("first", "second"):
+        for context in ("flipgate/support", "flipgate/sales"):
+            publish(api, number=7, login=ACTIONS_BOT_LOGIN, head_sha=NEW,
+                    body=f"{LEGACY_MARKER}\n{context} {run}", context=context)
+
+    support, sales = (gate_comments(github_server, c) for c in ("flipgate/support",
+                                                                  "flipgate/sales"))
+    assert [c["body"].splitlines()[-1] for c in support + sales] == [
+        "flipgate/support second", "flipgate/sales second"]
+    assert len(github_server.comments_on(7)) == 2
+    assert len(github_server.requests_to("POST", "/comments")) == 2
+
+
+def test_a_bare_marker_comment_is_adopted_once_and_remarked(api: RepoAPI,
+                                                            github_server: FakeGitHub) -> None:
+    old = github_server.add_comment(7, f"{LEGACY_MARKER}<!-- flipgate:sha={OLD} -->\nold report",
+                                    user=ACTIONS_BOT_LOGIN)
+    assert publish(api, number=7, login=ACTIONS_BOT_LOGIN, head_sha=NEW,
+                   body=f"{LEGACY_MARKER}\nnew report",
+                   context="flipgate/prod") == Published.MIGRATED
+    assert publish(api, number=7, login=ACTIONS_BOT_LOGIN, head_sha=NEW,
+                   body=f"{LEGACY_MARKER}\nstaging report",
+                   context="flipgate/staging") == Published.CREATED
+
+    prod, staging = gate_comments(github_server, "flipgate/prod"), gate_comments(
+        github_server, "flipgate/staging")
+    assert [c["id"] for c in prod] == [old["id"]] and len(staging) == 1
+    assert LEGACY_MARKER not in prod[0]["body"] and prod[0]["body"].endswith("new report")
+
+
+def test_on_change_leaves_a_comment_with_the_same_verdicts(api: RepoAPI,
+                                                           github_server: FakeGitHub) -> None:
+    def post(body: str, fingerprint: str) -> Published:
+        return publish(api, number=7, login=ACTIONS_BOT_LOGIN, head_sha=NEW, body=body,
+                       fingerprint=fingerprint, mode=CommentMode.ON_CHANGE)
+
+    assert post("1 blocking (12.3 s)", "aaa") is Published.CREATED
+    assert post("1 blocking (9.8 s)", "aaa") is Published.SAME_VERDICTS
+    assert post("2 blocking", "bbb") is Published.EDITED
+    [comment] = github_server.comments_on(7)
+    assert comment["body"].endswith("2 blocking") and marked_fingerprint(comment["body"]) == "bbb"
+    assert len(github_server.requests_to("PATCH", "/comments")) == 1
+
+
+def test_comment_never_reads_and_writes_no_comment(api: RepoAPI,
+                                                   github_server: FakeGitHub) -> None:
+    assert publish(api, number=7, login=ACTIONS_BOT_LOGIN, head_sha=NEW, body="report",
+                   mode=CommentMode.NEVER) is Published.DISABLED
+    assert github_server.requests_to("GET", "/comments") == []
+    assert github_server.comments_on(7) == []
 
 
 # -- GitHub Enterprise layout -------------------------------------------------------

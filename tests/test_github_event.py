@@ -18,6 +18,7 @@ from flipgate.github.event import (
     PullRequest,
     RunCheck,
     RunCommand,
+    RunDispatch,
     UsageCommand,
     decide,
     load_event,
@@ -174,10 +175,20 @@ def test_the_real_edited_payload_is_ignored_even_when_it_reads_as_a_command() ->
     assert isinstance(decide("issue_comment", event), Ignore)
 
 
-@pytest.mark.parametrize("event_name", ["push", "workflow_dispatch", "schedule", "issues"])
+@pytest.mark.parametrize("event_name", ["push", "schedule", "issues"])
 def test_other_events_are_ignored(event_name: str) -> None:
     activity = decide(event_name, {})
     assert isinstance(activity, Ignore) and event_name in activity.reason
+
+
+def test_workflow_dispatch_evaluates_the_pull_request_named_by_the_input() -> None:
+    payload = {"inputs": {"pr-number": "42"}, "sender": {"login": "maintainer"}}
+    assert decide("workflow_dispatch", payload, pr_number=42) == RunDispatch(42, "maintainer")
+
+
+def test_workflow_dispatch_without_a_pull_request_number_is_bad_input() -> None:
+    with pytest.raises(InputError, match="pr-number"):
+        decide("workflow_dispatch", {"inputs": {}})
 
 
 def test_a_payload_missing_what_its_event_needs_is_bad_input() -> None:
@@ -225,6 +236,17 @@ def test_settings_read_hyphenated_inputs_and_hide_secrets() -> None:
     assert "ghs_secret_token" not in repr(settings) and "sk-secret-key" not in repr(settings)
 
 
+@pytest.mark.parametrize(("inputs", "mode", "number"), [
+    ({}, "always", None),
+    ({"INPUT_COMMENT": "never", "INPUT_PR-NUMBER": "17"}, "never", 17),
+    ({"INPUT_COMMENT": "on-change", "INPUT_PR-NUMBER": "#8"}, "on-change", 8),
+])
+def test_settings_read_the_comment_mode_and_pr_number(inputs: dict[str, str], mode: str,
+                                                      number: int | None) -> None:
+    settings = Settings.from_env({**ENV, "GITHUB_TOKEN": "t", **inputs})
+    assert (settings.comment_mode.value, settings.pr_number) == (mode, number)
+
+
 def test_settings_defaults_and_the_token_fallback() -> None:
     settings = Settings.from_env({**ENV, "GITHUB_TOKEN": "ghs_env", "INPUT_CONFIG": "",
                                   "INPUT_FORK-POLICY": ""})
@@ -234,10 +256,12 @@ def test_settings_defaults_and_the_token_fallback() -> None:
 
 def test_settings_report_every_problem_at_once() -> None:
     with pytest.raises(InputError) as caught:
-        Settings.from_env({"GITHUB_REPOSITORY": "no-slash", "INPUT_FORK-POLICY": "always"})
+        Settings.from_env({"GITHUB_REPOSITORY": "no-slash", "INPUT_FORK-POLICY": "always",
+                           "INPUT_COMMENT": "sometimes", "INPUT_PR-NUMBER": "latest"})
     text = str(caught.value)
     for expected in ("GITHUB_EVENT_NAME", "GITHUB_EVENT_PATH", "owner/name", "github-token",
-                     "require-command or run"):
+                     "`require-command` or `run`", "`always` or `on-change` or `never`",
+                     "pull request number, got 'latest'"):
         assert expected in text
 
 

@@ -42,13 +42,14 @@ from flipgate.github.event import (
     PullRequest,
     RunCheck,
     RunCommand,
+    RunDispatch,
     UsageCommand,
     decide,
     load_event,
     may_command,
 )
 from flipgate.github.settings import Settings, export_model_keys
-from flipgate.github.sticky import BODY_LIMIT, Published, publish
+from flipgate.github.sticky import CommentMode, Published, body_limit, publish
 from flipgate.github.workflow import Workflow
 from flipgate.model import Conclusion, Report
 
@@ -89,15 +90,18 @@ class Outcome:
     comment: str             # the sticky comment's body
     create_comment: bool     # False: only update a comment that already exists
     summary: str             # the step summary's Markdown
+    fingerprint: str         # what the verdicts are, for `comment: on-change`
     regressions: int = 0
     report_path: str = ""
 
 
 def outcome_of_report(report: Report, *, exit_code: int, report_path: str,
-                      summary_room: int, message: str | None = None) -> Outcome:
+                      summary_room: int, message: str | None = None,
+                      comment_limit: int = body_limit("flipgate")) -> Outcome:
     """The status, comment and summary of a finished check (`message`: why it stopped early)."""
     counts = report.counts
-    comment = render.render_comment(report, max_chars=BODY_LIMIT)
+    comment = render.render_comment(report, max_chars=comment_limit)
+    fingerprint = messages.verdicts_fingerprint(report, message=message)
     try:  # the summary gets the most detail that fits what is left of its 1 MiB
         summary = render.render_summary(report, max_chars=summary_room)
     except ValueError:
@@ -105,14 +109,14 @@ def outcome_of_report(report: Report, *, exit_code: int, report_path: str,
     if report.conclusion is Conclusion.SKIPPED:
         return Outcome(state="success", description=messages.NO_CHANGE, conclusion="skipped",
                        exit_code=exit_code, comment=comment, create_comment=False,
-                       summary=summary, report_path=report_path)
+                       summary=summary, fingerprint=fingerprint, report_path=report_path)
     state = {Conclusion.SUCCESS: "success", Conclusion.FAILURE: "failure"}.get(
         report.conclusion, "error")
     description = (shorten(f"could not finish: {message}", messages.STATUS_LIMIT)
                    if message else messages.status_description(report))
     return Outcome(state=state, description=description,
                    conclusion=report.conclusion.value, exit_code=exit_code, comment=comment,
-                   create_comment=True, summary=summary,
+                   create_comment=True, summary=summary, fingerprint=fingerprint,
                    regressions=counts.blocking_regressions + counts.regressions_to_review,
                    report_path=report_path)
 
@@ -131,7 +135,8 @@ def outcome_of_failure(exc: BaseException, *, head_sha: str) -> Outcome:
     # (exit 2) reached no conclusion, so it leaves the output unset.
     return Outcome(state="error", description=messages.failure_description(kind),
                    conclusion="error" if exit_code == EXIT_INCOMPLETE else "",
-                   exit_code=exit_code, comment=text, create_comment=True, summary=text)
+                   exit_code=exit_code, comment=text, create_comment=True, summary=text,
+                   fingerprint=messages.fingerprint_of_text(text))
 
 
 # -- steps ----------------------------------------------------------------------
@@ -144,7 +149,7 @@ def main(environ: MutableMapping[str, str] | None = None, *, check: CheckRunner 
     try:
         settings = Settings.from_env(environ)
         activity = decide(settings.event_name, load_event(settings.event_path),
-                          fork_policy=settings.fork_policy)
+                          fork_policy=settings.fork_policy, pr_number=settings.pr_number)
     except InputError as exc:
         for problem in exc.problems:
             workflow.error(str(problem))
@@ -174,6 +179,11 @@ def main(environ: MutableMapping[str, str] | None = None, *, check: CheckRunner 
             exit_code = evaluate(settings, api, workflow, pull, check=check, git=git)
             react(api, workflow, activity, "rocket" if exit_code in (0, 1) else "confused")
             return exit_code
+        if isinstance(activity, RunDispatch):
+            pull = api.pull(activity.number)
+            workflow.info(f"flipgate: workflow_dispatch by {activity.actor}: pull request "
+                          f"#{pull.number}, head pinned at {pull.head_sha}")
+            return evaluate(settings, api, workflow, pull, check=check, git=git)
         assert isinstance(activity, RunCheck)
         return evaluate(settings, api, workflow, activity.pull, check=check, git=git)
     except GitHubError as exc:
@@ -219,7 +229,8 @@ def react(api: RepoAPI, workflow: Workflow, command: RunCommand, content: str) -
 
 def evaluate(settings: Settings, api: RepoAPI, workflow: Workflow, pull: PullRequest, *,
              check: CheckRunner | None, git: GitRunner) -> int:
-    login = api.own_login()
+    # `comment: never` reads and writes no comment, so it needs no login either.
+    login = api.own_login() if settings.comment_mode is not CommentMode.NEVER else ""
     status = _status_setter(settings, api, pull)
     status("pending", messages.pending_description(pull))
 
@@ -228,8 +239,11 @@ def evaluate(settings: Settings, api: RepoAPI, workflow: Workflow, pull: PullReq
     exit_code = outcome.exit_code
     try:
         published = publish(api, number=pull.number, login=login, head_sha=pull.head_sha,
-                            body=outcome.comment, create=outcome.create_comment)
-        workflow.info(f"flipgate: comment {published.value}")
+                            body=outcome.comment, create=outcome.create_comment,
+                            context=settings.status_context, fingerprint=outcome.fingerprint,
+                            mode=settings.comment_mode)
+        workflow.info(f"flipgate: comment {published.value}"
+                      + messages.PUBLISHED_NOTES.get(published.value, ""))
         if published is Published.KEPT_NEWER:
             workflow.notice("the PR's comment describes a newer head; left it as it is")
     except GitHubError as exc:
@@ -284,7 +298,8 @@ def run_check_safely(settings: Settings, workflow: Workflow, pull: PullRequest, 
     return outcome_of_report(result.report, exit_code=result.exit_code,
                              report_path=f"{OUT_DIR}/report.json" if report_file.exists() else "",
                              summary_room=workflow.summary_room(),
-                             message=getattr(result, "message", None))
+                             message=getattr(result, "message", None),
+                             comment_limit=body_limit(settings.status_context))
 
 
 def ensure_commits(repo: Path, shas: Sequence[str], *, git: GitRunner) -> None:

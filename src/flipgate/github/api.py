@@ -129,14 +129,15 @@ class RepoAPI:
             raise
 
     @_translated("list pull request comments")
-    def first_comment(self, number: int,
-                      matches: Callable[[IssueComment], bool]) -> IssueComment | None:
-        """The oldest comment on the PR's conversation that `matches`, paging as far as needed."""
+    def matching_comments(self, number: int,
+                          matches: Callable[[IssueComment], bool]) -> list[IssueComment]:
+        """Every comment on the PR's conversation that `matches`, oldest first (all pages)."""
+        found = []
         for item in self._repo.get_issue(number).get_comments():
             comment = IssueComment(id=item.id, author=item.user.login, body=item.body or "")
             if matches(comment):
-                return comment
-        return None
+                found.append(comment)
+        return found
 
     @_translated("create comment")
     def create_comment(self, number: int, body: str) -> int:

@@ -83,13 +83,26 @@ class UsageCommand(Command):
 
 
 @dataclass(frozen=True)
+class RunDispatch:
+    """`workflow_dispatch`: evaluate the named pull request's head as it is now.
+
+    Only someone with write access can start a workflow by hand, so there is
+    no permission to check, and a fork's pull request is evaluated too.
+    """
+
+    number: int
+    actor: str
+
+
+@dataclass(frozen=True)
 class Ignore:
     """Nothing to do; `reason` goes to the log."""
 
     reason: str
 
 
-Activity = RunCheck | AwaitCommand | CannotRunFork | RunCommand | UsageCommand | Ignore
+Activity = (RunCheck | AwaitCommand | CannotRunFork | RunCommand | UsageCommand | RunDispatch
+            | Ignore)
 
 
 def load_event(path: str | Path) -> dict[str, Any]:
@@ -159,17 +172,30 @@ def decide_pull(pull: PullRequest, *, event_name: str,
 # -- the decision ------------------------------------------------------------
 
 def decide(event_name: str, payload: Mapping[str, Any], *,
-           fork_policy: ForkPolicy = ForkPolicy.REQUIRE_COMMAND) -> Activity:
+           fork_policy: ForkPolicy = ForkPolicy.REQUIRE_COMMAND,
+           pr_number: int | None = None) -> Activity:
+    """`pr_number`: the `pr-number` input, which a `workflow_dispatch` run needs."""
     try:
         if event_name in PULL_REQUEST_EVENTS:
             return _decide_pull_request(event_name, payload, fork_policy)
         if event_name == "issue_comment":
             return _decide_comment(payload)
+        if event_name == "workflow_dispatch":
+            return _decide_dispatch(payload, pr_number)
     except (KeyError, TypeError, ValueError) as exc:
         raise InputError(Problem("GITHUB_EVENT_PATH", None,
                                  f"the {event_name} payload lacks {exc}")) from None
     return Ignore(f"flipgate does nothing on `{event_name}` events; it runs on pull_request, "
-                  "pull_request_target and issue_comment")
+                  "pull_request_target, issue_comment and workflow_dispatch")
+
+
+def _decide_dispatch(payload: Mapping[str, Any], pr_number: int | None) -> Activity:
+    if pr_number is None:
+        raise InputError(Problem("input pr-number", None,
+                                 "a workflow_dispatch run needs the pull request to evaluate: "
+                                 "pass `pr-number: ${{ inputs.pr-number }}`"))
+    actor = (payload.get("sender") or {}).get("login") or "someone"
+    return RunDispatch(number=pr_number, actor=str(actor))
 
 
 def _decide_pull_request(event_name: str, payload: Mapping[str, Any],

@@ -8,6 +8,8 @@ Markdown, HTML and @-mentions are inert. Replies never start with
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 
 from flipgate.escaping import fence, shorten
@@ -131,3 +133,31 @@ def await_command(pull: PullRequest) -> str:
     return (f"flipgate is waiting on pull request #{pull.number}: it comes from a fork and "
             f"`fork-policy` is `require-command`, so it is evaluated only when a maintainer "
             f"comments `/flipgate run`. The `flipgate` status stays pending until then.")
+
+
+# -- what the sticky comment says, in short ---------------------------------------
+
+# Appended to "flipgate: comment <published>" in the log, where the word alone is unclear.
+PUBLISHED_NOTES = {
+    "same-verdicts": " (comment: on-change, and the verdicts are those the comment shows)",
+    "disabled": " (comment: never; the step summary has the report)",
+    "migrated": " (an older flipgate's comment, now marked with this gate's status context)",
+    "not-created": " (nothing to gate, and no comment to update)",
+}
+
+
+def verdicts_fingerprint(report: Report, *, message: str | None = None) -> str:
+    """A short hash of what a reviewer would call "the verdicts": the conclusion, every
+    row's verdict, blocking flag and relevance drop, and why a run stopped. Scores,
+    reasons and usage may change between runs without the verdicts changing."""
+    rows = sorted((row.id, row.verdict.value, row.blocking, row.relevance_drop)
+                  for row in report.rows if row.verdict.value != "unchanged" or row.relevance_drop)
+    return _digest(json.dumps([report.conclusion.value, message or "", rows]))
+
+
+def fingerprint_of_text(text: str) -> str:
+    return _digest(text)
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]

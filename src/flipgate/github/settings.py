@@ -10,15 +10,19 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, MutableMapping
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
+from typing import TypeVar
 
 from flipgate.errors import InputError, Problem
 from flipgate.github.event import ForkPolicy
+from flipgate.github.sticky import CommentMode
 
 DEFAULT_API_URL = "https://api.github.com"
 DEFAULT_SERVER_URL = "https://github.com"
 DEFAULT_CONFIG = ".flipgate.yml"
 DEFAULT_STATUS_CONTEXT = "flipgate"
+E = TypeVar("E", bound=StrEnum)
 # Input name -> the variable the openai client reads for the length of the run.
 KEY_INPUTS = {"openai-api-key": "OPENAI_API_KEY", "azure-openai-api-key": "AZURE_OPENAI_API_KEY"}
 
@@ -42,6 +46,8 @@ class Settings:
     config: str = DEFAULT_CONFIG
     status_context: str = DEFAULT_STATUS_CONTEXT
     fork_policy: ForkPolicy = ForkPolicy.REQUIRE_COMMAND
+    comment_mode: CommentMode = CommentMode.ALWAYS
+    pr_number: int | None = None     # which PR a `workflow_dispatch` run evaluates
     # Input name -> value, for the model keys passed as inputs (never printed).
     model_keys: Mapping[str, str] = field(default_factory=dict, repr=False)
 
@@ -79,14 +85,18 @@ class Settings:
             problems.append(Problem("input github-token", None,
                                     "no token: pass `github-token` (default: the workflow's "
                                     "GITHUB_TOKEN)"))
-        policy_text = input_value(environ, "fork-policy") or ForkPolicy.REQUIRE_COMMAND.value
-        try:
-            fork_policy = ForkPolicy(policy_text)
-        except ValueError:
-            choices = " or ".join(policy.value for policy in ForkPolicy)
-            problems.append(Problem("input fork-policy", None,
-                                    f"expected {choices}, got {policy_text!r}"))
-            fork_policy = ForkPolicy.REQUIRE_COMMAND
+        fork_policy = _choice(environ, "fork-policy", ForkPolicy, ForkPolicy.REQUIRE_COMMAND,
+                              problems)
+        comment_mode = _choice(environ, "comment", CommentMode, CommentMode.ALWAYS, problems)
+        pr_text = input_value(environ, "pr-number")
+        pr_number = None
+        if pr_text is not None:
+            digits = pr_text.lstrip("#")
+            if digits.isascii() and digits.isdigit() and int(digits) > 0:
+                pr_number = int(digits)
+            else:
+                problems.append(Problem("input pr-number", None,
+                                        f"expected a pull request number, got {pr_text!r}"))
         if problems:
             raise InputError(problems)
 
@@ -104,8 +114,22 @@ class Settings:
             config=input_value(environ, "config") or DEFAULT_CONFIG,
             status_context=input_value(environ, "status-context") or DEFAULT_STATUS_CONTEXT,
             fork_policy=fork_policy,
+            comment_mode=comment_mode,
+            pr_number=pr_number,
             model_keys=keys,
         )
+
+
+def _choice(environ: Mapping[str, str], name: str, kind: type[E], default: E,
+            problems: list[Problem]) -> E:
+    """An input that must be one of an enum's values; a wrong one is a problem, not a guess."""
+    text = input_value(environ, name) or default.value
+    try:
+        return kind(text)
+    except ValueError:
+        choices = " or ".join(f"`{member.value}`" for member in kind)
+        problems.append(Problem(f"input {name}", None, f"expected {choices}, got {text!r}"))
+        return default
 
 
 def _url(environ: Mapping[str, str], name: str, default: str) -> str:
