@@ -161,7 +161,9 @@ def test_every_judge_request_is_json_mode_to_the_pinned_model_with_inputs_verbat
     assert CliRunner().invoke(cli, args).exit_code == 1
 
     chats = openai_server.chat_requests()
-    assert chats and {r.kind for r in chats} == {"groundedness", "relevance", "fluency"}
+    # The probe: one tiny request to the same pinned model before any scoring.
+    assert chats and {r.kind for r in chats} == {"probe", "groundedness", "relevance", "fluency"}
+    assert chats[0].kind == "probe" and len(openai_server.chat_requests("probe")) == 1
     for request in chats:
         assert request.body["response_format"] == {"type": "json_object"}
         assert request.model == "judge-pinned"
@@ -182,9 +184,11 @@ def test_every_judge_request_is_json_mode_to_the_pinned_model_with_inputs_verbat
     # The key and the server come from the client's own variables (OPENAI_API_KEY, OPENAI_BASE_URL).
     assert {r.headers.get("Authorization") for r in openai_server.requests} == {"Bearer test-key"}
 
-    # One /embeddings request for the whole run, with every query in it, to the pinned model.
-    [embeddings] = openai_server.embedding_requests()
-    assert embeddings.body["model"] == "embed-pinned"
+    # The embeddings probe (one text, before any scoring), then one /embeddings request
+    # for the whole run, with every query in it, both to the pinned model.
+    [probe, embeddings] = openai_server.embedding_requests()
+    assert probe.body["input"] == ["flipgate probe"]
+    assert probe.body["model"] == embeddings.body["model"] == "embed-pinned"
     assert {case["query"] for case in TRICKY_CASES} <= set(embeddings.body["input"])
 
 

@@ -145,7 +145,7 @@ def test_server_errors_past_the_client_retries_are_a_judge_error(openai_server: 
     openai_server.fail("groundedness", status=500, times=10)
     score = groundedness(REFUND, "Within 30 days.")
     assert score.value is None
-    assert score.error == "groundedness judge: HTTP 500 after 1 retry: injected 500"
+    assert score.error == "groundedness judge: HTTP 500 (after 1 retry): injected 500"
     assert [r.status for r in openai_server.requests] == [500, 500]  # max_retries=1
     # An API failure is not a bad reply: it is not asked again on top of the client's retries.
 
@@ -153,7 +153,7 @@ def test_server_errors_past_the_client_retries_are_a_judge_error(openai_server: 
 def test_a_timeout_is_a_judge_error(openai_server: FakeOpenAI) -> None:
     openai_server.latency = 0.5
     score = groundedness(REFUND, "Within 30 days.", config=make_config(timeout=0.1, max_retries=0))
-    assert score.value is None and score.error == "groundedness judge: request timed out"
+    assert score.value is None and score.error == "groundedness judge: request timed out (sent once)"
 
 
 def test_garbage_is_asked_again_once_and_the_second_reply_counts(openai_server: FakeOpenAI) -> None:

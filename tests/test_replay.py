@@ -39,11 +39,14 @@ class CountingProgress:
     def __init__(self) -> None:
         self.total = self.done = 0
 
-    def add(self, total: int) -> None:
+    def add(self, total: int, phase: str = "judging") -> None:
         self.total += total
 
-    def advance(self, n: int = 1) -> None:
+    def advance(self, n: int = 1, phase: str = "judging") -> None:
         self.done += n
+
+    def watch(self, usage) -> None:
+        pass
 
     def close(self) -> None:
         pass
@@ -136,7 +139,9 @@ def test_a_failure_after_retries_names_the_case(openai_server) -> None:
     openai_server.fail("generation", status=500, times=3)
     with pytest.raises(IncompleteError) as caught:
         run(prepared(), runtime_for(concurrency=1), cases=CASES[:1], max_retries=2)
-    assert "generating the baseline answer for case 'case-0' failed after retries" in str(caught.value)
+    message = str(caught.value)
+    assert message.startswith("HTTP 500 from 127.0.0.1:") and "baseline model" in message
+    assert "(after 2 retries)" in message and "for case 'case-0'" in message
     assert len(openai_server.chat_requests("generation")) == 3  # the client's own retries
 
 

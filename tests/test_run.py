@@ -410,7 +410,8 @@ def test_a_generation_that_fails_after_retries_exits_3_naming_the_case(server: F
     repo.commit({"prompts/answer.prompty": HEAD_PROMPT})
     result, report = invoke(repo, tmp_path)
     assert result.exit_code == 3, result.output
-    assert "failed after retries" in result.stderr and "for case '" in result.stderr
+    assert "HTTP 500" in result.stderr and "(after 3 retries)" in result.stderr
+    assert "for case '" in result.stderr
     assert report["conclusion"] == "error"
     assert server.chat_requests("groundedness") == []  # nothing judged after the failure
 
@@ -425,7 +426,8 @@ def test_why_a_run_stopped_reaches_the_terminal_inert(server: FakeOpenAI, repo: 
         "model: gpt-4.1", 'model: "gpt\\e]52;c;cHduZWQ=\\a\\n::add-mask::y"')})
     result, _ = invoke(repo, tmp_path)
     assert result.exit_code == 3, result.output
-    assert "(gpt\\x1b]52;c;cHduZWQ=\\x07\\n::add-mask::y)" in result.stderr
+    assert "candidate model gpt\\x1b]52;c;cHduZWQ=\\x07\\n::add-mask::y (sent once)" \
+        in result.stderr
     assert not re.search("[\x00-\x09\x0b-\x1f\x7f-\x9f]", result.stderr)
 
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from flipgate.cache import Cache
-from flipgate.errors import IncompleteError, InputError
+from flipgate.errors import FlipgateError, IncompleteError, InputError
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -28,6 +28,12 @@ DEFAULT_TIMEOUT_SECONDS = 60.0
 DEFAULT_MAX_RETRIES = 3
 # OpenAI's /embeddings accepts at most 2048 inputs per request.
 DEFAULT_EMBEDDING_BATCH = 2048
+# The probe: the smallest request that proves the key, the endpoint and the model.
+PROBE_VERSION = 1
+PROBE_TEXT = "flipgate probe"
+PROBE_MESSAGES = ({"role": "system", "content": "flipgate probe: reply with the JSON object "
+                                                '{"ok": true} and nothing else.'},
+                  {"role": "user", "content": "ping"})
 
 
 @dataclass(frozen=True)
@@ -65,6 +71,79 @@ class Completion:
 
 class BudgetExceeded(IncompleteError):
     pass
+
+
+# -- API failures, said once and plainly ------------------------------------------
+
+# HTTP statuses no retry can fix: a wrong key, a missing permission, a model or
+# deployment that does not exist, a request the provider refuses. The openai
+# client sends these once; the run stops at the first one.
+FATAL_STATUSES = frozenset({400, 401, 403, 404})
+# What the openai client retries: timeouts, conflicts, rate limits, server errors.
+_RETRIED_STATUSES = frozenset({408, 409, 429})
+
+
+class ProviderError(IncompleteError):
+    """A provider refused a request in a way no retry can fix: the run stops (exit 3)."""
+
+
+def is_fatal(exc: BaseException) -> bool:
+    import openai
+
+    return isinstance(exc, openai.APIStatusError) and exc.status_code in FATAL_STATUSES
+
+
+def attempts_note(exc: BaseException, retries: int) -> str:
+    """How often the request really went out, as the openai client retries."""
+    import openai
+
+    if isinstance(exc, openai.APIStatusError):
+        status = exc.status_code
+        retried = status in _RETRIED_STATUSES or status >= 500
+    else:
+        retried = isinstance(exc, openai.APIConnectionError)  # timeouts included
+    if not retried or not retries:
+        return "sent once"
+    return f"after {retries} retr{'y' if retries == 1 else 'ies'}"
+
+
+def provider_message(exc: BaseException) -> str:
+    """The provider's own words: `error.message` of its JSON body, else the client's."""
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict):
+        inner = body.get("error") if isinstance(body.get("error"), dict) else body
+        if isinstance(inner.get("message"), str) and inner["message"].strip():
+            return inner["message"].strip()
+    return str(getattr(exc, "message", None) or exc).strip()
+
+
+def describe_failure(exc: BaseException, *, endpoint: Endpoint, model: str, role: str,
+                     retries: int) -> str:
+    """One line with everything needed to fix a failed request: the HTTP status, the
+    host (the URL when nothing answered), the model or deployment and the provider's
+    message, with how often it was really sent. `role`: "judge model", "embeddings
+    model", "candidate model", ..."""
+    import openai
+
+    what = f"{role} {model}"
+    attempts = attempts_note(exc, retries)
+    if isinstance(exc, openai.APITimeoutError):
+        return f"{what}: no answer from {endpoint.base_url} in time ({attempts})"
+    if isinstance(exc, openai.APIConnectionError):
+        return f"{what}: could not connect to {endpoint.base_url} ({attempts})"
+    if isinstance(exc, openai.APIStatusError):
+        host = urlsplit(endpoint.base_url).netloc or endpoint.base_url
+        return (f"HTTP {exc.status_code} from {host} for the {what} ({attempts}): "
+                f"{provider_message(exc)}")
+    return f"{what}: {type(exc).__name__}: {exc}"
+
+
+def failure_of(exc: BaseException, *, endpoint: Endpoint, model: str, role: str,
+               retries: int) -> IncompleteError:
+    """The error that stops a run for a failed request: a `ProviderError` when no retry
+    could help, else a plain `IncompleteError`."""
+    text = describe_failure(exc, endpoint=endpoint, model=model, role=role, retries=retries)
+    return ProviderError(text) if is_fatal(exc) else IncompleteError(text)
 
 
 @dataclass
@@ -216,6 +295,30 @@ class LLM:
         size = max(1, self.embedding_batch)
         await asyncio.gather(*(one_batch(missing[i:i + size]) for i in range(0, len(missing), size)))
         return [vectors[text] for text in texts]
+
+    async def probe(self, *, model: str, params: Mapping[str, Any], role: str,
+                    embedding_model: str | None = None) -> None:
+        """One cheap request to `model` (and one to `embedding_model`) before any real
+        work, so a wrong key, model or deployment stops the run before money is spent.
+        A success is cached like any reply, so a fully cached run still sends nothing."""
+        retries = getattr(self.client, "max_retries", 0)
+        try:
+            await self.chat(model=model, messages=PROBE_MESSAGES, params=params,
+                            cache_tag={"probe": PROBE_VERSION})
+        except FlipgateError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the client's errors, after its own retries
+            raise failure_of(exc, endpoint=self.endpoint, model=model, role=role,
+                             retries=retries) from None
+        if embedding_model is None:
+            return
+        try:
+            await self.embed(model=embedding_model, texts=[PROBE_TEXT])
+        except FlipgateError:
+            raise
+        except Exception as exc:  # noqa: BLE001
+            raise failure_of(exc, endpoint=self.endpoint, model=embedding_model,
+                             role="embeddings model", retries=retries) from None
 
     def _embedding_key(self, model: str, text: str) -> dict[str, Any]:
         return {"endpoint": self.endpoint.identity(), "embedding_model": model, "input": text}

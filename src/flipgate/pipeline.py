@@ -216,10 +216,15 @@ async def _replay_and_gate(*, inputs: Inputs, pair: LockedPair,
     from flipgate.llm import make_client
     from flipgate.scoring import gate_answers
 
-    # Build (and drop) the judge first: a judge that cannot be set up should
-    # stop the run before any generation is paid for.
-    await make_judge(inputs.config, runtime=runtime, provider=judge).aclose()
-    client = make_client(pair.baseline.endpoint)
+    # Build and probe the judge first: a judge that cannot be set up, or whose key,
+    # endpoint or model is wrong, stops the run before any generation is paid for.
+    the_judge = make_judge(inputs.config, runtime=runtime, provider=judge)
+    try:
+        await the_judge.probe()
+        client = make_client(pair.baseline.endpoint)
+    except BaseException:
+        await the_judge.aclose()
+        raise
     try:
         cases = inputs.cases
         if pair.adopted:
@@ -232,10 +237,14 @@ async def _replay_and_gate(*, inputs: Inputs, pair: LockedPair,
                 replay(cases, prepared["candidate"], client=client, runtime=runtime,
                        purpose="candidate"),
             ])
+    except BaseException:
+        await the_judge.aclose()
+        raise
     finally:
         await client.close()
     return await gate_answers(cases=cases, baseline=baseline, candidate=candidate,
-                              config=inputs.config, runtime=runtime, judge_provider=judge)
+                              config=inputs.config, runtime=runtime, judge_provider=judge,
+                              judge=the_judge)
 
 
 async def check(*, repo: Path, base: str, head: str, config_path: str = DEFAULT_CONFIG,

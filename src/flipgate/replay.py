@@ -16,9 +16,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from flipgate.endpoint_lock import Generator
-from flipgate.errors import FlipgateError, IncompleteError
-from flipgate.llm import LLM, BudgetExceeded, Endpoint
+from flipgate.errors import FlipgateError
+from flipgate.llm import LLM, BudgetExceeded, Endpoint, failure_of
 from flipgate.model import Answer, Case
+from flipgate.progress import GENERATION
 from flipgate.prompty import Message, Rendered
 from flipgate.runtime import Runtime
 
@@ -86,7 +87,7 @@ async def replay(cases: Sequence[Case], generator: PreparedGenerator, *, client:
     side_llm = LLM(client, generator.endpoint, limiter=runtime.limiter, cache=runtime.cache,
                    budget=runtime.budget, usage=runtime.usage_for(purpose))
     answers: dict[str, Answer] = {}
-    runtime.progress.add(len(cases))
+    runtime.progress.add(len(cases), GENERATION)
 
     async def one(case: Case) -> None:
         try:
@@ -101,12 +102,14 @@ async def replay(cases: Sequence[Case], generator: PreparedGenerator, *, client:
         except Exception as exc:  # noqa: BLE001 - the client's errors, after its own retries
             if os.environ.get("FLIPGATE_DEBUG"):
                 raise
-            raise IncompleteError(f"generating the {purpose} answer for case '{case.id}' "
-                                  f"failed after retries ({generator.model}): "
-                                  f"{type(exc).__name__}: {exc}") from None
+            failure = failure_of(exc, endpoint=generator.endpoint, model=generator.model,
+                                 role=f"{purpose} model",
+                                 retries=getattr(client, "max_retries", 0))
+            raise type(failure)(f"{failure} (generating the answer for case "
+                                f"'{case.id}')") from None
         answers[case.id] = Answer(response=completion.content,
                                   finish_reason=completion.finish_reason)
-        runtime.progress.advance()
+        runtime.progress.advance(1, GENERATION)
 
     await first_failure_cancels([one(case) for case in cases])
     return {case.id: answers[case.id] for case in cases}

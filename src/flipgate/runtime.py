@@ -23,13 +23,21 @@ class Runtime:
     @classmethod
     def from_config(cls, config: Config, *, cache_dir: str | Path | None,
                     progress: Progress | None = None) -> Runtime:
-        return cls(
+        runtime = cls(
             limiter=Limiter(limit=config.concurrency),
             budget=Budget(max_requests=config.budget.max_requests,
                           max_tokens=config.budget.max_tokens),
             cache=Cache(cache_dir) if cache_dir is not None else None,
             progress=progress or Silent(),
         )
+        runtime.progress.watch(runtime.totals)
+        return runtime
+
+    def totals(self) -> tuple[int, int]:
+        """(requests, tokens) the run has sent so far, every purpose together."""
+        usages = list(self.usage.values())
+        return (sum(u.requests + u.embedding_requests for u in usages),
+                sum(u.prompt_tokens + u.completion_tokens for u in usages))
 
     def usage_for(self, purpose: str) -> Usage:
         return self.usage.setdefault(purpose, Usage())

@@ -32,7 +32,7 @@ from flipgate.model import (
     Side,
     Verdict,
 )
-from flipgate.progress import Progress
+from flipgate.progress import JUDGING, Progress
 from flipgate.runtime import Runtime
 
 T = TypeVar("T")
@@ -41,7 +41,7 @@ T = TypeVar("T")
 _EVIDENCE_VERDICTS = (Verdict.REGRESSION, Verdict.UNSTABLE, Verdict.NEW_NON_ANSWER)
 
 
-async def _guard(call: Awaitable[Score], progress: Progress) -> Score:
+async def _guard(call: Awaitable[Score]) -> Score:
     """A judge must never raise for one row; if it does anyway, that is a judge error."""
     try:
         return await call
@@ -49,20 +49,15 @@ async def _guard(call: Awaitable[Score], progress: Progress) -> Score:
         raise  # budget exhausted and the like: the run stops
     except Exception as exc:  # noqa: BLE001 - anything else is this row's judge error
         return Score.failed(f"judge failed: {type(exc).__name__}: {exc}")
-    finally:
-        progress.advance()
 
 
-async def _groundedness(judge: Judge, case: Case, response: str, *, sample: int,
-                        progress: Progress) -> Score:
+async def _groundedness(judge: Judge, case: Case, response: str, *, sample: int) -> Score:
     if not response.strip():
-        progress.advance()
         return EMPTY_ANSWER
-    return await _guard(judge.groundedness(case, response, sample=sample), progress)
+    return await _guard(judge.groundedness(case, response, sample=sample))
 
 
-async def _relevance(judge: Judge, items: Sequence[tuple[Case, str]],
-                     progress: Progress) -> list[Relevance]:
+async def _relevance(judge: Judge, items: Sequence[tuple[Case, str]]) -> list[Relevance]:
     try:
         results = await judge.relevance(items)
         if len(results) != len(items):
@@ -72,7 +67,6 @@ async def _relevance(judge: Judge, items: Sequence[tuple[Case, str]],
     except Exception as exc:  # noqa: BLE001
         results = [Relevance(score=None, error=f"relevance failed: {type(exc).__name__}: {exc}")
                    for _ in items]
-    progress.advance(len(items))
     return results
 
 
@@ -88,26 +82,35 @@ def _evidence(case: Case, response: str) -> Evidence:
     return find_unsupported(case.context, response, query=case.query)
 
 
+RowScores = tuple[Score, Score, Score | None, tuple[Score, Score] | None]
+
+
 async def _judge_row(judge: Judge, case: Case, baseline: Answer, candidate: Answer, *,
-                     progress: Progress) -> tuple[Score, Score, Score | None, tuple[Score, Score] | None]:
-    """One row's groundedness work, in the rule's order, with no barrier between rows:
-    both sides, then the confirming re-score if the candidate newly fell to
-    ungrounded, then fluency if the row is tied in an answering bucket."""
+                     progress: Progress) -> RowScores:
+    """One row's groundedness work; the row counts as judged when all of it is done."""
+    try:
+        return await _row_scores(judge, case, baseline, candidate)
+    finally:
+        progress.advance(1, JUDGING)
+
+
+async def _row_scores(judge: Judge, case: Case, baseline: Answer, candidate: Answer) -> RowScores:
+    """In the rule's order, with no barrier between rows: both sides, then the
+    confirming re-score if the candidate newly fell to ungrounded, then fluency if
+    the row is tied in an answering bucket."""
     base, cand = await asyncio.gather(
-        _groundedness(judge, case, baseline.response, sample=0, progress=progress),
-        _groundedness(judge, case, candidate.response, sample=0, progress=progress))
+        _groundedness(judge, case, baseline.response, sample=0),
+        _groundedness(judge, case, candidate.response, sample=0))
     if base.value is None or cand.value is None:
         return base, cand, None, None
     before, after = gate.bucket_of(base.value), gate.bucket_of(cand.value)
     if gate.needs_rescore(before, after):
         # A fresh judge call (sample=1), never a cached verdict.
-        progress.add(1)
-        rescore = await _groundedness(judge, case, candidate.response, sample=1, progress=progress)
+        rescore = await _groundedness(judge, case, candidate.response, sample=1)
         return base, cand, rescore, None
     if gate.is_tie(before, after):
-        progress.add(2)
-        fluency = await asyncio.gather(_guard(judge.fluency(baseline.response), progress),
-                                       _guard(judge.fluency(candidate.response), progress))
+        fluency = await asyncio.gather(_guard(judge.fluency(baseline.response)),
+                                       _guard(judge.fluency(candidate.response)))
         return base, cand, None, (fluency[0], fluency[1])
     return base, cand, None, None
 
@@ -116,13 +119,13 @@ async def score_rows(*, cases: Sequence[Case], baseline: Mapping[str, Answer],
                      candidate: Mapping[str, Answer], config: Config, judge: Judge,
                      progress: Progress) -> Report:
     n = len(cases)
-    progress.add(4 * n)  # groundedness and relevance for both sides
+    progress.add(n, JUDGING)  # planned up front: a row is done when all its judging is
     relevance_items = [(case, answers[case.id].response)
                        for answers in (baseline, candidate) for case in cases]
     *judged, relevances = await asyncio.gather(
         *(_judge_row(judge, case, baseline[case.id], candidate[case.id], progress=progress)
           for case in cases),
-        _relevance(judge, relevance_items, progress))
+        _relevance(judge, relevance_items))
 
     rows = []
     for i, case in enumerate(cases):
@@ -194,11 +197,19 @@ def stopped_report(*, cases: Sequence[Case], config: Config, judge_provider: str
 
 async def gate_answers(*, cases: Sequence[Case], baseline: Mapping[str, Answer],
                        candidate: Mapping[str, Answer], config: Config, runtime: Runtime,
-                       judge_provider: str | None = None) -> Report:
-    """Build the configured judge, score both answer sets, classify every row."""
+                       judge_provider: str | None = None, judge: Judge | None = None) -> Report:
+    """Score both answer sets and classify every row, with `judge` (already probed and
+    closed here) or else the configured judge, probed first: a wrong key or model stops
+    the run after one request instead of failing on every row."""
     from flipgate.judges import make_judge
 
-    judge = make_judge(config, runtime=runtime, provider=judge_provider)
+    if judge is None:
+        judge = make_judge(config, runtime=runtime, provider=judge_provider)
+        try:
+            await judge.probe()
+        except BaseException:
+            await judge.aclose()
+            raise
     try:
         report = await score_rows(cases=cases, baseline=baseline, candidate=candidate,
                                   config=config, judge=judge, progress=runtime.progress)

@@ -21,7 +21,8 @@ How a chat request is classified (its ``kind``)
 A chat completion that asks for ``response_format: {"type": "json_object"}``
 and names a metric is a judge request: ``"groundedness"``, ``"fluency"``, or
 ``"relevance"`` (the invented-questions prompt: it says "noncommittal" /
-"questions"). Anything else is ``"generation"``. Embedding requests have kind
+"questions"). flipgate's probe (its system message starts "flipgate probe") is
+``"probe"``. Anything else is ``"generation"``. Embedding requests have kind
 ``"embeddings"``. The judge's inputs are pulled out of its messages, from
 flipgate's delimited sections (``<<<QUERY tag>>>`` ... ``<<<END QUERY tag>>>``) or from
 azure-ai-evaluation's ``# Data`` block, and recorded on the request.
@@ -51,6 +52,8 @@ Faults and timing
   requests of ``kind`` (or ``"any"``) get that HTTP error. ``retry_after``
   (seconds) is sent as ``Retry-After``; without it the server sends
   ``retry-after-ms: 1`` so the client's own retries stay fast in tests.
+- ``missing_models``: model (or Azure deployment) names answered with the
+  provider's own 404 ("model_not_found" / "DeploymentNotFound").
 - ``latency``: seconds every request waits before answering (threads
   overlap, so concurrent requests really run concurrently).
 - ``peak_concurrency``: most requests in flight at once, measured here.
@@ -86,7 +89,7 @@ from werkzeug.wrappers import Request, Response
 from support.loopback import LoopbackHTTP
 
 JUDGE_KINDS = ("groundedness", "relevance", "fluency")
-KINDS = (*JUDGE_KINDS, "generation", "embeddings")
+KINDS = (*JUDGE_KINDS, "generation", "embeddings", "probe")
 EMBEDDING_DIMENSIONS = 64
 
 # flipgate's judge prompts put each input between these markers (see
@@ -168,6 +171,8 @@ def classify_chat(body: Any) -> str:
     if not (isinstance(response_format, dict) and response_format.get("type") == "json_object"):
         return "generation"
     system = _system_text(body).lower()
+    if system.startswith("flipgate probe"):
+        return "probe"
     # The rubric lives in the system message for flipgate's prompts: decide on it
     # first, so an answer that happens to say "fluency" cannot change the kind.
     for kind, word in (("groundedness", "groundedness"), ("fluency", "fluency"),
@@ -261,6 +266,7 @@ class FakeOpenAI:
         self.peak_concurrency = 0
         self._active = 0
         self._faults: dict[str, list[_Fault]] = {}
+        self.missing_models: set[str] = set()
         self._calls: Counter[tuple[str, JudgeInputs]] = Counter()
         self._generation: Callable[[dict[str, Any]], Any] = default_generation
         self._groundedness: Callable[..., Any] = default_groundedness
@@ -377,6 +383,14 @@ class FakeOpenAI:
             return _error(401, "missing API key", "invalid_api_key")
         if not isinstance(record.body, dict):
             return _error(400, "body must be a JSON object", "invalid_request_error")
+        model = record.deployment or record.body.get("model")
+        if model in self.missing_models:
+            if record.deployment is not None:
+                return _error(404, "The API deployment for this resource does not exist. If "
+                              "you created the deployment within the last 5 minutes, please "
+                              "wait a moment and try again.", "DeploymentNotFound")
+            return _error(404, f"The model `{model}` does not exist or you do not have access "
+                          "to it.", "model_not_found")
         if (fault := self._take_fault(record.kind)) is not None:
             headers = ({"Retry-After": str(fault.retry_after)} if fault.retry_after is not None
                        else {"retry-after-ms": "1"})
@@ -400,6 +414,8 @@ class FakeOpenAI:
         body = record.body
         if record.kind == "generation":
             reply = self._generation(body)
+        elif record.kind == "probe":
+            reply = {"ok": True}
         else:
             inputs = record.inputs or JudgeInputs()
             with self._lock:
@@ -448,6 +464,8 @@ class FakeOpenAI:
 
 def _reply_content(kind: str, reply: Any) -> tuple[str, str]:
     """Turn what a script returned into (content, finish_reason)."""
+    if kind == "probe":
+        return json.dumps(reply), "stop"
     if kind == "generation":
         if isinstance(reply, dict):
             return str(reply.get("content", "")), str(reply.get("finish_reason", "stop"))

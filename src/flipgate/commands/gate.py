@@ -66,7 +66,7 @@ def gate(cases_path: str, baseline_path: str, candidate_path: str, config_path: 
     cases = load_cases(cases_path)
     baseline, candidate = load_answer_sets(cases, cases_path, [baseline_path, candidate_path])
 
-    bar = progress.for_stream("judging", sys.stderr)
+    bar = progress.for_stream(sys.stderr)
     runtime = Runtime.from_config(config, cache_dir=cache_dir_or_none(cache_dir, no_cache),
                                   progress=bar)
     stopped = None

@@ -35,7 +35,7 @@ def replay(ref: str, config_path: str, out_path: str, cache_dir: str, no_cache: 
     from flipgate.pipeline import replay_ref
     from flipgate.replay import write_answers
 
-    bar = progress.for_stream("generating", sys.stderr)
+    bar = progress.for_stream(sys.stderr)
     try:
         result = asyncio.run(replay_ref(repo=Path(repo), ref=ref, config_path=config_path,
                                         cache_dir=cache_dir_or_none(cache_dir, no_cache),

@@ -58,7 +58,7 @@ def run(base: str, head: str, config_path: str, out_dir: str, judge: str | None,
     from flipgate import progress
     from flipgate.pipeline import run_check
 
-    bar = progress.for_stream("replaying and judging", sys.stderr)
+    bar = progress.for_stream(sys.stderr)
     try:
         result = run_check(repo=Path(repo), base=base, head=head, config_path=config_path,
                            out_dir=Path(out_dir), cache_dir=cache_dir_or_none(cache_dir, no_cache),

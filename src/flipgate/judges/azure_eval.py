@@ -143,6 +143,10 @@ class AzureEvalJudge:
     async def relevance(self, items: Sequence[tuple[Case, str]]) -> list[Relevance]:
         return await self.relevance_judge.relevance(items)
 
+    async def probe(self) -> None:
+        """The same endpoint and deployment serve the SDK: the OpenAI judge's probe covers it."""
+        await self.relevance_judge.probe()
+
     async def aclose(self) -> None:
         await self.relevance_judge.aclose()
 
@@ -163,7 +167,7 @@ class AzureEvalJudge:
                 raise  # the budget ran out: the run stops
             except Exception as exc:  # noqa: BLE001 - the SDK raises many unrelated types
                 if (api_error := _api_failure(exc)) is not None:
-                    return Score.failed(f"{prefix}: {describe_api_error(api_error, retries=0)} "
+                    return Score.failed(f"{prefix}: {describe_api_error(api_error, retries=None)} "
                                         "(after the evaluator's own retries)")
                 problem = f"unreadable reply: {type(exc).__name__}: {exc}"
         return Score.failed(f"{prefix} answered nonsense twice: {problem}")

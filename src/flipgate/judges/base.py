@@ -41,5 +41,10 @@ class Judge(Protocol):
         """Relevance of each (case, response), in order, batching the work of the whole run."""
         ...
 
+    async def probe(self) -> None:
+        """One cheap request that proves the key, the endpoint and the models; raises
+        `flipgate.llm.ProviderError` (the run stops) when no retry could help."""
+        ...
+
     async def aclose(self) -> None:
         ...

@@ -220,5 +220,8 @@ class OfflineJudge:
     async def relevance(self, items: Sequence[tuple[Case, str]]) -> list[Relevance]:
         return [lexical_relevance(case, response) for case, response in items]
 
+    async def probe(self) -> None:
+        """Nothing to reach: the lexical judge runs here."""
+
     async def aclose(self) -> None:
         return None

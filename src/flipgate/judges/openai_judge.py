@@ -32,6 +32,8 @@ T = TypeVar("T")
 MAX_TOKENS = 800
 REASONING_MAX_COMPLETION_TOKENS = 4000
 DEFAULT_QUESTIONS = 3
+# A reasoning model spends some tokens before it can say anything at all.
+PROBE_MAX_TOKENS = 16
 
 
 
@@ -39,19 +41,20 @@ class JudgeFailure(Exception):
     """One judgement could not be obtained; the message goes into the report."""
 
 
-def describe_api_error(exc: openai.OpenAIError, *, retries: int) -> str:
-    """A one-line account of an API failure that survived the client's retries."""
+def describe_api_error(exc: openai.OpenAIError, *, retries: int | None) -> str:
+    """A one-line account of an API failure, with how often it was really sent
+    (`retries=None`: a caller that retries on its own and says so itself)."""
     import openai
 
-    after = f" after {retries} retr{'y' if retries == 1 else 'ies'}" if retries else ""
+    from flipgate.llm import attempts_note, provider_message
+
+    attempts = "" if retries is None else f" ({attempts_note(exc, retries)})"
     if isinstance(exc, openai.APITimeoutError):
-        return f"request timed out{after}"
+        return f"request timed out{attempts}"
     if isinstance(exc, openai.APIConnectionError):
-        return f"could not connect{after}: {exc}"
+        return f"could not connect{attempts}: {exc}"
     if isinstance(exc, openai.APIStatusError):
-        body = exc.body if isinstance(exc.body, dict) else {}
-        detail = body.get("message") if isinstance(body.get("message"), str) else exc.message
-        return f"HTTP {exc.status_code}{after}: {detail}"
+        return f"HTTP {exc.status_code}{attempts}: {provider_message(exc)}"
     return f"{type(exc).__name__}: {exc}"
 
 
@@ -110,6 +113,8 @@ class OpenAIJudge:
                 embedded = await self.llm.embed(model=self.info.embedding_model or "", texts=texts)
                 vectors = dict(zip(texts, embedded, strict=True))
             except openai.OpenAIError as exc:
+                self._stop_if_fatal(exc, model=self.info.embedding_model or "",
+                                    role="embeddings model")
                 retries = getattr(self.llm.client, "max_retries", 0)
                 embedding_error = f"relevance embeddings: {describe_api_error(exc, retries=retries)}"
             except ValueError as exc:  # the provider returned the wrong number of vectors
@@ -118,8 +123,25 @@ class OpenAIJudge:
         return [self._relevance_of(case, response, readings.get(response), vectors, embedding_error)
                 for case, response in items]
 
+    async def probe(self) -> None:
+        """One tiny request to the judge model and one to the embeddings model."""
+        params = self._params()
+        params.pop("max_tokens", None)
+        params.pop("max_completion_tokens", None)
+        params["max_completion_tokens" if self.reasoning else "max_tokens"] = PROBE_MAX_TOKENS
+        await self.llm.probe(model=self.info.model, params=params, role="judge model",
+                             embedding_model=self.info.embedding_model)
+
     async def aclose(self) -> None:
         await self.llm.client.close()
+
+    def _stop_if_fatal(self, exc: BaseException, *, model: str, role: str) -> None:
+        """A refusal no retry can fix (401, 403, 404, 400) stops the whole run at once."""
+        from flipgate.llm import failure_of, is_fatal
+
+        if is_fatal(exc):
+            raise failure_of(exc, endpoint=self.llm.endpoint, model=model, role=role,
+                             retries=getattr(self.llm.client, "max_retries", 0)) from None
 
     # -- the parts
 
@@ -145,6 +167,7 @@ class OpenAIJudge:
                                                  params=self._params(), cache_tag=tag,
                                                  validate=read)
             except openai.OpenAIError as exc:
+                self._stop_if_fatal(exc, model=self.info.model, role="judge model")
                 retries = getattr(self.llm.client, "max_retries", 0)
                 raise JudgeFailure(f"{metric} judge: {describe_api_error(exc, retries=retries)}") \
                     from exc
