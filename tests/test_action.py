@@ -13,6 +13,7 @@ import io
 import json
 import re
 import subprocess
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -719,11 +720,36 @@ class Pipeline:
     openai: Any
     monkeypatch: pytest.MonkeyPatch
 
-    def run(self) -> int:
+    def run(self, **options: Any) -> int:
         """`flipgate action` in the real process environment, as the container runs it."""
         for name, value in self.harness.env.items():
             self.monkeypatch.setenv(name, value)
-        return action.main(stream=self.harness.log)
+        return action.main(stream=options.pop("stream", self.harness.log), **options)
+
+    def recommit(self, *, cases: str, config: str = CONFIG) -> None:
+        """Base and head again, with these cases and configuration."""
+        repo, harness = self.harness.repo, self.harness
+        repo.checkout(harness.base)
+        harness.base = repo.commit({".flipgate.yml": config, "eval/cases.jsonl": cases,
+                                    "prompts/answer.prompty": PROMPTY.format(system=CAREFUL)})
+        harness.head = repo.commit({"prompts/answer.prompty": PROMPTY.format(system=GENEROUS)})
+        harness.server.add_pull(PR, base_sha=harness.base, head_sha=harness.head)
+
+
+class TimedLog(io.StringIO):
+    """The job log, with when each line arrived."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lines: list[tuple[float, str]] = []
+        self._partial = ""
+
+    def write(self, text: str) -> int:
+        now = time.monotonic()
+        self._partial += text
+        *complete, self._partial = self._partial.split("\n")
+        self.lines.extend((now, line) for line in complete)
+        return super().write(text)
 
 
 @pytest.fixture
@@ -849,3 +875,73 @@ def test_the_console_script_is_the_action_and_reads_hyphenated_inputs(harness: H
     assert f"::add-mask::{harness.server.token}" in done.stdout
     assert "refused" in done.stdout and done.stderr == ""
     assert "Nothing was run" in harness.replies()[0]
+
+
+# -- the job log talks, and a wrong judge stops everything at once -----------------------
+
+def many_cases(count: int) -> str:
+    cases = [{"id": f"case-{i:03d}", "category": "policy" if i % 2 else "cards",
+              "query": f"What is rule {i}?",
+              "context": f"Rule {i} says refunds are issued within {i + 1} days."}
+             for i in range(count)]
+    cases += [{"id": f"broken-{i}", "category": "cards", "query": "What breaks the judge?",
+               "context": f"Refunds break judge number {i}."} for i in range(3)]
+    return "\n".join(json.dumps(case) for case in cases) + "\n"
+
+
+def test_end_to_end_a_300_case_run_prints_progress_and_ends_with_the_verdicts(
+        pipeline: Pipeline) -> None:
+    harness, openai = pipeline.harness, pipeline.openai
+    pipeline.recommit(cases=many_cases(297), config=CONFIG + "concurrency: 64\n")
+    openai.latency = 0.1
+    # 3 (a non-answer on both sides): no fluency, no re-score, so the test stays short.
+    openai.on_groundedness(lambda query, context, response, call_index:
+                           "not json at all" if "break judge" in (response or "") else 3)
+    harness.pull_event()
+    log, every = TimedLog(), 1.0  # the default is 10 s; scaled down to keep the test short
+
+    assert pipeline.run(stream=log, progress_every=every) == 3  # judge errors: exit 3
+
+    progress = [(at, line) for at, line in log.lines if line.startswith("flipgate: generation")]
+    assert len(progress) >= 3
+    gaps = [later - earlier for (earlier, _), (later, _) in zip(progress, progress[1:])]
+    assert max(gaps) < every + 0.75
+    assert all("/600" in line and " requests · " in line and " tokens · " in line
+               for _, line in progress)
+    assert any("ETA " in line and "ETA unknown" not in line for _, line in progress[:-1])
+    assert progress[-1][1].endswith("done") and "judging 600/600" in progress[-1][1]
+    text = log.getvalue()
+    table = text.split("::group::flipgate: verdict table", 1)[1].split("::endgroup::", 1)[0]
+    assert "broken-0" in table and "300 cases" in table
+    errors = [line for line in text.splitlines() if line.startswith("::error")]
+    assert sorted(line.split("judge error: ", 1)[1].split(" ", 1)[0] for line in errors
+                  if "judge error: " in line) == ["broken-0", "broken-1", "broken-2"]
+
+
+HOST = re.compile(r"127\.0\.0\.1:\d+")
+
+
+def says_once(text: str, *, model: str) -> bool:
+    """The cause appears once: one `404`, one host:port, the model named in that sentence."""
+    statuses = re.findall(r"(?<![0-9a-f])404(?![0-9a-f])", text)
+    causes = [line for line in text.splitlines() if "HTTP 404" in line]
+    return len(statuses) == 1 and len(HOST.findall(text)) == 1 and len(causes) == 1 \
+        and model in causes[0]
+
+
+def test_end_to_end_a_missing_judge_model_stops_before_any_generation(
+        pipeline: Pipeline) -> None:
+    harness, openai = pipeline.harness, pipeline.openai
+    openai.missing_models.add("judge-pinned")
+    harness.pull_event()
+
+    assert pipeline.run() == 3
+
+    assert len(openai.requests) <= 2 and openai.chat_requests("generation") == []
+    [comment] = harness.own_comments()
+    assert says_once(comment["body"], model="judge-pinned")
+    assert "does not exist" in comment["body"]
+    log = harness.log.getvalue()
+    assert says_once(log, model="judge-pinned"), log
+    final = harness.final_status()
+    assert final["state"] == "error" and "404" in final["description"]

@@ -10,6 +10,8 @@ import pytest
 
 from flipgate.github.workflow import SUMMARY_LIMIT, Workflow, command, fit_summary, output_entry
 
+from support.runner_log import runner_commands
+
 
 def read_outputs(text: str) -> dict[str, str]:
     """Parse $GITHUB_OUTPUT as the runner does: `name<<DELIM`, lines, `DELIM`."""
@@ -61,45 +63,6 @@ def test_command_lines_escape_their_message(args: tuple[str, ...], line: str) ->
 
 def test_command_properties_escape_commas_and_colons() -> None:
     assert command("error", "m", title="a,b:c") == "::error title=a%2Cb%3Ac::m"
-
-
-RUNNER_COMMANDS = {"add-mask", "add-matcher", "add-path", "debug", "echo", "endgroup", "error",
-                   "group", "notice", "remove-matcher", "save-state", "set-env", "set-output",
-                   "stop-commands", "warning"}
-
-
-def _runner_parse(line: str, known: set[str]) -> tuple[str, str] | None:
-    """(command, data) as the runner's ActionCommand reads a line, or None."""
-    trimmed = line.lstrip()  # TryParseV2 trims leading white space first
-    if trimmed.startswith("::") and (end := trimmed.find("::", 2)) >= 0:
-        name = trimmed[2:end].split(" ", 1)[0]
-        if name in known:
-            return name, trimmed[end + 2:]
-    start = line.find("##[")  # the legacy form, found anywhere in the line
-    if start >= 0 and (end := line.find("]", start)) >= 0:
-        name = line[start + 3:end].split(" ", 1)[0]
-        if name in known:
-            return name, line[end + 1:]
-    return None
-
-
-def runner_commands(log: str) -> list[tuple[str, str]]:
-    """The commands the Actions runner would act on in a step's log, honouring
-    `stop-commands` (paused until a line names the token as a command)."""
-    acted: list[tuple[str, str]] = []
-    token: str | None = None
-    for line in re.split(r"\r\n|\r|\n", log):
-        parsed = _runner_parse(line, RUNNER_COMMANDS | ({token} if token else set()))
-        if parsed is None:
-            continue
-        name, data = parsed
-        if token is not None:
-            token = None if name == token else token
-        elif name == "stop-commands":
-            token = data
-        else:
-            acted.append((name, data))
-    return acted
 
 
 def test_log_lines_cannot_forge_commands_and_secrets_are_masked_per_line() -> None:

@@ -505,3 +505,54 @@ def test_the_offline_judge_needs_no_judge_requests(server: FakeOpenAI, repo: Git
     assert report["judge"]["provider"] == "offline"
     assert {r.kind for r in server.requests} == {"generation"}
     assert {row["id"]: row["verdict"] for row in report["rows"]}["refund-007"] == "regression"
+
+
+# --- failures that say why, at once ---------------------------------------------------
+
+def _once(text: str, pattern: str) -> int:
+    return len(re.findall(pattern, text))
+
+
+def test_a_missing_judge_model_stops_before_generation_and_says_why_once(
+        server: FakeOpenAI, repo: GitRepo, tmp_path: Path) -> None:
+    server.missing_models.add("judge-pinned")
+    repo.commit({"prompts/answer.prompty": HEAD_PROMPT})
+    result, report = invoke(repo, tmp_path)
+
+    assert result.exit_code == 3, result.output
+    assert len(server.requests) <= 2 and server.chat_requests("generation") == []
+    [probe] = server.requests
+    assert probe.kind == "probe" and probe.model == "judge-pinned"
+    host = re.escape(server.root_url.split("//", 1)[1])
+    for text in (result.stderr, comment(tmp_path)):
+        assert _once(text, r"(?<![0-9a-f])404(?![0-9a-f])") == 1, text
+        assert _once(text, host) == 1 and "judge model judge-pinned" in text
+        assert "The model `judge-pinned` does not exist" in text.replace("\\`", "`")
+    assert "404" not in result.stdout  # the summary does not repeat it
+    assert "sent once" in result.stderr and "retries" not in result.stderr
+    assert report["conclusion"] == "error"
+
+
+def test_an_unreachable_judge_names_the_url_and_the_real_retry_count(
+        server: FakeOpenAI, repo: GitRepo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")  # nothing listens there
+    repo.commit({"prompts/answer.prompty": HEAD_PROMPT})
+    result, _ = invoke(repo, tmp_path)
+
+    assert result.exit_code == 3, result.output
+    assert "could not connect to http://127.0.0.1:9/v1" in result.stderr
+    assert "judge model judge-pinned" in result.stderr and "(sent once)" in result.stderr
+    assert server.requests == []  # not the judge, and no generation either
+
+
+def test_a_rejected_key_for_the_generator_stops_at_the_first_request(
+        server: FakeOpenAI, repo: GitRepo, tmp_path: Path) -> None:
+    server.fail("generation", status=401, times=1000)
+    repo.commit({"prompts/answer.prompty": HEAD_PROMPT})
+    result, _ = invoke(repo, tmp_path)
+
+    assert result.exit_code == 3, result.output
+    assert "HTTP 401" in result.stderr and "(sent once)" in result.stderr
+    # Every generation already in flight may land, but none is retried.
+    assert len(server.chat_requests("generation")) <= len(CASES) * 2
+    assert all(r.status == 401 for r in server.chat_requests("generation"))

@@ -20,8 +20,7 @@ from typing import Protocol, TextIO
 # (requests, tokens) spent so far.
 UsageSource = Callable[[], tuple[int, int]]
 LOG_EVERY = 10.0  # seconds between two lines in a log
-GENERATION, JUDGING = "generation", "judging"
-_UNITS = {JUDGING: " rows"}
+GENERATION, JUDGING = "generation", "judging"  # answers; two steps per row (scoring.py)
 
 
 class Progress(Protocol):
@@ -76,8 +75,7 @@ def duration(seconds: float) -> str:
 def status_line(phases: list[Phase], *, requests: int, tokens: int, elapsed: float,
                 now: float) -> str:
     """One log line: each phase's done/total, requests, tokens, elapsed time and the ETA."""
-    parts = [f"{phase.name} {phase.done:,}/{phase.total:,}{_UNITS.get(phase.name, '')}"
-             for phase in phases if phase.total]
+    parts = [f"{phase.name} {phase.done:,}/{phase.total:,}" for phase in phases if phase.total]
     parts += [f"{requests:,} requests", f"{tokens:,} tokens", f"{duration(elapsed)} elapsed"]
     active = next((phase for phase in phases if phase.total and phase.done < phase.total), None)
     if active is None:

@@ -85,22 +85,32 @@ def _evidence(case: Case, response: str) -> Evidence:
 RowScores = tuple[Score, Score, Score | None, tuple[Score, Score] | None]
 
 
+# Judging progress: two steps a row, planned up front. The first is done when both
+# sides are scored, the second when the follow-up (re-score, fluency, or none) is.
+JUDGING_STEPS_PER_ROW = 2
+
+
 async def _judge_row(judge: Judge, case: Case, baseline: Answer, candidate: Answer, *,
                      progress: Progress) -> RowScores:
-    """One row's groundedness work; the row counts as judged when all of it is done."""
+    """One row's groundedness work: its two progress steps are counted whatever happens."""
+    steps = [JUDGING_STEPS_PER_ROW]
     try:
-        return await _row_scores(judge, case, baseline, candidate)
+        return await _row_scores(judge, case, baseline, candidate, progress=progress,
+                                 steps=steps)
     finally:
-        progress.advance(1, JUDGING)
+        progress.advance(steps[0], JUDGING)
 
 
-async def _row_scores(judge: Judge, case: Case, baseline: Answer, candidate: Answer) -> RowScores:
+async def _row_scores(judge: Judge, case: Case, baseline: Answer, candidate: Answer, *,
+                      progress: Progress, steps: list[int]) -> RowScores:
     """In the rule's order, with no barrier between rows: both sides, then the
     confirming re-score if the candidate newly fell to ungrounded, then fluency if
-    the row is tied in an answering bucket."""
+    the row is tied in an answering bucket. `steps`: progress steps still to count."""
     base, cand = await asyncio.gather(
         _groundedness(judge, case, baseline.response, sample=0),
         _groundedness(judge, case, candidate.response, sample=0))
+    progress.advance(1, JUDGING)
+    steps[0] -= 1
     if base.value is None or cand.value is None:
         return base, cand, None, None
     before, after = gate.bucket_of(base.value), gate.bucket_of(cand.value)
@@ -119,7 +129,7 @@ async def score_rows(*, cases: Sequence[Case], baseline: Mapping[str, Answer],
                      candidate: Mapping[str, Answer], config: Config, judge: Judge,
                      progress: Progress) -> Report:
     n = len(cases)
-    progress.add(n, JUDGING)  # planned up front: a row is done when all its judging is
+    progress.add(JUDGING_STEPS_PER_ROW * n, JUDGING)  # planned before the first request
     relevance_items = [(case, answers[case.id].response)
                        for answers in (baseline, candidate) for case in cases]
     *judged, relevances = await asyncio.gather(

@@ -62,7 +62,7 @@ def _plain(text: object, limit: int, style: str = "") -> Text:
     return Text(one_line_within(text, limit), style=style)
 
 
-def _reading(side: Side) -> str:
+def reading(side: Side) -> str:
     if not side.groundedness.ok or side.bucket is None:
         return "no score"
     return f"{BUCKET_LABELS[side.bucket]} ({side.groundedness.value})"
@@ -73,7 +73,9 @@ def _relevance(side: Side) -> str:
     return "—" if relevance is None or relevance.score is None else f"{relevance.score:.2f}"
 
 
-def _why(row: Row) -> str:
+def why(row: Row) -> str:
+    """What a reader should see first about a row: its errors, the figures or statement
+    the context lacks, else the judge's reason."""
     if row.errors:
         return "; ".join(row.errors)
     evidence = row.evidence
@@ -98,14 +100,14 @@ def rows_table(report: Report, *, max_rows: int = MAX_ROWS,
     picked = rows_that_matter(report)
     for kind, row in picked[:max_rows]:
         _, label, style = _KINDS[_RANK[kind]]
-        movement = f"{_reading(row.baseline)} → {_reading(row.candidate)}"
+        movement = f"{reading(row.baseline)} → {reading(row.candidate)}"
         if row.candidate.finish_reason == "length":
             movement += " (truncated)"
         relevance = f"{_relevance(row.baseline)} → {_relevance(row.candidate)}"
         cells = [Text(label, style=style), _plain(row.id, 40), _plain(row.category, 24),
                  Text(movement), Text(relevance, style="cyan" if row.relevance_drop else "")]
         if with_why:
-            cells.append(_plain(_why(row), 80))
+            cells.append(_plain(why(row), 80))
         table.add_row(*cells)
     return table, max(0, len(picked) - max_rows)
 
@@ -132,6 +134,9 @@ def conclusion_line(report: Report) -> tuple[str, str]:
     if report.conclusion is Conclusion.FAILURE:
         blocked = plural(counts.blocking_regressions, "blocking regression")
         return f"❌ blocked: {blocked}", "bold red"
+    if report.conclusion is Conclusion.ERROR and not counts.errors:
+        # The run stopped early; the error message itself is printed once, elsewhere.
+        return "⚠️  could not finish: the run stopped before every row was scored", "bold yellow"
     if report.conclusion is Conclusion.ERROR:
         line = f"⚠️  could not finish: judge errors on {plural(counts.errors, 'row')}"
         if counts.blocking_regressions:

@@ -33,7 +33,7 @@ from flipgate.errors import (
     Problem,
 )
 from flipgate.escaping import shorten
-from flipgate.github import messages
+from flipgate.github import joblog, messages
 from flipgate.github.api import GitHubError, RepoAPI, StatusUpdate, connect
 from flipgate.github.event import (
     AwaitCommand,
@@ -52,6 +52,7 @@ from flipgate.github.settings import Settings, export_model_keys
 from flipgate.github.sticky import CommentMode, Published, body_limit, publish
 from flipgate.github.workflow import Workflow
 from flipgate.model import Conclusion, Report
+from flipgate.progress import LOG_EVERY, PeriodicLines
 
 OUT_DIR = "flipgate-out"        # inside the workspace, so later steps can upload it
 CACHE_DIR = ".flipgate-cache"   # inside the workspace, so actions/cache can keep it
@@ -93,6 +94,8 @@ class Outcome:
     fingerprint: str         # what the verdicts are, for `comment: on-change`
     regressions: int = 0
     report_path: str = ""
+    report: Report | None = None   # None: the check failed before it had one
+    headline: str = ""       # the log's last line when the state is not success
 
 
 def outcome_of_report(report: Report, *, exit_code: int, report_path: str,
@@ -109,12 +112,13 @@ def outcome_of_report(report: Report, *, exit_code: int, report_path: str,
     if report.conclusion is Conclusion.SKIPPED:
         return Outcome(state="success", description=messages.NO_CHANGE, conclusion="skipped",
                        exit_code=exit_code, comment=comment, create_comment=False,
-                       summary=summary, fingerprint=fingerprint, report_path=report_path)
+                       summary=summary, fingerprint=fingerprint, report_path=report_path,
+                       report=report)
     state = {Conclusion.SUCCESS: "success", Conclusion.FAILURE: "failure"}.get(
         report.conclusion, "error")
-    description = (shorten(f"could not finish: {message}", messages.STATUS_LIMIT)
-                   if message else messages.status_description(report))
-    return Outcome(state=state, description=description,
+    headline = f"could not finish: {message}" if message else messages.status_description(report)
+    description = shorten(headline, messages.STATUS_LIMIT)
+    return Outcome(state=state, description=description, report=report, headline=headline,
                    conclusion=report.conclusion.value, exit_code=exit_code, comment=comment,
                    create_comment=True, summary=summary, fingerprint=fingerprint,
                    regressions=counts.blocking_regressions + counts.regressions_to_review,
@@ -134,6 +138,7 @@ def outcome_of_failure(exc: BaseException, *, head_sha: str) -> Outcome:
     # The `conclusion` output is `error` exactly when the step exits 3; bad input
     # (exit 2) reached no conclusion, so it leaves the output unset.
     return Outcome(state="error", description=messages.failure_description(kind),
+                   headline=f"could not run: {kind}: {detail}",
                    conclusion="error" if exit_code == EXIT_INCOMPLETE else "",
                    exit_code=exit_code, comment=text, create_comment=True, summary=text,
                    fingerprint=messages.fingerprint_of_text(text))
@@ -143,7 +148,7 @@ def outcome_of_failure(exc: BaseException, *, head_sha: str) -> Outcome:
 
 def main(environ: MutableMapping[str, str] | None = None, *, check: CheckRunner | None = None,
          api_factory: Callable[[Settings], RepoAPI] = connect_api, git: GitRunner = run_git,
-         stream: TextIO | None = None) -> int:
+         stream: TextIO | None = None, progress_every: float = LOG_EVERY) -> int:
     environ = os.environ if environ is None else environ
     workflow = Workflow.from_env(environ, stream=stream or sys.stdout)
     try:
@@ -176,16 +181,19 @@ def main(environ: MutableMapping[str, str] | None = None, *, check: CheckRunner 
             pull = obey(api, workflow, activity)
             if pull is None:
                 return EXIT_PASS
-            exit_code = evaluate(settings, api, workflow, pull, check=check, git=git)
+            exit_code = evaluate(settings, api, workflow, pull, check=check, git=git,
+                                 progress_every=progress_every)
             react(api, workflow, activity, "rocket" if exit_code in (0, 1) else "confused")
             return exit_code
         if isinstance(activity, RunDispatch):
             pull = api.pull(activity.number)
             workflow.info(f"flipgate: workflow_dispatch by {activity.actor}: pull request "
                           f"#{pull.number}, head pinned at {pull.head_sha}")
-            return evaluate(settings, api, workflow, pull, check=check, git=git)
+            return evaluate(settings, api, workflow, pull, check=check, git=git,
+                                 progress_every=progress_every)
         assert isinstance(activity, RunCheck)
-        return evaluate(settings, api, workflow, activity.pull, check=check, git=git)
+        return evaluate(settings, api, workflow, activity.pull, check=check, git=git,
+                            progress_every=progress_every)
     except GitHubError as exc:
         workflow.error(f"GitHub API: {exc}")
         workflow.set_output("conclusion", "error")  # exit 3: could not finish
@@ -228,13 +236,14 @@ def react(api: RepoAPI, workflow: Workflow, command: RunCommand, content: str) -
 
 
 def evaluate(settings: Settings, api: RepoAPI, workflow: Workflow, pull: PullRequest, *,
-             check: CheckRunner | None, git: GitRunner) -> int:
+             check: CheckRunner | None, git: GitRunner, progress_every: float = LOG_EVERY) -> int:
     # `comment: never` reads and writes no comment, so it needs no login either.
     login = api.own_login() if settings.comment_mode is not CommentMode.NEVER else ""
     status = _status_setter(settings, api, pull)
     status("pending", messages.pending_description(pull))
 
-    outcome = run_check_safely(settings, workflow, pull, check=check, git=git)
+    outcome = run_check_safely(settings, workflow, pull, check=check, git=git,
+                               progress_every=progress_every)
 
     exit_code = outcome.exit_code
     try:
@@ -255,6 +264,8 @@ def evaluate(settings: Settings, api: RepoAPI, workflow: Workflow, pull: PullReq
         workflow.error(f"could not set the commit status: {exc}")
         exit_code = EXIT_INCOMPLETE
 
+    if outcome.report is not None:
+        write_verdicts(workflow, outcome.report)
     workflow.append_summary(outcome.summary)
     # A comment or status GitHub refused makes the step exit 3, and so `error`.
     conclusion = "error" if exit_code == EXIT_INCOMPLETE else outcome.conclusion
@@ -263,8 +274,17 @@ def evaluate(settings: Settings, api: RepoAPI, workflow: Workflow, pull: PullReq
     workflow.set_output("regressions", str(outcome.regressions))
     workflow.set_output("report", outcome.report_path)
     if outcome.state != "success":
-        workflow.error(f"flipgate: {outcome.description}")
+        workflow.error(f"flipgate: {outcome.headline or outcome.description}")
     return exit_code
+
+
+def write_verdicts(workflow: Workflow, report: Report) -> None:
+    """The verdict table in a collapsed group, then a line (or annotation) per row to read."""
+    with workflow.group("flipgate: verdict table"):
+        workflow.info(joblog.verdict_table(report))
+    for entry in joblog.row_entries(report):
+        {joblog.Level.INFO: workflow.info, joblog.Level.WARNING: workflow.warning,
+         joblog.Level.ERROR: workflow.error}[entry.level](entry.text)
 
 
 def _status_setter(settings: Settings, api: RepoAPI,
@@ -277,23 +297,34 @@ def _status_setter(settings: Settings, api: RepoAPI,
 
 
 def run_check_safely(settings: Settings, workflow: Workflow, pull: PullRequest, *,
-                     check: CheckRunner | None, git: GitRunner) -> Outcome:
-    """Fetch what is missing and run the check; any failure becomes an `error` outcome."""
+                     check: CheckRunner | None, git: GitRunner,
+                     progress_every: float = LOG_EVERY) -> Outcome:
+    """Fetch what is missing and run the check; any failure becomes an `error` outcome.
+
+    The check prints a progress line every `progress_every` seconds, outside any
+    group so the running job shows it.
+    """
     workspace = settings.workspace
-    with workflow.group(f"flipgate: #{pull.number} {pull.base_sha[:7]}..{pull.head_sha[:7]}"):
-        try:
-            ensure_commits(workspace, [pull.base_sha, pull.head_sha], git=git)
-            if check is None:
-                from flipgate.pipeline import run_check as check
-            # The check's log may echo text from the PR or the model: commands off meanwhile.
-            with workflow.commands_off():
+    workflow.info(f"flipgate: evaluating #{pull.number} "
+                  f"{pull.base_sha[:7]}..{pull.head_sha[:7]} ({settings.status_context})")
+    progress = PeriodicLines(stream=workflow.stream, every=progress_every)
+    try:
+        ensure_commits(workspace, [pull.base_sha, pull.head_sha], git=git)
+        if check is None:
+            from flipgate.pipeline import run_check as check
+        # The check's log may echo text from the PR or the model: commands off meanwhile.
+        with workflow.commands_off():
+            try:
                 result = check(repo=workspace, base=pull.base_sha, head=pull.head_sha,
                                config_path=settings.config, out_dir=workspace / OUT_DIR,
-                               cache_dir=workspace / CACHE_DIR)
-        except Exception as exc:  # noqa: BLE001 - every failure must end in an error status
-            if not isinstance(exc, FlipgateError):
+                               cache_dir=workspace / CACHE_DIR, progress=progress)
+            finally:
+                progress.close()
+    except Exception as exc:  # noqa: BLE001 - every failure must end in an error status
+        if not isinstance(exc, FlipgateError):
+            with workflow.group("flipgate: internal error (traceback)"):
                 workflow.info(traceback.format_exc())
-            return outcome_of_failure(exc, head_sha=pull.head_sha)
+        return outcome_of_failure(exc, head_sha=pull.head_sha)
     report_file = workspace / OUT_DIR / "report.json"
     return outcome_of_report(result.report, exit_code=result.exit_code,
                              report_path=f"{OUT_DIR}/report.json" if report_file.exists() else "",

@@ -1,0 +1,61 @@
+"""The end of a job log: the verdict table, one line per row to read, annotations, nothing forged."""
+
+from __future__ import annotations
+
+import io
+
+from flipgate.github import joblog
+from flipgate.github.action import write_verdicts
+from flipgate.github.workflow import Workflow
+
+from factories import make_report, make_row, one_of_each
+from support.runner_log import runner_commands
+
+
+def logged(report) -> str:
+    stream = io.StringIO()
+    write_verdicts(Workflow(stream=stream), report)
+    return stream.getvalue()
+
+
+def test_rows_to_read_get_one_entry_each_with_their_level() -> None:
+    entries = joblog.row_entries(make_report(one_of_each()))
+    levels = [(entry.level.value, entry.text.split(":", 1)[0]) for entry in entries]
+    assert levels == [("info", "BLOCKING regression"), ("info", "regression to review"),
+                      ("error", "judge error"), ("warning", "unstable row"),
+                      ("warning", "new non-answer")]
+
+
+def test_a_blocking_line_names_the_row_the_movement_and_the_evidence() -> None:
+    [entry] = joblog.row_entries(make_report([make_row("refund-007", before=5, after=2,
+                                                       rescore=1)]))
+    assert entry.text == ("BLOCKING regression: refund-007 [policy], grounded (5) → "
+                          "ungrounded (2): not in context: $12")
+
+
+def test_the_log_has_the_table_in_a_group_and_one_error_per_judge_error_row() -> None:
+    rows = [make_row(f"broken-{i}", before=5, after=None) for i in range(3)]
+    rows.append(make_row("refund-007", before=5, after=2, rescore=1))
+    log = logged(make_report(rows))
+
+    commands = runner_commands(log)
+    names = [name for name, _ in commands]
+    assert names[0] == "group" and "endgroup" in names
+    inside = log.split("::group::", 1)[1].split("::endgroup::", 1)[0]
+    assert "broken-0" in inside and "could not finish" in inside  # the verdict table
+    errors = [data for name, data in commands if name == "error"]
+    assert len(errors) == 3 and all(data.startswith("judge error: broken-") for data in errors)
+    assert "BLOCKING regression: refund-007" in log.split("::endgroup::", 1)[1]
+
+
+def test_nothing_a_model_or_a_pull_request_wrote_becomes_a_workflow_command() -> None:
+    evil = "x\n::set-output name=conclusion::success\r::add-mask::y ##[set-env name=A;]b"
+    rows = [make_row(evil, category=evil, before=5, after=2, rescore=1, reason=evil,
+                     figures=(), statements=(evil,)),
+            make_row("e" + evil, before=5, after=None, errors=[evil]),
+            make_row("u" + evil, before=5, after=2, rescore=4, statements=(evil,), figures=())]
+    log = logged(make_report(rows))
+    acted = {name for name, _ in runner_commands(log)}
+    assert acted <= {"group", "endgroup", "error", "warning"}
+    for name, data in runner_commands(log):
+        assert "\n" not in data and "\r" not in data
