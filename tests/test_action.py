@@ -904,7 +904,7 @@ def test_end_to_end_a_300_case_run_prints_progress_and_ends_with_the_verdicts(
 
     progress = [(at, line) for at, line in log.lines if line.startswith("flipgate: generation")]
     assert len(progress) >= 3
-    gaps = [later - earlier for (earlier, _), (later, _) in zip(progress, progress[1:])]
+    gaps = [later - earlier for (earlier, _), (later, _) in zip(progress, progress[1:], strict=False)]
     assert max(gaps) < every + 0.75
     assert all("/600" in line and " requests · " in line and " tokens · " in line
                for _, line in progress)

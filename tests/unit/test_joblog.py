@@ -57,5 +57,5 @@ def test_nothing_a_model_or_a_pull_request_wrote_becomes_a_workflow_command() ->
     log = logged(make_report(rows))
     acted = {name for name, _ in runner_commands(log)}
     assert acted <= {"group", "endgroup", "error", "warning"}
-    for name, data in runner_commands(log):
+    for _, data in runner_commands(log):
         assert "\n" not in data and "\r" not in data

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from flipgate.progress import LOG_EVERY, Phase, PeriodicLines, duration, for_stream, status_line
+from flipgate.progress import LOG_EVERY, PeriodicLines, Phase, duration, for_stream, status_line
 
 
 @pytest.mark.parametrize(("seconds", "text"), [(0, "0s"), (42.4, "42s"), (65, "1m05s"),
