@@ -21,7 +21,7 @@ from flipgate.render import (
 )
 
 from factories import fluency, make_judge, make_report, make_row, one_of_each
-from support.gfm import consistent_tables, read
+from support.gfm import consistent_tables, details_text, read
 
 CHANGE = {
     "generator": "prompts/answer.prompty",
@@ -94,16 +94,16 @@ def test_the_pinned_judge_is_named(judge, present, absent) -> None:
         assert phrase not in text
 
 
-def test_counts_table_holds_the_reports_counts() -> None:
+def test_the_counts_are_one_sentence_with_every_count_that_is_not_zero() -> None:
     report = make_report(one_of_each())
-    header, values = read(render_comment(report)).tables[0]
-    labels = {"cases": "cases", "blocking regressions": "blocking_regressions",
-              "regressions to review": "regressions_to_review",
-              "new non-answers": "new_non_answers", "unstable": "unstable",
-              "relevance drops": "relevance_drops", "moved": "moved",
-              "still ungrounded": "still_ungrounded", "judge errors": "errors"}
-    shown = {labels[name]: int(value) for name, value in zip(header, values, strict=True)}
-    assert shown == asdict(report.counts)
+    page = read(render_comment(report))
+    [sentence] = [line for line in page.text.splitlines() if line.startswith("9 cases:")]
+    assert sentence == ("9 cases: 1 blocking regression, 1 to review, 1 new non-answer, "
+                        "1 unstable, 1 relevance drop, 1 moved, 1 still ungrounded, "
+                        "1 judge error.")
+    assert page.tables[0][0][0] == "id"  # the first table is a table of rows, not of counts
+    quiet = make_report([make_row("same", before=5, after=5)])
+    assert "1 case: no row changed bucket." in read(render_comment(quiet)).text
 
 
 def test_tables_come_in_order_each_with_its_own_rows() -> None:
@@ -118,31 +118,43 @@ def test_tables_come_in_order_each_with_its_own_rows() -> None:
                     "Moved": "moved", "Still ungrounded": "still"}
     for heading, row_id in expected_ids.items():
         assert [row[0] for row in page.table_after(heading)[1:]] == [row_id]
-    assert page.summaries == ["Moved: changed bucket, up or down (1)",
-                              "Still ungrounded: ungrounded in both versions, not caused by this "
-                              "change (1)"]
-    assert page.count("details") == page.count("/details") == 2
+    evidence = [summary for summary in page.summaries if ": the query" in summary]
+    assert [summary.split(":", 1)[0] for summary in evidence] == [
+        "blocking", "review", "non-answer", "unstable"]
+    assert [s for s in page.summaries if s not in evidence] == [
+        "Moved: changed bucket, up or down (1)",
+        "Still ungrounded: ungrounded in both versions, not caused by this change (1)"]
+    assert page.count("details") == page.count("/details") == 6
     assert "unchanged" not in page.text
 
 
 def test_only_non_empty_tables_appear() -> None:
     page = read(render_comment(make_report([make_row("fee", before=5, after=2, rescore=1)])))
     assert [text for tag, text in page.headings if tag == "h3"] == ["❌ Blocking regressions (1)"]
-    assert page.summaries == []
+    assert page.summaries == ["fee: the query, the answers and the context"]
 
 
-def test_a_flip_row_shows_movement_reason_evidence_and_answer() -> None:
+def test_a_flip_row_is_one_line_and_its_evidence_is_in_a_collapsed_block() -> None:
     row = make_row("fee", before=5, after=2, rescore=1, reason="Invents a $12 fee.",
-                   figures=("$12", "5-7 days"), statements=("A $12 fee applies.",),
-                   answer="Replacement cards cost $12.")
-    header, cells = read(render_comment(make_report([row]))).table_after("Blocking")
+                   figures=("$12",), statements=("A $12 fee applies.",),
+                   answer="Replacement cards arrive in a week. A $12 fee applies.",
+                   baseline_answer="Replacement cards are free.",
+                   context="They arrive in a week. The fee for a new card is waived.",
+                   query="Do replacement cards cost anything?")
+    comment = render_comment(make_report([row]))
+    header, cells = read(comment).table_after("Blocking")
     assert dict(zip(header, cells, strict=True)) == {
         "id": "fee", "category": "policy",
         "baseline → candidate": "grounded (5) → ungrounded (2; re-score 1)",
-        "judge's reason": "Invents a $12 fee.",
-        "not in the context": "figures: $12, 5-7 daysstatements: A $12 fee applies.",
-        "candidate answer": "Replacement cards cost $12.",
+        "not in the context": "$12",
     }
+    block = details_text(comment, "fee:")
+    assert "Query: Do replacement cards cost anything?" in block
+    assert "Candidate answer: Replacement cards arrive in a week. A $12 fee applies." in block
+    assert "<b>A $12 fee applies.</b>" in comment  # the claim, marked
+    assert "Baseline answer: Replacement cards are free." in block
+    assert "Closest in the context: “The fee for a new card is waived.”" in block
+    assert "Judge: Invents a $12 fee." in block
 
 
 def test_unstable_rows_show_the_disagreeing_rescore() -> None:
@@ -172,14 +184,14 @@ def test_relevance_drops_show_scores_and_invented_questions() -> None:
                          [("length", True), ("stop", False), (None, False)])
 def test_answers_cut_off_at_max_tokens_are_flagged(finish_reason, flagged) -> None:
     row = make_row("cut", before=5, after=2, rescore=1, finish_reason=finish_reason)
-    answer = read(render_comment(make_report([row]))).table_after("Blocking")[1][-1]
-    assert ("candidate cut off at max tokens" in answer) is flagged
+    block = details_text(render_comment(make_report([row])), "cut:")
+    assert ("The candidate answer was cut off at max tokens" in block) is flagged
 
 
 def test_an_empty_answer_is_shown_as_empty() -> None:
     row = make_row("blank", before=5, after=3, answer="   \n ")
-    answer = read(render_comment(make_report([row]))).table_after("New non-answers")[1][-1]
-    assert answer == "(empty)"
+    block = details_text(render_comment(make_report([row])), "blank:")
+    assert "Candidate answer: (empty)" in block
 
 
 def test_notes_are_listed() -> None:
@@ -393,6 +405,7 @@ def test_a_budget_below_the_shortest_comment_is_refused(huge_report) -> None:
 def test_one_huge_answer_is_shortened_not_dropped() -> None:
     row = make_row("essay", before=5, after=2, rescore=1, answer="word " * 1_000_000)
     comment = render_comment(make_report([row]))
-    answer = read(comment).table_after("Blocking")[1][-1]
-    assert answer.endswith("…") and len(answer) <= 300
+    block = details_text(comment, "essay:")
+    answer = block.split("Candidate answer: ", 1)[1].split("\n", 1)[0]
+    assert answer.endswith("…") and len(answer) <= 1_200
     assert "see report.json" not in comment

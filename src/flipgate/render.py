@@ -27,9 +27,14 @@ from jinja2 import FileSystemLoader, StrictUndefined
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from flipgate.escaping import cell, cell_list, clear_cell_cache, escape_md, fence, number, plural
-from flipgate.model import Bucket, Relevance, Report, Row, Score, Side, Verdict
+from flipgate.model import Bucket, Counts, Evidence, Relevance, Report, Row, Score, Side, Verdict
+from flipgate.review import Review, review
+from flipgate.review_md import diff as review_diff
+from flipgate.review_md import marked_answer
 
 MARKER = "<!-- flipgate -->"
+# The rows whose evidence is shown in full, each in its own collapsed block.
+REVIEWED_VERDICTS = (Verdict.REGRESSION, Verdict.UNSTABLE, Verdict.NEW_NON_ANSWER)
 GITHUB_COMMENT_LIMIT = 65_536
 STEP_SUMMARY_LIMIT = 1_048_576
 TEMPLATE = "comment.md.j2"
@@ -63,6 +68,12 @@ class RowView:
     errors: tuple[str, ...]
     questions: tuple[str, ...]
     truncated: str       # "" or which side the generator cut off at max tokens
+    query: str = ""
+    baseline_answer: str = ""
+    review: Review | None = None   # the evidence a reviewer checks; flipped rows only
+    # (claim numbers, the context sentence closest to them or None: nothing mentions them)
+    closest: tuple[tuple[tuple[int, ...], str | None], ...] = ()
+    unsupported: str = ""  # the table's short cell: the figures, else how many statements
 
 
 def _reading(side: Side, *, with_rescore: bool = False) -> str:
@@ -94,9 +105,31 @@ def _truncated(row: Row) -> str:
     return " and ".join(cut)
 
 
-def row_view(row: Row) -> RowView:
+def _closest_groups(found: Review) -> tuple[tuple[tuple[int, ...], str | None], ...]:
+    """Claims that share their closest sentence are listed together, so it is shown once."""
+    groups: dict[str | None, list[int]] = {}
+    for claim in found.claims:
+        groups.setdefault(claim.closest, []).append(claim.number)
+    return tuple((tuple(numbers), sentence) for sentence, numbers in groups.items())
+
+
+def _unsupported(evidence: Evidence | None) -> str:
+    if evidence is None:
+        return ""
+    if evidence.unsupported_figures:
+        return ", ".join(evidence.unsupported_figures)
+    count = len(evidence.unsupported_statements)
+    return plural(count, "statement") if count else ""
+
+
+def row_view(row: Row, *, with_reason: bool = True) -> RowView:
+    """`with_reason=False` (the lexical judge) leaves out the judge's reason: it only
+    restates the marked claims, and a reviewer should read each thing once."""
     evidence = row.evidence
     candidate_relevance = row.candidate.relevance
+    found = (review(context=row.case.context, baseline=row.baseline.response,
+                    candidate=row.candidate.response, evidence=evidence)
+             if row.verdict in REVIEWED_VERDICTS else None)
     return RowView(
         id=row.id,
         category=row.category,
@@ -104,13 +137,18 @@ def row_view(row: Row) -> RowView:
         after=_reading(row.candidate, with_rescore=True),
         relevance=(f"{_relevance_text(row.baseline.relevance)} → "
                    f"{_relevance_text(candidate_relevance)}"),
-        reason=_reason(row.candidate),
+        reason=_reason(row.candidate) if with_reason else "",
         figures=tuple(evidence.unsupported_figures) if evidence else (),
         statements=tuple(evidence.unsupported_statements) if evidence else (),
         answer=row.candidate.response,
         errors=tuple(row.errors),
         questions=tuple(candidate_relevance.questions) if candidate_relevance else (),
         truncated=_truncated(row),
+        query=row.case.query,
+        baseline_answer=row.baseline.response,
+        review=found,
+        closest=_closest_groups(found) if found else (),
+        unsupported=_unsupported(evidence),
     )
 
 
@@ -225,6 +263,27 @@ def _label(key: object) -> str:
     return str(key).replace("_", " ")
 
 
+def counts_sentence(counts: Counts) -> str:
+    """The counts as one sentence that fits any width: "**15 cases:** 2 blocking
+    regressions, 1 to review, …", zeros left out."""
+    phrases = [
+        plural(counts.blocking_regressions, "blocking regression"),
+        f"{counts.regressions_to_review:,} to review",
+        plural(counts.new_non_answers, "new non-answer"),
+        f"{counts.unstable:,} unstable",
+        plural(counts.relevance_drops, "relevance drop"),
+        f"{counts.moved:,} moved",
+        f"{counts.still_ungrounded:,} still ungrounded",
+        plural(counts.errors, "judge error"),
+    ]
+    values = (counts.blocking_regressions, counts.regressions_to_review, counts.new_non_answers,
+              counts.unstable, counts.relevance_drops, counts.moved, counts.still_ungrounded,
+              counts.errors)
+    shown = [phrase for phrase, value in zip(phrases, values, strict=True) if value]
+    rest = ", ".join(shown) if shown else "no row changed bucket"
+    return f"**{plural(counts.cases, 'case')}:** {rest}."
+
+
 @dataclass(frozen=True)
 class View:
     report: Report
@@ -237,7 +296,7 @@ def build_view(report: Report) -> View:
     for row in report.rows:
         wanted = [key for key, rule in _SECTION_RULES.items() if rule(row)]
         if wanted:
-            shown = row_view(row)
+            shown = row_view(row, with_reason=not report.judge.lexical)
             for key in wanted:
                 sections[key].append(shown)
     return View(report=report, sections={key: tuple(rows) for key, rows in sections.items()},
@@ -258,12 +317,13 @@ class Cells:
     answer: int = 300
     item: int = 120        # each unsupported figure/statement, error, question
     items: int = 5         # how many of them per cell
+    detail: int = 1_200    # each text in a row's evidence block; 0 leaves the blocks out
 
 
 FULL = Cells()
-MEDIUM = Cells(id=60, reason=200, answer=160, item=80, items=4)
-SHORT = Cells(id=50, category=30, reason=120, answer=100, item=60, items=3)
-TINY = Cells(id=40, category=24, reason=80, answer=60, item=40, items=2)
+MEDIUM = Cells(id=60, reason=200, answer=160, item=80, items=4, detail=600)
+SHORT = Cells(id=50, category=30, reason=120, answer=100, item=60, items=3, detail=300)
+TINY = Cells(id=40, category=24, reason=80, answer=60, item=40, items=2, detail=0)
 
 
 @dataclass(frozen=True)
@@ -361,7 +421,8 @@ def environment() -> ImmutableSandboxedEnvironment:
         keep_trailing_newline=True,
     )
     env.filters.update(cell=cell, cell_list=cell_list, escape_md=escape_md, fence=fence,
-                       plural=plural, number=number)
+                       plural=plural, number=number, marked_answer=marked_answer,
+                       review_diff=review_diff)
     return env
 
 
@@ -410,6 +471,7 @@ def _render(view: View, plan: Plan, blocks: dict[_BlockKey, str], max_chars: int
         judge=report.judge,
         head_sha=report.head_sha,
         counts=report.counts,
+        counts_sentence=counts_sentence(report.counts),
         threshold=report.relevance_threshold,
         notes=tuple(report.notes),
         change=view.change,

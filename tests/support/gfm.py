@@ -104,3 +104,17 @@ def read(markdown: str) -> Page:
 def consistent_tables(page: Page) -> bool:
     """Every row of every table has as many cells as its header."""
     return all(len({len(row) for row in table}) == 1 for table in page.tables if table)
+
+
+def details_text(markdown: str, summary_start: str) -> str:
+    """The visible text of the first `<details>` block whose summary starts with
+    `summary_start`, tags removed and entities decoded (empty when there is none)."""
+    import html as html_module
+
+    for block in to_html(markdown).split("<details>")[1:]:
+        block = block.split("</details>", 1)[0]
+        summary = re.search(r"<summary>(.*?)</summary>", block, re.S)
+        text = html_module.unescape(re.sub(r"<[^>]+>", "", summary.group(1))) if summary else ""
+        if text.startswith(summary_start):
+            return html_module.unescape(re.sub(r"<[^>]+>", "", block))
+    return ""

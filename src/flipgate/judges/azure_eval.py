@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from flipgate.errors import FlipgateError, InputError
 from flipgate.judges.base import EMPTY_ANSWER
 from flipgate.judges.openai_judge import OpenAIJudge, describe_api_error
-from flipgate.judges.replies import SCORE_MAX, SCORE_MIN
+from flipgate.judges.replies import SCORE_MAX, SCORE_MIN, strip_lead_in
 from flipgate.llm import Budget, Endpoint, Limiter, Usage
 from flipgate.model import Case, JudgeInfo, Relevance, Score
 
@@ -85,7 +85,7 @@ def read_result(result: Mapping[str, Any], metric: str) -> Score:
     if not SCORE_MIN <= score <= SCORE_MAX:
         raise _BadReply(f"score {score:g} is outside {SCORE_MIN}-{SCORE_MAX}")
     reason = result.get(f"{metric}_reason")
-    return Score(value=int(score), reason=reason.strip() if isinstance(reason, str) else "")
+    return Score(value=int(score), reason=strip_lead_in(reason) if isinstance(reason, str) else "")
 
 
 def _api_failure(exc: BaseException) -> openai.OpenAIError | None:

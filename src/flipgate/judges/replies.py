@@ -102,13 +102,32 @@ def _check_score(reply: dict[str, Any]) -> int:
     return score
 
 
+# What judges write before their reason proper ("Let's think step by step:"): it says
+# nothing a reviewer needs, and starts every reason the same way.
+_LEAD_IN = re.compile(
+    r"^\s*(?:"
+    r"(?:(?:let'?s|let us|we(?:'ll| will)?)\s+(?:think|go|reason|work)(?:\s+through\s+(?:it|this))?"
+    r"\s+step[\s-]+by[\s-]+step|step[\s-]+by[\s-]+step(?:\s+(?:reasoning|analysis))?)"
+    r"\s*[:.,\-–—]*"
+    r"|(?:my\s+)?(?:reasoning|explanation|analysis|rationale|thoughts?|chain[\s-]+of[\s-]+thought)"
+    r"\s*[:\-–—]+)\s*", re.IGNORECASE)
+
+
+def strip_lead_in(reason: str) -> str:
+    """A judge's reason without its boilerplate lead-in; the first letter is kept as written."""
+    stripped = reason.strip()
+    while (match := _LEAD_IN.match(stripped)) and match.end() < len(stripped):
+        stripped = stripped[match.end():]
+    return stripped
+
+
 def _check_reason(reply: dict[str, Any]) -> str:
     reason = reply.get("reason")
     if reason is None:
         return ""
     if not isinstance(reason, str):
         raise JudgeReplyError(f"reason must be a string, got {_type_name(reason)}")
-    return reason.strip()
+    return strip_lead_in(reason)
 
 
 def read_score(content: str) -> Score:
