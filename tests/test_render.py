@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from dataclasses import asdict
 
 import pytest
 from jinja2 import StrictUndefined
