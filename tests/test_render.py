@@ -408,3 +408,13 @@ def test_one_huge_answer_is_shortened_not_dropped() -> None:
     answer = block.split("Candidate answer: ", 1)[1].split("\n", 1)[0]
     assert answer.endswith("…") and len(answer) <= 1_200
     assert "see report.json" not in comment
+
+
+def test_a_column_no_row_fills_is_left_out() -> None:
+    rows = [make_row("drop", before=5, after=5, relevance=(0.9, 0.3), questions=()),
+            make_row("up", before=4, after=5, reason="")]
+    page = read(render_comment(make_report(rows)))
+    assert page.table_after("Relevance drops")[0] == ["id", "category", "relevance",
+                                                      "candidate answer"]
+    assert page.table_after("Moved")[0] == ["id", "category", "baseline → candidate",
+                                            "candidate answer"]

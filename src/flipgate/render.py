@@ -123,8 +123,9 @@ def _unsupported(evidence: Evidence | None) -> str:
 
 
 def row_view(row: Row, *, with_reason: bool = True) -> RowView:
-    """`with_reason=False` (the lexical judge) leaves out the judge's reason: it only
-    restates the marked claims, and a reviewer should read each thing once."""
+    """`with_reason=False` (the lexical judge) leaves the judge's reason out of a reviewed
+    row's evidence: it only restates the marked claims, and a reviewer should read each
+    thing once. Other rows keep it: there it is the only explanation."""
     evidence = row.evidence
     candidate_relevance = row.candidate.relevance
     found = (review(context=row.case.context, baseline=row.baseline.response,
@@ -137,7 +138,7 @@ def row_view(row: Row, *, with_reason: bool = True) -> RowView:
         after=_reading(row.candidate, with_rescore=True),
         relevance=(f"{_relevance_text(row.baseline.relevance)} → "
                    f"{_relevance_text(candidate_relevance)}"),
-        reason=_reason(row.candidate) if with_reason else "",
+        reason=_reason(row.candidate) if with_reason or found is None else "",
         figures=tuple(evidence.unsupported_figures) if evidence else (),
         statements=tuple(evidence.unsupported_statements) if evidence else (),
         answer=row.candidate.response,
