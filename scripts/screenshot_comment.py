@@ -6,8 +6,9 @@ Without COMMENT.md it runs the bundled example (examples/cards, offline
 judge) first. It writes two PNGs to DIR (default `flipgate-out/screenshots`):
 `comment.png` as the comment opens (evidence blocks collapsed) and
 `comment-open.png` with every `<details>` open, and prints the page's width
-and height. It exits 1 when the page is wider than the window: something in
-the comment does not fit GitHub's comment width.
+and height. It exits 1 when the page, or any table in it, is wider than the
+window: something in the comment does not fit GitHub's comment width (GitHub
+cuts a wide table off and scrolls it sideways).
 
 Needs the test extra (`cmarkgfm`, GitHub's Markdown engine) and Chromium
 (Debian: `apt-get install -y chromium`). The CSS below is a small
@@ -57,9 +58,12 @@ body { margin: 0; background: #fff; }
 .markdown-body sub { color: #59636e; }
 """
 
-# After load, the page writes its size into its title, which --dump-dom prints.
+# After load, the page writes its size, and how many tables are cut off at its width
+# (GitHub scrolls those sideways), into its title, which --dump-dom prints.
 MEASURE = ("<script>addEventListener('load', () => { const e = document.documentElement; "
-           "document.title = 'size:' + e.scrollWidth + 'x' + e.scrollHeight; });</script>")
+           "const cut = [...document.querySelectorAll('table')]"
+           ".filter(t => t.scrollWidth > t.clientWidth + 1).length; "
+           "document.title = `size:${e.scrollWidth}x${e.scrollHeight}:cut:${cut}`; });</script>")
 
 
 def render_example(out: Path) -> Path:
@@ -105,21 +109,22 @@ def run_chromium(args: list[str], profile: Path) -> subprocess.CompletedProcess[
                           timeout=120, check=False)
 
 
-def measure(html_file: Path, width: int, profile: Path) -> tuple[int, int]:
+def measure(html_file: Path, width: int, profile: Path) -> tuple[int, int, int]:
+    """(page width, page height, tables cut off at the width)."""
     done = run_chromium([f"--window-size={width},800", "--dump-dom", html_file.as_uri()], profile)
-    found = re.search(r"<title>size:(\d+)x(\d+)</title>", done.stdout)
+    found = re.search(r"<title>size:(\d+)x(\d+):cut:(\d+)</title>", done.stdout)
     if not found:
         raise SystemExit(f"Chromium did not report the page size:\n{done.stderr[-2000:]}")
-    return int(found.group(1)), int(found.group(2))
+    return int(found.group(1)), int(found.group(2)), int(found.group(3))
 
 
-def screenshot(html_file: Path, png: Path, width: int, profile: Path) -> tuple[int, int]:
-    page_width, height = measure(html_file, width, profile)
+def screenshot(html_file: Path, png: Path, width: int, profile: Path) -> tuple[int, int, int]:
+    page_width, height, cut = measure(html_file, width, profile)
     run_chromium([f"--window-size={width},{height}", f"--screenshot={png}",
                   html_file.as_uri()], profile)
     if not png.is_file():
         raise SystemExit(f"Chromium wrote no {png}")
-    return page_width, height
+    return page_width, height, cut
 
 
 def main() -> int:
@@ -138,11 +143,13 @@ def main() -> int:
             html_file = work / f"{name}.html"
             html_file.write_text(page(markdown, open_details=open_details), encoding="utf-8")
             png = args.out / f"{name}.png"
-            page_width, height = screenshot(html_file, png, args.width, work / "profile")
-            print(f"{png}: {page_width}x{height} px (window {args.width} px wide)")
-            too_wide |= page_width > args.width
+            page_width, height, cut = screenshot(html_file, png, args.width, work / "profile")
+            print(f"{png}: {page_width}x{height} px (window {args.width} px wide), "
+                  f"{cut} tables cut off")
+            too_wide |= page_width > args.width or cut > 0
     if too_wide:
-        print("the page is wider than the window: something does not fit", file=sys.stderr)
+        print("something is wider than the window (the page, or a table GitHub would "
+              "scroll sideways)", file=sys.stderr)
         return 1
     return 0
 
