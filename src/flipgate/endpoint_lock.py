@@ -42,6 +42,46 @@ BODY_PARAMETERS = frozenset({
     "frequency_penalty", "stop", "seed", "logit_bias", "logprobs", "top_logprobs",
     "response_format", "reasoning_effort", "verbosity",
 })
+# What each body field must hold, checked before any request so a bad value is exit 2
+# naming the field, not an HTTP 400 from the provider: (description, accepts).
+_NUMBER = (int, float)
+
+
+def _number(low: float, high: float) -> tuple[str, Any]:
+    return (f"a number from {low:g} to {high:g}",
+            lambda v: isinstance(v, _NUMBER) and not isinstance(v, bool) and low <= v <= high)
+
+
+def _integer(low: int, high: int | None = None) -> tuple[str, Any]:
+    upper = f" to {high}" if high is not None else " or more"
+    return (f"a whole number from {low}{upper}" if high is not None else
+            f"a whole number, {low}{upper}",
+            lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= low
+            and (high is None or v <= high))
+
+
+PARAMETER_TYPES: dict[str, tuple[str, Any]] = {
+    "temperature": _number(0, 2),
+    "top_p": _number(0, 1),
+    "presence_penalty": _number(-2, 2),
+    "frequency_penalty": _number(-2, 2),
+    "max_tokens": _integer(1),
+    "max_completion_tokens": _integer(1),
+    "seed": ("a whole number", lambda v: isinstance(v, int) and not isinstance(v, bool)),
+    "top_logprobs": _integer(0, 20),
+    "logprobs": ("true or false", lambda v: isinstance(v, bool)),
+    "stop": ("a string or a list of up to 4 strings",
+             lambda v: isinstance(v, str) or (isinstance(v, list) and len(v) <= 4
+                                              and all(isinstance(x, str) for x in v))),
+    "logit_bias": ("a mapping of token ids to numbers from -100 to 100",
+                   lambda v: isinstance(v, dict) and all(
+                       isinstance(x, _NUMBER) and not isinstance(x, bool) and -100 <= x <= 100
+                       for x in v.values())),
+    "response_format": ("a mapping with a 'type'",
+                        lambda v: isinstance(v, dict) and isinstance(v.get("type"), str)),
+    "reasoning_effort": ("a string such as low, medium or high", lambda v: isinstance(v, str)),
+    "verbosity": ("a string such as low, medium or high", lambda v: isinstance(v, str)),
+}
 MODEL_KEYS = ("model", "azure_deployment")
 # What a head that adds the generator may not set: the environment decides where requests go.
 ADOPTION_REFUSED_KEYS = ("base_url", "azure_endpoint")
@@ -115,6 +155,19 @@ def check_parameters(prompty: Prompty) -> None:
                                f"model.parameters.{name} must be plain JSON data"))
     if bad:
         raise InputError(bad)
+
+
+def check_parameter_types(prompty: Prompty, parameters: Mapping[str, Any]) -> None:
+    """Each body field holds the kind of value the API documents (exit 2 naming the field)."""
+    problems = []
+    for name, value in parameters.items():
+        description, accepts = PARAMETER_TYPES.get(name, ("", None))
+        if accepts is not None and not accepts(value):
+            problems.append(Problem(prompty.source, prompty.line_of("model", "parameters", name),
+                                    f"model.parameters.{name} must be {description}, "
+                                    f"not {json.dumps(value)}"))
+    if problems:
+        raise InputError(problems)
 
 
 def _mentions_reference(value: Any) -> bool:
@@ -263,6 +316,7 @@ def lock(base: Prompty | None, head: Prompty, *, environ: Mapping[str, str] | No
                 f"model.configuration.{key} {expanded_model!r} is not an Azure deployment name; "
                 "it goes into the request's URL path, so only letters, digits, '.', '_' and "
                 "'-' are accepted"))
+        check_parameter_types(prompty, parameters)
         return Generator(side=name, prompty=prompty, model=expanded_model, parameters=parameters,
                          endpoint=_endpoint(configuration, expanded_model))
 

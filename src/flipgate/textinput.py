@@ -61,6 +61,35 @@ def _expanded_size(node: yaml.Node, limit: int) -> int:
     return size(node, set())
 
 
+def _refuse_duplicate_keys(root: yaml.Node, *, source: str, first_line: int, what: str) -> None:
+    """A key given twice in one mapping is an error at its second line: YAML's loaders
+    would silently keep the last one, and the first would look like it counts."""
+    problems: list[Problem] = []
+    seen_nodes: set[int] = set()
+    stack = [root]
+    while stack:
+        current = stack.pop()
+        if id(current) in seen_nodes:
+            continue  # an alias: checked where it was defined
+        seen_nodes.add(id(current))
+        if isinstance(current, yaml.MappingNode):
+            seen: dict[str, int] = {}
+            for key_node, value_node in current.value:
+                if isinstance(key_node, yaml.ScalarNode) and key_node.tag != "tag:yaml.org,2002:merge":
+                    line = key_node.start_mark.line + first_line
+                    if key_node.value in seen:
+                        problems.append(Problem(source, line, f"invalid {what}: duplicate key "
+                                                f"{key_node.value!r} (first given on line "
+                                                f"{seen[key_node.value]})"))
+                    else:
+                        seen[key_node.value] = line
+                stack.append(value_node)
+        elif isinstance(current, yaml.SequenceNode):
+            stack.extend(current.value)
+    if problems:
+        raise InputError(sorted(problems, key=lambda problem: problem.line or 0))
+
+
 def load_yaml_located(text: str, *, source: str, first_line: int = 1,
                       what: str = "YAML") -> tuple[Any, dict[tuple[str, ...], int]]:
     """The value of a YAML document (safe loader only) and the file line of every
@@ -72,6 +101,8 @@ def load_yaml_located(text: str, *, source: str, first_line: int = 1,
         if node is not None and _expanded_size(node, MAX_YAML_VALUES) > MAX_YAML_VALUES:
             raise InputError(Problem(source, first_line, f"invalid {what}: more than "
                                      f"{MAX_YAML_VALUES:,} values once its aliases are expanded"))
+        if node is not None:
+            _refuse_duplicate_keys(node, source=source, first_line=first_line, what=what)
         data = loader.construct_document(node) if node is not None else None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
