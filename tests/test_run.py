@@ -556,3 +556,19 @@ def test_a_rejected_key_for_the_generator_stops_at_the_first_request(
     # Every generation already in flight may land, but none is retried.
     assert len(server.chat_requests("generation")) <= len(CASES) * 2
     assert all(r.status == 401 for r in server.chat_requests("generation"))
+
+
+def test_concurrency_flag_limits_run_and_replay(server: FakeOpenAI, repo: GitRepo,
+                                                tmp_path: Path) -> None:
+    server.latency = 0.05  # requests overlap unless something holds them back
+    repo.commit({"prompts/answer.prompty": HEAD_PROMPT})
+    result, _ = invoke(repo, tmp_path, "--concurrency", "1", "--no-cache")
+    assert result.exit_code == 1, result.output
+    assert server.peak_concurrency == 1
+
+    server.clear()
+    replayed = CliRunner().invoke(cli, ["replay", "--repo", str(repo.path), "--ref", "HEAD",
+                                        "--out", str(tmp_path / "r.jsonl"), "--no-cache",
+                                        "--concurrency", "1"])
+    assert replayed.exit_code == 0, replayed.output
+    assert server.peak_concurrency == 1 and len(server.chat_requests("generation")) == len(CASES)

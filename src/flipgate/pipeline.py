@@ -11,6 +11,7 @@ both generators in the sandbox.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import posixpath
 from collections.abc import Collection, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -134,6 +135,11 @@ def load_inputs(repo: Path, base: Ref, head: Ref, config_path: str, *,
                   cases_diff=cases_diff)
 
 
+def with_concurrency(config: Config, concurrency: int | None) -> Config:
+    """`--concurrency` wins over the configuration's `concurrency`."""
+    return config if concurrency is None else dataclasses.replace(config, concurrency=concurrency)
+
+
 def generator_path(config: Config) -> str:
     if not config.generator:
         raise InputError(Problem(config.source, None, "'generator' is required to replay "
@@ -250,7 +256,7 @@ async def _replay_and_gate(*, inputs: Inputs, pair: LockedPair,
 async def check(*, repo: Path, base: str, head: str, config_path: str = DEFAULT_CONFIG,
                 out_dir: Path = DEFAULT_OUT, cache_dir: Path | None = DEFAULT_CACHE,
                 judge: str | None = None, console: Console | None = None,
-                progress: Progress | None = None) -> CheckResult:
+                progress: Progress | None = None, concurrency: int | None = None) -> CheckResult:
     """`run_check`, for callers that already run an event loop."""
     from flipgate import gate
     from flipgate.outputs import write_outputs
@@ -260,6 +266,7 @@ async def check(*, repo: Path, base: str, head: str, config_path: str = DEFAULT_
     head_ref = Ref(head, gitrefs.resolve(repo, head))
     changed = gitrefs.changed_paths(repo, base_ref.sha, head_ref.sha)
     inputs = load_inputs(repo, base_ref, head_ref, config_path, changed=changed)
+    inputs.config = with_concurrency(inputs.config, concurrency)
     path = generator_path(inputs.config)
     base_generator = load_generator(repo, base_ref, path)
     head_generator = require_generator(repo, head_ref, path)
@@ -311,7 +318,7 @@ async def check(*, repo: Path, base: str, head: str, config_path: str = DEFAULT_
 def run_check(*, repo: Path, base: str, head: str, config_path: str = DEFAULT_CONFIG,
               out_dir: Path = DEFAULT_OUT, cache_dir: Path | None = DEFAULT_CACHE,
               judge: str | None = None, console: Console | None = None,
-              progress: Progress | None = None) -> CheckResult:
+              progress: Progress | None = None, concurrency: int | None = None) -> CheckResult:
     """The whole PR check: detect the change, replay both refs, gate, write the outputs.
 
     Bad input or a refused pull request raises InputError / SecurityError
@@ -321,7 +328,7 @@ def run_check(*, repo: Path, base: str, head: str, config_path: str = DEFAULT_CO
     """
     return asyncio.run(check(repo=repo, base=base, head=head, config_path=config_path,
                              out_dir=out_dir, cache_dir=cache_dir, judge=judge, console=console,
-                             progress=progress))
+                             progress=progress, concurrency=concurrency))
 
 
 # --- one ref (`flipgate replay`) ----------------------------------------------------
@@ -335,15 +342,15 @@ class ReplayResult:
 
 
 async def replay_ref(*, repo: Path, ref: str, config_path: str = DEFAULT_CONFIG,
-                     cache_dir: Path | None = DEFAULT_CACHE,
-                     progress: Progress | None = None) -> ReplayResult:
+                     cache_dir: Path | None = DEFAULT_CACHE, progress: Progress | None = None,
+                     concurrency: int | None = None) -> ReplayResult:
     """Every case's answer from the generator at one ref (configuration and cases of that ref)."""
     from flipgate.llm import make_client
 
     repo = Path(repo).resolve()
     at = Ref(ref, gitrefs.resolve(repo, ref))
     inputs = load_inputs(repo, at, at, config_path)
-    config = inputs.config
+    config = with_concurrency(inputs.config, concurrency)
     path = generator_path(config)
     generator = require_generator(repo, at, path)
     pair = lock(generator, generator)  # one ref: its own configuration is the trusted one

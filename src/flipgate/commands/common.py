@@ -78,6 +78,11 @@ def cache_options(command: F) -> F:
                         help="Where model replies are cached.")(command)
 
 
+def concurrency_option(command: F) -> F:
+    return click.option("--concurrency", type=click.IntRange(min=1), default=None,
+                        help="Model calls in flight at once (default: the config's, else 8).")(command)
+
+
 def cache_dir_or_none(cache_dir: str, no_cache: bool) -> Path | None:
     return None if no_cache else Path(cache_dir)
 

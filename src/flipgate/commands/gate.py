@@ -12,6 +12,7 @@ import click
 from flipgate.commands.common import (
     cache_dir_or_none,
     cache_options,
+    concurrency_option,
     config_option,
     judge_option,
     read_config,
@@ -33,8 +34,7 @@ from flipgate.outputs import DEFAULT_OUT_DIR
 @click.option("--out", "out_dir", default=DEFAULT_OUT_DIR, show_default=True,
               type=click.Path(file_okay=False), help="Where report.json and comment.md go.")
 @cache_options
-@click.option("--concurrency", type=click.IntRange(min=1), default=None,
-              help="Judge calls in flight at once (default: the config's, else 8).")
+@concurrency_option
 @report_failures
 def gate(cases_path: str, baseline_path: str, candidate_path: str, config_path: str | None,
          judge: str | None, out_dir: str, cache_dir: str, no_cache: bool,

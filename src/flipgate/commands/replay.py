@@ -8,7 +8,12 @@ from pathlib import Path
 
 import click
 
-from flipgate.commands.common import cache_dir_or_none, cache_options, report_failures
+from flipgate.commands.common import (
+    cache_dir_or_none,
+    cache_options,
+    concurrency_option,
+    report_failures,
+)
 from flipgate.config import DEFAULT_CONFIG
 
 
@@ -19,11 +24,12 @@ from flipgate.config import DEFAULT_CONFIG
 @click.option("--out", "out_path", required=True, type=click.Path(dir_okay=False),
               help="Where the responses JSONL goes.")
 @cache_options
+@concurrency_option
 @click.option("--repo", "repo", default=".", show_default=True,
               type=click.Path(file_okay=False, exists=True), help="The git repository.")
 @report_failures
 def replay(ref: str, config_path: str, out_path: str, cache_dir: str, no_cache: bool,
-           repo: str) -> None:
+           concurrency: int | None, repo: str) -> None:
     """Render the generator at REF for every case, ask its model, write the responses JSONL.
 
     Everything is read from git objects at REF (nothing is checked out).
@@ -39,7 +45,7 @@ def replay(ref: str, config_path: str, out_path: str, cache_dir: str, no_cache: 
     try:
         result = asyncio.run(replay_ref(repo=Path(repo), ref=ref, config_path=config_path,
                                         cache_dir=cache_dir_or_none(cache_dir, no_cache),
-                                        progress=bar))
+                                        progress=bar, concurrency=concurrency))
     finally:
         bar.close()
     write_answers(out_path, result.answers, result.cases)

@@ -10,6 +10,7 @@ import click
 from flipgate.commands.common import (
     cache_dir_or_none,
     cache_options,
+    concurrency_option,
     judge_option,
     report_failures,
     visible,
@@ -40,11 +41,12 @@ def usage_line(usage: dict[str, dict[str, int]] | None, cache: dict[str, int] | 
               type=click.Path(file_okay=False), help="Where report.json and comment.md go.")
 @judge_option
 @cache_options
+@concurrency_option
 @click.option("--repo", "repo", default=".", show_default=True,
               type=click.Path(file_okay=False, exists=True), help="The git repository.")
 @report_failures
 def run(base: str, head: str, config_path: str, out_dir: str, judge: str | None,
-        cache_dir: str, no_cache: bool, repo: str) -> None:
+        cache_dir: str, no_cache: bool, concurrency: int | None, repo: str) -> None:
     """The whole PR check: detect a prompt or model change, replay both refs, gate, render.
 
     Both refs are read from git objects (nothing is checked out); the
@@ -62,7 +64,7 @@ def run(base: str, head: str, config_path: str, out_dir: str, judge: str | None,
     try:
         result = run_check(repo=Path(repo), base=base, head=head, config_path=config_path,
                            out_dir=Path(out_dir), cache_dir=cache_dir_or_none(cache_dir, no_cache),
-                           judge=judge, console=Console(), progress=bar)
+                           judge=judge, console=Console(), progress=bar, concurrency=concurrency)
     finally:
         bar.close()
     if result.message:
