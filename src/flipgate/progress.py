@@ -76,7 +76,9 @@ def status_line(phases: list[Phase], *, requests: int, tokens: int, elapsed: flo
                 now: float) -> str:
     """One log line: each phase's done/total, requests, tokens, elapsed time and the ETA."""
     parts = [f"{phase.name} {phase.done:,}/{phase.total:,}" for phase in phases if phase.total]
-    parts += [f"{requests:,} requests", f"{tokens:,} tokens", f"{duration(elapsed)} elapsed"]
+    if requests or tokens:  # the offline judge sends nothing: no "0 requests" to read
+        parts += [f"{requests:,} requests", f"{tokens:,} tokens"]
+    parts.append(f"{duration(elapsed)} elapsed")
     active = next((phase for phase in phases if phase.total and phase.done < phase.total), None)
     if active is None:
         parts.append("done")

@@ -247,7 +247,8 @@ def usage_table(
     """Usage as (columns, rows): per purpose when nested, a single row when flat."""
     if not isinstance(usage, Mapping) or not usage:
         return (), ()
-    nested = {str(key): value for key, value in usage.items() if isinstance(value, Mapping)}
+    nested = {str(key): value for key, value in usage.items() if isinstance(value, Mapping)
+              and any(count for count in value.values())}  # a purpose that sent nothing: no row
     if nested:
         columns: list[Any] = []
         for counters in nested.values():
@@ -256,6 +257,8 @@ def usage_table(
         rows = tuple((purpose, *(counters.get(name, "") for name in columns))
                      for purpose, counters in list(nested.items())[:12])
         return ("", *map(_label, columns)), rows
+    if any(isinstance(value, Mapping) for value in usage.values()):
+        return (), ()
     flat = list(usage.items())[:8]
     return tuple(_label(key) for key, _ in flat), (tuple(value for _, value in flat),)
 
@@ -480,7 +483,8 @@ def _render(view: View, plan: Plan, blocks: dict[_BlockKey, str], max_chars: int
         fluency=report.fluency,
         usage_columns=columns,
         usage_rows=usage_rows,
-        cache=report.cache if isinstance(report.cache, Mapping) else None,
+        cache=report.cache if isinstance(report.cache, Mapping) and any(report.cache.values())
+        else None,  # a run that asked nothing has nothing to say about its cache
         plan=plan,
     )
     return text.rstrip("\n") + "\n"

@@ -25,10 +25,11 @@ def usage_line(usage: dict[str, dict[str, int]] | None, cache: dict[str, int] | 
     for purpose, counts in (usage or {}).items():
         tokens = counts.get("prompt_tokens", 0) + counts.get("completion_tokens", 0)
         requests = counts.get("requests", 0) + counts.get("embedding_requests", 0)
-        parts.append(f"{purpose} {requests} requests, {tokens} tokens")
+        if requests or tokens:  # a purpose that sent nothing says nothing
+            parts.append(f"{purpose} {requests:,} requests, {tokens:,} tokens")
     line = "usage: " + ("; ".join(parts) if parts else "no model requests")
-    if cache is not None:
-        line += f" | cache: {cache.get('hits', 0)} hits, {cache.get('misses', 0)} misses"
+    if cache is not None and (cache.get("hits") or cache.get("misses")):
+        line += f" | cache: {cache.get('hits', 0):,} hits, {cache.get('misses', 0):,} misses"
     return line
 
 
