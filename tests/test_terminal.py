@@ -112,6 +112,8 @@ def test_counts_line() -> None:
     out = printed(make_report(one_of_each()))
     assert ("9 cases · 1 blocking · 1 to review · 1 new non-answer · 1 unstable · "
             "1 relevance drop · 1 moved · 1 still ungrounded · 1 judge error") in out
+    quiet = printed(make_report([make_row("a", before=4, after=5), make_row("b")]))
+    assert "2 cases · 1 blocking · 1 moved" in quiet and " 0 " not in quiet
 
 
 def test_offline_judge_is_named_as_lexical() -> None:
@@ -134,11 +136,22 @@ def test_long_lists_are_capped_and_say_so() -> None:
     assert f"… and {101 - MAX_ROWS} more rows in report.json and comment.md" in out
 
 
-def test_a_narrow_console_drops_only_the_why_column() -> None:
-    row = make_row("fee", before=5, after=3, figures=("$12",))
+def test_a_narrow_console_gives_each_row_a_second_line_with_its_evidence() -> None:
+    row = make_row("replacement-card-fee", before=5, after=3, figures=("$12",))
     narrow, wide = printed(make_report([row]), width=80), printed(make_report([row]), width=160)
-    assert "why" not in narrow and "not in context: $12" not in narrow
-    assert table_lines(narrow)[0] == ["non-answer", "fee", "policy",
-                                      "grounded (5) → non-answer (3)", "0.90 → 0.88"]
+    lines = table_lines(narrow)
+    assert lines[0][0] == "non-answer"
+    assert lines[0][1].startswith("replacement-card-fee · policy · grounded (5) → non-answer")
+    assert ["", "not in context: $12"] in lines[1:]  # the evidence, on a line of its own
     assert table_lines(wide)[0][-1] == "not in context: $12"
     assert all(len(line) <= 80 for line in narrow.splitlines())
+
+
+@pytest.mark.parametrize("width", [80, 100, 160])
+def test_ids_are_never_broken_across_lines(width: int) -> None:
+    rows = [make_row("overdraft-protection-for-premier-members", before=5, after=2, rescore=1,
+                     category="a-rather-long-category-name"),
+            make_row("contactless-limit", before=4, after=5)]
+    out = printed(make_report(rows), width=width)
+    for row_id in ("overdraft-protection-for-premier-members", "contactless-limit"):
+        assert row_id in out

@@ -86,46 +86,64 @@ def why(row: Row) -> str:
     return row.candidate.groundedness.reason
 
 
+def _movement(row: Row) -> str:
+    movement = f"{reading(row.baseline)} → {reading(row.candidate)}"
+    return movement + " (truncated)" if row.candidate.finish_reason == "length" else movement
+
+
 def rows_table(report: Report, *, max_rows: int = MAX_ROWS,
                with_why: bool = True) -> tuple[Table, int]:
-    """The table of rows that matter, and how many were left out of it."""
+    """The table of rows that matter, and how many were left out of it.
+
+    Ids are never broken: the other columns fold first. `with_why=False` (a
+    console narrower than WIDE) gives each row two lines instead: the id, category,
+    movement and relevance, then the evidence, in one wide column.
+    """
+    picked = rows_that_matter(report)
+    longest_id = max((len(one_line_within(row.id, 40)) for _, row in picked[:max_rows]), default=2)
     table = Table(show_header=True, header_style="bold")
     table.add_column("verdict", no_wrap=True)
-    table.add_column("id", overflow="fold")
-    table.add_column("category", overflow="fold")
-    table.add_column("baseline → candidate")
-    table.add_column("relevance", no_wrap=True)
     if with_why:
+        table.add_column("id", no_wrap=True, min_width=longest_id)
+        table.add_column("category", overflow="fold")
+        table.add_column("baseline → candidate")
+        table.add_column("relevance", no_wrap=True)
         table.add_column("why", overflow="fold", ratio=1)
-    picked = rows_that_matter(report)
+    else:
+        table.add_column("id · category · baseline → candidate · relevance", ratio=1,
+                         overflow="fold")
     for kind, row in picked[:max_rows]:
         _, label, style = _KINDS[_RANK[kind]]
-        movement = f"{reading(row.baseline)} → {reading(row.candidate)}"
-        if row.candidate.finish_reason == "length":
-            movement += " (truncated)"
-        relevance = f"{_relevance(row.baseline)} → {_relevance(row.candidate)}"
-        cells = [Text(label, style=style), _plain(row.id, 40), _plain(row.category, 24),
-                 Text(movement), Text(relevance, style="cyan" if row.relevance_drop else "")]
+        relevance = Text(f"{_relevance(row.baseline)} → {_relevance(row.candidate)}",
+                         style="cyan" if row.relevance_drop else "")
         if with_why:
-            cells.append(_plain(why(row), 80))
-        table.add_row(*cells)
+            table.add_row(Text(label, style=style), _plain(row.id, 40), _plain(row.category, 24),
+                          Text(_movement(row)), relevance, _plain(why(row), 80))
+            continue
+        cell = Text.assemble(_plain(row.id, 40), " · ", _plain(row.category, 24), " · ",
+                             _movement(row), " · ", relevance)
+        evidence = one_line_within(why(row), 120)
+        if evidence:
+            cell.append("\n")
+            cell.append_text(Text(evidence, style="dim"))
+        table.add_row(Text(label, style=style), cell)
     return table, max(0, len(picked) - max_rows)
 
 
 def counts_line(report: Report) -> str:
+    """The counts on one line; a count of zero is left out."""
     counts = report.counts
     parts = [
-        plural(counts.cases, "case"),
-        f"{counts.blocking_regressions:,} blocking",
-        f"{counts.regressions_to_review:,} to review",
-        plural(counts.new_non_answers, "new non-answer"),
-        f"{counts.unstable:,} unstable",
-        plural(counts.relevance_drops, "relevance drop"),
-        f"{counts.moved:,} moved",
-        f"{counts.still_ungrounded:,} still ungrounded",
-        plural(counts.errors, "judge error"),
+        (counts.blocking_regressions, f"{counts.blocking_regressions:,} blocking"),
+        (counts.regressions_to_review, f"{counts.regressions_to_review:,} to review"),
+        (counts.new_non_answers, plural(counts.new_non_answers, "new non-answer")),
+        (counts.unstable, f"{counts.unstable:,} unstable"),
+        (counts.relevance_drops, plural(counts.relevance_drops, "relevance drop")),
+        (counts.moved, f"{counts.moved:,} moved"),
+        (counts.still_ungrounded, f"{counts.still_ungrounded:,} still ungrounded"),
+        (counts.errors, plural(counts.errors, "judge error")),
     ]
-    return " · ".join(parts)
+    return " · ".join([plural(counts.cases, "case"), *(text for count, text in parts if count)])
 
 
 def conclusion_line(report: Report) -> tuple[str, str]:
