@@ -572,3 +572,19 @@ def test_concurrency_flag_limits_run_and_replay(server: FakeOpenAI, repo: GitRep
                                         "--concurrency", "1"])
     assert replayed.exit_code == 0, replayed.output
     assert server.peak_concurrency == 1 and len(server.chat_requests("generation")) == len(CASES)
+
+
+def test_a_skipped_run_replaces_an_earlier_comment_with_the_skipped_one(
+        server: FakeOpenAI, repo: GitRepo, tmp_path: Path) -> None:
+    blocked = repo.commit({"prompts/answer.prompty": HEAD_PROMPT})
+    result, _ = invoke(repo, tmp_path, head=blocked)
+    assert result.exit_code == 1 and "blocked" in comment(tmp_path)
+
+    repo.checkout("base")
+    docs_only = repo.commit({"README.md": "docs\n"})
+    result, report = invoke(repo, tmp_path, head=docs_only)
+
+    assert result.exit_code == 0, result.output
+    assert report["conclusion"] == "skipped" and report["rows"] == []
+    assert comment(tmp_path).splitlines()[1] == "## ⏭️ flipgate skipped: no prompt or model change"
+    assert "blocked" not in comment(tmp_path)
