@@ -460,6 +460,26 @@ def test_comment_on_change_edits_only_when_the_verdicts_change(
     assert "verdicts are those the comment shows" in harness.log.getvalue()
 
 
+def test_the_action_takes_cache_and_concurrency_options(harness: Harness,
+                                                       check: RecordingCheck) -> None:
+    harness.pull_event()
+    assert action.main(harness.env, check=check, stream=harness.log,
+                       options=action.CheckOptions(cache=None, concurrency=3)) == 0
+    assert check.calls[0]["cache_dir"] is None and check.calls[0]["concurrency"] == 3
+    harness.run(check)
+    assert check.calls[1]["cache_dir"] == harness.repo.path / ".flipgate-cache"
+    assert check.calls[1]["concurrency"] is None
+
+
+def test_the_action_command_line_has_the_common_options() -> None:
+    from click.testing import CliRunner
+
+    from flipgate.cli import cli
+
+    shown = CliRunner().invoke(cli, ["action", "--help"]).output
+    assert all(option in shown for option in ("--cache", "--no-cache", "--concurrency"))
+
+
 def test_workflow_dispatch_evaluates_the_named_pull_request(harness: Harness,
                                                            check: RecordingCheck) -> None:
     harness._write_event("workflow_dispatch", {"inputs": {"pr-number": str(PR)},
@@ -900,7 +920,7 @@ def test_end_to_end_a_300_case_run_prints_progress_and_ends_with_the_verdicts(
     harness.pull_event()
     log, every = TimedLog(), 1.0  # the default is 10 s; scaled down to keep the test short
 
-    assert pipeline.run(stream=log, progress_every=every) == 3  # judge errors: exit 3
+    assert pipeline.run(stream=log, options=action.CheckOptions(progress_every=every)) == 3
 
     progress = [(at, line) for at, line in log.lines if line.startswith("flipgate: generation")]
     assert len(progress) >= 3

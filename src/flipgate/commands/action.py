@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import click
 
+from flipgate.commands.common import concurrency_option
+
 
 @click.command("action")
-def action() -> None:
+@click.option("--cache", "cache_dir", default=".flipgate-cache", show_default=True,
+              type=click.Path(file_okay=False),
+              help="Where model replies are cached, relative to the workspace.")
+@click.option("--no-cache", is_flag=True, help="Neither read nor write the cache.")
+@concurrency_option
+def action(cache_dir: str, no_cache: bool, concurrency: int | None) -> None:
     """Run as the flipgate GitHub Action: read the event, check the PR, comment, set the status.
 
     Reads the standard Actions variables (GITHUB_EVENT_NAME, GITHUB_EVENT_PATH,
@@ -17,6 +25,7 @@ def action() -> None:
     `flipgate run`: 0 pass or nothing to do, 1 blocked, 2 bad input, 3 could
     not finish.
     """
-    from flipgate.github.action import main
+    from flipgate.github.action import CheckOptions, main
 
-    sys.exit(main())
+    options = CheckOptions(cache=None if no_cache else Path(cache_dir), concurrency=concurrency)
+    sys.exit(main(options=options))

@@ -80,6 +80,18 @@ def connect_api(settings: Settings) -> RepoAPI:
     return RepoAPI(client, settings.repository)
 
 
+@dataclass(frozen=True)
+class CheckOptions:
+    """What `flipgate action`'s own options change about the check."""
+
+    progress_every: float = LOG_EVERY   # seconds between two progress lines in the log
+    cache: Path | None = Path(CACHE_DIR)  # relative to the workspace; None: no cache
+    concurrency: int | None = None      # None: the configuration's
+
+    def cache_dir(self, workspace: Path) -> Path | None:
+        return None if self.cache is None else workspace / self.cache
+
+
 # -- what a finished run amounts to ------------------------------------------------
 
 @dataclass(frozen=True)
@@ -148,7 +160,8 @@ def outcome_of_failure(exc: BaseException, *, head_sha: str) -> Outcome:
 
 def main(environ: MutableMapping[str, str] | None = None, *, check: CheckRunner | None = None,
          api_factory: Callable[[Settings], RepoAPI] = connect_api, git: GitRunner = run_git,
-         stream: TextIO | None = None, progress_every: float = LOG_EVERY) -> int:
+         stream: TextIO | None = None, options: CheckOptions | None = None) -> int:
+    options = options or CheckOptions()
     environ = os.environ if environ is None else environ
     workflow = Workflow.from_env(environ, stream=stream or sys.stdout)
     try:
@@ -182,7 +195,7 @@ def main(environ: MutableMapping[str, str] | None = None, *, check: CheckRunner 
             if pull is None:
                 return EXIT_PASS
             exit_code = evaluate(settings, api, workflow, pull, check=check, git=git,
-                                 progress_every=progress_every)
+                                 options=options)
             react(api, workflow, activity, "rocket" if exit_code in (0, 1) else "confused")
             return exit_code
         if isinstance(activity, RunDispatch):
@@ -190,10 +203,10 @@ def main(environ: MutableMapping[str, str] | None = None, *, check: CheckRunner 
             workflow.info(f"flipgate: workflow_dispatch by {activity.actor}: pull request "
                           f"#{pull.number}, head pinned at {pull.head_sha}")
             return evaluate(settings, api, workflow, pull, check=check, git=git,
-                                 progress_every=progress_every)
+                                 options=options)
         assert isinstance(activity, RunCheck)
         return evaluate(settings, api, workflow, activity.pull, check=check, git=git,
-                            progress_every=progress_every)
+                            options=options)
     except GitHubError as exc:
         workflow.error(f"GitHub API: {exc}")
         workflow.set_output("conclusion", "error")  # exit 3: could not finish
@@ -236,14 +249,15 @@ def react(api: RepoAPI, workflow: Workflow, command: RunCommand, content: str) -
 
 
 def evaluate(settings: Settings, api: RepoAPI, workflow: Workflow, pull: PullRequest, *,
-             check: CheckRunner | None, git: GitRunner, progress_every: float = LOG_EVERY) -> int:
+             check: CheckRunner | None, git: GitRunner,
+             options: CheckOptions | None = None) -> int:
     # `comment: never` reads and writes no comment, so it needs no login either.
     login = api.own_login() if settings.comment_mode is not CommentMode.NEVER else ""
     status = _status_setter(settings, api, pull)
     status("pending", messages.pending_description(pull))
 
     outcome = run_check_safely(settings, workflow, pull, check=check, git=git,
-                               progress_every=progress_every)
+                               options=options or CheckOptions())
 
     exit_code = outcome.exit_code
     try:
@@ -298,16 +312,17 @@ def _status_setter(settings: Settings, api: RepoAPI,
 
 def run_check_safely(settings: Settings, workflow: Workflow, pull: PullRequest, *,
                      check: CheckRunner | None, git: GitRunner,
-                     progress_every: float = LOG_EVERY) -> Outcome:
+                     options: CheckOptions | None = None) -> Outcome:
     """Fetch what is missing and run the check; any failure becomes an `error` outcome.
 
-    The check prints a progress line every `progress_every` seconds, outside any
-    group so the running job shows it.
+    The check prints a progress line every `options.progress_every` seconds,
+    outside any group so the running job shows it.
     """
+    options = options or CheckOptions()
     workspace = settings.workspace
     workflow.info(f"flipgate: evaluating #{pull.number} "
                   f"{pull.base_sha[:7]}..{pull.head_sha[:7]} ({settings.status_context})")
-    progress = PeriodicLines(stream=workflow.stream, every=progress_every)
+    progress = PeriodicLines(stream=workflow.stream, every=options.progress_every)
     try:
         ensure_commits(workspace, [pull.base_sha, pull.head_sha], git=git)
         if check is None:
@@ -317,7 +332,8 @@ def run_check_safely(settings: Settings, workflow: Workflow, pull: PullRequest, 
             try:
                 result = check(repo=workspace, base=pull.base_sha, head=pull.head_sha,
                                config_path=settings.config, out_dir=workspace / OUT_DIR,
-                               cache_dir=workspace / CACHE_DIR, progress=progress)
+                               cache_dir=options.cache_dir(workspace), progress=progress,
+                               concurrency=options.concurrency)
             finally:
                 progress.close()
     except Exception as exc:  # noqa: BLE001 - every failure must end in an error status
