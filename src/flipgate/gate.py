@@ -68,6 +68,14 @@ def classify(baseline: Score, candidate: Score, rescore: Score | None = None) ->
     return Verdict.UNCHANGED, []
 
 
+# Verdicts whose rows carry the evidence a reviewer needs to check them.
+EVIDENCE_VERDICTS = frozenset({Verdict.REGRESSION, Verdict.UNSTABLE, Verdict.NEW_NON_ANSWER})
+
+
+def needs_evidence(verdict: Verdict) -> bool:
+    return verdict in EVIDENCE_VERDICTS
+
+
 def is_blocking(verdict: Verdict, category: str, blocking_categories: Collection[str]) -> bool:
     return verdict is Verdict.REGRESSION and category in blocking_categories
 

@@ -27,14 +27,14 @@ from jinja2 import FileSystemLoader, StrictUndefined
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from flipgate.escaping import cell, cell_list, clear_cell_cache, escape_md, fence, number, plural
+from flipgate.gate import needs_evidence
 from flipgate.model import Bucket, Counts, Evidence, Relevance, Report, Row, Score, Side, Verdict
 from flipgate.review import Review, review
 from flipgate.review_md import diff as review_diff
 from flipgate.review_md import marked_answer
 
 MARKER = "<!-- flipgate -->"
-# The rows whose evidence is shown in full, each in its own collapsed block.
-REVIEWED_VERDICTS = (Verdict.REGRESSION, Verdict.UNSTABLE, Verdict.NEW_NON_ANSWER)
+
 GITHUB_COMMENT_LIMIT = 65_536
 STEP_SUMMARY_LIMIT = 1_048_576
 TEMPLATE = "comment.md.j2"
@@ -130,7 +130,7 @@ def row_view(row: Row, *, with_reason: bool = True) -> RowView:
     candidate_relevance = row.candidate.relevance
     found = (review(context=row.case.context, baseline=row.baseline.response,
                     candidate=row.candidate.response, evidence=evidence)
-             if row.verdict in REVIEWED_VERDICTS else None)
+             if needs_evidence(row.verdict) else None)
     return RowView(
         id=row.id,
         category=row.category,

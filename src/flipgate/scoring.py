@@ -37,8 +37,6 @@ from flipgate.runtime import Runtime
 
 T = TypeVar("T")
 
-# Verdicts whose rows carry the evidence a reviewer needs to see why.
-_EVIDENCE_VERDICTS = (Verdict.REGRESSION, Verdict.UNSTABLE, Verdict.NEW_NON_ANSWER)
 
 
 async def _guard(call: Awaitable[Score]) -> Score:
@@ -159,7 +157,7 @@ async def score_rows(*, cases: Sequence[Case], baseline: Mapping[str, Answer],
             relevance_drop=gate.relevance_dropped(base.relevance, cand.relevance,
                                                   config.relevance.threshold),
             errors=errors,
-            evidence=_evidence(case, cand.response) if verdict in _EVIDENCE_VERDICTS else None,
+            evidence=_evidence(case, cand.response) if gate.needs_evidence(verdict) else None,
         ))
 
     counts = gate.count(rows)
