@@ -64,3 +64,17 @@ def test_a_log_gets_a_line_every_ten_seconds() -> None:
     assert LOG_EVERY == 10.0
     progress = for_stream(io.StringIO())
     assert isinstance(progress, PeriodicLines) and progress.every == LOG_EVERY
+
+
+def test_a_terminal_gets_one_bar_per_phase() -> None:
+    from flipgate.progress import Bar
+
+    bar = Bar(stream=io.StringIO())
+    bar.watch(lambda: (3, 400))
+    bar.add(4, "generation")
+    bar.add(6, "judging")
+    bar.advance(1, "generation")
+    bar.advance(2, "judging")
+    bar.close()
+    assert [(t.description, t.total, t.completed) for t in bar._progress.tasks] == [
+        ("generation", 4, 1), ("judging", 6, 2)]
