@@ -175,3 +175,17 @@ def test_without_config_or_judge_it_says_it_falls_back_to_the_lexical_judge(tmp_
     assert result.exit_code in (0, 1), result.output
     assert "offline lexical judge" in result.stderr
     assert json.loads((tmp_path / "out" / "report.json").read_text())["judge"]["provider"] == "offline"
+
+
+def test_a_key_refused_after_the_probe_stops_the_gate_at_the_first_refusal(
+        openai_server, tmp_path: Path) -> None:
+    openai_server.fail("groundedness", status=401, times=1000)
+    args = write_inputs(tmp_path) + ["--concurrency", "1"]
+    result = CliRunner().invoke(cli, args)
+
+    assert result.exit_code == 3, result.output
+    assert len(openai_server.chat_requests("groundedness")) <= 2  # in flight at most, never retried
+    assert result.stderr.count("HTTP 401") == 1 and "(sent once)" in result.stderr
+    assert "judge model judge-pinned" in result.stderr
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert report["conclusion"] == "error" and report["rows"] == []

@@ -33,6 +33,7 @@ from flipgate.model import (
     Verdict,
 )
 from flipgate.progress import JUDGING, Progress
+from flipgate.replay import first_failure_cancels
 from flipgate.runtime import Runtime
 
 T = TypeVar("T")
@@ -130,10 +131,12 @@ async def score_rows(*, cases: Sequence[Case], baseline: Mapping[str, Answer],
     progress.add(JUDGING_STEPS_PER_ROW * n, JUDGING)  # planned before the first request
     relevance_items = [(case, answers[case.id].response)
                        for answers in (baseline, candidate) for case in cases]
-    *judged, relevances = await asyncio.gather(
+    # A failure that stops the run (a key the provider refuses, the budget) cancels the
+    # rest at once, so nothing more is sent.
+    *judged, relevances = await first_failure_cancels([
         *(_judge_row(judge, case, baseline[case.id], candidate[case.id], progress=progress)
           for case in cases),
-        _relevance(judge, relevance_items))
+        _relevance(judge, relevance_items)])
 
     rows = []
     for i, case in enumerate(cases):
