@@ -103,6 +103,9 @@ def test_the_counts_are_one_sentence_with_every_count_that_is_not_zero() -> None
     assert page.tables[0][0][0] == "id"  # the first table is a table of rows, not of counts
     quiet = make_report([make_row("same", before=5, after=5)])
     assert "1 case: no row changed bucket." in read(render_comment(quiet)).text
+    stopped = make_report([], conclusion=Conclusion.ERROR)
+    stopped.counts.cases = 3
+    assert "3 cases: none was scored." in read(render_comment(stopped)).text
 
 
 def test_tables_come_in_order_each_with_its_own_rows() -> None:

@@ -267,9 +267,10 @@ def _label(key: object) -> str:
     return str(key).replace("_", " ")
 
 
-def counts_sentence(counts: Counts) -> str:
+def counts_sentence(counts: Counts, *, scored: int | None = None) -> str:
     """The counts as one sentence that fits any width: "**15 cases:** 2 blocking
-    regressions, 1 to review, …", zeros left out."""
+    regressions, 1 to review, …", zeros left out. `scored`: rows the report holds
+    (a run that stopped early holds none)."""
     phrases = [
         plural(counts.blocking_regressions, "blocking regression"),
         f"{counts.regressions_to_review:,} to review",
@@ -284,7 +285,12 @@ def counts_sentence(counts: Counts) -> str:
               counts.unstable, counts.relevance_drops, counts.moved, counts.still_ungrounded,
               counts.errors)
     shown = [phrase for phrase, value in zip(phrases, values, strict=True) if value]
-    rest = ", ".join(shown) if shown else "no row changed bucket"
+    if shown:
+        rest = ", ".join(shown)
+    elif scored == 0 and counts.cases:
+        rest = "none was scored"
+    else:
+        rest = "no row changed bucket"
     return f"**{plural(counts.cases, 'case')}:** {rest}."
 
 
@@ -475,7 +481,7 @@ def _render(view: View, plan: Plan, blocks: dict[_BlockKey, str], max_chars: int
         judge=report.judge,
         head_sha=report.head_sha,
         counts=report.counts,
-        counts_sentence=counts_sentence(report.counts),
+        counts_sentence=counts_sentence(report.counts, scored=len(report.rows)),
         threshold=report.relevance_threshold,
         notes=tuple(report.notes),
         change=view.change,
