@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import io
 import json
+import os
 import re
 import subprocess
 from collections.abc import Callable
@@ -25,7 +26,10 @@ from flipgate.errors import IncompleteError, InputError, Problem
 from flipgate.github import action
 from flipgate.github.messages import NO_CHANGE, STATUS_LIMIT, WAITING_FOR_COMMAND
 from flipgate.github.sticky import MARKER, marked_sha
+from flipgate.gitrefs import Git
 from flipgate.model import Conclusion, Report
+from flipgate.render import render_comment
+from flipgate.settings import Settings
 
 from factories import make_report, make_row, one_of_each
 from gitrepo import GitRepo
@@ -44,6 +48,7 @@ def blocking_rows() -> list:
 @dataclass
 class CheckResult:
     report: Report
+    markdown: str
     exit_code: int
 
 
@@ -66,7 +71,9 @@ class RecordingCheck:
         self.statuses_seen = [s["state"] for s in self.server.statuses]
         if isinstance(self.outcome, Exception):
             raise self.outcome
-        return CheckResult(report=self.outcome, exit_code=gate.exit_code(self.outcome.conclusion))
+        markdown = render_comment(self.outcome, max_chars=kwargs["comment_limit"])
+        return CheckResult(report=self.outcome, markdown=markdown,
+                           exit_code=gate.exit_code(self.outcome.conclusion))
 
 
 @dataclass
@@ -355,7 +362,8 @@ def test_fetching_the_head_never_fetches_into_submodules(tmp_path: Path,
     head = origin.git("rev-parse", "HEAD")
     origin.git("config", "uploadpack.allowAnySHA1InWant", "true")
 
-    action.ensure_commits(workspace.path, [base, head], git=action.run_git)
+    action.ensure_commits(workspace.path, [base, head],
+                          git=Git(Settings.from_environ(os.environ).git_environment()))
 
     assert workspace.git("cat-file", "-t", head) == "commit"
     with pytest.raises(subprocess.CalledProcessError):
@@ -673,7 +681,7 @@ def test_end_to_end_a_blocking_regression(pipeline: Pipeline) -> None:
     harness, openai = pipeline.harness, pipeline.openai
     harness.pull_event()
 
-    assert pipeline.run() == 1
+    assert pipeline.run() == 1, harness.log.getvalue()[-3000:]
 
     [comment] = harness.own_comments()
     assert BLOCKED in comment["body"] and "refund-007" in comment["body"]
@@ -734,7 +742,7 @@ def test_end_to_end_a_writers_command_reruns(pipeline: Pipeline) -> None:
     harness = pipeline.harness
     harness.comment_event("/flipgate run")
 
-    assert pipeline.run() == 1
+    assert pipeline.run() == 1, harness.log.getvalue()[-3000:]
 
     assert harness.final_status()["state"] == "failure"
     assert pipeline.openai.chat_requests("generation")

@@ -17,6 +17,7 @@ from flipgate.llm import Budget, BudgetExceeded, Limiter
 from flipgate.model import Case, Score
 from flipgate.runtime import Runtime
 
+from factories import settings_now
 from support.openai_server import FakeOpenAI
 
 # find_spec, not import: importing the SDK here, before the engine sets
@@ -44,7 +45,8 @@ def with_judge(use: Callable[[Judge], Awaitable[Any]], *, config: Config | None 
                runtime: Runtime | None = None) -> Any:
     async def go() -> Any:
         judge = make_judge(config or make_config(),
-                           runtime=runtime or Runtime(limiter=Limiter(limit=4), budget=Budget()))
+                           runtime=runtime or Runtime(limiter=Limiter(limit=4), budget=Budget()),
+                           settings=settings_now())
         try:
             return await use(judge)
         finally:

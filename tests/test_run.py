@@ -13,6 +13,7 @@ from click.testing import CliRunner
 from flipgate.cli import cli
 from flipgate.pipeline import run_check
 
+from factories import settings_now
 from gitrepo import GitRepo
 from support.openai_server import FakeOpenAI
 
@@ -195,8 +196,8 @@ def test_no_client_is_built_when_nothing_changed(repo: GitRepo, tmp_path: Path,
     # No server and no key at all: a skipped run must not need either.
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     repo.commit({"README.md": "changed\n"})
-    result = run_check(repo=repo.path, base="base", head="HEAD", out_dir=tmp_path / "out",
-                       cache_dir=None)
+    result = run_check(repo=repo.path, base="base", head="HEAD", settings=settings_now(),
+                       out_dir=tmp_path / "out", cache_dir=None)
     assert result.exit_code == 0
     assert result.report.conclusion.value == "skipped"
 
