@@ -5,11 +5,11 @@ from __future__ import annotations
 import cmarkgfm
 import pytest
 
+from flipgate.escaping import inline_code
 from flipgate.github.messages import (
     STATUS_LIMIT,
     code_block,
     could_not_run_comment,
-    inline_code,
     refusal_reply,
     status_description,
     usage_reply,

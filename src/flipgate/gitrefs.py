@@ -119,7 +119,7 @@ def read(repo: Path, sha: str, path: str, *, git: Git = Git()) -> bytes | None:
     if entry is None:
         return None
     mode, kind, oid = entry
-    where = f"{path}@{sha[:12]}"
+    where = f"{path}@{short(sha)}"
     if kind != "blob":
         raise InputError(Problem(where, None, f"is a {'directory' if kind == 'tree' else kind}, "
                                  "expected a file"))
@@ -137,7 +137,7 @@ def read_required(repo: Path, sha: str, path: str, *, ref: str | None = None,
     """Like `read`, but a missing file is an InputError naming the ref."""
     data = read(repo, sha, path, git=git)
     if data is None:
-        label = f"{ref} ({sha[:12]})" if ref and ref != sha else sha[:12]
+        label = f"{ref} ({short(sha)})" if ref and ref != sha else short(sha)
         raise InputError(Problem(path, None, f"not found at git ref {label}"))
     return data
 
@@ -160,4 +160,5 @@ def _path_text(raw: bytes) -> str:
 
 
 def short(sha: str) -> str:
+    """A commit's abbreviated name in every message flipgate writes."""
     return sha[:12]

@@ -50,7 +50,7 @@ from flipgate.github.event import (
 from flipgate.github.settings import Settings, export_model_keys
 from flipgate.github.sticky import BODY_LIMIT, Published, publish
 from flipgate.github.workflow import Workflow
-from flipgate.gitrefs import Git
+from flipgate.gitrefs import Git, short
 from flipgate.model import Conclusion, Report
 from flipgate.settings import Settings as RunSettings
 
@@ -263,7 +263,7 @@ def run_check_safely(settings: Settings, run_settings: RunSettings, workflow: Wo
                      pull: PullRequest, *, check: CheckRunner | None) -> Outcome:
     """Fetch what is missing and run the check; any failure becomes an `error` outcome."""
     workspace = settings.workspace
-    with workflow.group(f"flipgate: #{pull.number} {pull.base_sha[:7]}..{pull.head_sha[:7]}"):
+    with workflow.group(f"flipgate: #{pull.number} {short(pull.base_sha)}..{short(pull.head_sha)}"):
         try:
             ensure_commits(workspace, [pull.base_sha, pull.head_sha],
                            git=Git(run_settings.git_environment()))
@@ -308,7 +308,7 @@ def ensure_commits(repo: Path, shas: Sequence[str], *, git: Git) -> None:
     still = [sha for sha in missing if not _has_commit(repo, sha, git)]
     if still:
         why = result.stderr.decode("utf-8", "replace").strip().splitlines()
-        raise IncompleteError(f"could not fetch {', '.join(s[:7] for s in still)} from origin"
+        raise IncompleteError(f"could not fetch {', '.join(short(s) for s in still)} from origin"
                               + (f": {why[-1]}" if why else ""))
 
 

@@ -8,11 +8,10 @@ Markdown, HTML and @-mentions are inert. Replies never start with
 
 from __future__ import annotations
 
-import re
-
-from flipgate.escaping import fence, plural, shorten
+from flipgate.escaping import fence, inline_code, plural, shorten
 from flipgate.gate import KINDS
 from flipgate.github.event import PullRequest
+from flipgate.gitrefs import short
 from flipgate.model import Conclusion, Report
 
 STATUS_LIMIT = 140  # GitHub refuses a longer commit status description
@@ -29,25 +28,6 @@ by someone with write access to the repository:
 | `/flipgate run` | re-run the check on the pull request's current head |
 | `/flipgate help` | show this message |
 """
-
-
-def short(sha: str) -> str:
-    return sha[:7]
-
-
-def _unmarked(text: str) -> str:
-    """`text` without a `<!--`, so nothing a user typed carries flipgate's hidden marker
-    (the sticky comment is found by it); a zero-width space keeps it readable."""
-    return text.replace("<!--", "<!\u200b--")
-
-
-def inline_code(text: str) -> str:
-    """`text` as a code span that no backtick inside it can close."""
-    text = _unmarked(" ".join(text.splitlines()))
-    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
-    fence = "`" * (longest + 1)
-    pad = " " if text.startswith("`") or text.endswith("`") or not text.strip() else ""
-    return f"{fence}{pad}{text}{pad}{fence}"
 
 
 def code_block(text: str) -> str:
