@@ -296,15 +296,9 @@ def _sections(view: View, plan: Plan) -> list[Section]:
 # --------------------------------------------------------------------------
 
 def templates_dir() -> Path:
-    """The wheel ships templates inside the package; a checkout keeps them at the repo root."""
-    import flipgate
-
-    candidates = (Path(flipgate.__file__).resolve().parent / "templates",
-                  Path(__file__).resolve().parents[2] / "templates")
-    for candidate in candidates:
-        if (candidate / TEMPLATE).is_file():
-            return candidate
-    raise FileNotFoundError(f"{TEMPLATE} not found in " + " or ".join(map(str, candidates)))
+    """The comment's templates: inside the package, installed or editable alike
+    (the repository's top-level `templates/` is a link to this folder)."""
+    return Path(__file__).resolve().parent / "templates"
 
 
 @lru_cache(maxsize=1)
