@@ -20,7 +20,7 @@ from flipgate.evidence import find_unsupported
 from flipgate.judges.offline import OfflineJudge
 from flipgate.model import Case, Conclusion, Evidence, Row, Verdict
 
-EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "cards"
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "cards"
 
 
 @dataclass(frozen=True)

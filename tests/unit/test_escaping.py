@@ -14,7 +14,7 @@ import pytest
 from flipgate.escaping import cell, cell_list, escape_md, fence, one_line
 from flipgate.render import MARKER, render_comment
 
-from factories import fluency, make_change, make_judge, make_report, one_of_each
+from support.factories import fluency, make_change, make_judge, make_report, one_of_each
 from support.gfm import ISSUE_REFERENCE, MENTION, consistent_tables, read, to_html
 
 ZWSP = "\u200b"

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from flipgate.cli import cli
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "cards"
 
 # id -> (category, baseline score, candidate scores by call: first scoring, re-score)

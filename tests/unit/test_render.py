@@ -21,7 +21,7 @@ from flipgate.render import (
 )
 from flipgate.report import counts_dict
 
-from factories import fluency, make_change, make_judge, make_report, make_row, one_of_each
+from support.factories import fluency, make_change, make_judge, make_report, make_row, one_of_each
 from support.gfm import consistent_tables, read
 
 CHANGE = make_change()

@@ -13,7 +13,7 @@ from flipgate.model import Answer, Case, Conclusion, JudgeInfo, Relevance, Score
 from flipgate.progress import Silent
 from flipgate.scoring import build_report, score_rows
 
-from factories import make_judge
+from support.factories import make_judge
 
 
 class ScriptedJudge:

@@ -13,8 +13,8 @@ from click.testing import CliRunner
 from flipgate.cli import cli
 from flipgate.pipeline import run_check
 
-from factories import settings_now
-from gitrepo import GitRepo
+from support.factories import settings_now
+from support.gitrepo import GitRepo
 from support.openai_server import FakeOpenAI
 
 CONFIG = """version: 1

@@ -17,7 +17,7 @@ from flipgate.prompty import parse_prompty, render_cases
 from flipgate.replay import PreparedGenerator, replay, write_answers
 from flipgate.runtime import Runtime
 
-from factories import settings_now
+from support.factories import settings_now
 
 PROMPT = """---
 model:

@@ -10,7 +10,7 @@ import pytest
 from flipgate import gitrefs
 from flipgate.errors import InputError, SecurityError
 
-from gitrepo import GitRepo
+from support.gitrepo import GitRepo
 
 
 @pytest.fixture

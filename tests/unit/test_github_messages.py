@@ -16,7 +16,7 @@ from flipgate.github.messages import (
 )
 from flipgate.model import Conclusion, Counts
 
-from factories import make_report
+from support.factories import make_report
 
 
 def _with_counts(conclusion: Conclusion, counts: Counts):

@@ -10,7 +10,7 @@ from rich.console import Console
 from flipgate.model import Conclusion
 from flipgate.terminal import MAX_ROWS, print_summary
 
-from factories import make_judge, make_report, make_row, one_of_each
+from support.factories import make_judge, make_report, make_row, one_of_each
 
 
 def printed(report, width: int = 220) -> str:

@@ -24,7 +24,7 @@ from flipgate.llm import Budget, BudgetExceeded, Limiter
 from flipgate.model import Case, JudgeInfo, Score
 from flipgate.runtime import Runtime
 
-from factories import settings_now
+from support.factories import settings_now
 from support.openai_server import FakeOpenAI
 
 JUDGE_MODEL = "judge-model-pinned"

@@ -17,7 +17,7 @@ from flipgate.llm import Budget, BudgetExceeded, Limiter
 from flipgate.model import Case, Score
 from flipgate.runtime import Runtime
 
-from factories import settings_now
+from support.factories import settings_now
 from support.openai_server import FakeOpenAI
 
 # find_spec, not import: importing the SDK here, before the engine sets

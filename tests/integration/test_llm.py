@@ -11,7 +11,7 @@ import pytest
 from flipgate.cache import Cache
 from flipgate.llm import LLM, Budget, BudgetExceeded, Limiter, make_client, openai_endpoint
 
-from factories import settings_now
+from support.factories import settings_now
 
 MESSAGES = [{"role": "user", "content": "What is the card replacement fee?"}]
 
