@@ -9,7 +9,7 @@ Renderers, the terminal and the status text read `KINDS`; none re-derives it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -21,6 +21,7 @@ from flipgate.model import (
     Conclusion,
     Counts,
     Evidence,
+    FluencySummary,
     Relevance,
     Row,
     Score,
@@ -280,6 +281,24 @@ def worth_reading(counts: Counts) -> bool:
     """Rows that do not block but that a reviewer should read."""
     return any(counts[kind.count_field] for kind in KINDS
                if kind.tier in (Tier.MUST_READ, Tier.WORTH_READING))
+
+
+def fluency_summary(rows: Sequence[Row]) -> FluencySummary | None:
+    """Mean fluency change over tied rows: a tie-breaker reported last, never a vote."""
+    ties = [row for row in rows if row.verdict is Verdict.UNCHANGED
+            and row.baseline.fluency is not None and row.candidate.fluency is not None]
+    if not ties:
+        return None
+    deltas, failed = [], 0
+    for row in ties:
+        assert row.baseline.fluency is not None and row.candidate.fluency is not None
+        before, after = row.baseline.fluency.value, row.candidate.fluency.value
+        if before is None or after is None:
+            failed += 1
+        else:
+            deltas.append(after - before)
+    mean = round(sum(deltas) / len(deltas), 3) if deltas else None
+    return FluencySummary(rows=len(deltas), mean_delta=mean, failed=failed)
 
 
 def conclude(counts: Counts) -> Conclusion:

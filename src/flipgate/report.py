@@ -8,7 +8,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from flipgate.gate import KINDS
+from flipgate import gate
 from flipgate.model import Change, Counts, Relevance, Report, Row, Score, Side
 
 REPORT_VERSION = 1
@@ -68,7 +68,7 @@ def row_to_dict(row: Row) -> dict[str, Any]:
 
 def counts_dict(counts: Counts) -> dict[str, int]:
     """`cases`, then every kind's count (0 when none), in the kinds' order."""
-    return {"cases": counts.cases, **{kind.count_field: counts[kind.count_field] for kind in KINDS}}
+    return {"cases": counts.cases, **{kind.count_field: counts[kind.count_field] for kind in gate.KINDS}}
 
 
 def change_dict(change: Change) -> dict[str, Any]:

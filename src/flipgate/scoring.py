@@ -30,7 +30,6 @@ from flipgate.model import (
     Report,
     Row,
     Score,
-    Verdict,
 )
 from flipgate.progress import Progress
 
@@ -133,25 +132,7 @@ async def score_rows(*, cases: Sequence[Case], baseline: Mapping[str, Answer],
                       fluency=fluency[1] if fluency else None, finish_reason=after.finish_reason),
             blocking_categories=config.gate.blocking_categories,
             threshold=config.relevance.threshold, find_evidence=_evidence))
-    return Scored(rows=rows, fluency=_fluency_summary(rows))
-
-
-def _fluency_summary(rows: Sequence[Row]) -> FluencySummary | None:
-    """Mean fluency change over tied rows: a tie-breaker reported last, never a vote."""
-    ties = [row for row in rows if row.verdict is Verdict.UNCHANGED
-            and row.baseline.fluency is not None and row.candidate.fluency is not None]
-    if not ties:
-        return None
-    deltas, failed = [], 0
-    for row in ties:
-        assert row.baseline.fluency is not None and row.candidate.fluency is not None
-        before, after = row.baseline.fluency.value, row.candidate.fluency.value
-        if before is None or after is None:
-            failed += 1
-        else:
-            deltas.append(after - before)
-    mean = round(sum(deltas) / len(deltas), 3) if deltas else None
-    return FluencySummary(rows=len(deltas), mean_delta=mean, failed=failed)
+    return Scored(rows=rows, fluency=gate.fluency_summary(rows))
 
 
 def judge_info(config: Config, provider: str | None) -> JudgeInfo:

@@ -13,6 +13,7 @@ import pytest
 
 from flipgate.github import action
 from flipgate.github.messages import NO_CHANGE, STATUS_LIMIT
+from flipgate.github.sticky import sha_marker
 
 from support.action_harness import BLOCKED, COULD_NOT_FINISH, PR, Harness
 from support.gitrepo import GitRepo
@@ -118,6 +119,8 @@ def test_end_to_end_a_blocking_regression(pipeline: Pipeline) -> None:
                                  "report": "flipgate-out/report.json"}
     report = json.loads((harness.repo.path / "flipgate-out/report.json").read_text())
     assert report["counts"]["blocking_regressions"] == 1
+    written = (harness.repo.path / "flipgate-out/comment.md").read_text(encoding="utf-8")
+    assert comment["body"].replace(sha_marker(harness.head), "", 1) == written
     assert BLOCKED in harness.summary()
     assert "::add-mask::sk-from-the-input" in harness.log.getvalue()
 

@@ -10,7 +10,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from flipgate import pipeline
 from flipgate.cli import cli
+from flipgate.judges import make_judge
 from flipgate.pipeline import run_check
 
 from support.factories import settings_now
@@ -134,6 +136,24 @@ def test_a_prompt_change_that_invents_a_figure_blocks(server: FakeOpenAI, repo: 
     assert "temperature" in text
     assert "+You answer bank questions generously." in text
     assert "usage: " in result.stderr and "cache: " in result.stderr
+
+
+def test_a_run_builds_one_judge_and_closes_it(server: FakeOpenAI, repo: GitRepo, tmp_path: Path,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    built = []
+
+    def counting_make_judge(*args, **kwargs):
+        judge = make_judge(*args, **kwargs)
+        built.append(judge)
+        return judge
+
+    monkeypatch.setattr(pipeline, "make_judge", counting_make_judge)
+    repo.commit({"prompts/answer.prompty": HEAD_PROMPT}, message="generous prompt")
+    result, report = invoke(repo, tmp_path)
+    assert result.exit_code == 1, result.output
+    [judge] = built
+    assert judge.llm.client.is_closed()
+    assert report["judge"]["model"] == judge.info.model == "judge-pinned"
 
 
 def test_a_second_identical_run_makes_no_request(server: FakeOpenAI, repo: GitRepo,

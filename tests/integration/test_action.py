@@ -17,9 +17,11 @@ import pytest
 from flipgate.errors import IncompleteError, InputError, Problem
 from flipgate.github import action
 from flipgate.github.messages import NO_CHANGE, STATUS_LIMIT, WAITING_FOR_COMMAND
-from flipgate.github.sticky import marked_sha
+from flipgate.github.sticky import BODY_LIMIT, marked_sha, sha_marker
 from flipgate.gitrefs import Git
 from flipgate.model import Conclusion, Report
+from flipgate.outputs import write_outputs
+from flipgate.render import render_comment
 from flipgate.settings import Settings
 
 from support.action_harness import (
@@ -440,6 +442,25 @@ def test_a_huge_report_still_fits_one_comment_and_the_summary_has_more(
     [comment] = harness.own_comments()  # GitHub (the server) refuses more than 65,536
     assert len(comment["body"]) <= 65_536 and marked_sha(comment["body"]) == harness.head
     assert len(harness.summary()) > len(comment["body"])
+
+
+def test_the_posted_comment_is_the_comment_md_the_check_wrote(harness: Harness) -> None:
+    """One rendering, at the size the sticky comment takes: what GitHub shows is the
+    uploaded comment.md, byte for byte (with only the SHA marker added)."""
+    report = many_regressions(400)
+
+    def writing_check(**kwargs: Any) -> CheckResult:  # writes its outputs as the pipeline does
+        markdown = write_outputs(report, kwargs["out_dir"], comment_limit=kwargs["comment_limit"])
+        return CheckResult(report=report, markdown=markdown, exit_code=1)
+
+    harness.pull_event()
+    assert harness.run(writing_check) == 1
+
+    [comment] = harness.own_comments()
+    written = (harness.repo.path / action.OUT_DIR / "comment.md").read_text(encoding="utf-8")
+    assert comment["body"].replace(sha_marker(harness.head), "", 1) == written
+    assert len(written.encode("utf-8")) <= BODY_LIMIT
+    assert written != render_comment(report)  # GitHub's full limit would have shown more
 
 
 def test_the_summary_stays_within_1_mib_with_what_earlier_steps_wrote(

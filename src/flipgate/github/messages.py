@@ -8,8 +8,8 @@ Markdown, HTML and @-mentions are inert. Replies never start with
 
 from __future__ import annotations
 
+from flipgate import gate
 from flipgate.escaping import fence, inline_code, plural, shorten
-from flipgate.gate import KINDS
 from flipgate.github.event import PullRequest
 from flipgate.gitrefs import short
 from flipgate.model import Conclusion, Report
@@ -45,7 +45,7 @@ def status_description(report: Report) -> str:
     counts = report.counts
     lead = {Conclusion.SUCCESS: "passed", Conclusion.FAILURE: "blocked",
             Conclusion.ERROR: "could not finish"}[report.conclusion]
-    details = [kind.status.of(counts[kind.count_field]) for kind in KINDS
+    details = [kind.status.of(counts[kind.count_field]) for kind in gate.KINDS
                if counts[kind.count_field]]
     if not details:
         details = ["see the comment" if report.conclusion is Conclusion.ERROR else "no regressions"]
