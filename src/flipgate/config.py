@@ -24,7 +24,10 @@ DEFAULT_TIMEOUT_SECONDS = 60.0          # per model request (the openai client's
 DEFAULT_MAX_RETRIES = 3                 # the openai client's own retries
 DEFAULT_EMBEDDING_BATCH = 2048          # OpenAI's /embeddings takes at most 2048 inputs
 DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1"
+DEFAULT_QUESTIONS = 3                   # questions the relevance judge invents per answer
+OFFLINE_MODEL = "lexical-v1"            # the offline judge's name for itself
 STEP_SUMMARY_LIMIT = 1024 * 1024        # GitHub's step summary holds at most 1 MiB
+GITHUB_COMMENT_LIMIT = 65_536           # GitHub refuses a longer comment
 
 PROVIDERS = ("openai", "azure", "offline")
 OPENAI_ENGINE = "openai"
@@ -35,7 +38,7 @@ ENGINES = (OPENAI_ENGINE, AZURE_ENGINE)
 @dataclass(frozen=True)
 class JudgeConfig:
     provider: str = "offline"
-    model: str = "lexical-v1"
+    model: str = OFFLINE_MODEL
     engine: str = OPENAI_ENGINE
     base_url: str | None = None
     azure_endpoint: str | None = None
@@ -54,7 +57,7 @@ class GateConfig:
 class RelevanceConfig:
     threshold: float = 0.7
     embedding_model: str = "text-embedding-3-small"
-    questions: int = 3
+    questions: int = DEFAULT_QUESTIONS
     embedding_batch: int = DEFAULT_EMBEDDING_BATCH
 
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from flipgate.config import GITHUB_COMMENT_LIMIT
 from flipgate.model import Report
-from flipgate.render import GITHUB_COMMENT_LIMIT, render_comment
+from flipgate.render import render_comment
 from flipgate.report import write_json
 
 if TYPE_CHECKING:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from flipgate import gate
-from flipgate.config import DEFAULT_CACHE_DIR, DEFAULT_CONFIG, DEFAULT_OUT_DIR
+from flipgate.config import DEFAULT_CACHE_DIR, DEFAULT_CONFIG, DEFAULT_OUT_DIR, GITHUB_COMMENT_LIMIT
 from flipgate.endpoint_lock import Generator, LockedPair, lock
 from flipgate.errors import IncompleteError
 from flipgate.gitrefs import Git
@@ -36,7 +36,6 @@ from flipgate.refs import (
     load_inputs,
     require_generator,
 )
-from flipgate.render import GITHUB_COMMENT_LIMIT
 from flipgate.replay import PreparedGenerator, first_failure_cancels, replay
 from flipgate.runtime import Runtime
 from flipgate.scoring import Scored, build_report, judge_info, score_rows, stopped_note

@@ -27,13 +27,12 @@ from jinja2 import FileSystemLoader, StrictUndefined
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from flipgate import gate
-from flipgate.config import STEP_SUMMARY_LIMIT
+from flipgate.config import GITHUB_COMMENT_LIMIT, STEP_SUMMARY_LIMIT
 from flipgate.escaping import cell, cell_list, clear_cell_cache, escape_md, fence, number, plural
 from flipgate.gate import Kind, Tier
 from flipgate.model import Bucket, Change, Relevance, Report, Row, Score, Side
 
 MARKER = "<!-- flipgate -->"
-GITHUB_COMMENT_LIMIT = 65_536
 TEMPLATE = "comment.md.j2"
 TABLES_TEMPLATE = "_tables.md.j2"
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from flipgate.config import Config
+from flipgate.config import OFFLINE_MODEL, Config
 from flipgate.escaping import quoted
 from flipgate.evidence import Analysis, Kind, analyse, content_words, coverage, split_statements
 from flipgate.figures import Figure, extract_figures, same_fact
@@ -201,7 +201,7 @@ def fluency_heuristic(response: str) -> Score:
 class OfflineJudge:
     """The `Judge` protocol on the lexical checks above: no network, same answer every time."""
 
-    info = JudgeInfo(provider="offline", model="lexical-v1", engine="lexical")
+    info = JudgeInfo(provider="offline", model=OFFLINE_MODEL, engine="lexical")
 
     def __init__(self, config: Config) -> None:
         self.config = config
