@@ -57,6 +57,11 @@ def shorten(text: str, limit: int) -> str:
     return text[: limit - 1].rstrip() + "…"
 
 
+def short(sha: str) -> str:
+    """A commit's abbreviated name in every message flipgate writes."""
+    return sha[:12]
+
+
 def snippet(text: object, limit: int) -> str:
     """A short excerpt of `text` for a message: whitespace runs collapsed, at most `limit`
     characters."""

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from flipgate.errors import InputError, Problem, SecurityError
+from flipgate.escaping import short
 
 # A file flipgate reads from a ref (config, cases, templates) larger than this
 # is refused rather than loaded into memory.
@@ -158,7 +159,3 @@ def _path_text(raw: bytes) -> str:
     """
     return raw.decode("utf-8", "backslashreplace")
 
-
-def short(sha: str) -> str:
-    """A commit's abbreviated name in every message flipgate writes."""
-    return sha[:12]

@@ -18,6 +18,7 @@ from flipgate.cases import parse_cases
 from flipgate.config import Config, parse_config
 from flipgate.endpoint_lock import LockedPair, check_adopted_config
 from flipgate.errors import InputError, Problem
+from flipgate.escaping import short
 from flipgate.gitrefs import Git
 from flipgate.model import Case, Change
 from flipgate.prompty import Prompty, parse_prompty, referenced_files
@@ -33,7 +34,7 @@ class Ref:
 
     @property
     def label(self) -> str:
-        return gitrefs.short(self.sha)
+        return short(self.sha)
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,7 @@ from flipgate.errors import (
     InputError,
     Problem,
 )
-from flipgate.escaping import shorten
+from flipgate.escaping import short, shorten
 from flipgate.github import messages
 from flipgate.github.api import GitHubError, RepoAPI, StatusUpdate, connect
 from flipgate.github.event import (
@@ -50,7 +50,7 @@ from flipgate.github.event import (
 from flipgate.github.settings import Settings, export_model_keys
 from flipgate.github.sticky import BODY_LIMIT, Published, publish
 from flipgate.github.workflow import Workflow
-from flipgate.gitrefs import Git, short
+from flipgate.gitrefs import Git
 from flipgate.model import Conclusion, Report
 from flipgate.settings import Settings as RunSettings
 

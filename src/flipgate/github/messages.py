@@ -9,9 +9,8 @@ Markdown, HTML and @-mentions are inert. Replies never start with
 from __future__ import annotations
 
 from flipgate import gate
-from flipgate.escaping import fence, inline_code, plural, shorten
+from flipgate.escaping import fence, inline_code, plural, short, shorten
 from flipgate.github.event import PullRequest
-from flipgate.gitrefs import short
 from flipgate.model import Conclusion, Report
 
 STATUS_LIMIT = 140  # GitHub refuses a longer commit status description
