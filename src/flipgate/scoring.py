@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
 from flipgate import gate
 from flipgate.config import Config
@@ -33,7 +33,6 @@ from flipgate.model import (
 )
 from flipgate.progress import Progress
 
-T = TypeVar("T")
 
 async def _guard(call: Awaitable[Score], progress: Progress) -> Score:
     """A judge must never raise for one row; if it does anyway, that is a judge error."""
