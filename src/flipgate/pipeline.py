@@ -144,7 +144,7 @@ async def check(*, repo: Path, base: str, head: str, settings: Settings,
         message = str(exc)
         notes.append(stopped_note(message))
     report = build_report(config=config, judge=the_judge.info, cases=len(inputs.cases),
-                          scored=scored, conclusion=Conclusion.ERROR if message else None,
+                          scored=scored, conclusion=None if scored is not None else Conclusion.ERROR,
                           notes=notes, change=change, usage=runtime.usage_report(),
                           cache=runtime.cache_stats(), head_sha=head_ref.sha)
     markdown = write_outputs(report, out_dir, console=console, comment_limit=comment_limit)

@@ -57,7 +57,7 @@ def gate(cases_path: str, baseline_path: str, candidate_path: str, config_path: 
     from flipgate.model import Conclusion
     from flipgate.outputs import write_outputs
     from flipgate.runtime import Runtime
-    from flipgate.scoring import build_report, score_rows, stopped_note
+    from flipgate.scoring import Scored, build_report, score_rows, stopped_note
 
     config = read_config(config_path)
     if config is None:
@@ -70,12 +70,11 @@ def gate(cases_path: str, baseline_path: str, candidate_path: str, config_path: 
     cases = load_cases(cases_path)
     baseline, candidate = load_answer_sets(cases, cases_path, [baseline_path, candidate_path])
 
-    bar = progress.for_stream("judging", sys.stderr)
-    runtime = Runtime.from_config(config, cache_dir=cache_dir_or_none(cache_dir, no_cache),
-                                  progress=bar)
+    runtime = Runtime.from_config(config, cache_dir=cache_dir_or_none(cache_dir, no_cache))
     the_judge = make_judge(config, runtime=runtime, settings=settings_from_env(), provider=judge)
+    bar = progress.for_stream("judging", sys.stderr)
 
-    async def score():
+    async def score() -> Scored:
         async with contextlib.aclosing(the_judge):
             return await score_rows(cases=cases, baseline=baseline, candidate=candidate,
                                     config=config, judge=the_judge, progress=bar)
