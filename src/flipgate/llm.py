@@ -31,7 +31,6 @@ if TYPE_CHECKING:
     from openai import AsyncOpenAI
 
 
-
 @dataclass(frozen=True)
 class Endpoint:
     """Where requests go. Its identity is part of every cache key, so a reply

@@ -53,8 +53,6 @@ _ANSWERED_BY_FIGURE: dict[str, frozenset[str]] = {
 _QUOTE_LIMIT = 90
 
 
-
-
 def _listing(items: Sequence[str]) -> str:
     return ", ".join(quoted(item, _QUOTE_LIMIT) for item in items)
 

@@ -34,7 +34,6 @@ MAX_TOKENS = 800
 REASONING_MAX_COMPLETION_TOKENS = 4000
 
 
-
 class JudgeFailure(Exception):
     """One judgement could not be obtained; the message goes into the report."""
 
