@@ -16,7 +16,7 @@ What this engine does differently, and why:
   process from exiting.
 - Known traps of 1.18.10, handled here: the model config needs
   `"type": "openai"` and a `base_url`; `PF_LOGGING_LEVEL` must be set before
-  the first evaluator is built or tracebacks go to stdout; an evaluator used
+  the SDK is imported or tracebacks go to stdout (cli.main sets it); an evaluator used
   once with a query keeps the query prompt, so each instance serves one mode
   only (groundedness is always asked with the query); bad replies raise raw
   `JSONDecodeError`/`ValueError` or give NaN, and scores are not
@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import asyncio
 import math
-import os
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -101,9 +100,8 @@ def _api_failure(exc: BaseException) -> openai.OpenAIError | None:
 
 
 def _import_sdk() -> Any:
-    # Must be set before the SDK creates its loggers, or they print tracebacks to stdout.
-    # A write for the SDK, which reads only its environment; flipgate reads nothing here.
-    os.environ.setdefault("PF_LOGGING_LEVEL", "CRITICAL")
+    # PF_LOGGING_LEVEL must be set before the SDK creates its loggers, or they print
+    # tracebacks to stdout: the process's entry point (cli.main) sets it.
     try:
         import azure.ai.evaluation as sdk
     except ImportError as exc:
