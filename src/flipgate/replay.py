@@ -77,12 +77,13 @@ async def first_failure_cancels(awaitables: Sequence[Awaitable[Any]]) -> list[An
 
 
 async def replay(cases: Sequence[Case], generator: PreparedGenerator, *, client: AsyncOpenAI,
-                 runtime: Runtime, purpose: str) -> dict[str, Answer]:
+                 runtime: Runtime, purpose: str, debug: bool = False) -> dict[str, Answer]:
     """Every case's answer from one side's generator, by case id.
 
     `purpose` ("baseline", "candidate") names the side in usage totals and
     messages. Requests go through `client` under this side's endpoint identity
-    and usage, and the run's shared limit, cache and budget.
+    and usage, and the run's shared limit, cache and budget. `debug` lets the
+    client's own exception through, with its traceback.
     """
     side_llm = LLM(client, generator.endpoint, limiter=runtime.limiter, cache=runtime.cache,
                    budget=runtime.budget, usage=runtime.usage_for(purpose))
@@ -100,7 +101,7 @@ async def replay(cases: Sequence[Case], generator: PreparedGenerator, *, client:
         except FlipgateError:
             raise
         except Exception as exc:  # noqa: BLE001 - the client's errors, after its own retries
-            if os.environ.get("FLIPGATE_DEBUG"):
+            if debug:
                 raise
             failure = failure_of(exc, endpoint=generator.endpoint, model=generator.model,
                                  role=f"{purpose} model",

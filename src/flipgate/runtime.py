@@ -30,8 +30,12 @@ class Runtime:
             cache=Cache(cache_dir) if cache_dir is not None else None,
             progress=progress or Silent(),
         )
-        runtime.progress.watch(runtime.totals)
+        runtime.watch_with(runtime.progress)
         return runtime
+
+    def watch_with(self, progress: Progress) -> None:
+        """Let `progress` show the requests and tokens this run has spent."""
+        progress.watch(self.totals)
 
     def totals(self) -> tuple[int, int]:
         """(requests, tokens) the run has sent so far, every purpose together."""
@@ -44,3 +48,6 @@ class Runtime:
 
     def usage_report(self) -> dict[str, dict[str, int]]:
         return {purpose: usage.as_dict() for purpose, usage in self.usage.items()}
+
+    def cache_stats(self) -> dict[str, int] | None:
+        return self.cache.stats() if self.cache is not None else None

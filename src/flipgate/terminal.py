@@ -11,51 +11,20 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from flipgate import gate
 from flipgate.escaping import one_line_within, plural
-from flipgate.model import Conclusion, Report, Row, Side, Verdict
+from flipgate.gate import Kind
+from flipgate.model import Conclusion, Report, Row, Side
 from flipgate.render import BUCKET_LABELS
 
 MAX_ROWS = 40
 WIDE = 120  # narrower consoles (a CI log is 80) get the table without the "why" column
 
-# (label, style) per kind of row, most important first.
-_KINDS: tuple[tuple[str, str, str], ...] = (
-    ("blocking", "BLOCKING", "bold red"),
-    ("error", "judge error", "bold yellow"),
-    ("review", "review", "red"),
-    ("non_answer", "non-answer", "yellow"),
-    ("unstable", "unstable", "magenta"),
-    ("relevance", "relevance drop", "cyan"),
-    ("moved", "moved", ""),
-    ("still", "still ungrounded", "dim"),
-)
-_RANK = {kind: rank for rank, (kind, _, _) in enumerate(_KINDS)}
-
-
-def kind_of(row: Row) -> str | None:
-    """Which kind of row this is for the summary; None for rows nobody needs to read."""
-    if row.verdict is Verdict.REGRESSION:
-        return "blocking" if row.blocking else "review"
-    if row.verdict is Verdict.ERROR or row.errors:
-        return "error"
-    if row.verdict is Verdict.NEW_NON_ANSWER:
-        return "non_answer"
-    if row.verdict is Verdict.UNSTABLE:
-        return "unstable"
-    if row.relevance_drop:
-        return "relevance"
-    if row.verdict is Verdict.MOVED:
-        return "moved"
-    if row.verdict is Verdict.STILL_UNGROUNDED:
-        return "still"
-    return None
-
-
-def rows_that_matter(report: Report) -> list[tuple[str, Row]]:
+def rows_that_matter(report: Report) -> list[tuple[Kind, Row]]:
     """(kind, row) for every row worth showing, most important kind first, stable within one."""
-    kinds = ((kind_of(row), row) for row in report.rows)
+    kinds = ((gate.kind_of(row), row) for row in report.rows)
     found = [(kind, row) for kind, row in kinds if kind is not None]
-    return sorted(found, key=lambda pair: _RANK[pair[0]])
+    return sorted(found, key=lambda pair: gate.KINDS.index(pair[0]))
 
 
 def _plain(text: object, limit: int, style: str = "") -> Text:
@@ -113,7 +82,7 @@ def rows_table(report: Report, *, max_rows: int = MAX_ROWS,
         table.add_column("id · category · baseline → candidate · relevance", ratio=1,
                          overflow="fold")
     for kind, row in picked[:max_rows]:
-        _, label, style = _KINDS[_RANK[kind]]
+        label, style = kind.label, kind.style
         relevance = Text(f"{_relevance(row.baseline)} → {_relevance(row.candidate)}",
                          style="cyan" if row.relevance_drop else "")
         if with_why:
@@ -133,17 +102,10 @@ def rows_table(report: Report, *, max_rows: int = MAX_ROWS,
 def counts_line(report: Report) -> str:
     """The counts on one line; a count of zero is left out."""
     counts = report.counts
-    parts = [
-        (counts.blocking_regressions, f"{counts.blocking_regressions:,} blocking"),
-        (counts.regressions_to_review, f"{counts.regressions_to_review:,} to review"),
-        (counts.new_non_answers, plural(counts.new_non_answers, "new non-answer")),
-        (counts.unstable, f"{counts.unstable:,} unstable"),
-        (counts.relevance_drops, plural(counts.relevance_drops, "relevance drop")),
-        (counts.moved, f"{counts.moved:,} moved"),
-        (counts.still_ungrounded, f"{counts.still_ungrounded:,} still ungrounded"),
-        (counts.errors, plural(counts.errors, "judge error")),
-    ]
-    return " · ".join([plural(counts.cases, "case"), *(text for count, text in parts if count)])
+    parts = [plural(counts.cases, "case"),
+             *(kind.status.of(counts[kind.count_field]) for kind in gate.KINDS
+               if counts[kind.count_field])]
+    return " · ".join(parts)
 
 
 def conclusion_line(report: Report) -> tuple[str, str]:

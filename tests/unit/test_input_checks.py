@@ -8,6 +8,7 @@ from flipgate.config import parse_config
 from flipgate.endpoint_lock import lock
 from flipgate.errors import InputError
 from flipgate.prompty import parse_prompty
+from flipgate.settings import Settings
 
 OPENAI = "    type: openai\n    model: gpt-4o-mini\n"
 
@@ -53,7 +54,7 @@ def test_a_parameter_of_the_wrong_kind_is_bad_input_naming_the_field(parameters:
                                                                      message: str) -> None:
     head = generator(parameters, ref="head")
     with pytest.raises(InputError) as caught:
-        lock(generator("    temperature: 0.2\n"), head, environ={})
+        lock(generator("    temperature: 0.2\n"), head, settings=Settings())
     [problem] = caught.value.problems
     assert str(problem).startswith("prompts/a.prompty@head:7: ") and message in str(problem)
 
@@ -61,5 +62,5 @@ def test_a_parameter_of_the_wrong_kind_is_bad_input_naming_the_field(parameters:
 def test_well_typed_parameters_pass() -> None:
     head = generator("    temperature: 0\n    top_p: 0.9\n    max_tokens: 300\n    stop: ['\\n']\n"
                      "    seed: 7\n    response_format: {type: text}\n", ref="head")
-    pair = lock(generator("    temperature: 0.2\n"), head, environ={})
+    pair = lock(generator("    temperature: 0.2\n"), head, settings=Settings())
     assert pair.candidate.parameters["max_tokens"] == 300

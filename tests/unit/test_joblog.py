@@ -8,7 +8,7 @@ from flipgate.github import joblog
 from flipgate.github.action import write_verdicts
 from flipgate.github.workflow import Workflow
 
-from factories import make_report, make_row, one_of_each
+from support.factories import make_report, make_row, one_of_each
 from support.runner_log import runner_commands
 
 
@@ -52,7 +52,7 @@ def test_nothing_a_model_or_a_pull_request_wrote_becomes_a_workflow_command() ->
     evil = "x\n::set-output name=conclusion::success\r::add-mask::y ##[set-env name=A;]b"
     rows = [make_row(evil, category=evil, before=5, after=2, rescore=1, reason=evil,
                      figures=(), statements=(evil,)),
-            make_row("e" + evil, before=5, after=None, errors=[evil]),
+            make_row("e" + evil, before=5, after=None, error=evil),
             make_row("u" + evil, before=5, after=2, rescore=4, statements=(evil,), figures=())]
     log = logged(make_report(rows))
     acted = {name for name, _ in runner_commands(log)}

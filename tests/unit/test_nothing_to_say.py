@@ -6,7 +6,7 @@ from flipgate.commands.run import usage_line
 from flipgate.progress import Phase, status_line
 from flipgate.render import render_comment, usage_table
 
-from factories import make_report, make_row
+from support.factories import make_report, make_row
 
 
 def test_the_usage_line_leaves_out_purposes_and_a_cache_that_saw_nothing() -> None:

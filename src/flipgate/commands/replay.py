@@ -13,6 +13,7 @@ from flipgate.commands.common import (
     cache_options,
     concurrency_option,
     report_failures,
+    settings_from_env,
 )
 from flipgate.config import DEFAULT_CONFIG
 
@@ -43,7 +44,8 @@ def replay(ref: str, config_path: str, out_path: str, cache_dir: str, no_cache: 
 
     bar = progress.for_stream(sys.stderr)
     try:
-        result = asyncio.run(replay_ref(repo=Path(repo), ref=ref, config_path=config_path,
+        result = asyncio.run(replay_ref(repo=Path(repo), ref=ref, settings=settings_from_env(),
+                                        config_path=config_path,
                                         cache_dir=cache_dir_or_none(cache_dir, no_cache),
                                         progress=bar, concurrency=concurrency))
     finally:

@@ -14,9 +14,10 @@ import io
 from dataclasses import dataclass
 from enum import StrEnum
 
+from flipgate import gate
 from flipgate.escaping import one_line_within
 from flipgate.model import Report, Row
-from flipgate.terminal import kind_of, print_summary, reading, why
+from flipgate.terminal import print_summary, reading, why
 
 TABLE_WIDTH = 160        # the job log does not wrap; a wide table keeps ids whole
 ROW_LINE_LIMIT = 200     # rows listed one by one; the rest are counted
@@ -35,13 +36,14 @@ class Entry:
     text: str
 
 
-# kind (terminal.kind_of) -> how its line is printed and what it is called.
+# A row's kind (gate.KINDS, by name) -> how its line is printed and what it is called.
+# The kinds not named here (relevance drops, moved, still ungrounded) get no line.
 _ROW_LEVELS = {
     "blocking": (Level.INFO, "BLOCKING regression"),
     "review": (Level.INFO, "regression to review"),
-    "error": (Level.ERROR, "judge error"),
+    "errors": (Level.ERROR, "judge error"),
     "unstable": (Level.WARNING, "unstable row"),
-    "non_answer": (Level.WARNING, "new non-answer"),
+    "non_answers": (Level.WARNING, "new non-answer"),
 }
 
 
@@ -65,8 +67,8 @@ def row_line(kind: str, row: Row) -> Entry:
 
 def row_entries(report: Report, *, limit: int = ROW_LINE_LIMIT) -> list[Entry]:
     """One entry per row worth a line, most important first, at most `limit` of them."""
-    picked = [(kind, row) for row in report.rows
-              if (kind := kind_of(row)) in _ROW_LEVELS]
+    picked = [(kind.name, row) for row in report.rows
+              if (kind := gate.kind_of(row)) is not None and kind.name in _ROW_LEVELS]
     order = list(_ROW_LEVELS)
     picked.sort(key=lambda pair: order.index(pair[0]))
     entries = [row_line(kind, row) for kind, row in picked[:limit]]

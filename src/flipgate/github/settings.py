@@ -14,13 +14,13 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TypeVar
 
+from flipgate.config import DEFAULT_CONFIG
 from flipgate.errors import InputError, Problem
 from flipgate.github.event import ForkPolicy
 from flipgate.github.sticky import CommentMode
 
 DEFAULT_API_URL = "https://api.github.com"
 DEFAULT_SERVER_URL = "https://github.com"
-DEFAULT_CONFIG = ".flipgate.yml"
 DEFAULT_STATUS_CONTEXT = "flipgate"
 E = TypeVar("E", bound=StrEnum)
 # Input name -> the variable the openai client reads for the length of the run.

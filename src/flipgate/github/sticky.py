@@ -22,9 +22,10 @@ from collections.abc import Callable
 from enum import StrEnum
 from typing import Protocol
 
+from flipgate.config import GITHUB_COMMENT_LIMIT
 from flipgate.github.api import IssueComment
 from flipgate.github.event import PullRequest
-from flipgate.render import GITHUB_COMMENT_LIMIT, MARKER
+from flipgate.render import MARKER
 
 LEGACY_MARKER = MARKER  # `<!-- flipgate -->`: what the comment template writes first
 _SHA_MARKER = re.compile(r"<!-- flipgate:sha=([0-9a-fA-F]{7,64}) -->")
@@ -83,6 +84,10 @@ def marker_space(context: str) -> int:
 def body_limit(context: str) -> int:
     """The most a body handed to `publish` may hold, so that with its markers it fits GitHub."""
     return GITHUB_COMMENT_LIMIT - marker_space(context)
+
+
+# The limit for the default gate (`status-context: flipgate`).
+BODY_LIMIT = body_limit("flipgate")
 
 
 def with_markers(body: str, *, context: str, head_sha: str, fingerprint: str | None = None) -> str:

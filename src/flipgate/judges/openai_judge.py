@@ -16,6 +16,7 @@ import math
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from flipgate.config import DEFAULT_QUESTIONS
 from flipgate.judges import prompts
 from flipgate.judges.base import EMPTY_ANSWER, RUBRIC_VERSION
 from flipgate.judges.replies import JudgeReplyError, Questions, read_questions, read_score
@@ -31,10 +32,8 @@ T = TypeVar("T")
 # reasoning tokens out of the same allowance, so they get more room.
 MAX_TOKENS = 800
 REASONING_MAX_COMPLETION_TOKENS = 4000
-DEFAULT_QUESTIONS = 3
 # A reasoning model spends some tokens before it can say anything at all.
 PROBE_MAX_TOKENS = 16
-
 
 
 class JudgeFailure(Exception):

@@ -1,0 +1,306 @@
+"""`flipgate action` running the real pipeline against the loopback OpenAI and GitHub
+servers, and the console script as the container runs it.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from flipgate.github import action
+from flipgate.github.messages import NO_CHANGE, STATUS_LIMIT
+from flipgate.github.sticky import marked_fingerprint, with_markers
+
+from support.action_harness import BLOCKED, COULD_NOT_FINISH, PR, Harness
+from support.gitrepo import GitRepo
+
+CONFIG = """\
+version: 1
+cases: eval/cases.jsonl
+generator: prompts/answer.prompty
+judge:
+  provider: openai
+  model: judge-pinned
+gate:
+  blocking_categories: [policy]
+relevance:
+  threshold: 0.7
+  embedding_model: text-embedding-3-small
+"""
+PROMPTY = """\
+---
+name: answer
+model:
+  api: chat
+  configuration:
+    type: openai
+    model: gen-1
+  parameters:
+    temperature: 0
+---
+system:
+{system}
+
+user:
+Context: {{{{context}}}}
+Question: {{{{query}}}}
+"""
+CASES = "\n".join(json.dumps(case) for case in [
+    {"id": "refund-007", "category": "policy", "query": "How long do refunds take?",
+     "context": "Refunds are issued within 30 days of the request."},
+    {"id": "card-002", "category": "cards", "query": "Is a replacement card free?",
+     "context": "One replacement card a year is free of charge."},
+]) + "\n"
+CAREFUL = "Answer only from the context."
+GENEROUS = "Be helpful and complete; add whatever the customer may need."
+
+
+def scripted_generation(body: dict[str, Any]) -> str:
+    """Answers with the context, except that the generous prompt invents a fee for refunds."""
+    system = body["messages"][0]["content"]
+    context = body["messages"][-1]["content"].split("Context: ", 1)[1].split("\n", 1)[0]
+    invents = "helpful" in system and "Refunds" in context
+    return context + (" A $12 processing fee applies." if invents else "")
+
+
+@dataclass
+class Pipeline:
+    harness: Harness
+    openai: Any
+    monkeypatch: pytest.MonkeyPatch
+
+    def run(self, **options: Any) -> int:
+        """`flipgate action` in the real process environment, as the container runs it."""
+        for name, value in self.harness.env.items():
+            self.monkeypatch.setenv(name, value)
+        return action.main(stream=options.pop("stream", self.harness.log), **options)
+
+    def recommit(self, *, cases: str, config: str = CONFIG) -> None:
+        """Base and head again, with these cases and configuration."""
+        repo, harness = self.harness.repo, self.harness
+        repo.checkout(harness.base)
+        harness.base = repo.commit({".flipgate.yml": config, "eval/cases.jsonl": cases,
+                                    "prompts/answer.prompty": PROMPTY.format(system=CAREFUL)})
+        harness.head = repo.commit({"prompts/answer.prompty": PROMPTY.format(system=GENEROUS)})
+        harness.server.add_pull(PR, base_sha=harness.base, head_sha=harness.head)
+
+
+class TimedLog(io.StringIO):
+    """The job log, with when each line arrived."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lines: list[tuple[float, str]] = []
+        self._partial = ""
+
+    def write(self, text: str) -> int:
+        now = time.monotonic()
+        self._partial += text
+        *complete, self._partial = self._partial.split("\n")
+        self.lines.extend((now, line) for line in complete)
+        return super().write(text)
+
+
+@pytest.fixture
+def pipeline(harness: Harness, openai_server: Any, monkeypatch: pytest.MonkeyPatch,
+             tmp_path: Path) -> Pipeline:
+    """A repository the real pipeline can check: the head's prompt invents a fee."""
+    repo = GitRepo.create(tmp_path / "service")
+    harness.base = repo.commit({".flipgate.yml": CONFIG, "eval/cases.jsonl": CASES,
+                                "prompts/answer.prompty": PROMPTY.format(system=CAREFUL)})
+    harness.head = repo.commit({"prompts/answer.prompty": PROMPTY.format(system=GENEROUS)})
+    harness.repo = repo
+    harness.server.add_pull(PR, base_sha=harness.base, head_sha=harness.head)
+    harness.env["GITHUB_WORKSPACE"] = str(repo.path)
+    harness.env["INPUT_OPENAI-API-KEY"] = "sk-from-the-input"
+    monkeypatch.delenv("OPENAI_API_KEY")  # the key arrives as the action input only
+    openai_server.on_generation(scripted_generation)
+    openai_server.on_groundedness(lambda query, context, response, call_index:
+                                  1 if "$12" in (response or "") else 5)
+    return Pipeline(harness, openai_server, monkeypatch)
+
+
+def test_end_to_end_a_blocking_regression(pipeline: Pipeline) -> None:
+    harness, openai = pipeline.harness, pipeline.openai
+    harness.pull_event()
+
+    assert pipeline.run() == 1, harness.log.getvalue()[-3000:]
+
+    [comment] = harness.own_comments()
+    assert BLOCKED in comment["body"] and "refund-007" in comment["body"]
+    final = harness.final_status()
+    assert final["state"] == "failure" and "1 blocking regression" in final["description"]
+    assert [s["state"] for s in harness.server.statuses_for(harness.head)] == ["pending",
+                                                                              "failure"]
+    assert {r.model for r in openai.chat_requests("groundedness")} == {"judge-pinned"}
+    assert {r.model for r in openai.chat_requests("generation")} == {"gen-1"}
+    assert {r.headers.get("Authorization") for r in openai.requests} == {
+        "Bearer sk-from-the-input"}
+    assert harness.outputs() == {"conclusion": "failure", "regressions": "1",
+                                 "report": "flipgate-out/report.json"}
+    report = json.loads((harness.repo.path / "flipgate-out/report.json").read_text())
+    assert report["counts"]["blocking_regressions"] == 1
+    written = (harness.repo.path / "flipgate-out/comment.md").read_text(encoding="utf-8")
+    assert comment["body"] == with_markers(written, context="flipgate", head_sha=harness.head,
+                                           fingerprint=marked_fingerprint(comment["body"]))
+    assert BLOCKED in harness.summary()
+    assert "::add-mask::sk-from-the-input" in harness.log.getvalue()
+
+
+def test_end_to_end_no_change_makes_no_model_call(pipeline: Pipeline) -> None:
+    harness = pipeline.harness
+    harness.repo.checkout(harness.base)  # a PR that touches only the docs
+    harness.head = harness.repo.commit({"README.md": "docs only\n"})
+    harness.server.push(PR, harness.head)
+    harness.pull_event()
+
+    assert pipeline.run() == 0
+
+    assert pipeline.openai.requests == [] and harness.own_comments() == []
+    assert harness.final_status()["description"] == NO_CHANGE
+
+
+def test_end_to_end_judge_failure_is_an_error_status_and_comment(pipeline: Pipeline) -> None:
+    harness = pipeline.harness
+    pipeline.openai.on_groundedness(lambda query, context, response, call_index:
+                                    "the judge rambles instead of answering JSON")
+    harness.pull_event()
+
+    assert pipeline.run() == 3
+
+    final = harness.final_status()
+    assert final["state"] == "error" and "judge error" in final["description"]
+    assert COULD_NOT_FINISH in harness.own_comments()[0]["body"]
+
+
+def test_end_to_end_a_readers_command_makes_no_model_call(pipeline: Pipeline) -> None:
+    harness = pipeline.harness
+    harness.server.grant("visitor", "triage")
+    harness.comment_event("/flipgate run", author="visitor")
+
+    assert pipeline.run() == 0
+
+    assert pipeline.openai.requests == [] and harness.server.statuses == []
+    assert "Nothing was run" in harness.replies()[0]
+
+
+def test_end_to_end_a_writers_command_reruns(pipeline: Pipeline) -> None:
+    harness = pipeline.harness
+    harness.comment_event("/flipgate run")
+
+    assert pipeline.run() == 1, harness.log.getvalue()[-3000:]
+
+    assert harness.final_status()["state"] == "failure"
+    assert pipeline.openai.chat_requests("generation")
+
+
+def test_end_to_end_an_api_that_keeps_failing_is_an_error_that_says_why(
+        pipeline: Pipeline) -> None:
+    harness = pipeline.harness
+    pipeline.openai.fail("generation", status=500, times=1000)
+    harness.pull_event()
+
+    assert pipeline.run() == 3
+
+    final = harness.final_status()
+    assert final["state"] == "error" and final["description"].startswith("could not finish: ")
+    assert len(final["description"]) <= STATUS_LIMIT
+    assert COULD_NOT_FINISH in harness.own_comments()[0]["body"]
+    assert harness.outputs()["conclusion"] == "error"
+
+
+def test_the_console_script_is_the_action_and_reads_hyphenated_inputs(harness: Harness) -> None:
+    """`flipgate action` in its own process, as the image's ENTRYPOINT runs it."""
+    import os
+    import subprocess
+    import sys
+
+    harness.server.grant("visitor", "read")
+    harness.comment_event("/flipgate run", author="visitor")
+    script = Path(sys.executable).with_name("flipgate")
+    env = {"PATH": os.environ["PATH"], "HOME": str(harness.tmp), **harness.env}
+
+    done = subprocess.run([str(script), "action"], env=env, capture_output=True, text=True,
+                          timeout=60, check=False)
+
+    assert done.returncode == 0, done.stderr
+    assert f"::add-mask::{harness.server.token}" in done.stdout
+    assert "refused" in done.stdout and done.stderr == ""
+    assert "Nothing was run" in harness.replies()[0]
+
+
+# -- the job log talks, and a wrong judge stops everything at once -----------------------
+
+def many_cases(count: int) -> str:
+    cases = [{"id": f"case-{i:03d}", "category": "policy" if i % 2 else "cards",
+              "query": f"What is rule {i}?",
+              "context": f"Rule {i} says refunds are issued within {i + 1} days."}
+             for i in range(count)]
+    cases += [{"id": f"broken-{i}", "category": "cards", "query": "What breaks the judge?",
+               "context": f"Refunds break judge number {i}."} for i in range(3)]
+    return "\n".join(json.dumps(case) for case in cases) + "\n"
+
+
+def test_end_to_end_a_300_case_run_prints_progress_and_ends_with_the_verdicts(
+        pipeline: Pipeline) -> None:
+    harness, openai = pipeline.harness, pipeline.openai
+    pipeline.recommit(cases=many_cases(297), config=CONFIG + "concurrency: 64\n")
+    openai.latency = 0.1
+    # 3 (a non-answer on both sides): no fluency, no re-score, so the test stays short.
+    openai.on_groundedness(lambda query, context, response, call_index:
+                           "not json at all" if "break judge" in (response or "") else 3)
+    harness.pull_event()
+    log, every = TimedLog(), 1.0  # the default is 10 s; scaled down to keep the test short
+
+    assert pipeline.run(stream=log, options=action.CheckOptions(progress_every=every)) == 3
+
+    progress = [(at, line) for at, line in log.lines if line.startswith("flipgate: generation")]
+    assert len(progress) >= 3
+    gaps = [later - earlier for (earlier, _), (later, _) in zip(progress, progress[1:], strict=False)]
+    assert max(gaps) < every + 0.75
+    assert all("/600" in line and " requests · " in line and " tokens · " in line
+               for _, line in progress)
+    assert any("ETA " in line and "ETA unknown" not in line for _, line in progress[:-1])
+    assert progress[-1][1].endswith("done") and "judging 600/600" in progress[-1][1]
+    text = log.getvalue()
+    table = text.split("::group::flipgate: verdict table", 1)[1].split("::endgroup::", 1)[0]
+    assert "broken-0" in table and "300 cases" in table
+    errors = [line for line in text.splitlines() if line.startswith("::error")]
+    assert sorted(line.split("judge error: ", 1)[1].split(" ", 1)[0] for line in errors
+                  if "judge error: " in line) == ["broken-0", "broken-1", "broken-2"]
+
+
+HOST = re.compile(r"127\.0\.0\.1:\d+")
+
+
+def says_once(text: str, *, model: str) -> bool:
+    """The cause appears once: one `404`, one host:port, the model named in that sentence."""
+    statuses = re.findall(r"(?<![0-9a-f])404(?![0-9a-f])", text)
+    causes = [line for line in text.splitlines() if "HTTP 404" in line]
+    return len(statuses) == 1 and len(HOST.findall(text)) == 1 and len(causes) == 1 \
+        and model in causes[0]
+
+
+def test_end_to_end_a_missing_judge_model_stops_before_any_generation(
+        pipeline: Pipeline) -> None:
+    harness, openai = pipeline.harness, pipeline.openai
+    openai.missing_models.add("judge-pinned")
+    harness.pull_event()
+
+    assert pipeline.run() == 3
+
+    assert len(openai.requests) <= 2 and openai.chat_requests("generation") == []
+    [comment] = harness.own_comments()
+    assert says_once(comment["body"], model="judge-pinned")
+    assert "does not exist" in comment["body"]
+    log = harness.log.getvalue()
+    assert says_once(log, model="judge-pinned"), log
+    final = harness.final_status()
+    assert final["state"] == "error" and "404" in final["description"]
