@@ -99,6 +99,7 @@ class Evidence:
 
     unsupported_figures: tuple[str, ...] = ()
     unsupported_statements: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()  # e.g. "evidence cut at 20,000 characters"
 
 
 @dataclass
@@ -112,6 +113,7 @@ class Side:
     rescore: Score | None = None   # candidate only: the confirming second scoring
     fluency: Score | None = None   # only on tied rows
     finish_reason: str | None = None  # from replay; "length" means truncated
+    notes: list[str] = field(default_factory=list)  # e.g. "evidence cut at 20,000 characters"
 
 
 @dataclass

@@ -44,6 +44,8 @@ def _side(side: Side) -> dict[str, Any]:
         out["fluency"] = _score(side.fluency)
     if side.finish_reason is not None:
         out["finish_reason"] = side.finish_reason
+    if side.notes:
+        out["notes"] = list(side.notes)
     return out
 
 
