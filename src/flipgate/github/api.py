@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 from github import Auth, Github, GithubException
 from requests import RequestException
 
+from flipgate.errors import InputError
 from flipgate.github.event import PullRequest, pull_from_payload
 
 # GitHub answers GET /user with 401/403 for the Actions token; its comments are this login's.
@@ -111,9 +112,16 @@ class RepoAPI:
             raise
 
     @_translated("GET pull request")
+    def _pull_data(self, number: int) -> dict[str, Any]:
+        return self._repo.get_pull(number).raw_data
+
     def pull(self, number: int) -> PullRequest:
         """The pull request as it is now: its current base and head SHAs."""
-        return pull_from_payload(self._repo.get_pull(number).raw_data)
+        try:
+            return pull_from_payload(self._pull_data(number), source="GitHub's answer",
+                                     path="pull")
+        except InputError as exc:  # GitHub answered, but not what its API promises
+            raise GitHubError("GET pull request", 200, str(exc)) from None
 
     @_translated("GET collaborator permission")
     def _permission(self, user: str) -> str:
