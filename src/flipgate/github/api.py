@@ -81,6 +81,14 @@ class IssueComment:
 
 
 @dataclass(frozen=True)
+class PullCommit:
+    """A commit of a pull request, with the committer date its author wrote (forgeable)."""
+
+    sha: str
+    committed_at: datetime | None
+
+
+@dataclass(frozen=True)
 class StatusUpdate:
     """A commit status to set. `description` must already fit GitHub's 140 characters."""
 
@@ -122,6 +130,19 @@ class RepoAPI:
                                      path="pull")
         except InputError as exc:  # GitHub answered, but not what its API promises
             raise GitHubError("GET pull request", 200, str(exc)) from None
+
+    @_translated("list pull request commits")
+    def pull_commits(self, number: int) -> list[PullCommit]:
+        """The PR's commits, oldest first (GitHub lists at most 250)."""
+        return [PullCommit(sha=item.sha, committed_at=item.commit.committer.date)
+                for item in self._repo.get_pull(number).get_commits()]
+
+    @_translated("list commit statuses")
+    def first_status_at(self, sha: str, context: str) -> datetime | None:
+        """When a status in `context` was first set on `sha` (GitHub's own clock), if ever."""
+        times = [status.created_at for status in self._repo.get_commit(sha).get_statuses()
+                 if status.context == context]
+        return min(times, default=None)
 
     @_translated("GET collaborator permission")
     def _permission(self, user: str) -> str:
