@@ -32,7 +32,13 @@ HOSTILE: dict[str, Callable[[int], str]] = {
     "closing-after-stop": lambda size: "x." + ")" * size + "y",
     "number-words": lambda size: "twenty-one " * (size // 11),
     "let-me-know": lambda size: "let me know if " + "a" * size,
+    "many-figures": lambda size: " ".join(str(i) for i in range(size // 6)),
+    "many-dates": lambda size: "March 5 2024, " * (size // 14),
 }
+# A context with thousands of figures, against which figure-dense answers are checked
+# (each answer figure must cost constant time, not one pass over the context's).
+BIG_CONTEXT = " ".join(f"Plan {i} costs ${i}.{i % 100:02d} a month from June {i % 28 + 1}."
+                       for i in range(3000))
 
 
 def timed(call: Callable[[], object]) -> float:
@@ -58,6 +64,11 @@ def main() -> None:
             times = [timed(step) for step in steps]
             worst = max(worst, *times)
             print(f"{name:<20} {len(answer):>9} " + " ".join(f"{t:>7.3f}s" for t in times))
+    for name in ("many-figures", "many-dates"):
+        answer = HOSTILE[name](100_000)
+        took = timed(lambda text=answer: analyse(BIG_CONTEXT, text))
+        worst = max(worst, took)
+        print(f"{name} vs a context of {len(BIG_CONTEXT):,} characters: analyse {took:.3f}s")
     print(f"slowest single step: {worst:.3f}s")
 
 

@@ -35,7 +35,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from flipgate.figures import NUMBER_WORDS, SCALE_WORDS, Figure, expand_known, extract_figures, vouched
+from flipgate.figures import NUMBER_WORDS, SCALE_WORDS, Figure, KnownFigures, extract_figures, vouched
 from flipgate.model import Evidence
 
 # A statement is supported when at least this share of its content words
@@ -381,7 +381,7 @@ def analyse(context: str, response: str, *, query: str = "") -> Analysis:
     response, cut_at = cut_text(response)
     context_words = content_words(context)
     known_words = context_words | content_words(query)
-    known_figures = expand_known(extract_figures(context) + extract_figures(query))
+    known_figures = KnownFigures.of(extract_figures(context) + extract_figures(query))
     checks: list[StatementCheck] = []
     unsupported: list[Figure] = []
     for statement in split_statements(response):

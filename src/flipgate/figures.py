@@ -426,26 +426,65 @@ def figure_supported(figure: Figure, known: Sequence[Figure]) -> bool:
     Units must agree, except that a bare number matches any numeric figure of
     the same value (`12` is vouched for by `$12`), never the other way round.
     """
-    return vouched(figure, expand_known(known))
+    return vouched(figure, KnownFigures.of(known))
 
 
-def vouched(figure: Figure, expanded: Sequence[Figure]) -> bool:
+@dataclass(frozen=True)
+class KnownFigures:
+    """What a context's figures vouch for, indexed so that each answer figure is
+    checked in constant time (an answer of thousands of figures against a
+    context of thousands stays linear)."""
+
+    exact: frozenset[tuple[str, tuple[object, ...]]]  # (unit, value)
+    numeric: frozenset[tuple[object, ...]]            # values of amounts, counts, durations
+    years: frozenset[Decimal]                          # bare years, to complete a date
+    ymd: frozenset[tuple[object, ...]]                 # dates as (year, month, day)
+    ym: frozenset[tuple[object, ...]]                  # (year, month) of dates with a year
+    md: frozenset[tuple[object, ...]]                  # (month, day) of every date
+    months: frozenset[object]
+    md_no_year: frozenset[tuple[object, ...]]          # (month, day) of dates without a year
+    months_no_year: frozenset[object]
+
+    @classmethod
+    def of(cls, figures: Iterable[Figure]) -> KnownFigures:
+        expanded = expand_known(figures)
+        dates = [f.value for f in expanded if f.unit == "date"]
+        return cls(
+            exact=frozenset((f.unit, f.value) for f in expanded),
+            numeric=frozenset(f.value for f in expanded if f.unit not in _NON_NUMERIC),
+            years=frozenset(f.value[0] for f in expanded if f.unit == "count"),  # type: ignore[misc]
+            ymd=frozenset(dates),
+            ym=frozenset((y, m) for y, m, _ in dates if y is not None),
+            md=frozenset((m, d) for _, m, d in dates),
+            months=frozenset(m for _, m, _ in dates),
+            md_no_year=frozenset((m, d) for y, m, d in dates if y is None),
+            months_no_year=frozenset(m for y, m, _ in dates if y is None),
+        )
+
+    def has_date(self, year: object, month: object, day: object) -> bool:
+        """A known date of that month (and day, and year, when given); a known date
+        without a year counts when the context states the year apart."""
+        if year is None:
+            return month in self.months if day is None else (month, day) in self.md
+        year_apart = Decimal(year) in self.years  # type: ignore[arg-type]
+        if day is None:
+            return (year, month) in self.ym or (year_apart and month in self.months_no_year)
+        return (year, month, day) in self.ymd or (year_apart and (month, day) in self.md_no_year)
+
+
+def vouched(figure: Figure, known: KnownFigures | Sequence[Figure]) -> bool:
+    """Is `figure` vouched for by what is `known` (an index, or figures to index)?"""
+    if not isinstance(known, KnownFigures):
+        known = KnownFigures.of(known)
     if figure.unit == "date":
-        year, month, day = figure.value
-        years = {f.value[0] for f in expanded if f.unit == "count"}
-        return any(
-            k.unit == "date" and k.value[1] == month and (day is None or k.value[2] == day)
-            and (year is None or k.value[0] == year or (k.value[0] is None and Decimal(year) in years))
-            for k in expanded)
-    for k in expanded:
-        if k.unit == figure.unit and k.value == figure.value:
-            return True
-        if figure.unit in ("count", "ordinal") and k.unit not in _NON_NUMERIC \
-                and k.value == figure.value:
-            return True
+        return known.has_date(*figure.value)
+    if (figure.unit, figure.value) in known.exact:
+        return True
+    if figure.unit in ("count", "ordinal") and figure.value in known.numeric:
+        return True
     if figure.from_to:  # "from 2% to 3%" is vouched for by both ends
         low, high = figure.value
-        return all(vouched(Figure(figure.text, figure.unit, (end, None)), expanded)
+        return all(vouched(Figure(figure.text, figure.unit, (end, None)), known)
                    for end in (low, high))
     return False
 

@@ -102,3 +102,15 @@ def test_an_analysis_that_fails_leaves_the_evidence_incomplete_not_the_run_ended
     found = find_unsupported(CONTEXT, "A fee of $99 applies.")
     assert found.unsupported_figures == () and found.unsupported_statements == ()
     assert found.notes == ("evidence incomplete: the analysis failed (RecursionError)",)
+
+
+def test_thousands_of_figures_are_each_checked_against_thousands_known() -> None:
+    context = " ".join(f"Plan {i} costs ${i + 10_000} from June {i % 28 + 1}, 2024." for i in range(3_000))
+    answer = ". ".join(f"It is ${i + 10_000} from June {i % 30 + 1}, 2024" for i in range(0, 4_000, 7))
+
+    analysis = analyse(context, answer)
+
+    said = range(0, 4_000, 7)
+    unsupported = {f.text for f in analysis.unsupported_figures}
+    assert unsupported == {f"${i + 10_000}" for i in said if i >= 3_000} | {
+        f"June {i % 30 + 1}, 2024" for i in said if i % 30 + 1 > 28}
