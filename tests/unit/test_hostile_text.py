@@ -114,3 +114,27 @@ def test_thousands_of_figures_are_each_checked_against_thousands_known() -> None
     unsupported = {f.text for f in analysis.unsupported_figures}
     assert unsupported == {f"${i + 10_000}" for i in said if i >= 3_000} | {
         f"June {i % 30 + 1}, 2024" for i in said if i % 30 + 1 > 28}
+
+
+def test_one_answer_the_offline_relevance_cannot_read_fails_only_its_own_row(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import asyncio
+
+    from flipgate.config import Config
+    from flipgate.judges import offline
+
+    real = offline.lexical_relevance
+
+    def fragile(case: Case, response: str):
+        if response == "poison":
+            raise RecursionError("nobody foresaw this")
+        return real(case, response)
+
+    monkeypatch.setattr(offline, "lexical_relevance", fragile)
+    case = Case(id="x", query="How long do refunds take?", context=CONTEXT)
+    judge = offline.OfflineJudge(Config())
+
+    good, bad = asyncio.run(judge.relevance([(case, CONTEXT), (case, "poison")]))
+
+    assert good.score is not None and good.error is None
+    assert bad.score is None and bad.error == "relevance failed: RecursionError: nobody foresaw this"

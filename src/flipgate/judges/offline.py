@@ -185,6 +185,14 @@ def lexical_relevance(case: Case, response: str) -> Relevance:
     return Relevance(score=round(query_coverage(case.query, analysis.text, analysis), 3))
 
 
+def _row_relevance(case: Case, response: str) -> Relevance:
+    """One answer's relevance; if its reading fails, that answer's error, not the batch's."""
+    try:
+        return lexical_relevance(case, response)
+    except Exception as exc:  # noqa: BLE001 - one answer must not fail every row's relevance
+        return Relevance(score=None, error=f"relevance failed: {type(exc).__name__}: {exc}")
+
+
 # --- fluency ------------------------------------------------------------------
 
 _REPEATED_WORD = re.compile(r"\b(\w+)\s+\1\b", re.IGNORECASE)
@@ -239,7 +247,7 @@ class OfflineJudge:
         return fluency_heuristic(response)
 
     async def relevance(self, items: Sequence[tuple[Case, str]]) -> list[Relevance]:
-        return [lexical_relevance(case, response) for case, response in items]
+        return [_row_relevance(case, response) for case, response in items]
 
     async def aclose(self) -> None:
         return None
