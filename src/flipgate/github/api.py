@@ -134,7 +134,8 @@ class RepoAPI:
     @_translated("list pull request commits")
     def pull_commits(self, number: int) -> list[PullCommit]:
         """The PR's commits, oldest first (GitHub lists at most 250)."""
-        return [PullCommit(sha=item.sha, committed_at=item.commit.committer.date)
+        return [PullCommit(sha=item.sha, committed_at=item.commit.committer.date
+                           if item.commit.committer else None)
                 for item in self._repo.get_pull(number).get_commits()]
 
     @_translated("list commit statuses")
