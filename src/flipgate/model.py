@@ -113,7 +113,6 @@ class Side:
     rescore: Score | None = None   # candidate only: the confirming second scoring
     fluency: Score | None = None   # only on tied rows
     finish_reason: str | None = None  # from replay; "length" means truncated
-    notes: list[str] = field(default_factory=list)  # e.g. "evidence cut at 20,000 characters"
 
 
 @dataclass

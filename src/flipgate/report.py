@@ -44,8 +44,6 @@ def _side(side: Side) -> dict[str, Any]:
         out["fluency"] = _score(side.fluency)
     if side.finish_reason is not None:
         out["finish_reason"] = side.finish_reason
-    if side.notes:
-        out["notes"] = list(side.notes)
     return out
 
 
@@ -64,6 +62,8 @@ def row_to_dict(row: Row) -> dict[str, Any]:
     if row.evidence is not None:
         out["evidence"] = {"unsupported_figures": list(row.evidence.unsupported_figures),
                            "unsupported_statements": list(row.evidence.unsupported_statements)}
+        if row.evidence.notes:  # e.g. where the candidate's evidence was cut
+            out["candidate"]["notes"] = list(row.evidence.notes)
     return out
 
 

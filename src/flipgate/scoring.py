@@ -140,15 +140,13 @@ async def score_rows(*, cases: Sequence[Case], baseline: Mapping[str, Answer],
             # A row the judge could not fully score is neither a pass nor a move.
             # A confirmed regression stays listed as one, with its errors beside it.
             verdict = Verdict.ERROR
-        evidence = _evidence(case, cand.response) if verdict in _EVIDENCE_VERDICTS else None
-        if evidence is not None:
-            cand.notes.extend(evidence.notes)  # e.g. where the evidence was cut
         rows.append(Row(
             case=case, baseline=base, candidate=cand, verdict=verdict,
             blocking=gate.is_blocking(verdict, case.category, config.gate.blocking_categories),
             relevance_drop=gate.relevance_dropped(base.relevance, cand.relevance,
                                                   config.relevance.threshold),
-            errors=errors, evidence=evidence,
+            errors=errors,
+            evidence=_evidence(case, cand.response) if verdict in _EVIDENCE_VERDICTS else None,
         ))
 
     counts = gate.count(rows)

@@ -20,7 +20,6 @@ NOTE = "evidence cut at 20,000 characters"
 def cut_row():
     row = make_row("long", category="policy", before=5, after=2, rescore=1)
     row.evidence = Evidence(unsupported_figures=("$12",), notes=(NOTE,))
-    row.candidate.notes.append(NOTE)
     return row
 
 
