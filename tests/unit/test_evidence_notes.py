@@ -12,7 +12,7 @@ from flipgate.model import Evidence
 from flipgate.report import to_dict
 from flipgate.terminal import print_summary
 
-from factories import make_report, make_row
+from support.factories import make_report, make_row
 
 NOTE = "evidence cut at 20,000 characters"
 

@@ -29,7 +29,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from flipgate.config import Config
+from flipgate.config import OFFLINE_MODEL, Config
+from flipgate.escaping import quoted
 from flipgate.evidence import (
     Analysis,
     Kind,
@@ -61,15 +62,8 @@ _ANSWERED_BY_FIGURE: dict[str, frozenset[str]] = {
 _QUOTE_LIMIT = 90
 
 
-def _quote(text: str) -> str:
-    text = " ".join(text.split())
-    if len(text) > _QUOTE_LIMIT:
-        text = text[: _QUOTE_LIMIT - 1].rstrip() + "\u2026"
-    return f'"{text}"'
-
-
 def _listing(items: Sequence[str]) -> str:
-    return ", ".join(_quote(item) for item in items)
+    return ", ".join(quoted(item, _QUOTE_LIMIT) for item in items)
 
 
 # --- completeness -------------------------------------------------------------
@@ -121,7 +115,7 @@ def _grade(case: Case, analysis: Analysis) -> Score:
     if analysis.non_answer:
         brush_off = next((s.text for s in analysis.statements
                           if s.kind in (Kind.DEFLECTION, Kind.QUESTION)), None)
-        detail = f"; it deflects or asks back: {_quote(brush_off)}" if brush_off else " (only filler)"
+        detail = f"; it deflects or asks back: {quoted(brush_off, _QUOTE_LIMIT)}" if brush_off else " (only filler)"
         return Score(3, f"non-answer: no checkable claim{detail}")
 
     answer_words = analysis.answer_words
@@ -139,7 +133,7 @@ def _grade(case: Case, analysis: Analysis) -> Score:
             parts.append(f"figures not in the context: {_listing(evidence.unsupported_figures)}")
         for statement in analysis.unsupported_statements:
             parts.append(f"statement not supported ({statement.coverage:.0%} of its content words "
-                         f"in the context): {_quote(statement.text)}")
+                         f"in the context): {quoted(statement.text, _QUOTE_LIMIT)}")
         return Score(2, "unsupported: " + "; ".join(parts))
 
     source, missing = missing_facts(case, analysis)
@@ -165,7 +159,8 @@ def query_coverage(query: str, response: str, analysis: Analysis | None = None) 
     if not wanted:
         return 1.0
     said = content_words(analysis.text if analysis else cut_text(response)[0])
-    units = {figure.unit for figure in (analysis.figures if analysis else extract_figures(response))}
+    units = {figure.unit for figure in (analysis.figures if analysis
+                                        else extract_figures(cut_text(response)[0]))}
     answered = {word for word, kinds in _ANSWERED_BY_FIGURE.items() if units & kinds}
 
     def addressed(word: str) -> bool:
@@ -234,7 +229,7 @@ def fluency_heuristic(response: str) -> Score:
 class OfflineJudge:
     """The `Judge` protocol on the lexical checks above: no network, same answer every time."""
 
-    info = JudgeInfo(provider="offline", model="lexical-v1", engine="lexical")
+    info = JudgeInfo(provider="offline", model=OFFLINE_MODEL, engine="lexical")
 
     def __init__(self, config: Config) -> None:
         self.config = config
