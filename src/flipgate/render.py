@@ -63,6 +63,7 @@ class RowView:
     reason: str
     figures: tuple[str, ...]
     statements: tuple[str, ...]
+    evidence_notes: tuple[str, ...]  # e.g. "evidence cut at 20,000 characters"
     answer: str
     errors: tuple[str, ...]
     questions: tuple[str, ...]
@@ -140,6 +141,7 @@ def row_view(row: Row, *, with_reason: bool = True) -> RowView:
         reason=_reason(row.candidate) if with_reason or found is None else "",
         figures=tuple(evidence.unsupported_figures) if evidence else (),
         statements=tuple(evidence.unsupported_statements) if evidence else (),
+        evidence_notes=tuple(evidence.notes) if evidence else (),
         answer=row.candidate.response,
         errors=tuple(row.errors),
         questions=tuple(candidate_relevance.questions) if candidate_relevance else (),
