@@ -18,7 +18,8 @@ from flipgate.model import Conclusion, Report, Row, Side
 from flipgate.render import BUCKET_LABELS
 
 MAX_ROWS = 40
-WIDE = 120  # narrower consoles (a CI log is 80) get the table without the "why" column
+WIDE = 120  # narrower consoles (a CI log is 80) give each row a second line for the "why"
+
 
 def rows_that_matter(report: Report) -> list[tuple[Kind, Row]]:
     """(kind, row) for every row worth showing, most important kind first, stable within one."""
