@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from flipgate.figures import NUMBER_WORDS, SCALE_WORDS, Figure, expand_known, extract_figures, vouched
-from flipgate.model import Evidence
+from flipgate.model import Evidence, Statement, StatementLabel
 
 # A statement is supported when at least this share of its content words
 # occurs in the context (see the module docstring for why two thirds).
@@ -356,3 +356,31 @@ def analyse(context: str, response: str, *, query: str = "") -> Analysis:
 def find_unsupported(context: str, response: str, *, query: str = "") -> Evidence:
     """The answer's figures and statements the context does not contain, as written."""
     return analyse(context, response, query=query).evidence()
+
+
+def _supporting_sentence(words: frozenset[str], context: str) -> str | None:
+    """The context sentence sharing the most content words with a statement, as written."""
+    best, best_shared = None, 0
+    for sentence in split_statements(context):
+        shared = len(words & content_words(sentence))
+        if shared > best_shared:
+            best, best_shared = sentence, shared
+    return best
+
+
+def lexical_statements(context: str, response: str, *, query: str = "") -> tuple[Statement, ...]:
+    """The offline judge's statement list: each statement of the answer, as written,
+    labelled by the same checks as its groundedness score, with the context
+    sentence that shares the most words with it as the span of a supported one."""
+    analysis = analyse(context, response, query=query)
+    bad_figures = set(analysis.unsupported_figures)
+    statements = []
+    for check in analysis.statements:
+        if check.kind is not Kind.CLAIM:
+            statements.append(Statement(check.text, StatementLabel.NOT_A_CLAIM))
+        elif not check.supported or any(f in bad_figures for f in check.figures):
+            statements.append(Statement(check.text, StatementLabel.UNSUPPORTED))
+        else:
+            statements.append(Statement(check.text, StatementLabel.SUPPORTED,
+                                        span=_supporting_sentence(check.words, context)))
+    return tuple(statements)
