@@ -101,6 +101,43 @@ class Evidence:
     unsupported_statements: tuple[str, ...] = ()
 
 
+class StatementLabel(StrEnum):
+    SUPPORTED = "supported"
+    UNSUPPORTED = "unsupported"
+    NOT_A_CLAIM = "not_a_claim"
+
+
+@dataclass(frozen=True)
+class Statement:
+    """One atomic statement of an answer, as written in it, judged against the context."""
+
+    text: str
+    label: StatementLabel
+    span: str | None = None  # the context text that supports it, verbatim
+
+
+@dataclass(frozen=True)
+class Statements:
+    """An answer split into statements by a judge. `error` is set exactly when it failed:
+    then there are no statements, and nothing here is evidence."""
+
+    items: tuple[Statement, ...] = ()
+    error: str | None = None
+
+    @property
+    def supported(self) -> int:
+        return sum(1 for s in self.items if s.label is StatementLabel.SUPPORTED)
+
+    @property
+    def total(self) -> int:
+        """The claims: statements that are not `not_a_claim`. The judge chose this denominator."""
+        return sum(1 for s in self.items if s.label is not StatementLabel.NOT_A_CLAIM)
+
+    @property
+    def unsupported(self) -> tuple[Statement, ...]:
+        return tuple(s for s in self.items if s.label is StatementLabel.UNSUPPORTED)
+
+
 @dataclass
 class Side:
     """Everything measured about one answer (baseline or candidate) of a row."""
@@ -136,10 +173,20 @@ class Row:
 
 @dataclass(frozen=True)
 class JudgeInfo:
+    """The instrument behind every verdict of a run, pinned in the report."""
+
     provider: str          # openai | azure | offline
     model: str
     engine: str = "openai"  # openai | azure-ai-evaluation | lexical
     embedding_model: str | None = None
+    rubric_version: str | None = None
+    rubric_hash: Mapping[str, str] = field(default_factory=dict)  # metric -> sha256 of its prompt
+    temperature: float | None = None  # None: not sent (reasoning judges, the lexical judge)
+    seed: int | None = None
+    rescore: str = "same_judge"       # how a flip is confirmed: same_judge | second_opinion | both
+    second_opinion: str | None = None  # the second judge's model, when one confirms flips
+    returned_models: tuple[str, ...] = ()      # what the provider said answered
+    system_fingerprints: tuple[str, ...] = ()
 
     @property
     def lexical(self) -> bool:

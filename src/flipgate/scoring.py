@@ -174,13 +174,9 @@ def _fluency_summary(rows: Sequence[Row]) -> FluencySummary | None:
 
 def judge_info(config: Config, provider: str | None) -> JudgeInfo:
     """What the report says about the judge, without building it (no client, no key)."""
-    chosen = provider or config.judge.provider
-    if chosen == "offline":
-        from flipgate.judges.offline import OfflineJudge
+    from flipgate.judges import describe
 
-        return OfflineJudge.info
-    return JudgeInfo(provider=chosen, model=config.judge.model, engine=config.judge.engine,
-                     embedding_model=config.relevance.embedding_model)
+    return describe(config, provider)
 
 
 def stopped_report(*, cases: Sequence[Case], config: Config, judge_provider: str | None,

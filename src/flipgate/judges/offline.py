@@ -26,14 +26,25 @@ sentence-structure heuristic, nothing more.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Sequence
+from pathlib import Path
 
+from flipgate import evidence, figures
 from flipgate.config import Config
-from flipgate.evidence import Analysis, Kind, analyse, content_words, coverage, split_statements
+from flipgate.evidence import (
+    Analysis,
+    Kind,
+    analyse,
+    content_words,
+    coverage,
+    lexical_statements,
+    split_statements,
+)
 from flipgate.figures import Figure, extract_figures, same_fact
 from flipgate.judges.base import EMPTY_ANSWER
-from flipgate.model import Case, JudgeInfo, Relevance, Score
+from flipgate.model import Case, JudgeInfo, Relevance, Score, Statements
 
 # An answer is "unrelated" (1) when less than this share of its content words
 # occurs in the context and the question, and it addresses less than this
@@ -202,10 +213,24 @@ def fluency_heuristic(response: str) -> Score:
 
 # --- the judge ----------------------------------------------------------------
 
+LEXICAL_VERSION = "lexical-v1"
+
+
+def _code_hash() -> str:
+    """The lexical judge's rubric is its code: a hash of the modules that decide."""
+    digest = hashlib.sha256()
+    for module_file in (__file__, evidence.__file__, figures.__file__):
+        digest.update(Path(module_file).read_bytes())
+    return digest.hexdigest()
+
+
 class OfflineJudge:
     """The `Judge` protocol on the lexical checks above: no network, same answer every time."""
 
-    info = JudgeInfo(provider="offline", model="lexical-v1", engine="lexical")
+    info = JudgeInfo(provider="offline", model=LEXICAL_VERSION, engine="lexical",
+                     rubric_version=LEXICAL_VERSION,
+                     rubric_hash=dict.fromkeys(("groundedness", "relevance", "fluency", "statements"),
+                                               _code_hash()))
 
     def __init__(self, config: Config) -> None:
         self.config = config
@@ -216,6 +241,9 @@ class OfflineJudge:
 
     async def fluency(self, response: str) -> Score:
         return fluency_heuristic(response)
+
+    async def statements(self, case: Case, response: str) -> Statements:
+        return Statements(items=lexical_statements(case.context, response, query=case.query))
 
     async def relevance(self, items: Sequence[tuple[Case, str]]) -> list[Relevance]:
         return [lexical_relevance(case, response) for case, response in items]
