@@ -47,7 +47,7 @@ def write_inputs(directory: Path, script: dict = SCRIPT) -> list[str]:
             cand.write(json.dumps({"id": case_id, "response": f"candidate answer {case_id}"}) + "\n")
     (directory / "flipgate.yml").write_text(
         "version: 1\ncases: cases.jsonl\njudge:\n  provider: openai\n  model: judge-pinned\n"
-        "  max_retries: 0\n  timeout: 5\ngate:\n  blocking_categories: [pricing, policy]\n")
+        "  max_retries: 0\n  timeout: 5\ngate:\n  blocking_categories: [pricing, policy]\n  strict: true\n")
     return ["gate", "--cases", str(directory / "cases.jsonl"),
             "--baseline", str(directory / "base.jsonl"), "--candidate", str(directory / "cand.jsonl"),
             "--config", str(directory / "flipgate.yml"), "--out", str(directory / "out"),

@@ -101,7 +101,8 @@ def test_counts_table_holds_the_reports_counts() -> None:
               "regressions to review": "regressions_to_review",
               "new non-answers": "new_non_answers", "unstable": "unstable",
               "relevance drops": "relevance_drops", "moved": "moved",
-              "still ungrounded": "still_ungrounded", "judge errors": "errors"}
+              "still ungrounded": "still_ungrounded", "judge errors": "errors",
+              "address the judge": "manipulation_flags"}
     shown = {labels[name]: int(value) for name, value in zip(header, values, strict=True)}
     assert shown == asdict(report.counts)
 

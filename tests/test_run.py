@@ -27,6 +27,7 @@ judge:
   timeout: 5
 gate:
   blocking_categories: [policy, pricing]
+  strict: true  # a handful of cases: the same-judge re-score may block
 """
 CASES = [
     {"id": "refund-007", "query": "How long do I have to ask for a refund?",

@@ -37,11 +37,28 @@ def is_tie(baseline: Bucket, candidate: Bucket) -> bool:
     return baseline is candidate and baseline in _ANSWERING
 
 
-def classify(baseline: Score, candidate: Score, rescore: Score | None = None) -> tuple[Verdict, list[str]]:
+# How a flip is confirmed (`judge.rescore` in the report): the same judge scores the
+# candidate again, a second-opinion judge scores it instead, or both do.
+SAME_JUDGE, SECOND_OPINION, BOTH = "same_judge", "second_opinion", "both"
+CONFIRMATIONS = (SAME_JUDGE, SECOND_OPINION, BOTH)
+
+
+def confirmations_needed(mode: str) -> tuple[bool, bool]:
+    """(same-judge re-score, second-opinion scoring) that a newly ungrounded row needs."""
+    if mode not in CONFIRMATIONS:
+        raise ValueError(f"unknown confirmation mode {mode!r}")
+    return mode in (SAME_JUDGE, BOTH), mode in (SECOND_OPINION, BOTH)
+
+
+def classify(baseline: Score, candidate: Score, rescore: Score | None = None, *,
+             second: Score | None = None, mode: str = SAME_JUDGE) -> tuple[Verdict, list[str]]:
     """The verdict of one row, and the judge errors that explain an `error` verdict.
 
-    `rescore` is the second, independent scoring of the candidate; it is only
-    consulted when the candidate newly fell to ungrounded.
+    A candidate that newly fell to ungrounded is confirmed as `mode` says: by
+    `rescore` (the same judge's second, independent scoring), by `second` (the
+    second-opinion judge), or by both. It is a regression only when every
+    confirmation asked also reads ungrounded; any disagreement makes it
+    `unstable`. A confirmation that is missing or failed is a judge error.
     """
     errors = [f"{side}: {s.error}" for side, s in (("baseline", baseline), ("candidate", candidate))
               if not s.ok]
@@ -51,14 +68,19 @@ def classify(baseline: Score, candidate: Score, rescore: Score | None = None) ->
     before, after = bucket_of(baseline.value), bucket_of(candidate.value)
 
     if needs_rescore(before, after):
-        if rescore is None:
-            return Verdict.ERROR, ["candidate: newly ungrounded but never re-scored"]
-        if not rescore.ok:
-            return Verdict.ERROR, [f"candidate re-score: {rescore.error}"]
-        assert rescore.value is not None
-        if bucket_of(rescore.value) is Bucket.UNGROUNDED:
-            return Verdict.REGRESSION, []
-        return Verdict.UNSTABLE, []
+        wants_rescore, wants_second = confirmations_needed(mode)
+        confirming = ([("re-score", rescore)] if wants_rescore else []) + (
+            [("second opinion", second)] if wants_second else [])
+        for name, score in confirming:
+            if score is None:
+                return Verdict.ERROR, [f"candidate: newly ungrounded but the {name} was never asked"
+                                       if name == "second opinion"
+                                       else "candidate: newly ungrounded but never re-scored"]
+            if not score.ok:
+                return Verdict.ERROR, [f"candidate {name}: {score.error}"]
+        agree = all(score is not None and score.value is not None
+                    and bucket_of(score.value) is Bucket.UNGROUNDED for _, score in confirming)
+        return (Verdict.REGRESSION if agree else Verdict.UNSTABLE), []
     if after is Bucket.NON_ANSWER and before in _ANSWERING:
         return Verdict.NEW_NON_ANSWER, []
     if after is Bucket.UNGROUNDED:
@@ -68,8 +90,43 @@ def classify(baseline: Score, candidate: Score, rescore: Score | None = None) ->
     return Verdict.UNCHANGED, []
 
 
+def needs_statements(verdict: Verdict) -> bool:
+    """Rows whose candidate gets one extra statement-level judge request: the flips a
+    reviewer must read. Never unchanged rows (cost)."""
+    return verdict in (Verdict.REGRESSION, Verdict.UNSTABLE, Verdict.NEW_NON_ANSWER)
+
+
 def is_blocking(verdict: Verdict, category: str, blocking_categories: Collection[str]) -> bool:
     return verdict is Verdict.REGRESSION and category in blocking_categories
+
+
+def category_sizes(categories: Iterable[str]) -> dict[str, int]:
+    """Cases per category in this run."""
+    sizes: dict[str, int] = {}
+    for category in categories:
+        sizes[category] = sizes.get(category, 0) + 1
+    return sizes
+
+
+def below_minimum(cases: int, min_cases: int) -> bool:
+    return cases < min_cases
+
+
+def blocks(verdict: Verdict, category: str, *, blocking_categories: Collection[str],
+           category_cases: int, min_cases: int, strict: bool, mode: str) -> tuple[bool, str | None]:
+    """Does this row block, and if a regression in a blocking category does not, why.
+
+    With fewer than `min_cases` cases in its category one flip is a large share of
+    the category, and one judge wobble would decide the release: a confirmed
+    regression there blocks only when a second-opinion judge confirmed it, or
+    when `strict` lets the same judge's re-score block alone.
+    """
+    if not is_blocking(verdict, category, blocking_categories):
+        return False, None
+    if not below_minimum(category_cases, min_cases) or strict or mode in (SECOND_OPINION, BOTH):
+        return True, None
+    return False, (f"{category} has {category_cases:,} case{'' if category_cases == 1 else 's'}; "
+                   f"below {min_cases:,} a flip needs a second judge to block")
 
 
 def relevance_dropped(baseline: Relevance | None, candidate: Relevance | None,
@@ -80,10 +137,17 @@ def relevance_dropped(baseline: Relevance | None, candidate: Relevance | None,
     return candidate.score < threshold <= baseline.score
 
 
+def is_flagged(row: Row) -> bool:
+    """An answer that addresses its grader: a person reads the row, whatever its verdict."""
+    return bool(row.candidate.manipulation or row.baseline.manipulation)
+
+
 def count(rows: Iterable[Row]) -> Counts:
     counts = Counts()
     for row in rows:
         counts.cases += 1
+        if is_flagged(row):
+            counts.manipulation_flags += 1
         if row.verdict is Verdict.REGRESSION:
             if row.blocking:
                 counts.blocking_regressions += 1

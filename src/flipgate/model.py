@@ -149,6 +149,9 @@ class Side:
     rescore: Score | None = None   # candidate only: the confirming second scoring
     fluency: Score | None = None   # only on tied rows
     finish_reason: str | None = None  # from replay; "length" means truncated
+    second_opinion: Score | None = None  # candidate only: the second-opinion judge's scoring
+    statements: Statements | None = None  # candidate only, on flipped rows
+    manipulation: tuple[str, ...] = ()  # what in the answer addresses the grader
 
 
 @dataclass
@@ -161,6 +164,10 @@ class Row:
     relevance_drop: bool = False
     errors: list[str] = field(default_factory=list)
     evidence: Evidence | None = None
+    # For a regression: how it was confirmed (same_judge | second_opinion | both).
+    confirmed_by: str | None = None
+    # A regression in a blocking category that does not block: why (too few cases).
+    review_reason: str | None = None
 
     @property
     def id(self) -> str:
@@ -204,6 +211,7 @@ class Counts:
     still_ungrounded: int = 0
     relevance_drops: int = 0
     errors: int = 0
+    manipulation_flags: int = 0   # rows whose answer addresses the grader
 
 
 @dataclass(frozen=True)
@@ -213,6 +221,15 @@ class FluencySummary:
     rows: int
     mean_delta: float | None
     failed: int = 0
+
+
+@dataclass(frozen=True)
+class CategoryInfo:
+    """A category's size in this run, and whether one judge may block in it."""
+
+    cases: int
+    blocking: bool
+    below_minimum: bool
 
 
 @dataclass
@@ -230,3 +247,4 @@ class Report:
     cache: dict[str, int] | None = None
     notes: list[str] = field(default_factory=list)
     head_sha: str | None = None
+    categories: dict[str, CategoryInfo] = field(default_factory=dict)

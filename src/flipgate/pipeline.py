@@ -212,13 +212,16 @@ def _skipped_report(*, inputs: Inputs, judge: str | None, head: Ref) -> Report:
 async def _replay_and_gate(*, inputs: Inputs, pair: LockedPair,
                            prepared: dict[str, PreparedGenerator], runtime: Runtime,
                            judge: str | None) -> Report:
-    from flipgate.judges import make_judge
+    from flipgate.judges import make_judge, make_second_judge
     from flipgate.llm import make_client
     from flipgate.scoring import gate_answers
 
-    # Build (and drop) the judge first: a judge that cannot be set up should
+    # Build (and drop) the judges first: a judge that cannot be set up should
     # stop the run before any generation is paid for.
     await make_judge(inputs.config, runtime=runtime, provider=judge).aclose()
+    second = make_second_judge(inputs.config, runtime=runtime, provider=judge)
+    if second is not None:
+        await second.aclose()
     client = make_client(pair.baseline.endpoint)
     try:
         cases = inputs.cases
