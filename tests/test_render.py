@@ -141,7 +141,7 @@ def test_a_flip_row_shows_movement_reason_evidence_and_answer() -> None:
         "id": "fee", "category": "policy",
         "baseline → candidate": "grounded (5) → ungrounded (2; re-score 1)",
         "judge's reason": "Invents a $12 fee.",
-        "not in the context": "figures: $12, 5-7 daysstatements: A $12 fee applies.",
+        "not in the context": "statements: A $12 fee applies.figures: $12, 5-7 days",
         "candidate answer": "Replacement cards cost $12.",
     }
 

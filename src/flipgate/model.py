@@ -230,6 +230,7 @@ class CategoryInfo:
     cases: int
     blocking: bool
     below_minimum: bool
+    minimum: int  # gate.min_cases_per_category
 
 
 @dataclass
@@ -248,3 +249,4 @@ class Report:
     notes: list[str] = field(default_factory=list)
     head_sha: str | None = None
     categories: dict[str, CategoryInfo] = field(default_factory=dict)
+    strict: bool = False  # gate.strict: the same-judge re-score may block below the minimum

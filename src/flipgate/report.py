@@ -107,6 +107,7 @@ def to_dict(report: Report) -> dict[str, Any]:
         "judge": judge_dict(report.judge),
         "counts": asdict(report.counts),
         "categories": {name: asdict(info) for name, info in report.categories.items()},
+        "strict": report.strict,
         "rows": [row_to_dict(row, second_opinion=report.judge.second_opinion)
                  for row in report.rows],
         "relevance_threshold": report.relevance_threshold,

@@ -215,14 +215,15 @@ async def score_rows(*, cases: Sequence[Case], baseline: Mapping[str, Answer],
                    second_opinion=second.info.model if second is not None else None)
     return Report(conclusion=gate.conclude(counts), judge=info, counts=counts, rows=rows,
                   fluency=_fluency_summary(rows), relevance_threshold=config.relevance.threshold,
-                  categories=categories(sizes, config))
+                  categories=categories(sizes, config), strict=config.gate.strict)
 
 
 def categories(sizes: Mapping[str, int], config: Config) -> dict[str, CategoryInfo]:
     """Each category's size, whether it blocks, and whether it is below the minimum."""
     blocking = config.gate.blocking_categories
+    minimum = config.gate.min_cases_per_category
     return {name: CategoryInfo(cases=n, blocking=name in blocking,
-                               below_minimum=gate.below_minimum(n, config.gate.min_cases_per_category))
+                               below_minimum=gate.below_minimum(n, minimum), minimum=minimum)
             for name, n in sorted(sizes.items())}
 
 

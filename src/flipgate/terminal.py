@@ -11,9 +11,10 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from flipgate import gate
 from flipgate.escaping import one_line_within, plural
 from flipgate.model import Conclusion, Report, Row, Side, Verdict
-from flipgate.render import BUCKET_LABELS
+from flipgate.render import BUCKET_LABELS, statements_ratio
 
 MAX_ROWS = 40
 WIDE = 120  # narrower consoles (a CI log is 80) get the table without the "why" column
@@ -23,6 +24,7 @@ _KINDS: tuple[tuple[str, str, str], ...] = (
     ("blocking", "BLOCKING", "bold red"),
     ("error", "judge error", "bold yellow"),
     ("review", "review", "red"),
+    ("flagged", "addresses judge", "bold magenta"),
     ("non_answer", "non-answer", "yellow"),
     ("unstable", "unstable", "magenta"),
     ("relevance", "relevance drop", "cyan"),
@@ -38,6 +40,8 @@ def kind_of(row: Row) -> str | None:
         return "blocking" if row.blocking else "review"
     if row.verdict is Verdict.ERROR or row.errors:
         return "error"
+    if gate.is_flagged(row):
+        return "flagged"
     if row.verdict is Verdict.NEW_NON_ANSWER:
         return "non_answer"
     if row.verdict is Verdict.UNSTABLE:
@@ -76,6 +80,13 @@ def _relevance(side: Side) -> str:
 def _why(row: Row) -> str:
     if row.errors:
         return "; ".join(row.errors)
+    if row.review_reason:
+        return row.review_reason
+    if gate.is_flagged(row):
+        return "; ".join(row.candidate.manipulation or row.baseline.manipulation)
+    ratio = statements_ratio(row.candidate.statements)
+    if ratio and row.candidate.statements is not None and row.candidate.statements.unsupported:
+        return f"{ratio}; not supported: {row.candidate.statements.unsupported[0].text}"
     evidence = row.evidence
     if evidence and evidence.unsupported_figures:
         return "not in context: " + ", ".join(evidence.unsupported_figures)
@@ -150,6 +161,13 @@ def judge_line(report: Report) -> Text:
     line.append_text(_plain(judge.provider, 40))
     line.append(" · ")
     line.append_text(_plain(judge.model, 100))
+    if judge.rubric_version:
+        line.append(" · rubric ")
+        line.append_text(_plain(judge.rubric_version, 60))
+    if judge.second_opinion:
+        line.append(" · second opinion ")
+        line.append_text(_plain(judge.second_opinion, 100))
+        line.append(" (with the re-score)" if judge.rescore == "both" else "")
     return line
 
 
