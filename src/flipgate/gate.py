@@ -69,17 +69,15 @@ def classify(baseline: Score, candidate: Score, rescore: Score | None = None, *,
 
     if needs_rescore(before, after):
         wants_rescore, wants_second = confirmations_needed(mode)
-        confirming = ([("re-score", rescore)] if wants_rescore else []) + (
-            [("second opinion", second)] if wants_second else [])
-        for name, score in confirming:
+        confirming = ([("re-score", rescore, "never re-scored")] if wants_rescore else []) + (
+            [("second opinion", second, "the second opinion was never asked")] if wants_second else [])
+        for name, score, missing in confirming:
             if score is None:
-                return Verdict.ERROR, [f"candidate: newly ungrounded but the {name} was never asked"
-                                       if name == "second opinion"
-                                       else "candidate: newly ungrounded but never re-scored"]
+                return Verdict.ERROR, [f"candidate: newly ungrounded but {missing}"]
             if not score.ok:
                 return Verdict.ERROR, [f"candidate {name}: {score.error}"]
         agree = all(score is not None and score.value is not None
-                    and bucket_of(score.value) is Bucket.UNGROUNDED for _, score in confirming)
+                    and bucket_of(score.value) is Bucket.UNGROUNDED for _, score, _ in confirming)
         return (Verdict.REGRESSION if agree else Verdict.UNSTABLE), []
     if after is Bucket.NON_ANSWER and before in _ANSWERING:
         return Verdict.NEW_NON_ANSWER, []
