@@ -262,3 +262,17 @@ def test_an_answer_that_addresses_the_grader_is_listed_even_when_unchanged(
     page = read(comment)
     [flagged] = page.table_after("Answers that address the judge")[1:]
     assert flagged[0] == "sly" and "addresses the grader" in " ".join(flagged)
+
+
+def test_the_lexical_judge_can_be_the_second_opinion(openai_server: FakeOpenAI, tmp_path: Path) -> None:
+    # Its own provider section: the offline judge checks the LLM judge's flip without a request.
+    run = Run({"flip": Row("policy", 5, [2], answer=FLIP_ANSWER)},
+              config="  second_opinion:\n    provider: offline\n" + POLICY)
+    code, report, comment = gate(openai_server, tmp_path, run)
+    assert code == 1  # the lexical judge also finds the invented $12 fee: confirmed, and it blocks
+    [row] = report["rows"]
+    assert row["confirmed_by"] == "second_opinion"
+    assert row["candidate"]["second_opinion"]["model"] == "lexical-v1"
+    assert row["candidate"]["second_opinion"]["score"] == 2
+    assert [r.model for r in openai_server.chat_requests("groundedness")
+            if r.inputs.response == FLIP_ANSWER] == ["judge-1"]
