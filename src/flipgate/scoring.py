@@ -1,8 +1,11 @@
-"""Scoring a run: ask the judge about every answer, then let gate.py decide.
+"""Scoring a run: ask the judges about every answer, then let gate.py decide.
 
 Each row follows the product's rule: groundedness of both answers, then a
-real second scoring when the candidate newly fell to ungrounded, and fluency
-only when the row is tied in an answering bucket. Rows run concurrently with
+real second scoring when the candidate newly fell to ungrounded (the same
+judge again, a second-opinion judge, or both), one statement-level request
+for a flip a reviewer must read, and fluency only when the row is tied in an
+answering bucket. Every answer is checked for text addressed to the judge
+before any verdict is read. Rows run concurrently with
 no barrier between them, beside one batched relevance pass for every answer
 of the run; the shared concurrency limit lives in the LLM layer.
 """
@@ -11,8 +14,8 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Mapping, Sequence
-from dataclasses import dataclass, replace
-from typing import TypeVar
+from dataclasses import dataclass
+from typing import Any
 
 from flipgate import gate
 from flipgate.config import Config
@@ -23,8 +26,8 @@ from flipgate.model import (
     Answer,
     Case,
     CategoryInfo,
+    Change,
     Conclusion,
-    Counts,
     Evidence,
     FluencySummary,
     JudgeInfo,
@@ -32,17 +35,9 @@ from flipgate.model import (
     Report,
     Row,
     Score,
-    Side,
     Statements,
-    Verdict,
 )
 from flipgate.progress import Progress
-from flipgate.runtime import Runtime
-
-T = TypeVar("T")
-
-# Verdicts whose rows carry the evidence a reviewer needs to see why.
-_EVIDENCE_VERDICTS = (Verdict.REGRESSION, Verdict.UNSTABLE, Verdict.NEW_NON_ANSWER)
 
 
 async def _guard(call: Awaitable[Score], progress: Progress) -> Score:
@@ -78,12 +73,6 @@ async def _relevance(judge: Judge, items: Sequence[tuple[Case, str]],
                    for _ in items]
     progress.advance(len(items))
     return results
-
-
-def _side(answer: Answer, score: Score, relevance: Relevance) -> Side:
-    return Side(response=answer.response, groundedness=score,
-                bucket=gate.bucket_of(score.value) if score.value is not None else None,
-                relevance=relevance, finish_reason=answer.finish_reason)
 
 
 def _evidence(case: Case, response: str) -> Evidence:
@@ -152,10 +141,19 @@ async def _judge_row(judge: Judge, case: Case, baseline: Answer, candidate: Answ
     return readings
 
 
+@dataclass(frozen=True)
+class Scored:
+    """Every row of a run, classified, and the fluency tie-breaker over them."""
+
+    rows: list[Row]
+    fluency: FluencySummary | None = None
+
+
 async def score_rows(*, cases: Sequence[Case], baseline: Mapping[str, Answer],
                      candidate: Mapping[str, Answer], config: Config, judge: Judge,
                      progress: Progress, second: Judge | None = None,
-                     mode: str = gate.SAME_JUDGE) -> Report:
+                     mode: str = gate.SAME_JUDGE) -> Scored:
+    """Every row, classified. `second` is the second-opinion judge that `mode` asks for."""
     if mode != gate.SAME_JUDGE and second is None:
         raise ValueError(f"confirmation mode {mode} needs a second-opinion judge")
     n = len(cases)
@@ -168,81 +166,39 @@ async def score_rows(*, cases: Sequence[Case], baseline: Mapping[str, Answer],
           for case in cases),
         _relevance(judge, relevance_items, progress))
 
-    gate_config = config.gate
+    policy = gate.Policy(blocking_categories=config.gate.blocking_categories,
+                         min_cases=config.gate.min_cases_per_category, strict=config.gate.strict,
+                         mode=mode)
     sizes = gate.category_sizes(case.category for case in cases)
     rows = []
     for i, case in enumerate(cases):
         readings: Readings = judged[i]
-        base = _side(baseline[case.id], readings.baseline, relevances[i])
-        cand = _side(candidate[case.id], readings.candidate, relevances[n + i])
-        # Before any verdict is read: does an answer talk to its grader?
-        base.manipulation = find_manipulation(base.response)
-        cand.manipulation = find_manipulation(cand.response)
-        cand.rescore, cand.second_opinion = readings.rescore, readings.second
-        cand.statements = readings.statements
-        if readings.fluency is not None:
-            base.fluency, cand.fluency = readings.fluency
-        verdict, errors = gate.classify(base.groundedness, cand.groundedness, cand.rescore,
-                                        second=cand.second_opinion, mode=mode)
-        for label, side in (("baseline", base), ("candidate", cand)):
-            if side.relevance is not None and side.relevance.error:
-                errors.append(f"{label} relevance: {side.relevance.error}")
-        if errors and verdict is not Verdict.REGRESSION:
-            # A row the judge could not fully score is neither a pass nor a move.
-            # A confirmed regression stays listed as one, with its errors beside it.
-            verdict = Verdict.ERROR
-        if cand.statements is not None and cand.statements.error:
-            # A statement list that is not evidence is a judge error of that step;
-            # the verdict still stands on its scores.
-            errors.append(f"candidate statements: {cand.statements.error}")
-        blocking, review_reason = gate.blocks(
-            verdict, case.category, blocking_categories=gate_config.blocking_categories,
-            category_cases=sizes[case.category], min_cases=gate_config.min_cases_per_category,
-            strict=gate_config.strict, mode=mode)
-        rows.append(Row(
-            case=case, baseline=base, candidate=cand, verdict=verdict,
-            blocking=blocking,
-            relevance_drop=gate.relevance_dropped(base.relevance, cand.relevance,
-                                                  config.relevance.threshold),
-            errors=errors,
-            evidence=_evidence(case, cand.response) if verdict in _EVIDENCE_VERDICTS else None,
-            confirmed_by=mode if verdict is Verdict.REGRESSION else None,
-            review_reason=review_reason,
-        ))
-
-    counts = gate.count(rows)
-    info = replace(judge.info, rescore=mode,
-                   second_opinion=second.info.model if second is not None else None)
-    return Report(conclusion=gate.conclude(counts), judge=info, counts=counts, rows=rows,
-                  fluency=_fluency_summary(rows), relevance_threshold=config.relevance.threshold,
-                  categories=categories(sizes, config), strict=config.gate.strict)
+        fluency = readings.fluency
+        before, after = baseline[case.id], candidate[case.id]
+        rows.append(gate.build_row(
+            case,
+            gate.side(before.response, readings.baseline, relevance=relevances[i],
+                      fluency=fluency[0] if fluency else None, finish_reason=before.finish_reason,
+                      manipulation=find_manipulation(before.response)),
+            gate.side(after.response, readings.candidate, relevance=relevances[n + i],
+                      rescore=readings.rescore, second_opinion=readings.second,
+                      statements=readings.statements,
+                      fluency=fluency[1] if fluency else None, finish_reason=after.finish_reason,
+                      manipulation=find_manipulation(after.response)),
+            blocking_categories=config.gate.blocking_categories,
+            threshold=config.relevance.threshold, find_evidence=_evidence,
+            policy=policy, category_cases=sizes[case.category]))
+    return Scored(rows=rows, fluency=gate.fluency_summary(rows))
 
 
-def categories(sizes: Mapping[str, int], config: Config) -> dict[str, CategoryInfo]:
-    """Each category's size, whether it blocks, and whether it is below the minimum."""
+def categories(rows: Sequence[Row], config: Config) -> dict[str, CategoryInfo]:
+    """Each category's size in this run, whether it blocks, and whether it is below the minimum."""
     blocking = config.gate.blocking_categories
     minimum = config.gate.min_cases_per_category
+    sizes = gate.category_sizes(row.category for row in rows)
     return {name: CategoryInfo(cases=n, blocking=name in blocking,
                                below_minimum=gate.below_minimum(n, minimum), minimum=minimum)
             for name, n in sorted(sizes.items())}
-
-
-def _fluency_summary(rows: Sequence[Row]) -> FluencySummary | None:
-    """Mean fluency change over tied rows: a tie-breaker reported last, never a vote."""
-    ties = [row for row in rows if row.verdict is Verdict.UNCHANGED
-            and row.baseline.fluency is not None and row.candidate.fluency is not None]
-    if not ties:
-        return None
-    deltas, failed = [], 0
-    for row in ties:
-        assert row.baseline.fluency is not None and row.candidate.fluency is not None
-        before, after = row.baseline.fluency.value, row.candidate.fluency.value
-        if before is None or after is None:
-            failed += 1
-        else:
-            deltas.append(after - before)
-    mean = round(sum(deltas) / len(deltas), 3) if deltas else None
-    return FluencySummary(rows=len(deltas), mean_delta=mean, failed=failed)
 
 
 def judge_info(config: Config, provider: str | None) -> JudgeInfo:
@@ -252,35 +208,24 @@ def judge_info(config: Config, provider: str | None) -> JudgeInfo:
     return describe(config, provider)
 
 
-def stopped_report(*, cases: Sequence[Case], config: Config, judge_provider: str | None,
-                   message: str) -> Report:
-    """The report of a run that could not finish (budget, API): conclusion `error`, no rows."""
-    return Report(conclusion=Conclusion.ERROR, judge=judge_info(config, judge_provider),
-                  counts=Counts(cases=len(cases)), rows=[],
-                  categories=categories(gate.category_sizes(c.category for c in cases), config),
-                  relevance_threshold=config.relevance.threshold,
-                  notes=[f"The run could not finish: {message}"])
+def build_report(*, config: Config, judge: JudgeInfo, cases: int, scored: Scored | None = None,
+                 conclusion: Conclusion | None = None, notes: Sequence[str] = (),
+                 change: Change | None = None, usage: dict[str, Any] | None = None,
+                 cache: dict[str, int] | None = None, head_sha: str | None = None) -> Report:
+    """The report, whole. Without `scored` (skipped, or stopped before its rows) it has no
+    rows and `conclusion` must say why; with it, the gate concludes from its rows."""
+    rows = scored.rows if scored is not None else []
+    counts = gate.count(rows, cases=cases)
+    if conclusion is None:
+        assert scored is not None, "a report without rows needs a conclusion"
+        conclusion = gate.conclude(counts)
+    return Report(conclusion=conclusion, judge=judge, counts=counts, rows=rows,
+                  fluency=scored.fluency if scored is not None else None,
+                  relevance_threshold=config.relevance.threshold, change=change,
+                  usage=usage, cache=cache, notes=list(notes), head_sha=head_sha,
+                  categories=categories(rows, config), strict=config.gate.strict)
 
 
-async def gate_answers(*, cases: Sequence[Case], baseline: Mapping[str, Answer],
-                       candidate: Mapping[str, Answer], config: Config, runtime: Runtime,
-                       judge_provider: str | None = None) -> Report:
-    """Build the configured judge, score both answer sets, classify every row."""
-    from flipgate.judges import make_judge, make_second_judge, rescore_mode
-
-    judge = make_judge(config, runtime=runtime, provider=judge_provider)
-    second = None
-    try:
-        second = make_second_judge(config, runtime=runtime, provider=judge_provider)
-        report = await score_rows(cases=cases, baseline=baseline, candidate=candidate,
-                                  config=config, judge=judge, progress=runtime.progress,
-                                  second=second, mode=rescore_mode(config, judge_provider))
-    finally:
-        await judge.aclose()
-        if second is not None:
-            await second.aclose()
-    if runtime.usage:
-        report.usage = runtime.usage_report()
-    if runtime.cache is not None:
-        report.cache = runtime.cache.stats()
-    return report
+def stopped_note(message: str) -> str:
+    """The note of a run that could not finish (budget, API): conclusion `error`, no rows."""
+    return f"The run could not finish: {message}"

@@ -15,6 +15,7 @@ from flipgate.llm import Budget, Limiter
 from flipgate.model import Case, StatementLabel
 from flipgate.runtime import Runtime
 
+from support.factories import settings_now
 from support.openai_server import FakeOpenAI
 
 JUDGE_MODEL = "judge-pinned"
@@ -33,7 +34,7 @@ def use(fn: Callable[[Judge], Awaitable[Any]], *, cache_dir: Path | None = None,
     async def go() -> Any:
         runtime = Runtime(limiter=Limiter(limit=2), budget=Budget(),
                           cache=Cache(cache_dir) if cache_dir else None)
-        judge_ = make_judge(config(**judge), runtime=runtime)
+        judge_ = make_judge(config(**judge), runtime=runtime, settings=settings_now())
         try:
             return await fn(judge_)
         finally:

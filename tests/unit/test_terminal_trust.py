@@ -7,10 +7,11 @@ import io
 
 from rich.console import Console
 
+from flipgate.gate import kind_of
 from flipgate.model import Statement, StatementLabel, Statements
-from flipgate.terminal import kind_of, print_summary
+from flipgate.terminal import print_summary
 
-from factories import make_judge, make_report, make_row
+from support.factories import make_judge, make_report, make_row
 
 
 def printed(report) -> str:
@@ -22,7 +23,7 @@ def printed(report) -> str:
 def test_an_unchanged_row_whose_answer_addresses_the_judge_is_shown() -> None:
     row = make_row("sly", before=5, after=5)
     row.candidate.manipulation = ('addresses the grader: "Dear grader"',)
-    assert kind_of(row) == "flagged"
+    assert kind_of(row).name == "flagged"
     text = printed(make_report([row]))
     assert "addresses judge" in text and "Dear grader" in text
 

@@ -7,17 +7,17 @@ optional azure-ai-evaluation backend load only inside `make_judge`, so
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from flipgate.config import PROVIDERS, Config, JudgeConfig, second_judge
+from flipgate.config import AZURE_ENGINE, OPENAI_ENGINE, PROVIDERS, Config, JudgeConfig, second_judge
 from flipgate.errors import InputError
 
 if TYPE_CHECKING:
     from flipgate.judges.base import Judge
     from flipgate.model import JudgeInfo
     from flipgate.runtime import Runtime
-
-AZURE_ENGINE = "azure-ai-evaluation"
+    from flipgate.settings import Settings
 
 
 def _chosen(config: Config, provider: str | None) -> str:
@@ -59,7 +59,8 @@ def describe(config: Config, provider: str | None = None) -> JudgeInfo:
                      seed=judge.seed, **pinned)
 
 
-def make_judge(config: Config, *, runtime: Runtime, provider: str | None = None) -> Judge:
+def make_judge(config: Config, *, runtime: Runtime, settings: Settings,
+               provider: str | None = None) -> Judge:
     """The judge for this run: `provider` (from `--judge`) wins over `judge.provider`."""
     chosen = _chosen(config, provider)
     if chosen == "offline":
@@ -70,11 +71,12 @@ def make_judge(config: Config, *, runtime: Runtime, provider: str | None = None)
         # The offline placeholder model: an LLM judge must be pinned explicitly.
         raise InputError(f"{config.source}: the {chosen} judge needs 'judge.model' "
                          "(pin the judge model)")
-    return _llm_judge(config, config.judge, provider=chosen, runtime=runtime,
+    return _llm_judge(config, config.judge, provider=chosen, runtime=runtime, settings=settings,
                       info=describe(config, chosen), purpose="judge")
 
 
-def make_second_judge(config: Config, *, runtime: Runtime, provider: str | None = None) -> Judge | None:
+def make_second_judge(config: Config, *, runtime: Runtime, settings: Settings,
+                      provider: str | None = None) -> Judge | None:
     """The second-opinion judge (`judge.second_opinion`, from the trusted base config), or None."""
     second = second_judge(config.judge, _chosen(config, provider))
     if second is None:
@@ -85,21 +87,23 @@ def make_second_judge(config: Config, *, runtime: Runtime, provider: str | None 
         return OfflineJudge(config)
     from dataclasses import replace
 
-    info = replace(describe(config, second.provider), model=second.model, engine="openai",
+    info = replace(describe(config, second.provider), model=second.model, engine=OPENAI_ENGINE,
                    temperature=None if second.reasoning else 0, rescore="second_opinion",
                    second_opinion=None)
-    return _llm_judge(config, replace(second, engine="openai"), provider=second.provider,
-                      runtime=runtime, info=info, purpose="second_opinion")
+    return _llm_judge(config, replace(second, engine=OPENAI_ENGINE), provider=second.provider,
+                      runtime=runtime, settings=settings, info=info, purpose="second_opinion")
 
 
 def _llm_judge(config: Config, judge: JudgeConfig, *, provider: str, runtime: Runtime,
-               info: JudgeInfo, purpose: str) -> Judge:
+               settings: Settings, info: JudgeInfo, purpose: str) -> Judge:
     from flipgate.judges.openai_judge import OpenAIJudge
     from flipgate.llm import LLM, azure_endpoint, make_client, openai_endpoint
 
-    endpoint = (openai_endpoint(judge.base_url) if provider == "openai"
-                else azure_endpoint(judge.azure_endpoint, judge.api_version, deployment=judge.model))
-    client = make_client(endpoint, timeout=judge.timeout, max_retries=judge.max_retries)
+    endpoint = (openai_endpoint(judge.base_url, settings=settings) if provider == "openai"
+                else azure_endpoint(judge.azure_endpoint, judge.api_version, deployment=judge.model,
+                                    settings=settings))
+    client = make_client(endpoint, settings=settings, timeout=judge.timeout,
+                         max_retries=judge.max_retries)
     llm = LLM(client, endpoint, limiter=runtime.limiter, cache=runtime.cache,
               budget=runtime.budget, usage=runtime.usage_for(purpose),
               embedding_batch=config.relevance.embedding_batch)
@@ -110,7 +114,39 @@ def _llm_judge(config: Config, judge: JudgeConfig, *, provider: str, runtime: Ru
 
     from flipgate.judges.azure_eval import AzureEvalJudge, model_config_for
 
-    return AzureEvalJudge(model_config=model_config_for(endpoint, model=judge.model),
+    return AzureEvalJudge(model_config=model_config_for(endpoint, model=judge.model, settings=settings),
                           info=info, relevance_judge=llm_judge, limiter=runtime.limiter,
                           budget=runtime.budget, timeout=judge.timeout * (judge.max_retries + 1),
                           reasoning=judge.reasoning, usage=llm.usage)
+
+
+@dataclass
+class Judges:
+    """The run's judge and, when `judge.second_opinion` is set, the judge that confirms flips."""
+
+    first: Judge
+    second: Judge | None
+    mode: str  # same_judge | second_opinion | both
+
+    @property
+    def info(self) -> JudgeInfo:
+        """The instrument as the report pins it, with what the provider returned."""
+        from dataclasses import replace
+
+        return replace(self.first.info, rescore=self.mode,
+                       second_opinion=self.second.info.model if self.second is not None else None)
+
+    async def aclose(self) -> None:
+        try:
+            await self.first.aclose()
+        finally:
+            if self.second is not None:
+                await self.second.aclose()
+
+
+def make_judges(config: Config, *, runtime: Runtime, settings: Settings,
+                provider: str | None = None) -> Judges:
+    """Both judges of a run, built before anything is paid for."""
+    first = make_judge(config, runtime=runtime, settings=settings, provider=provider)
+    second = make_second_judge(config, runtime=runtime, settings=settings, provider=provider)
+    return Judges(first=first, second=second, mode=rescore_mode(config, provider))

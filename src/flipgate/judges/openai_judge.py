@@ -17,6 +17,7 @@ import math
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from flipgate.config import DEFAULT_QUESTIONS
 from flipgate.judges import prompts
 from flipgate.judges.base import EMPTY_ANSWER, RUBRIC_VERSION
 from flipgate.judges.replies import (
@@ -40,8 +41,6 @@ MAX_TOKENS = 800
 # A statement list quotes the whole answer back, with spans of the context.
 STATEMENTS_MAX_TOKENS = 4000
 REASONING_MAX_COMPLETION_TOKENS = 4000
-DEFAULT_QUESTIONS = 3
-
 
 
 class JudgeFailure(Exception):
