@@ -60,6 +60,7 @@ class RowView:
     reason: str
     figures: tuple[str, ...]
     statements: tuple[str, ...]   # unsupported statements: the judge's, else the lexical check's
+    evidence_notes: tuple[str, ...]  # e.g. "evidence cut at 20,000 characters"
     answer: str
     errors: tuple[str, ...]
     questions: tuple[str, ...]
@@ -143,6 +144,7 @@ def row_view(row: Row, *, second_model: str | None = None) -> RowView:
         reason=_reason(candidate),
         figures=tuple(evidence.unsupported_figures) if evidence else (),
         statements=unsupported,
+        evidence_notes=tuple(evidence.notes) if evidence else (),
         answer=candidate.response,
         errors=tuple(row.errors),
         questions=tuple(candidate_relevance.questions) if candidate_relevance else (),

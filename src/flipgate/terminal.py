@@ -49,15 +49,16 @@ def _why(row: Row) -> str:
         return row.review_reason
     if gate.is_flagged(row):
         return "; ".join(row.candidate.manipulation or row.baseline.manipulation)
+    evidence = row.evidence
+    notes = f" ({'; '.join(evidence.notes)})" if evidence and evidence.notes else ""
     ratio = statements_ratio(row.candidate.statements)
     if ratio and row.candidate.statements is not None and row.candidate.statements.unsupported:
-        return f"{ratio}; not supported: {row.candidate.statements.unsupported[0].text}"
-    evidence = row.evidence
+        return f"{ratio}; not supported: {row.candidate.statements.unsupported[0].text}" + notes
     if evidence and evidence.unsupported_figures:
-        return "not in context: " + ", ".join(evidence.unsupported_figures)
+        return "not in context: " + ", ".join(evidence.unsupported_figures) + notes
     if evidence and evidence.unsupported_statements:
-        return "not in context: " + evidence.unsupported_statements[0]
-    return row.candidate.groundedness.reason
+        return "not in context: " + evidence.unsupported_statements[0] + notes
+    return row.candidate.groundedness.reason + notes
 
 
 def rows_table(report: Report, *, max_rows: int = MAX_ROWS,
