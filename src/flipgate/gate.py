@@ -179,9 +179,9 @@ def side(response: str, groundedness: Score, *, relevance: Relevance | None = No
 
 @dataclass(frozen=True)
 class Policy:
-    """What decides whether a confirmed regression blocks, besides its category."""
+    """How flips are confirmed, and what a confirmed regression in a blocking category
+    needs to block: enough cases in its category, or a second judge, or `strict`."""
 
-    blocking_categories: Collection[str]
     min_cases: int = DEFAULT_MIN_CASES_PER_CATEGORY
     strict: bool = False
     mode: str = SAME_JUDGE  # how a flip is confirmed
@@ -198,7 +198,7 @@ def build_row(case: Case, baseline: Side, candidate: Side, *,
     `category_cases` is how many cases the row's category has in this run; None counts
     it as large enough.
     """
-    policy = policy or Policy(blocking_categories=blocking_categories)
+    policy = policy or Policy()
     verdict, errors = classify(baseline.groundedness, candidate.groundedness, candidate.rescore,
                                second=candidate.second_opinion, mode=policy.mode)
     for label, one in (("baseline", baseline), ("candidate", candidate)):

@@ -166,8 +166,7 @@ async def score_rows(*, cases: Sequence[Case], baseline: Mapping[str, Answer],
           for case in cases),
         _relevance(judge, relevance_items, progress))
 
-    policy = gate.Policy(blocking_categories=config.gate.blocking_categories,
-                         min_cases=config.gate.min_cases_per_category, strict=config.gate.strict,
+    policy = gate.Policy(min_cases=config.gate.min_cases_per_category, strict=config.gate.strict,
                          mode=mode)
     sizes = gate.category_sizes(case.category for case in cases)
     rows = []

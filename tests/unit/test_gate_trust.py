@@ -96,3 +96,32 @@ def test_a_flagged_answer_is_counted_whatever_its_verdict() -> None:
     assert gate.is_flagged(flagged) and not gate.is_flagged(row((), Verdict.UNCHANGED))
     counts: Counts = gate.count([flagged, row((), Verdict.MOVED)])
     assert (counts.manipulation_flags, counts.moved) == (1, 1)
+
+
+def _row(*, second: int | None = None, rescore: int | None = 2, statements=None, category_cases=None,
+         policy: gate.Policy | None = None) -> Row:
+    case = Case(id="a", query="q", context="c", category="policy")
+    return gate.build_row(
+        case, gate.side("base", Score(5)),
+        gate.side("cand", Score(2), rescore=s(rescore), second_opinion=s(second), statements=statements),
+        blocking_categories=("policy",), threshold=0.7, find_evidence=lambda case, answer: None,
+        policy=policy, category_cases=category_cases)
+
+
+def test_build_row_applies_the_sample_size_rule_and_names_the_confirmation() -> None:
+    held = _row(category_cases=12)
+    assert (held.verdict, held.blocking, held.confirmed_by) == (Verdict.REGRESSION, False, "same_judge")
+    assert held.review_reason == "policy has 12 cases; below 50 a flip needs a second judge to block"
+    confirmed = _row(second=1, rescore=None, category_cases=12, policy=gate.Policy(mode="second_opinion"))
+    assert (confirmed.blocking, confirmed.confirmed_by, confirmed.review_reason) == (
+        True, "second_opinion", None)
+    assert _row().blocking  # without a category size, the category counts as large enough
+
+
+def test_a_statement_list_that_failed_is_a_judge_error_beside_the_verdict() -> None:
+    from flipgate.model import Statements
+
+    row = _row(statements=Statements(error="statements judge answered nonsense twice"))
+    assert row.verdict is Verdict.REGRESSION and row.blocking
+    assert row.errors == ["candidate statements: statements judge answered nonsense twice"]
+    assert gate.conclude(gate.count([row])).value == "error"
