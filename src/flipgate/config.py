@@ -76,12 +76,15 @@ def second_judge(judge: JudgeConfig, provider: str | None = None) -> JudgeConfig
     `provider` is the first judge's effective provider (`--judge` may override the
     config's). Without its own `provider`, the second judge shares the first one's
     endpoint; a lexical (offline) first judge has none to share, so there is no
-    second opinion then.
+    second opinion then. `--judge offline` promises a run without requests, so it
+    drops a second opinion that would send any.
     """
     second = judge.second_opinion
     if second is None:
         return None
     first = provider or judge.provider
+    if first == "offline" and judge.provider != "offline" and second.provider != "offline":
+        return None
     if second.provider is None:
         if first == "offline":
             return None

@@ -50,6 +50,16 @@ def test_an_azure_deployment_with_its_own_provider_section() -> None:
     assert (second.provider, second.model, second.azure_endpoint) == (
         "azure", "grader-east", "https://east.example/")
     assert rescore_mode(config) == "second_opinion"
+    # `--judge offline` promises no request: the Azure second opinion is dropped then.
+    assert second_judge(config.judge, "offline") is None
+
+
+def test_a_lexical_second_opinion_survives_judge_offline_and_an_offline_config_may_name_an_llm() -> None:
+    lexical = parse("judge:\n  provider: openai\n  model: j\n  second_opinion:\n    provider: offline\n")
+    assert second_judge(lexical.judge, "offline").provider == "offline"
+    configured = parse("judge:\n  provider: offline\n  second_opinion:\n    provider: openai\n"
+                       "    model: judge-2\n")
+    assert second_judge(configured.judge).model == "judge-2"  # the config asked for it
 
 
 @pytest.mark.parametrize(("text", "message"), [
