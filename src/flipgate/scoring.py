@@ -191,10 +191,14 @@ async def score_rows(*, cases: Sequence[Case], baseline: Mapping[str, Answer],
 
 
 def categories(rows: Sequence[Row], config: Config) -> dict[str, CategoryInfo]:
-    """Each category's size in this run, whether it blocks, and whether it is below the minimum."""
+    """Each category's size in this run, whether it blocks, and whether it is below the
+    minimum. A blocking category without a single case is listed too (0 cases): nothing
+    in it was gated. A run without rows (skipped, stopped) lists none."""
     blocking = config.gate.blocking_categories
     minimum = config.gate.min_cases_per_category
     sizes = gate.category_sizes(row.category for row in rows)
+    if rows:
+        sizes = {**dict.fromkeys(blocking, 0), **sizes}
     return {name: CategoryInfo(cases=n, blocking=name in blocking,
                                below_minimum=gate.below_minimum(n, minimum), minimum=minimum)
             for name, n in sorted(sizes.items())}
