@@ -291,8 +291,8 @@ KINDS: tuple[Kind, ...] = (
          count_field="blocking_regressions", column="blocking regressions",
          status=Phrase("blocking regression"), label="BLOCKING", style="bold red",
          title="❌ Blocking regressions",
-         about="Newly ungrounded answers in a blocking category, confirmed by a second scoring "
-               "(each row says by which).",
+         about="Newly ungrounded answers in a blocking category, confirmed by a second scoring: "
+               "the same judge's re-score, unless the row names a second judge.",
          layout="flips", nouns="blocking regressions", tier=Tier.BLOCKING),
     Kind(name="errors", holds=lambda row: row.verdict is Verdict.ERROR or bool(row.errors),
          count_field="errors", column="judge errors", status=Phrase("judge error"),
