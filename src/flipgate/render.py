@@ -30,7 +30,18 @@ from flipgate import gate
 from flipgate.config import GITHUB_COMMENT_LIMIT, STEP_SUMMARY_LIMIT
 from flipgate.escaping import cell, cell_list, clear_cell_cache, escape_md, fence, number, plural
 from flipgate.gate import Kind, Tier, carries_evidence
-from flipgate.model import Bucket, Change, Counts, Evidence, Relevance, Report, Row, Score, Side
+from flipgate.model import (
+    Bucket,
+    Change,
+    Counts,
+    Evidence,
+    Relevance,
+    Report,
+    Row,
+    Score,
+    Side,
+    Statements,
+)
 from flipgate.review import Review, review
 from flipgate.review_md import diff as review_diff
 from flipgate.review_md import marked_answer
@@ -58,16 +69,22 @@ class RowView:
     id: str
     category: str
     before: str          # "grounded (5)"
-    after: str           # "ungrounded (2; re-score 1)"
+    after: str           # "ungrounded (2; re-score 1; second judge 2)"
     relevance: str       # "0.91 → 0.42"
     reason: str
     figures: tuple[str, ...]
-    statements: tuple[str, ...]
+    statements: tuple[str, ...]   # unsupported statements: the judge's, else the lexical check's
     evidence_notes: tuple[str, ...]  # e.g. "evidence cut at 20,000 characters"
     answer: str
     errors: tuple[str, ...]
     questions: tuple[str, ...]
     truncated: str       # "" or which side the generator cut off at max tokens
+    second_reason: str = ""       # "second judge (judge-2): ..." when a second opinion was asked
+    confirmed: str = ""           # "confirmed by the second judge (judge-2)" for a regression
+    review_reason: str = ""       # why a regression in a blocking category does not block
+    supported: str = ""           # "1 of 3 statements supported"
+    verdict: str = ""
+    manipulation: tuple[str, ...] = ()
     query: str = ""
     baseline_answer: str = ""
     review: Review | None = None   # the evidence a reviewer checks; flipped rows only
@@ -84,6 +101,9 @@ def _reading(side: Side, *, with_rescore: bool = False) -> str:
     detail = f"{score.value}"
     if with_rescore and side.rescore is not None:
         detail += f"; re-score {side.rescore.value}" if side.rescore.ok else "; re-score failed"
+    if with_rescore and side.second_opinion is not None:
+        second = side.second_opinion
+        detail += f"; second judge {second.value}" if second.ok else "; second judge failed"
     return f"{bucket} ({detail})"
 
 
@@ -105,6 +125,21 @@ def _truncated(row: Row) -> str:
     return " and ".join(cut)
 
 
+def confirmation(confirmed_by: str | None, second_model: str | None) -> str:
+    """Which instrument confirmed a regression, in words."""
+    second = f"the second judge ({second_model})" if second_model else "the second judge"
+    return {"same_judge": "confirmed by the same judge's re-score",
+            "second_opinion": f"confirmed by {second}",
+            "both": f"confirmed by the same judge's re-score and {second}"}.get(confirmed_by or "", "")
+
+
+def statements_ratio(statements: Statements | None) -> str:
+    """"1 of 3 statements supported": the judge's denominator, shown with its numerator."""
+    if statements is None or statements.error or not statements.items:
+        return ""
+    return f"{statements.supported} of {plural(statements.total, 'statement')} supported"
+
+
 def _closest_groups(found: Review) -> tuple[tuple[tuple[int, ...], str | None], ...]:
     """Claims that share their closest sentence are listed together, so it is shown once."""
     groups: dict[str | None, list[int]] = {}
@@ -113,44 +148,65 @@ def _closest_groups(found: Review) -> tuple[tuple[tuple[int, ...], str | None], 
     return tuple((tuple(numbers), sentence) for sentence, numbers in groups.items())
 
 
-def _unsupported(evidence: Evidence | None) -> str:
-    if evidence is None:
-        return ""
-    if evidence.unsupported_figures:
-        return ", ".join(evidence.unsupported_figures)
-    count = len(evidence.unsupported_statements)
-    return plural(count, "statement") if count else ""
+def _unsupported(figures: tuple[str, ...], statements: tuple[str, ...]) -> str:
+    if figures:
+        return ", ".join(figures)
+    return plural(len(statements), "statement") if statements else ""
 
 
-def row_view(row: Row, *, with_reason: bool = True) -> RowView:
+def row_view(row: Row, *, second_model: str | None = None, with_reason: bool = True) -> RowView:
     """`with_reason=False` (the lexical judge) leaves the judge's reason out of a reviewed
     row's evidence: it only restates the marked claims, and a reviewer should read each
     thing once. Other rows keep it: there it is the only explanation."""
     evidence = row.evidence
-    candidate_relevance = row.candidate.relevance
+    candidate = row.candidate
+    candidate_relevance = candidate.relevance
+    judged = candidate.statements if candidate.statements and not candidate.statements.error else None
+    if judged is not None:
+        unsupported = tuple(s.text for s in judged.unsupported)
+    else:
+        unsupported = tuple(evidence.unsupported_statements) if evidence else ()
+    figures = tuple(evidence.unsupported_figures) if evidence else ()
+    # The claims marked for a reviewer: the judge's unsupported statements when it
+    # listed them, else the lexical check's, and the figures the context lacks.
     found = (review(context=row.case.context, baseline=row.baseline.response,
-                    candidate=row.candidate.response, evidence=evidence)
+                    candidate=candidate.response,
+                    evidence=Evidence(unsupported_figures=figures,
+                                      unsupported_statements=unsupported))
              if carries_evidence(row.verdict) else None)
+    second = candidate.second_opinion
+    second_reason = ""
+    if second is not None and second.ok:
+        name = f"second judge ({second_model})" if second_model else "second judge"
+        second_reason = f"{name}: {second.reason}" if second.reason else ""
     return RowView(
         id=row.id,
         category=row.category,
         before=_reading(row.baseline),
-        after=_reading(row.candidate, with_rescore=True),
+        after=_reading(candidate, with_rescore=True),
         relevance=(f"{_relevance_text(row.baseline.relevance)} → "
                    f"{_relevance_text(candidate_relevance)}"),
-        reason=_reason(row.candidate) if with_reason or found is None else "",
+        reason=_reason(candidate) if with_reason or found is None else "",
         figures=tuple(evidence.unsupported_figures) if evidence else (),
-        statements=tuple(evidence.unsupported_statements) if evidence else (),
+        statements=unsupported,
         evidence_notes=tuple(evidence.notes) if evidence else (),
-        answer=row.candidate.response,
+        answer=candidate.response,
         errors=tuple(row.errors),
         questions=tuple(candidate_relevance.questions) if candidate_relevance else (),
         truncated=_truncated(row),
+        second_reason=second_reason,
+        # A run confirms every flip the same way; the rows name it when a second judge did.
+        confirmed=(confirmation(row.confirmed_by, second_model)
+                   if row.confirmed_by not in (None, "same_judge") else ""),
+        review_reason=row.review_reason or "",
+        supported=statements_ratio(judged),
+        verdict=row.verdict.value.replace("_", " "),
+        manipulation=tuple(candidate.manipulation or row.baseline.manipulation),
         query=row.case.query,
         baseline_answer=row.baseline.response,
         review=found,
         closest=_closest_groups(found) if found else (),
-        unsupported=_unsupported(evidence),
+        unsupported=_unsupported(figures, unsupported),
     )
 
 
@@ -248,7 +304,8 @@ def build_view(report: Report) -> View:
     for row in report.rows:
         kinds = gate.kinds_of(row)
         if kinds:
-            shown = row_view(row, with_reason=not report.judge.lexical)
+            shown = row_view(row, second_model=report.judge.second_opinion,
+                             with_reason=not report.judge.lexical)
             for kind in kinds:
                 sections[kind.name].append(shown)
     return View(report=report, sections={key: tuple(rows) for key, rows in sections.items()},
@@ -418,10 +475,15 @@ def _render(view: View, plan: Plan, blocks: dict[_BlockKey, str], max_chars: int
     if section_blocks is None:
         return None
     columns, usage_rows = usage_table(report.usage)
+    blocking = [(name, info) for name, info in report.categories.items() if info.blocking]
     text = environment().get_template(TEMPLATE).render(
         marker=MARKER,
         conclusion=report.conclusion.value,
         judge=report.judge,
+        blocking_categories=blocking,
+        min_cases=next((info.minimum for _, info in blocking), 0),
+        blocking_below_minimum=any(info.below_minimum for _, info in blocking),
+        strict=report.strict,
         head_sha=report.head_sha,
         counts=report.counts,
         counts_sentence=counts_sentence(report.counts, scored=len(report.rows)),

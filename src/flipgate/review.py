@@ -16,12 +16,13 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from flipgate.evidence import content_words, split_statements
+from flipgate.evidence import content_words, cut_text, split_statements
 from flipgate.model import Evidence
 
 # Below this share of common words a word diff reads as noise: show both answers instead.
 DIFF_SIMILARITY = 0.4
-DIFF_MAX_WORDS = 2_000  # longer answers are not diffed: too slow to compute, too long to read
+DIFF_MAX_WORDS = 2_000
+MAX_CLAIMS = 20  # claims marked in one answer; the rest are in report.json  # longer answers are not diffed: too slow to compute, too long to read
 _TOKEN = re.compile(r"\S+")
 
 
@@ -57,11 +58,20 @@ class Review:
 
 def _spans(answer: str, evidence: Evidence) -> list[tuple[int, int]]:
     """Where each unsupported statement or figure sits in the answer, in order, not
-    overlapping (a figure inside an unsupported statement is part of that claim)."""
+    overlapping (a figure inside an unsupported statement is part of that claim).
+
+    At most MAX_CLAIMS claims, each looked for in at most MAX_CLAIMS + 1 places: a
+    judge's list of thousands of statements costs no more than a reader can read."""
     spans: list[tuple[int, int]] = []
-    for text in (*evidence.unsupported_statements, *evidence.unsupported_figures):
-        start = answer.find(text) if text else -1
-        while start >= 0:
+    texts = dict.fromkeys(text for text in (*evidence.unsupported_statements,
+                                            *evidence.unsupported_figures) if text)
+    for text in texts:
+        if len(spans) >= MAX_CLAIMS:
+            break
+        start = answer.find(text)
+        for _attempt in range(MAX_CLAIMS + 1):
+            if start < 0:
+                break
             end = start + len(text)
             if not any(s < end and start < e for s, e in spans):
                 spans.append((start, end))
@@ -162,6 +172,11 @@ def _claim_lookup(pieces: Sequence[Piece]):  # noqa: ANN202 - a small closure
 
 
 def review(*, context: str, baseline: str, candidate: str, evidence: Evidence | None) -> Review:
+    """A row's review. The answers are read as far as the evidence check reads them
+    (`evidence.EVIDENCE_LIMIT`): the comment shows far less, and a hostile answer of a
+    megabyte must cost no more here than there."""
+    candidate, _ = cut_text(candidate)
+    baseline, _ = cut_text(baseline)
     pieces, claims = mark_answer(candidate, context, evidence or Evidence())
     return Review(answer=pieces, claims=claims,
                   diff=word_diff(baseline, candidate, pieces) if baseline.strip() else None)

@@ -285,7 +285,8 @@ def test_the_templates_live_inside_the_package() -> None:
     import flipgate
 
     assert templates_dir() == Path(flipgate.__file__).resolve().parent / "templates"
-    assert sorted(p.name for p in templates_dir().glob("*.j2")) == ["_tables.md.j2", "comment.md.j2"]
+    assert sorted(p.name for p in templates_dir().glob("*.j2")) == [
+        "_tables.md.j2", "calibration.md.j2", "comment.md.j2"]
 
 
 # ---------------------------------------------------------------- size budget

@@ -90,3 +90,14 @@ def test_a_long_answer_is_cut_to_the_limit_with_its_tags_closed() -> None:
 ])
 def test_judge_boilerplate_lead_ins_are_stripped(reason: str, kept: str) -> None:
     assert strip_lead_in(reason) == kept
+
+
+def test_a_judge_listing_thousands_of_claims_marks_at_most_max_claims_quickly() -> None:
+    from flipgate.review import MAX_CLAIMS
+
+    answer = "e.g. " * 200_000  # a megabyte the PR's prompt could produce
+    evidence = Evidence(unsupported_statements=("e.g.",) * 200_000,
+                        unsupported_figures=tuple(str(n) for n in range(5_000)))
+    found = review(context="No fees.", baseline="", candidate=answer, evidence=evidence)
+    assert 0 < len(found.claims) <= MAX_CLAIMS
+    assert len(marked_answer(found, 1_200)) < 2_000

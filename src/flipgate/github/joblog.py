@@ -2,8 +2,8 @@
 
 The verdict table as plain text (printed inside a `::group::`), then one line
 per row a reviewer must read: blocking and to-review regressions as plain
-lines with their evidence, judge errors as `::error` annotations, unstable
-rows and new non-answers as `::warning`s. Ids, categories, answers and
+lines with their evidence, judge errors as `::error` annotations, answers that
+address the judge, unstable rows and new non-answers as `::warning`s. Ids, categories, answers and
 judges' words are untrusted: they are flattened to one line here, and
 `workflow.Workflow` escapes them so no line can forge a workflow command.
 """
@@ -42,6 +42,7 @@ _ROW_LEVELS = {
     "blocking": (Level.INFO, "BLOCKING regression"),
     "review": (Level.INFO, "regression to review"),
     "errors": (Level.ERROR, "judge error"),
+    "flagged": (Level.WARNING, "answer addresses the judge"),
     "unstable": (Level.WARNING, "unstable row"),
     "non_answers": (Level.WARNING, "new non-answer"),
 }

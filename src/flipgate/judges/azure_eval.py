@@ -37,7 +37,7 @@ from flipgate.judges.base import EMPTY_ANSWER
 from flipgate.judges.openai_judge import OpenAIJudge, describe_api_error
 from flipgate.judges.replies import SCORE_MAX, SCORE_MIN, strip_lead_in
 from flipgate.llm import Budget, Endpoint, Limiter, Usage
-from flipgate.model import Case, JudgeInfo, Relevance, Score
+from flipgate.model import Case, JudgeInfo, Relevance, Score, Statements
 from flipgate.settings import Settings
 
 if TYPE_CHECKING:
@@ -146,6 +146,9 @@ class AzureEvalJudge:
     async def probe(self) -> None:
         """The same endpoint and deployment serve the SDK: the OpenAI judge's probe covers it."""
         await self.relevance_judge.probe()
+    async def statements(self, case: Case, response: str) -> Statements:
+        # The SDK has no statement-level metric: the openai engine's, through `LLM`.
+        return await self.relevance_judge.statements(case, response)
 
     async def aclose(self) -> None:
         await self.relevance_judge.aclose()
