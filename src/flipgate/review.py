@@ -21,8 +21,8 @@ from flipgate.model import Evidence
 
 # Below this share of common words a word diff reads as noise: show both answers instead.
 DIFF_SIMILARITY = 0.4
-DIFF_MAX_WORDS = 2_000
-MAX_CLAIMS = 20  # claims marked in one answer; the rest are in report.json  # longer answers are not diffed: too slow to compute, too long to read
+DIFF_MAX_WORDS = 2_000  # longer answers are not diffed: too slow to compute, too long to read
+MAX_CLAIMS = 20  # claims marked in one answer; the rest are in report.json
 _TOKEN = re.compile(r"\S+")
 
 
