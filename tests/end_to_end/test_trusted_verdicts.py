@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from flipgate.cli import cli
 from flipgate.judges import prompts
 
-from support.gfm import read
+from support.gfm import details_text, read
 from support.openai_server import FakeOpenAI
 
 CONTEXT = "Refunds take 30 days. Cards are replaced within 5 days."
@@ -103,12 +103,14 @@ def test_the_second_judge_disagreeing_makes_the_row_unstable_with_both_judges(
     # The first judge scored the flip twice, the second judge once; nobody else asked judge-2.
     flip_scorings = [r for r in openai_server.chat_requests("groundedness") if r.inputs.response == FLIP_ANSWER]
     assert sorted(r.model for r in flip_scorings) == ["judge-1", "judge-1", "judge-2"]
-    assert [r.inputs.response for r in openai_server.chat_requests() if r.model == "judge-2"] == [FLIP_ANSWER]
+    # (besides the probe: one tiny request before anything, to each judge's model)
+    assert [r.inputs.response for r in openai_server.chat_requests()
+            if r.model == "judge-2" and r.kind != "probe"] == [FLIP_ANSWER]
     # The comment shows both judges on the unstable row.
     page = read(comment)
     [unstable] = page.table_after("Unstable")[1:]
     assert "re-score 2" in " ".join(unstable) and "second judge 5" in " ".join(unstable)
-    assert "second judge says 5" in " ".join(unstable)
+    assert "second judge says 5" in details_text(comment, "flip:")  # its evidence block
 
 
 def test_the_second_judge_agreeing_blocks_and_the_comment_says_so(
@@ -161,7 +163,10 @@ def test_flipped_rows_get_one_statements_request_each_and_unchanged_rows_none(
     [blocking] = read(comment).table_after("Blocking regressions")[1:]
     cells = " ".join(blocking)
     assert "1 of 3 statements supported" in cells
-    assert "A $12 fee applies." in cells and "Fees are waived for members." in cells
+    # The judge's unsupported statements are marked in the answer, in the row's evidence block.
+    marked = read(comment).text
+    assert "A $12 fee applies." in marked and "Fees are waived for members." in marked
+    assert "<b>A $12 fee applies.</b>" in comment and "<b>Fees are waived for members.</b>" in comment
 
 
 def test_a_statement_list_that_paraphrases_is_a_judge_error_not_evidence(
