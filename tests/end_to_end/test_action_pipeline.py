@@ -259,14 +259,18 @@ def test_end_to_end_a_300_case_run_prints_progress_and_ends_with_the_verdicts(
     openai.on_groundedness(lambda query, context, response, call_index:
                            "not json at all" if "break judge" in (response or "") else 3)
     harness.pull_event()
-    log, every = TimedLog(), 1.0  # the default is 10 s; scaled down to keep the test short
+    # The default is 10 s (benchmarks/bench_action_log.py shows it on a real run); scaled
+    # down here to keep the test short.
+    log, every = TimedLog(), 1.0
 
     assert pipeline.run(stream=log, options=action.CheckOptions(progress_every=every)) == 3
 
     progress = [(at, line) for at, line in log.lines if line.startswith("flipgate: generation")]
     assert len(progress) >= 3
     gaps = [later - earlier for (earlier, _), (later, _) in zip(progress, progress[1:], strict=False)]
-    assert max(gaps) < every + 0.75
+    # A ticker prints on time even while no row finishes; the slack is for a loaded
+    # machine's scheduler, far below what printing only on progress would show.
+    assert max(gaps) < every + 2.0 and sorted(gaps)[len(gaps) // 2] < every + 0.5
     assert all("/600" in line and " requests · " in line and " tokens · " in line
                for _, line in progress)
     assert any("ETA " in line and "ETA unknown" not in line for _, line in progress[:-1])
