@@ -1,8 +1,8 @@
 """`flipgate action`: the Docker action's entrypoint, a plain sequence of steps.
 
 settings -> decide -> (command: permission, pin the head) -> pending status ->
-fetch the SHAs if missing -> run the check -> comment -> final status ->
-step summary and outputs -> exit code.
+fetch the SHAs if missing -> run the check -> hand what it wrote back to the
+workspace's owner -> comment -> final status -> step summary and outputs -> exit code.
 
 Everything with a side effect is passed in (`check`, `connect_api`, `git`,
 the environment and the log stream), so tests run the real sequence against
@@ -47,6 +47,7 @@ from flipgate.github.event import (
     load_event,
     may_command,
 )
+from flipgate.github.ownership import hand_back
 from flipgate.github.settings import Settings, export_model_keys
 from flipgate.github.sticky import BODY_LIMIT, Published, publish
 from flipgate.github.workflow import Workflow
@@ -224,6 +225,7 @@ def evaluate(settings: Settings, api: RepoAPI, workflow: Workflow, pull: PullReq
     status("pending", messages.pending_description(pull))
 
     outcome = run_check_safely(settings, workflow, pull, check=check, git=git)
+    give_workspace_back(settings.workspace, workflow)
 
     exit_code = outcome.exit_code
     try:
@@ -251,6 +253,15 @@ def evaluate(settings: Settings, api: RepoAPI, workflow: Workflow, pull: PullReq
     if outcome.state != "success":
         workflow.error(f"flipgate: {outcome.description}")
     return exit_code
+
+
+def give_workspace_back(workspace: Path, workflow: Workflow) -> None:
+    """As root, hand the report, the cache and what git fetched to the workspace's owner."""
+    try:
+        hand_back(workspace, [workspace / OUT_DIR, workspace / CACHE_DIR, workspace / ".git"],
+                  euid=os.geteuid())
+    except OSError as exc:  # the run's result stands; the runner may have to clean up
+        workflow.warning(f"could not give the workspace's files back to its owner: {exc}")
 
 
 def _status_setter(settings: Settings, api: RepoAPI,
