@@ -1,19 +1,28 @@
 # flipgate as a Docker container action (see action.yml and the README, "On GitHub").
 #
-# A `runs.image: Dockerfile` action is built on every workflow run, so this
-# stays short: a wheel built in one stage, installed without test extras in a
-# slim Python image with git. Build with `--build-arg WITH_AZURE=true` to add
-# the optional azure-ai-evaluation judge backend.
+# Reproducible: the base is pinned by digest and every dependency is installed from
+# a lock with hashes (requirements/*.txt, made by scripts/lock-image). Only flipgate's
+# own wheel is built from this checkout. Build with `--build-arg WITH_AZURE=true` to
+# add the optional azure-ai-evaluation judge backend; the two variants share every
+# layer up to the azure one.
 
-FROM python:3.12-slim-bookworm AS build
+# python:3.12-slim-bookworm, the multi-architecture index (amd64 and arm64). The one pin
+# of the base: docker.yml's `base-digest` job says when the tag has moved on. To build on
+# a local stand-in, pass --build-arg BASE_IMAGE=python:3.12-slim-bookworm.
+ARG BASE_IMAGE=python:3.12-slim-bookworm@sha256:a116514e19457bcb7af7efe9c3dd0b9b71e85b317694e7882a1c52aa15a78134
+
+FROM ${BASE_IMAGE} AS build
+ENV PIP_DISABLE_PIP_VERSION_CHECK=1
 WORKDIR /src
+# The build backend from its lock too, then the wheel without build isolation.
+COPY requirements/build.txt ./requirements/
+RUN pip install --no-cache-dir --require-hashes --only-binary=:all: -r requirements/build.txt
 COPY pyproject.toml README.md ./
 COPY src ./src
 COPY templates ./templates
-RUN pip wheel --no-cache-dir --no-deps --wheel-dir /wheels .
+RUN pip wheel --no-cache-dir --no-deps --no-build-isolation --wheel-dir /wheels .
 
-FROM python:3.12-slim-bookworm
-ARG WITH_AZURE=false
+FROM ${BASE_IMAGE}
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1
@@ -23,10 +32,19 @@ RUN apt-get update \
     && apt-get install -y --no-install-recommends git \
     && rm -rf /var/lib/apt/lists/* \
     && git config --system --add safe.directory '*'
+COPY requirements/ /tmp/requirements/
+RUN pip install --no-cache-dir --require-hashes --only-binary=:all: -r /tmp/requirements/image.txt
+# Everything above is shared by both variants; the azure lock keeps the plain lock's pins.
+ARG WITH_AZURE=false
+RUN if [ "$WITH_AZURE" = "true" ]; then \
+        pip install --no-cache-dir --require-hashes --only-binary=:all: \
+            -r /tmp/requirements/image-azure.txt; \
+    fi \
+    && rm -rf /tmp/requirements
 COPY --from=build /wheels /tmp/wheels
-RUN wheel="$(ls /tmp/wheels/flipgate-*.whl)" \
-    && if [ "$WITH_AZURE" = "true" ]; then wheel="${wheel}[azure]"; fi \
-    && pip install --no-cache-dir "$wheel" \
-    && rm -rf /tmp/wheels
+# Its dependencies are all installed above: --no-deps, and pip check proves nothing is missing.
+RUN pip install --no-cache-dir --no-deps --no-index /tmp/wheels/flipgate-*.whl \
+    && rm -rf /tmp/wheels \
+    && pip check
 # GitHub sets the working directory (the workspace) itself: absolute paths only.
 ENTRYPOINT ["/usr/local/bin/flipgate", "action"]
