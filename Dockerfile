@@ -32,10 +32,11 @@ RUN apt-get update \
     && apt-get install -y --no-install-recommends git \
     && rm -rf /var/lib/apt/lists/* \
     && git config --system --add safe.directory '*'
-COPY requirements/ /tmp/requirements/
+COPY requirements/image.txt /tmp/requirements/
 RUN pip install --no-cache-dir --require-hashes --only-binary=:all: -r /tmp/requirements/image.txt
 # Everything above is shared by both variants; the azure lock keeps the plain lock's pins.
 ARG WITH_AZURE=false
+COPY requirements/image-azure.txt /tmp/requirements/
 RUN if [ "$WITH_AZURE" = "true" ]; then \
         pip install --no-cache-dir --require-hashes --only-binary=:all: \
             -r /tmp/requirements/image-azure.txt; \
