@@ -9,7 +9,7 @@
 # python:3.12-slim-bookworm, the multi-architecture index (amd64 and arm64). The one pin
 # of the base: docker.yml's `base-digest` job says when the tag has moved on. To build on
 # a local stand-in, pass --build-arg BASE_IMAGE=python:3.12-slim-bookworm.
-ARG BASE_IMAGE=python:3.12-slim-bookworm@sha256:a116514e19457bcb7af7efe9c3dd0b9b71e85b317694e7882a1c52aa15a78134
+ARG BASE_IMAGE=docker.io/library/python:3.12-slim-bookworm@sha256:a116514e19457bcb7af7efe9c3dd0b9b71e85b317694e7882a1c52aa15a78134
 
 FROM ${BASE_IMAGE} AS build
 ENV PIP_DISABLE_PIP_VERSION_CHECK=1

@@ -48,6 +48,7 @@ MODEL_KEY = "sk-smoke-from-the-input"
 BLOCKED = "flipgate blocked this change"
 PAYLOADS = ROOT / "tests" / "fixtures" / "github"
 RUN_TIMEOUT = 600
+DETAIL_LIMIT = 1500  # characters of a failed check's detail shown
 # Inside the container, as the runner mounts them.
 WORKSPACE, WORKFLOW, FILE_COMMANDS, HOME, ORIGIN = (
     "/github/workspace", "/github/workflow", "/github/file_commands", "/github/home",
@@ -112,7 +113,10 @@ class Checks:
             print(f"  ok    {what}")
         else:
             self.failed.append(what)
-            print(f"  FAIL  {what}" + (f": {detail}" if detail != "" else ""))
+            text = str(detail)
+            if len(text) > DETAIL_LIMIT:
+                text = text[:DETAIL_LIMIT] + f"... ({len(text) - DETAIL_LIMIT} more characters)"
+            print(f"  FAIL  {what}" + (f": {text}" if text else ""))
 
 
 # -- the runner's side ----------------------------------------------------------------
