@@ -6,10 +6,11 @@
 # add the optional azure-ai-evaluation judge backend; the two variants share every
 # layer up to the azure one.
 
-# python:3.12-slim-bookworm, the multi-architecture index (amd64 and arm64). The one pin
-# of the base: docker.yml's `base-digest` job says when the tag has moved on. To build on
-# a local stand-in, pass --build-arg BASE_IMAGE=python:3.12-slim-bookworm.
-ARG BASE_IMAGE=docker.io/library/python:3.12-slim-bookworm@sha256:a116514e19457bcb7af7efe9c3dd0b9b71e85b317694e7882a1c52aa15a78134
+# python:3.12-slim-bookworm as docker-library/repo-info recorded it on 2026-08-25 (Python
+# 3.12.14): the digest of the multi-architecture index (amd64, arm64, ...). The one pin of the
+# base; docker.yml's `base-digest` job says when the tag has moved on. To build on a local
+# stand-in stored under the tag, pass --build-arg BASE_IMAGE=python:3.12-slim-bookworm.
+ARG BASE_IMAGE=docker.io/library/python:3.12-slim-bookworm@sha256:0f5b26b9518d002b6173fd61daad821fa340635ebfec5bba471013f9ca114579
 
 FROM ${BASE_IMAGE} AS build
 ENV PIP_DISABLE_PIP_VERSION_CHECK=1
