@@ -219,6 +219,20 @@ class Run:
     log: str
 
 
+@dataclass
+class Smoke:
+    """What every scenario needs: the image, the runner's side, the two servers, the tally."""
+
+    image: str
+    ws: Workspace
+    github: FakeGitHub
+    openai: FakeOpenAI
+    check: Checks
+
+    def run(self, *, event_name: str) -> Run:
+        return run_action(self.image, self.ws, self.github, self.openai, event_name=event_name)
+
+
 def run_action(image: str, ws: Workspace, github: FakeGitHub, openai: FakeOpenAI, *,
                event_name: str) -> Run:
     """`podman run` the image as the runner does: every variable passed by name, `-e NAME`."""
@@ -253,12 +267,12 @@ def own_comments(github: FakeGitHub, number: int) -> list[dict[str, Any]]:
             if c["user"]["login"] == ACTIONS_BOT and "<!-- flipgate -->" in c["body"]]
 
 
-def scenario_pull_request(check: Checks, image: str, ws: Workspace, github: FakeGitHub,
-                          openai: FakeOpenAI) -> None:
+def scenario_pull_request(smoke: Smoke) -> None:
     print("scenario 1: a pull_request whose head invents a fee")
+    check, ws, github, openai = smoke.check, smoke.ws, smoke.github, smoke.openai
     shallow_before = (ws.repo / ".git" / "shallow").read_text()
     ws.write_event(pull_request_event(github, ws))
-    run = run_action(image, ws, github, openai, event_name="pull_request")
+    run = smoke.run(event_name="pull_request")
     check.expect(run.exit_code == 1, "exit code 1 (blocked)", f"{run.exit_code}\n{run.log}")
     check.expect(ws.outputs() == {"conclusion": "failure", "regressions": "1",
                                   "report": "flipgate-out/report.json"},
@@ -284,14 +298,14 @@ def scenario_pull_request(check: Checks, image: str, ws: Workspace, github: Fake
                  "the head was fetched into the shallow clone")
 
 
-def scenario_command(check: Checks, image: str, ws: Workspace, github: FakeGitHub,
-                     openai: FakeOpenAI) -> None:
+def scenario_command(smoke: Smoke) -> None:
     print("scenario 2: /flipgate run from a maintainer, on the same workspace")
+    check, ws, github, openai = smoke.check, smoke.ws, smoke.github, smoke.openai
     generations = len(openai.chat_requests("generation"))
     ws.reset_file_commands()
     ws.write_event(comment_event(github, number=PR, body="/flipgate run", author="maintainer",
                                  on_pull=True))
-    run = run_action(image, ws, github, openai, event_name="issue_comment")
+    run = smoke.run(event_name="issue_comment")
     check.expect(run.exit_code == 1, "exit code 1 (blocked)", f"{run.exit_code}\n{run.log}")
     comments = own_comments(github, PR)
     check.expect(len(comments) == 1 and BLOCKED in comments[0]["body"],
@@ -305,14 +319,14 @@ def scenario_command(check: Checks, image: str, ws: Workspace, github: FakeGitHu
                  len(openai.chat_requests("generation")) - generations)
 
 
-def scenario_plain_issue(check: Checks, image: str, ws: Workspace, github: FakeGitHub,
-                         openai: FakeOpenAI) -> None:
+def scenario_plain_issue(smoke: Smoke) -> None:
     print("scenario 3: /flipgate run on a plain issue")
+    check, ws, github = smoke.check, smoke.ws, smoke.github
     requests = len(github.requests)
     ws.reset_file_commands()
     ws.write_event(comment_event(github, number=ISSUE, body="/flipgate run", author="maintainer",
                                  on_pull=False))
-    run = run_action(image, ws, github, openai, event_name="issue_comment")
+    run = smoke.run(event_name="issue_comment")
     check.expect(run.exit_code == 0 and "is not a pull request" in run.log,
                  "exit code 0: ignored as not a pull request", f"{run.exit_code}\n{run.log}")
     check.expect(len(github.requests) == requests, "no GitHub API call",
@@ -409,9 +423,9 @@ def main(argv: list[str] | None = None) -> int:
             openai.on_generation(scripted_generation)
             openai.on_groundedness(lambda query, context, response, call_index:
                                    1 if "$12" in (response or "") else 5)
-            scenario_pull_request(check, args.image, ws, github, openai)
-            scenario_command(check, args.image, ws, github, openai)
-            scenario_plain_issue(check, args.image, ws, github, openai)
+            smoke = Smoke(image=args.image, ws=ws, github=github, openai=openai, check=check)
+            for scenario in (scenario_pull_request, scenario_command, scenario_plain_issue):
+                scenario(smoke)
         check_workspace_is_the_runners(check, ws)
     finally:
         if args.keep:
