@@ -37,8 +37,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
-from gitrepo import GitRepo  # noqa: E402
 from support.github_server import ACTIONS_BOT, FakeGitHub  # noqa: E402
+from support.gitrepo import GitRepo  # noqa: E402
 from support.openai_server import FakeOpenAI  # noqa: E402
 
 RUNNER_UID = 1001  # the GitHub runner's user

@@ -15,6 +15,7 @@ import stat
 import subprocess
 import tempfile
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,18 +24,27 @@ import pytest
 from flipgate import gate
 from flipgate.cache import Cache
 from flipgate.github import action
+from flipgate.model import Report
+from flipgate.render import render_comment
 from flipgate.report import write_json
 
-from factories import make_report, make_row
-from gitrepo import GitRepo
+from support.factories import make_report, make_row
 from support.github_server import FakeGitHub
+from support.gitrepo import GitRepo
 
 RUNNER = 1001
 PR = 7
-PAYLOADS = Path(__file__).parents[1] / "fixtures" / "github"
+PAYLOADS = Path(__file__).resolve().parents[1] / "fixtures" / "github"
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0 or shutil.which("setpriv") is None,
                                 reason="runs the action as root on a workspace uid 1001 owns")
+
+
+@dataclass
+class CheckResult:
+    report: Report
+    markdown: str
+    exit_code: int
 
 
 class WritingCheck:
@@ -43,12 +53,13 @@ class WritingCheck:
     def __init__(self) -> None:
         self.calls: list[dict[str, Any]] = []
 
-    def __call__(self, *, out_dir: Path, cache_dir: Path, **kwargs: Any) -> Any:
+    def __call__(self, *, out_dir: Path, cache_dir: Path, comment_limit: int, **kwargs: Any) -> Any:
         self.calls.append(kwargs)
         report = make_report([make_row("refund-001", before=5, after=5)])
         write_json(report, out_dir / "report.json")
         Cache(cache_dir).put({"model": "gen-1", "prompt": "hi"}, {"text": "hello"})
-        return type("Result", (), {"report": report, "exit_code": gate.exit_code(report.conclusion)})
+        return CheckResult(report=report, markdown=render_comment(report, max_chars=comment_limit),
+                           exit_code=gate.exit_code(report.conclusion))
 
 
 def as_runner(*command: str) -> subprocess.CompletedProcess[str]:
@@ -66,8 +77,7 @@ def runner_home() -> Iterator[Path]:
 
 
 def test_a_root_run_leaves_nothing_the_runner_user_cannot_delete(
-        tmp_path: Path, runner_home: Path, github_server: FakeGitHub,
-        monkeypatch: pytest.MonkeyPatch) -> None:
+        tmp_path: Path, runner_home: Path, github_server: FakeGitHub) -> None:
     origin = GitRepo.create(tmp_path / "origin")
     base = origin.commit({"prompts/answer.prompty": "v1\n"}, message="base")
     head = origin.commit({"prompts/answer.prompty": "v2\n"}, message="head")
@@ -77,11 +87,6 @@ def test_a_root_run_leaves_nothing_the_runner_user_cannot_delete(
                     f"file://{origin.path}", str(workspace)], check=True)
     subprocess.run(["chown", "-R", f"{RUNNER}:{RUNNER}", str(workspace)], check=True)
     shallow_before = (workspace / ".git" / "shallow").read_text()
-    # The image trusts every workspace system-wide; git run by root refuses one another uid
-    # owns without it.
-    monkeypatch.setenv("GIT_CONFIG_COUNT", "1")
-    monkeypatch.setenv("GIT_CONFIG_KEY_0", "safe.directory")
-    monkeypatch.setenv("GIT_CONFIG_VALUE_0", "*")
 
     github_server.add_pull(PR, base_sha=base, head_sha=head)
     event = json.loads((PAYLOADS / "pull_request.synchronize.json").read_text())
