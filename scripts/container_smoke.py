@@ -208,7 +208,8 @@ def comment_event(github: FakeGitHub, *, number: int, body: str, author: str,
         event["issue"]["pull_request"] = {
             "url": f"{github.api_url}/repos/{github.repository}/pulls/{number}", "merged_at": None}
     event["comment"] = {**event["comment"], "id": comment["id"], "body": body,
-                        "user": comment["user"]}
+                        "user": comment["user"], "created_at": comment["created_at"],
+                        "updated_at": comment["updated_at"]}
     event["repository"]["full_name"] = github.repository
     return event
 
