@@ -63,6 +63,7 @@ judge:
   model: judge-pinned
 gate:
   blocking_categories: [policy]
+  strict: true  # two cases: let the same-judge re-score block
 """
 PROMPTY = """\
 ---
