@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import posixpath
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,7 +23,7 @@ from flipgate.config import DEFAULT_CONFIG, Config, parse_config
 from flipgate.endpoint_lock import Generator, LockedPair, check_adopted_config, lock
 from flipgate.errors import IncompleteError, InputError, Problem
 from flipgate.model import Answer, Case, Conclusion, Counts, Report
-from flipgate.prompty import Prompty, parse_prompty, referenced_files, render_isolated
+from flipgate.prompty import Inspected, Prompty, inspect_isolated, render_isolated
 from flipgate.replay import PreparedGenerator, first_failure_cancels, replay
 from flipgate.runtime import Runtime
 from flipgate.scoring import judge_info, stopped_report
@@ -141,28 +141,33 @@ def generator_path(config: Config) -> str:
     return gitrefs.safe_path(config.path_of(config.generator), source=config.source)
 
 
-def load_generator(repo: Path, ref: Ref, path: str) -> Prompty | None:
-    """The generator at a ref, or None when the ref has none (the base, before adoption)."""
+def load_generator(repo: Path, ref: Ref, path: str, *, environ: Mapping[str, str]) -> Inspected | None:
+    """The generator at a ref (parsed, its includes found, in the isolated child), or None
+    when the ref has none (the base, before adoption). This process only reads its bytes."""
     data = gitrefs.read(repo, ref.sha, path)
-    return None if data is None else parse_prompty(data, path=path, source=f"{path}@{ref.label}")
+    if data is None:
+        return None
+    return inspect_isolated(data, path=path, source=f"{path}@{ref.label}", repo=repo, sha=ref.sha,
+                            environ=environ)
 
 
-def require_generator(repo: Path, ref: Ref, path: str) -> Prompty:
+def require_generator(repo: Path, ref: Ref, path: str, *, environ: Mapping[str, str]) -> Inspected:
     data = gitrefs.read_required(repo, ref.sha, path, ref=ref.name)
-    return parse_prompty(data, path=path, source=f"{path}@{ref.label}")
+    return inspect_isolated(data, path=path, source=f"{path}@{ref.label}", repo=repo, sha=ref.sha,
+                            environ=environ)
 
 
 def _reader(repo: Path, ref: Ref):
     return lambda path: gitrefs.read(repo, ref.sha, path)
 
 
-def detect_change(repo: Path, base: Ref, head: Ref, *, config: Config, path: str,
-                  changed: Sequence[str], base_generator: Prompty | None,
-                  head_generator: Prompty) -> tuple[list[str], frozenset[str], list[str]]:
+def detect_change(*, config: Config, path: str, changed: Sequence[str],
+                  base_generator: Inspected | None,
+                  head_generator: Inspected) -> tuple[list[str], frozenset[str], list[str]]:
     """(relevant changed paths, files the generators include, notes). No paths: nothing to gate."""
-    base_files, base_complete = (referenced_files(base_generator, read=_reader(repo, base))
+    base_files, base_complete = ((base_generator.files, base_generator.complete)
                                  if base_generator is not None else (frozenset(), True))
-    head_files, head_complete = referenced_files(head_generator, read=_reader(repo, head))
+    head_files, head_complete = head_generator.files, head_generator.complete
     scope = changes.ChangeScope(generator=path, includes=(base_files | head_files) - {path},
                                 includes_complete=base_complete and head_complete,
                                 watch=config.watch, watch_root=config.directory)
@@ -192,14 +197,41 @@ def describe(repo: Path, base: Ref, head: Ref, *, path: str, files: list[str], p
 
 
 def prepare(repo: Path, refs: dict[str, Ref], generators: dict[str, Generator],
-            cases: list[Case]) -> dict[str, PreparedGenerator]:
+            cases: list[Case], *, environ: Mapping[str, str],
+            strict_undefined: bool = False) -> dict[str, PreparedGenerator]:
     """Render every case of each side in the sandbox (in parallel child processes)."""
     with ThreadPoolExecutor(max_workers=len(generators)) as pool:
         futures = {side: pool.submit(render_isolated, generator.prompty, cases, repo=repo,
-                                     sha=refs[side].sha)
+                                     sha=refs[side].sha, environ=environ,
+                                     strict_undefined=strict_undefined)
                    for side, generator in generators.items()}
         return {side: PreparedGenerator(generator=generators[side], rendered=future.result())
                 for side, future in futures.items()}
+
+
+def undefined_notes(prepared: Mapping[str, PreparedGenerator]) -> list[str]:
+    """A warning per generator whose template met undefined variables (rendered empty,
+    as the reference runtime does), so a typo still shows."""
+    notes = []
+    for prepared_side in prepared.values():
+        undefined = prepared_side.rendered.undefined
+        if not undefined:
+            continue
+        shown = "; ".join(f"'{name}' ({len(ids)} {'case' if len(ids) == 1 else 'cases'}, "
+                          f"e.g. {ids[0]})" for name, ids in sorted(undefined.items())[:10])
+        notes.append(f"Warning: {prepared_side.generator.prompty.source} uses variables that were "
+                     f"undefined and rendered empty: {shown}. Set generator.strict_undefined: true "
+                     "to make this an error.")
+    return notes
+
+
+def lock_generators(repo: Path, base: Ref, head: Ref, *, config: Config,
+                    base_generator: Prompty | None, head_generator: Prompty,
+                    environ: Mapping[str, str]) -> LockedPair:
+    """The endpoint lock, with the base configuration's generator endpoint and each ref's files."""
+    return lock(base_generator, head_generator, environ=environ,
+                endpoint=config.generator_options.endpoint, config_source=config.source,
+                read_base=_reader(repo, base), read_head=_reader(repo, head))
 
 
 def _skipped_report(*, inputs: Inputs, judge: str | None, head: Ref) -> Report:
@@ -241,7 +273,8 @@ async def _replay_and_gate(*, inputs: Inputs, pair: LockedPair,
 async def check(*, repo: Path, base: str, head: str, config_path: str = DEFAULT_CONFIG,
                 out_dir: Path = DEFAULT_OUT, cache_dir: Path | None = DEFAULT_CACHE,
                 judge: str | None = None, console: Console | None = None,
-                progress: Progress | None = None) -> CheckResult:
+                progress: Progress | None = None,
+                environ: Mapping[str, str] | None = None) -> CheckResult:
     """`run_check`, for callers that already run an event loop."""
     from flipgate import gate
     from flipgate.outputs import write_outputs
@@ -251,12 +284,12 @@ async def check(*, repo: Path, base: str, head: str, config_path: str = DEFAULT_
     head_ref = Ref(head, gitrefs.resolve(repo, head))
     changed = gitrefs.changed_paths(repo, base_ref.sha, head_ref.sha)
     inputs = load_inputs(repo, base_ref, head_ref, config_path, changed=changed)
+    environ = environ or {}
     path = generator_path(inputs.config)
-    base_generator = load_generator(repo, base_ref, path)
-    head_generator = require_generator(repo, head_ref, path)
+    base_generator = load_generator(repo, base_ref, path, environ=environ)
+    head_generator = require_generator(repo, head_ref, path, environ=environ)
 
-    relevant, includes, notes = detect_change(repo, base_ref, head_ref, config=inputs.config,
-                                              path=path, changed=changed,
+    relevant, includes, notes = detect_change(config=inputs.config, path=path, changed=changed,
                                               base_generator=base_generator,
                                               head_generator=head_generator)
     inputs.notes.extend(notes)
@@ -268,12 +301,16 @@ async def check(*, repo: Path, base: str, head: str, config_path: str = DEFAULT_
         markdown = write_outputs(report, out_dir, console=console)
         return CheckResult(report=report, markdown=markdown, exit_code=0)
 
-    pair = lock(base_generator, head_generator)
+    pair = lock_generators(repo, base_ref, head_ref, config=inputs.config,
+                           base_generator=base_generator.prompty if base_generator else None,
+                           head_generator=head_generator.prompty, environ=environ)
     inputs.notes.extend(pair.notes)
     refs = {"baseline": base_ref, "candidate": head_ref}
     sides = {"candidate": pair.candidate} if pair.adopted else \
         {"baseline": pair.baseline, "candidate": pair.candidate}
-    prepared = prepare(repo, refs, sides, inputs.cases)
+    prepared = prepare(repo, refs, sides, inputs.cases, environ=environ,
+                       strict_undefined=inputs.config.generator_options.strict_undefined)
+    inputs.notes.extend(undefined_notes(prepared))
     loaded = frozenset().union(*(p.rendered.loaded for p in prepared.values()))
     change = describe(repo, base_ref, head_ref, path=path, files=relevant, pair=pair,
                       inputs=inputs, includes=includes | loaded)
@@ -302,7 +339,8 @@ async def check(*, repo: Path, base: str, head: str, config_path: str = DEFAULT_
 def run_check(*, repo: Path, base: str, head: str, config_path: str = DEFAULT_CONFIG,
               out_dir: Path = DEFAULT_OUT, cache_dir: Path | None = DEFAULT_CACHE,
               judge: str | None = None, console: Console | None = None,
-              progress: Progress | None = None) -> CheckResult:
+              progress: Progress | None = None,
+              environ: Mapping[str, str] | None = None) -> CheckResult:
     """The whole PR check: detect the change, replay both refs, gate, write the outputs.
 
     Bad input or a refused pull request raises InputError / SecurityError
@@ -312,7 +350,7 @@ def run_check(*, repo: Path, base: str, head: str, config_path: str = DEFAULT_CO
     """
     return asyncio.run(check(repo=repo, base=base, head=head, config_path=config_path,
                              out_dir=out_dir, cache_dir=cache_dir, judge=judge, console=console,
-                             progress=progress))
+                             progress=progress, environ=environ))
 
 
 # --- one ref (`flipgate replay`) ----------------------------------------------------

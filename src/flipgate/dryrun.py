@@ -1,0 +1,49 @@
+"""`flipgate replay --sample`: what a generator would send for its own sample, sending nothing.
+
+The one ref is trusted (as in single-ref `replay`): `${env:...}` expands and
+`${file:...}` loads from the same ref. The sample is v1's `sample:` (inline
+or `${file:sample.json}`) or v2's input examples; declared v2 defaults fill
+the gaps, as the reference runtime fills them.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from flipgate import gitrefs
+from flipgate.config import EndpointConfig
+from flipgate.endpoint_lock import load_file_reference, trusted_request
+from flipgate.errors import InputError, Problem
+from flipgate.prompty import inspect_isolated, render_values_isolated
+
+
+def sample_values(prompty: Any, *, read: Any) -> dict[str, Any]:
+    """The generator's own sample inputs."""
+    values = prompty.sample_inputs()
+    if isinstance(prompty.sample, str):
+        loaded = load_file_reference(prompty.sample, prompty=prompty, read=read, what="sample")
+        if not isinstance(loaded, dict):
+            raise InputError(Problem(prompty.source, prompty.line_of("sample"),
+                                     "'sample' must load a JSON object"))
+        values = {**loaded, **values}
+    return prompty.with_defaults(values)
+
+
+def sample_request(*, repo: str | os.PathLike[str], sha: str, path: str, source: str,
+                   environ: Mapping[str, str], endpoint: EndpointConfig | None = None,
+                   strict_undefined: bool = False) -> dict[str, Any]:
+    """`{"messages", "model", "parameters"}` for the generator at `path` of commit `sha`."""
+    from pathlib import Path
+
+    def read(name: str) -> bytes | None:
+        return gitrefs.read(Path(repo), sha, name)
+
+    data = gitrefs.read_required(Path(repo), sha, path, ref=sha)
+    prompty = inspect_isolated(data, path=path, source=source, repo=repo, sha=sha, environ=environ).prompty
+    model, parameters = trusted_request(prompty, environ=environ, endpoint=endpoint, read=read)
+    rendered = render_values_isolated(prompty, {"sample": sample_values(prompty, read=read)}, repo=repo,
+                                      sha=sha, environ=environ, strict_undefined=strict_undefined)
+    return {"messages": [dict(m) for m in rendered.messages["sample"]], "model": model,
+            "parameters": parameters}
