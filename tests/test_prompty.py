@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from flipgate.endpoint_lock import trusted_request
 from flipgate.errors import InputError, Problem, SecurityError
 from flipgate.model import Case
-from flipgate.endpoint_lock import trusted_request
 from flipgate.prompty import parse_prompty, referenced_files, render_cases, render_isolated, split_v1
 
 from gitrepo import GitRepo

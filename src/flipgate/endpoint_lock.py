@@ -37,7 +37,7 @@ from typing import Any
 
 from flipgate.config import Config, EndpointConfig
 from flipgate.errors import InputError, Problem, SecurityError
-from flipgate.llm import DEFAULT_OPENAI_BASE_URL, Endpoint
+from flipgate.llm import Endpoint, azure_endpoint, openai_endpoint
 from flipgate.prompty import Prompty
 from flipgate.textinput import load_yaml_located
 
@@ -234,7 +234,8 @@ def _reference_problems(head: Prompty, base: Prompty | None, keys: Iterable[str]
     """A `${...}` in the head's configuration `keys` or parameters whose raw text is not
     the base's own for that field."""
     why = ("references are expanded only in the base's generator" if base is None else
-           "the head's references are expanded only where its raw text equals the base's")
+           "references are expanded only in the base's generator, and in the head's only where "
+           "its raw text equals the base's")
     problems = []
     for key in keys:
         value = head.configuration.get(key)
@@ -376,28 +377,22 @@ def _target(trusted: Prompty, configuration: Mapping[str, str | None], settings:
     if kind == "azure_openai":
         url = configuration.get("azure_endpoint") or setting("azure_endpoint") or environ.get("AZURE_OPENAI_ENDPOINT")
         version = configuration.get("api_version") or setting("api_version") or environ.get("OPENAI_API_VERSION")
-        if not url or not version:
-            missing = "an endpoint" if not url else "an api_version"
-            raise InputError(Problem(trusted.source, None,
-                                     f"azure needs {missing}: the generator names none, so set "
-                                     "generator.endpoint in .flipgate.yml or AZURE_OPENAI_ENDPOINT / "
-                                     "OPENAI_API_VERSION in the environment"))
     else:
-        url = configuration.get("base_url") or setting("base_url") or environ.get("OPENAI_BASE_URL") \
-            or DEFAULT_OPENAI_BASE_URL
+        url = configuration.get("base_url") or setting("base_url") or environ.get("OPENAI_BASE_URL")
         version = None
     return _Target(kind=kind, url=url, api_version=version,
                    deployment=setting("deployment") or setting("model"))
 
 
 def _endpoint(target: _Target, model: str) -> Endpoint:
+    """The endpoint; what neither the file, generator.endpoint nor `environ` says is the
+    openai client's own default (llm.py)."""
     if target.kind == "azure_openai":
-        return Endpoint(kind="azure", base_url=target.url or "", api_version=target.api_version,
-                        deployment=model)
-    return Endpoint(kind="openai", base_url=target.url or DEFAULT_OPENAI_BASE_URL)
+        return azure_endpoint(target.url, target.api_version, deployment=model)
+    return openai_endpoint(target.url)
 
 
-def lock(base: Prompty | None, head: Prompty, *, environ: Mapping[str, str],
+def lock(base: Prompty | None, head: Prompty, *, environ: Mapping[str, str] | None = None,
          endpoint: EndpointConfig | None = None, config_source: str = ".flipgate.yml",
          read_base: Reader | None = None, read_head: Reader | None = None) -> LockedPair:
     """Both sides' request settings, with the head held to the base's endpoint.
@@ -408,6 +403,7 @@ def lock(base: Prompty | None, head: Prompty, *, environ: Mapping[str, str],
     used when the trusted file names no endpoint. `read_base` / `read_head`
     read each ref's files (for `${file:...}` in parameters).
     """
+    environ = environ if environ is not None else {}
     no_files: Reader = lambda path: None  # noqa: E731
     read_base, read_head = read_base or no_files, read_head or no_files
     for prompty in (base, head):
@@ -415,6 +411,7 @@ def lock(base: Prompty | None, head: Prompty, *, environ: Mapping[str, str],
             check_parameters(prompty)
     notes: list[str] = []
     trusted = base if base is not None else head
+    _check_configuration(head)  # a key flipgate does not know is named before any comparison
     if base is None:
         notes.append(f"The base has no generator at {head.path}; the pull request's own "
                      "generator is replayed on its own (adopting flipgate).")

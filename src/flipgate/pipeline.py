@@ -361,22 +361,28 @@ class ReplayResult:
     answers: dict[str, Answer]
     usage: dict[str, dict[str, int]]
     cache: dict[str, int] | None
+    notes: list[str] = field(default_factory=list)
 
 
 async def replay_ref(*, repo: Path, ref: str, config_path: str = DEFAULT_CONFIG,
                      cache_dir: Path | None = DEFAULT_CACHE,
-                     progress: Progress | None = None) -> ReplayResult:
+                     progress: Progress | None = None,
+                     environ: Mapping[str, str] | None = None) -> ReplayResult:
     """Every case's answer from the generator at one ref (configuration and cases of that ref)."""
     from flipgate.llm import make_client
 
+    environ = environ or {}
     repo = Path(repo).resolve()
     at = Ref(ref, gitrefs.resolve(repo, ref))
     inputs = load_inputs(repo, at, at, config_path)
     config = inputs.config
     path = generator_path(config)
-    generator = require_generator(repo, at, path)
-    pair = lock(generator, generator)  # one ref: its own configuration is the trusted one
-    prepared = prepare(repo, {"generation": at}, {"generation": pair.baseline}, inputs.cases)
+    generator = require_generator(repo, at, path, environ=environ).prompty
+    # One ref: its own configuration is the trusted one.
+    pair = lock_generators(repo, at, at, config=config, base_generator=generator,
+                           head_generator=generator, environ=environ)
+    prepared = prepare(repo, {"generation": at}, {"generation": pair.baseline}, inputs.cases,
+                       environ=environ, strict_undefined=config.generator_options.strict_undefined)
     runtime = Runtime.from_config(config, cache_dir=cache_dir, progress=progress)
     client = make_client(pair.baseline.endpoint)
     try:
@@ -385,4 +391,30 @@ async def replay_ref(*, repo: Path, ref: str, config_path: str = DEFAULT_CONFIG,
     finally:
         await client.close()
     return ReplayResult(cases=inputs.cases, answers=answers, usage=runtime.usage_report(),
-                        cache=runtime.cache.stats() if runtime.cache is not None else None)
+                        cache=runtime.cache.stats() if runtime.cache is not None else None,
+                        notes=undefined_notes(prepared))
+
+
+def replay_sample(*, repo: Path, ref: str, config_path: str | None = None,
+                  generator: str | None = None,
+                  environ: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """`replay --sample`: the request the generator at `ref` would send for its own sample.
+    The generator is `generator` (a repository path) or the configuration's."""
+    from flipgate.dryrun import sample_request
+
+    environ = environ or {}
+    repo = Path(repo).resolve()
+    at = Ref(ref, gitrefs.resolve(repo, ref))
+    config = None
+    if config_path is not None or generator is None:
+        path = gitrefs.safe_path(config_path or DEFAULT_CONFIG)
+        loaded = _read_config(repo, at, path)
+        if loaded is None and generator is None:
+            raise InputError(Problem(path, None, f"not found at git ref {ref} (or name the "
+                                     "Prompty file with --generator)"))
+        config = loaded[0] if loaded is not None else None
+    path = gitrefs.safe_path(generator) if generator is not None else generator_path(config)  # type: ignore[arg-type]
+    options = config.generator_options if config is not None else None
+    return sample_request(repo=repo, sha=at.sha, path=path, source=f"{path}@{at.label}", environ=environ,
+                          endpoint=options.endpoint if options else None,
+                          strict_undefined=options.strict_undefined if options else False)

@@ -53,6 +53,8 @@ def run(base: str, head: str, config_path: str, out_dir: str, judge: str | None,
     model. Exits 1 when the gate blocks, 2 on bad input or a refused pull
     request, 3 when it could not finish.
     """
+    import os
+
     from rich.console import Console
 
     from flipgate import progress
@@ -62,7 +64,7 @@ def run(base: str, head: str, config_path: str, out_dir: str, judge: str | None,
     try:
         result = run_check(repo=Path(repo), base=base, head=head, config_path=config_path,
                            out_dir=Path(out_dir), cache_dir=cache_dir_or_none(cache_dir, no_cache),
-                           judge=judge, console=Console(), progress=bar)
+                           judge=judge, console=Console(), progress=bar, environ=os.environ)
     finally:
         bar.close()
     if result.message:

@@ -270,7 +270,12 @@ def run_check_safely(settings: Settings, workflow: Workflow, pull: PullRequest, 
         try:
             ensure_commits(workspace, [pull.base_sha, pull.head_sha], git=git)
             if check is None:
-                from flipgate.pipeline import run_check as check
+                import functools
+
+                from flipgate.pipeline import run_check
+
+                # The edge hands the environment down (for ${env:} in the base's generator).
+                check = functools.partial(run_check, environ=os.environ)
             # The check's log may echo text from the PR or the model: commands off meanwhile.
             with workflow.commands_off():
                 result = check(repo=workspace, base=pull.base_sha, head=pull.head_sha,

@@ -74,6 +74,7 @@ def template_body(text: str, *, mustache: bool = False) -> str:
 def _recording_undefined(seen: set[str]) -> type:
     """Jinja2's default Undefined (empty, falsy), noting each missing top-level name."""
     from jinja2 import Undefined
+    from jinja2.exceptions import SecurityError as SandboxRefusal
     from jinja2.utils import missing
 
     class Recording(Undefined):
@@ -81,6 +82,8 @@ def _recording_undefined(seen: set[str]) -> type:
 
         def __init__(self, hint: Any = None, obj: Any = missing, name: Any = None,
                      exc: Any = None) -> None:
+            if exc is SandboxRefusal:  # the sandbox's "unsafe" placeholder: refuse, never render ""
+                raise SandboxRefusal(hint)
             kwargs = {} if exc is None else {"exc": exc}
             super().__init__(hint, obj, name, **kwargs)
             if obj is missing and isinstance(name, str):
