@@ -190,3 +190,24 @@ def test_flipgate_renders_the_corpus_as_the_reference_does(references: Path,
             print(f"not compared: {name}: {detail}")
     assert not different, sorted(different)
     assert counts["identical"] >= 55
+
+
+@pytest.mark.parametrize("evaluator", ["groundedness_with_query", "relevance", "coherence"])
+def test_replay_sample_prints_what_the_reference_renders_for_an_evaluator(
+        references: Path, corpus_repo: tuple[GitRepo, str], evaluator: str,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from click.testing import CliRunner
+
+    from flipgate.cli import cli
+
+    repo, _ = corpus_repo
+    name = f"azure-ai-evaluation/{evaluator}.prompty"
+    for variable, value in ENV.items():
+        monkeypatch.setenv(variable, value)
+    result = CliRunner().invoke(cli, ["replay", "--sample", "--ref", "HEAD", "--repo", str(repo.path),
+                                      "--generator", name])
+    assert result.exit_code == 0, result.output
+    printed = json.loads(result.stdout)
+    theirs = reference_request(references, repo.path / name, {}, 1)
+    assert printed == theirs
+    assert printed["messages"][0]["role"] == "system" and printed["parameters"]["temperature"] == 0.0

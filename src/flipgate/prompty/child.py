@@ -8,8 +8,8 @@ memory and CPU limits and a wall-clock timeout, and reads back plain JSON.
 The parent itself only reads bytes and checks their size.
 
 Size caps (see `sandbox.Limits`): the generator file and each template it
-includes at most `max_template_bytes` (1 MB), all of them together at most
-`max_total_template_bytes` (2 MB), at most `max_files` (200) templates;
+includes at most `max_template_bytes` (512 KB), all of them together at most
+`max_total_template_bytes` (1 MB), at most `max_files` (200) templates;
 `timeout_seconds` (30 s) of wall clock and `memory_bytes` (1 GiB) of address
 space per child. The caps are set so that parsing what they allow fits well
 inside the time limit; anything larger is refused with a message before
