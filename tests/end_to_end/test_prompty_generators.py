@@ -158,3 +158,22 @@ def test_a_head_cannot_choose_where_the_key_goes_when_the_base_names_no_endpoint
     assert "security:" in result.stderr and "prompts/answer.prompty@" in result.stderr
     assert "test-azure-key" not in result.output
     assert azure.requests == []
+
+
+def test_a_reply_that_calls_a_tool_is_recorded_as_the_call(openai_server: FakeOpenAI,
+                                                           tmp_path: Path) -> None:
+    prompt = ("---\nmodel:\n  api: chat\n  configuration:\n    type: openai\n    model: m\n"
+              "  parameters:\n    tools:\n      - type: function\n        function:\n"
+              "          name: lookup_policy\n          parameters: {type: object}\n    tool_choice: auto\n"
+              "---\nuser:\n{{ query }}\n")
+    repo = make_repo(tmp_path, {".flipgate.yml": config("generator: prompts/answer.prompty\n"),
+                                "prompts/answer.prompty": prompt})
+    openai_server.on_generation(lambda body: {"tool_calls": [("lookup_policy", {"topic": "refunds"})]})
+    out = tmp_path / "answers.jsonl"
+    result = CliRunner().invoke(cli, ["replay", "--repo", str(repo.path), "--ref", "base", "--out", str(out),
+                                      "--no-cache"])
+    assert result.exit_code == 0, result.output
+    answers = [json.loads(line) for line in out.read_text().splitlines()]
+    assert answers[0]["response"] == 'tool call: lookup_policy({"topic": "refunds"})'
+    sent = openai_server.chat_requests()[0].body
+    assert sent["tools"][0]["function"]["name"] == "lookup_policy" and sent["tool_choice"] == "auto"
