@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -159,19 +160,16 @@ def split_front_matter(text: str, source: str) -> tuple[str | None, int, int]:
 def detect_version(front: Mapping[str, Any]) -> int:
     """2 when anything is spelled the v2 way, else 1."""
     model, template, inputs = front.get("model"), front.get("template"), front.get("inputs")
-    if isinstance(model, str) or isinstance(inputs, list) or "outputs" in front and \
-            isinstance(front.get("outputs"), list):
-        return 2
-    if isinstance(model, dict) and {"id", "provider", "connection", "options", "apiType"} & set(model):
-        return 2
-    if isinstance(template, dict) and ("kind" in template or isinstance(template.get("format"), dict)
-                                       or isinstance(template.get("parser"), dict)):
-        return 2
-    if isinstance(inputs, dict) and any(isinstance(v, dict) and "kind" in v for v in inputs.values()):
-        return 2
-    if "tools" in front or "kind" in front:
-        return 2
-    return 1
+    v2_signs = (
+        isinstance(model, str),
+        isinstance(model, dict) and bool({"id", "provider", "connection", "options", "apiType"} & set(model)),
+        isinstance(inputs, list) or isinstance(front.get("outputs"), list),
+        isinstance(inputs, dict) and any(isinstance(v, dict) and "kind" in v for v in inputs.values()),
+        isinstance(template, dict) and ("kind" in template or isinstance(template.get("format"), dict)
+                                        or isinstance(template.get("parser"), dict)),
+        "tools" in front or "kind" in front,
+    )
+    return 2 if any(v2_signs) else 1
 
 
 class _Reader:
@@ -257,6 +255,13 @@ def _v1_model(model: dict[str, Any], reader: _Reader) -> tuple[str, dict[str, An
             reader.problem(("model", "configuration", key), f"'model.configuration.{key}' must be text")
     parameters = reader.mapping(model.get("parameters"), ("model", "parameters"))
     return str(api), configuration, parameters
+
+
+def _is_reasoning_model(model: str) -> bool:
+    """The reference's guess from the name (o1, o3-mini, gpt-5...): such models take
+    `reasoning_effort` and no sampling options; others the other way round."""
+    name = model.lower().lstrip("./")
+    return re.match(r"o[1-9]", name) is not None or name.startswith("gpt-5")
 
 
 def _json_schema(spec: Mapping[str, Any], *, optional: bool = False, strict: bool = False) -> dict[str, Any]:
@@ -401,9 +406,7 @@ def _v2_model(front: Mapping[str, Any], reader: _Reader
         if name not in parameters:
             parameters[name] = value
             aliases[("model", "parameters", name)] = ("model", "options", "additionalProperties", name)
-    model_id = str(configuration.get("model") or configuration.get("azure_deployment") or "").lower()
-    if model_id.lstrip("./")[:1] == "o" and model_id.lstrip("./")[1:2].isdigit() or \
-            model_id.lstrip("./").startswith("gpt-5"):
+    if _is_reasoning_model(str(configuration.get("model") or configuration.get("azure_deployment") or "")):
         for name in _REASONING_DROPPED:
             parameters.pop(name, None)
     else:
