@@ -177,3 +177,25 @@ def test_a_reply_that_calls_a_tool_is_recorded_as_the_call(openai_server: FakeOp
     assert answers[0]["response"] == 'tool call: lookup_policy({"topic": "refunds"})'
     sent = openai_server.chat_requests()[0].body
     assert sent["tools"][0]["function"]["name"] == "lookup_policy" and sent["tool_choice"] == "auto"
+
+
+@pytest.mark.parametrize("changed", ["prompts/tools.json", "prompts/base.prompty"])
+def test_a_change_to_a_file_the_generator_reads_is_a_prompt_change(openai_server: FakeOpenAI,
+                                                                   tmp_path: Path, changed: str) -> None:
+    prompt = ("---\nbase: base.prompty\nmodel:\n  api: chat\n  configuration:\n    type: openai\n"
+              "    model: m\n  parameters:\n    tools: ${file:tools.json}\n---\nuser:\n{{ query }}\n")
+    base_prompty = "---\nmodel:\n  parameters:\n    temperature: 0.1\n---\nunused\n"
+    tools = [{"type": "function", "function": {"name": "lookup"}}]
+    repo = make_repo(tmp_path, {".flipgate.yml": config("generator: prompts/answer.prompty\n"),
+                                "prompts/answer.prompty": prompt, "prompts/base.prompty": base_prompty,
+                                "prompts/tools.json": json.dumps(tools)})
+    new = {"prompts/tools.json": json.dumps([{"type": "function", "function": {"name": "lookup2"}}]),
+           "prompts/base.prompty": base_prompty.replace("0.1", "0.9")}[changed]
+    repo.commit({changed: new})
+    result, report = run(repo, tmp_path)
+    assert result.exit_code == 0, result.output
+    assert report["conclusion"] == "success" and report["change"]["files"] == [changed]
+    bodies = [r.body for r in openai_server.chat_requests()]
+    assert {b["tools"][0]["function"]["name"] for b in bodies} == (
+        {"lookup", "lookup2"} if changed.endswith(".json") else {"lookup"})
+    assert {b["temperature"] for b in bodies} == ({0.1, 0.9} if changed.endswith(".prompty") else {0.1})

@@ -31,7 +31,7 @@ from typing import Any
 
 from flipgate.errors import InputError, Problem, SecurityError
 from flipgate.model import Case
-from flipgate.prompty.frontmatter import InputSpec, Prompty, inherit, parse_prompty, with_inputs
+from flipgate.prompty.frontmatter import InputSpec, Prompty, data_files, inherit, parse_prompty, with_inputs
 from flipgate.prompty.render import Rendered, referenced_files, render_values
 from flipgate.sandbox import Limits
 
@@ -217,13 +217,16 @@ def _job(request: dict[str, Any], limits: Limits) -> dict[str, Any]:
     def read(path: str) -> bytes | None:
         return gitrefs.read(repo, sha, path)
 
-    prompty = with_bases(parse_prompty(request["text"].encode("utf-8", "surrogateescape"),
-                                       path=request["path"], source=request["source"]), read)
+    parsed = parse_prompty(request["text"].encode("utf-8", "surrogateescape"),
+                           path=request["path"], source=request["source"])
+    extra_files = data_files(parsed)
+    prompty = with_bases(parsed, read)
     if prompty.inputs_file is not None:
         prompty = with_inputs(prompty, _referenced_json(prompty, prompty.inputs_file, read))
     if request["job"] == "inspect":
         _plain_json(prompty)
         files, complete = referenced_files(prompty, read=read, limits=limits)
+        files = files | extra_files | data_files(prompty)
         return {"prompty": _prompty_to_json(prompty), "files": sorted(files), "complete": complete}
     rendered = render_values(prompty, request["values"], read=read, limits=limits,
                              strict_undefined=request["strict_undefined"])

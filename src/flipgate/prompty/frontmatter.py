@@ -478,6 +478,37 @@ def with_inputs(prompty: Prompty, loaded: Any) -> Prompty:
     return dataclasses.replace(prompty, inputs=inputs, inputs_file=None)
 
 
+_FILE_REFERENCE = re.compile(r"^\s*\$\{file:([^}]+)\}\s*$")
+_MARKDOWN_IMAGE = re.compile(r"!\[[^\]]*\]\(([^)\s\"]+)")
+
+
+def data_files(prompty: Prompty) -> set[str]:
+    """Files of the same ref the generator reads besides templates (`base:`, `${file:...}`
+    in its settings, local markdown images), as repository paths: a change to any of them
+    is a prompt change."""
+    import posixpath
+
+    directory = posixpath.dirname(prompty.path)
+    found: list[str] = [prompty.base] if prompty.base else []
+
+    def walk(value: Any) -> None:
+        if isinstance(value, str) and (match := _FILE_REFERENCE.match(value)):
+            found.append(match.group(1).strip())
+        elif isinstance(value, dict):
+            for item in value.values():
+                walk(item)
+        elif isinstance(value, list):
+            for item in value:
+                walk(item)
+
+    walk([dict(prompty.parameters), prompty.sample, prompty.inputs_file])
+    if prompty.version == 1:
+        found += [url for url in _MARKDOWN_IMAGE.findall(prompty.template)
+                  if not url.startswith(("http", "data"))]
+    paths = {posixpath.normpath(posixpath.join(directory, name)) for name in found}
+    return {p for p in paths if not p.startswith("..") and not p.startswith("/")}
+
+
 def inherit(top: Prompty, base: Prompty) -> Prompty:
     """v1 `base:`: the base's configuration, parameters and sample fill what `top` lacks."""
     def under(mine: Any, theirs: Any) -> Any:

@@ -376,7 +376,8 @@ def render_values(prompty: Prompty, values: Mapping[str, Mapping[str, Any]], *, 
             problems.append(Problem(problem.path, problem.line, f"{problem.message} ({label} {shown})"))
         kind = SecurityError if any(k is SecurityError for k, _ in failures) else InputError
         raise kind(problems)
-    return Rendered(messages=messages, loaded=frozenset(loader.sources),
+    read_files = {name for name, data in loader.raw.items() if data is not None}  # images too
+    return Rendered(messages=messages, loaded=frozenset(loader.sources) | read_files,
                     undefined={name: tuple(ids) for name, ids in undefined_in.items()})
 
 
