@@ -138,3 +138,11 @@ def test_v1_strips_front_matter_text_as_its_runtime_does() -> None:
     parsed = parse_prompty("---\nmodel:\n  configuration:\n    model: ' m '\n  parameters:\n"
                            "    stop: ['x ']\n---\nuser:\nq\n", path="p.prompty")
     assert parsed.model == "m" and parsed.parameters["stop"] == ["x"]
+
+
+def test_mustache_notes_undefined_names_and_strict_refuses_them() -> None:
+    parsed = parse_prompty("---\ntemplate: mustache\nmodel: m\n---\nuser:\n{{query}}{{typo}}\n", path="p.prompty")
+    rendered = render_values(parsed, {"k": {"query": "q"}}, read={}.get)
+    assert rendered.messages["k"][0]["content"] == "q" and dict(rendered.undefined) == {"typo": ("k",)}
+    with pytest.raises(InputError, match="typo"):
+        render_values(parsed, {"k": {"query": "q"}}, read={}.get, strict_undefined=True)

@@ -292,14 +292,29 @@ def _chevron_escape(text: str) -> str:
 
 
 class _Mustache:
-    """pystache over plain data: no partials, no file system, nothing but the inputs."""
+    """pystache over plain data: no partials, no file system, nothing but the inputs.
+    A missing name renders empty (as the reference's library does) and is noted in `seen`."""
 
-    def __init__(self, source: str, *, strict: bool, limits: Limits):
+    def __init__(self, source: str, *, strict: bool, limits: Limits, seen: set[str]):
         import pystache
+        from pystache.context import KeyNotFoundError
+        from pystache.renderengine import context_get
+
+        class Renderer(pystache.Renderer):
+            def _make_resolve_context(self) -> Callable[[Any, str], Any]:
+                def resolve(stack: Any, name: str) -> Any:
+                    try:
+                        return context_get(stack, name)
+                    except KeyNotFoundError:
+                        if strict:
+                            raise
+                        seen.add(name)
+                        return ""
+                return resolve
 
         self.source, self.limits = source, limits
-        self.renderer = pystache.Renderer(partials={}, escape=_chevron_escape, string_encoding="utf-8",
-                                          missing_tags="strict" if strict else "ignore")
+        self.renderer = Renderer(partials={}, escape=_chevron_escape, string_encoding="utf-8",
+                                 missing_tags="ignore")
 
     def render(self, variables: Mapping[str, Any]) -> str:
         text = self.renderer.render(self.source, dict(variables))
@@ -341,7 +356,8 @@ def render_values(prompty: Prompty, values: Mapping[str, Mapping[str, Any]], *, 
     loader = _RefLoader(prompty, read, limits)
     seen: set[str] = set()
     if prompty.format == "mustache":
-        engine: Any = _Mustache(loader.sources[prompty.path], strict=strict_undefined, limits=limits)
+        engine: Any = _Mustache(loader.sources[prompty.path], strict=strict_undefined, limits=limits,
+                                seen=seen)
         render = engine.render
     else:
         undefined = StrictUndefined if strict_undefined else _recording_undefined(seen)
