@@ -16,7 +16,7 @@ from flipgate import gitrefs
 from flipgate.config import EndpointConfig
 from flipgate.endpoint_lock import load_file_reference, trusted_request
 from flipgate.errors import InputError, Problem
-from flipgate.prompty import inspect_isolated, render_values_isolated
+from flipgate.prompty import sample_isolated
 
 
 def sample_values(prompty: Any, *, read: Any) -> dict[str, Any]:
@@ -41,9 +41,8 @@ def sample_request(*, repo: str | os.PathLike[str], sha: str, path: str, source:
         return gitrefs.read(Path(repo), sha, name)
 
     data = gitrefs.read_required(Path(repo), sha, path, ref=sha)
-    prompty = inspect_isolated(data, path=path, source=source, repo=repo, sha=sha, environ=environ).prompty
+    prompty, rendered = sample_isolated(data, path=path, source=source, repo=repo, sha=sha,
+                                        environ=environ, strict_undefined=strict_undefined)
     model, parameters = trusted_request(prompty, environ=environ, endpoint=endpoint, read=read)
-    rendered = render_values_isolated(prompty, {"sample": sample_values(prompty, read=read)}, repo=repo,
-                                      sha=sha, environ=environ, strict_undefined=strict_undefined)
     return {"messages": [dict(m) for m in rendered.messages["sample"]], "model": model,
             "parameters": parameters}

@@ -13,6 +13,7 @@ from flipgate.prompty.child import (
     inspect_isolated,
     render_isolated,
     render_values_isolated,
+    sample_isolated,
 )
 from flipgate.prompty.frontmatter import InputSpec, Prompty, parse_prompty
 from flipgate.prompty.messages import Message, split_v1, split_v2
@@ -21,5 +22,5 @@ from flipgate.prompty.render import Reader, Rendered, referenced_files, render_c
 __all__ = [
     "InputSpec", "Inspected", "Message", "Prompty", "Reader", "Rendered", "check_size",
     "child_environment", "inspect_isolated", "parse_prompty", "referenced_files", "render_cases",
-    "render_isolated", "render_values", "render_values_isolated", "split_v1", "split_v2",
+    "render_isolated", "render_values", "render_values_isolated", "sample_isolated", "split_v1", "split_v2",
 ]

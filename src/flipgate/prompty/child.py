@@ -107,6 +107,18 @@ def inspect_isolated(data: bytes, *, path: str, source: str, repo: str | os.Path
                      complete=answer["complete"])
 
 
+def sample_isolated(data: bytes, *, path: str, source: str, repo: str | os.PathLike[str], sha: str,
+                    environ: Mapping[str, str], limits: Limits = Limits(),
+                    strict_undefined: bool = False) -> tuple[Prompty, Rendered]:
+    """Parse a generator and render its own sample (`replay --sample`), in one child."""
+    check_size(data, source=source, limits=limits)
+    answer = _run_child({"job": "sample", "path": path, "source": source,
+                         "text": data.decode("utf-8", "surrogateescape"), "repo": str(repo), "sha": sha,
+                         "strict_undefined": strict_undefined},
+                        source=source, limits=limits, environ=environ, what="rendering the sample")
+    return _prompty_from_json(answer["prompty"]), _rendered_from_json(answer)
+
+
 def render_isolated(prompty: Prompty, cases: Sequence[Case], *, repo: str | os.PathLike[str],
                     sha: str, environ: Mapping[str, str] | None = None, limits: Limits = Limits(),
                     strict_undefined: bool = False) -> Rendered:
@@ -126,6 +138,10 @@ def render_values_isolated(prompty: Prompty, values: Mapping[str, Mapping[str, A
                          "values": {key: dict(v) for key, v in values.items()},
                          "strict_undefined": strict_undefined},
                         source=prompty.source, limits=limits, environ=environ, what="rendering")
+    return _rendered_from_json(answer)
+
+
+def _rendered_from_json(answer: dict[str, Any]) -> Rendered:
     messages = {key: tuple(dict(m) for m in items) for key, items in answer["messages"].items()}
     return Rendered(messages=messages, loaded=frozenset(answer["loaded"]),
                     undefined={name: tuple(ids) for name, ids in answer["undefined"].items()})
@@ -228,11 +244,21 @@ def _job(request: dict[str, Any], limits: Limits) -> dict[str, Any]:
         files, complete = referenced_files(prompty, read=read, limits=limits)
         files = files | extra_files | data_files(prompty)
         return {"prompty": _prompty_to_json(prompty), "files": sorted(files), "complete": complete}
-    rendered = render_values(prompty, request["values"], read=read, limits=limits,
+    if request["job"] == "sample":
+        from flipgate.dryrun import sample_values
+
+        _plain_json(prompty)
+        values = {"sample": sample_values(prompty, read=read)}
+    else:
+        values = request["values"]
+    rendered = render_values(prompty, values, read=read, limits=limits,
                              strict_undefined=request["strict_undefined"])
-    return {"messages": {k: list(v) for k, v in rendered.messages.items()},
-            "loaded": sorted(rendered.loaded),
-            "undefined": {k: list(v) for k, v in rendered.undefined.items()}}
+    out = {"messages": {k: list(v) for k, v in rendered.messages.items()},
+           "loaded": sorted(rendered.loaded),
+           "undefined": {k: list(v) for k, v in rendered.undefined.items()}}
+    if request["job"] == "sample":
+        out["prompty"] = _prompty_to_json(prompty)
+    return out
 
 
 def main() -> None:
