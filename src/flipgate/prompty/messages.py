@@ -207,13 +207,13 @@ def _media_part(kind: str, value: Any) -> dict[str, Any]:
 
 def _append_part(messages: list[Message], part: dict[str, Any]) -> None:
     """A media part joins a preceding user message, else starts one (as the reference does)."""
-    if messages and messages[-1]["role"] == "user":
-        last = messages[-1]
-        content = last["content"]
-        last["content"] = ([{"type": "text", "text": content}] if isinstance(content, str) and content
-                           else [] if isinstance(content, str) else content) + [part]
-    else:
+    if not messages or messages[-1]["role"] != "user":
         messages.append({"role": "user", "content": [part]})
+        return
+    content = messages[-1]["content"]
+    if isinstance(content, str):
+        content = [{"type": "text", "text": content}] if content else []
+    messages[-1]["content"] = [*content, part]
 
 
 def expand_rich_inputs(messages: list[Message], marks: Mapping[str, str], values: Mapping[str, Any],
