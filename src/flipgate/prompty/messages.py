@@ -30,9 +30,12 @@ _ANY_ROLE = "|".join(sorted(set(V1_ROLES) | set(V2_ROLES)))
 
 Message = dict[str, Any]
 
-# Inserted before a role-like line inside a case's value; removed after splitting.
+# Inserted before a role line inside a case's value; removed after splitting. Only whole
+# role lines in a value are marked: a template that writes `{{ message.role }}:` on a line
+# of its own (rendering a history it was given) chose to start a message there.
 DATA_MARK = "\x00"
-_ROLE_LIKE = re.compile(rf"^([ \t]*#?[ \t]*(?:{_ANY_ROLE})\b)", re.IGNORECASE | re.MULTILINE)
+_ROLE_LIKE = re.compile(rf"^([^\S\n]*#?[^\S\n]*(?:{_ANY_ROLE})(?:\[[^\]\n]*\])?[^\S\n]*:[^\S\n]*)$",
+                        re.IGNORECASE | re.MULTILINE)
 
 _V1_SEPARATOR = re.compile(rf"^\s*#?\s*({'|'.join(V1_ROLES)})\s*:\s*\n", re.IGNORECASE | re.MULTILINE)
 _V1_IMAGE = re.compile(r"!\[[^\]]*\]\((.*?)(?=\"|\))\)", re.MULTILINE)
