@@ -8,15 +8,16 @@ the gaps, as the reference runtime fills them.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from flipgate import gitrefs
 from flipgate.config import EndpointConfig
 from flipgate.endpoint_lock import load_file_reference, trusted_request
 from flipgate.errors import InputError, Problem
 from flipgate.prompty import sample_isolated
+
+if TYPE_CHECKING:
+    from flipgate.refs import Ref, Repo
 
 
 def sample_values(prompty: Any, *, read: Any) -> dict[str, Any]:
@@ -31,18 +32,14 @@ def sample_values(prompty: Any, *, read: Any) -> dict[str, Any]:
     return prompty.with_defaults(values)
 
 
-def sample_request(*, repo: str | os.PathLike[str], sha: str, path: str, source: str,
-                   environ: Mapping[str, str], endpoint: EndpointConfig | None = None,
+def sample_request(*, repo: Repo, ref: Ref, path: str, environ: Mapping[str, str],
+                   endpoint: EndpointConfig | None = None,
                    strict_undefined: bool = False) -> dict[str, Any]:
-    """`{"messages", "model", "parameters"}` for the generator at `path` of commit `sha`."""
-    from pathlib import Path
-
-    def read(name: str) -> bytes | None:
-        return gitrefs.read(Path(repo), sha, name)
-
-    data = gitrefs.read_required(Path(repo), sha, path, ref=sha)
-    prompty, rendered = sample_isolated(data, path=path, source=source, repo=repo, sha=sha,
-                                        environ=environ, strict_undefined=strict_undefined)
-    model, parameters = trusted_request(prompty, environ=environ, endpoint=endpoint, read=read)
+    """`{"messages", "model", "parameters"}` for the generator at `path` of `ref`."""
+    data = repo.read_required(ref, path)
+    prompty, rendered = sample_isolated(data, path=path, source=f"{path}@{ref.label}", repo=repo.path,
+                                        sha=ref.sha, environ=environ, strict_undefined=strict_undefined)
+    model, parameters = trusted_request(prompty, environ=environ, endpoint=endpoint,
+                                        read=repo.reader(ref))
     return {"messages": [dict(m) for m in rendered.messages["sample"]], "model": model,
             "parameters": parameters}

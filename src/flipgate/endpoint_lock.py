@@ -39,6 +39,7 @@ from flipgate.config import Config, EndpointConfig
 from flipgate.errors import InputError, Problem, SecurityError
 from flipgate.llm import Endpoint, azure_endpoint, openai_endpoint
 from flipgate.prompty import Prompty
+from flipgate.settings import Settings
 from flipgate.textinput import load_yaml_located
 
 # What a generator may set in the chat-completion request body.
@@ -384,15 +385,15 @@ def _target(trusted: Prompty, configuration: Mapping[str, str | None], settings:
                    deployment=setting("deployment") or setting("model"))
 
 
-def _endpoint(target: _Target, model: str) -> Endpoint:
-    """The endpoint; what neither the file, generator.endpoint nor `environ` says is the
-    openai client's own default (llm.py)."""
+def _endpoint(target: _Target, model: str, settings: Settings) -> Endpoint:
+    """The endpoint; what neither the file, generator.endpoint nor the environment says
+    is the openai client's own default (llm.py)."""
     if target.kind == "azure_openai":
-        return azure_endpoint(target.url, target.api_version, deployment=model)
-    return openai_endpoint(target.url)
+        return azure_endpoint(target.url, target.api_version, deployment=model, settings=settings)
+    return openai_endpoint(target.url, settings=settings)
 
 
-def lock(base: Prompty | None, head: Prompty, *, environ: Mapping[str, str] | None = None,
+def lock(base: Prompty | None, head: Prompty, *, settings: Settings,
          endpoint: EndpointConfig | None = None, config_source: str = ".flipgate.yml",
          read_base: Reader | None = None, read_head: Reader | None = None) -> LockedPair:
     """Both sides' request settings, with the head held to the base's endpoint.
@@ -403,7 +404,7 @@ def lock(base: Prompty | None, head: Prompty, *, environ: Mapping[str, str] | No
     used when the trusted file names no endpoint. `read_base` / `read_head`
     read each ref's files (for `${file:...}` in parameters).
     """
-    environ = environ if environ is not None else {}
+    environ = settings.environ
     no_files: Reader = lambda path: None  # noqa: E731
     read_base, read_head = read_base or no_files, read_head or no_files
     for prompty in (base, head):
@@ -442,7 +443,7 @@ def lock(base: Prompty | None, head: Prompty, *, environ: Mapping[str, str] | No
                 "it goes into the request's URL path, so only letters, digits, '.', '_' and "
                 "'-' are accepted"))
         return Generator(side=name, prompty=prompty, model=expanded_model, parameters=parameters,
-                         endpoint=_endpoint(target, expanded_model))
+                         endpoint=_endpoint(target, expanded_model, settings))
 
     trusted_model = configuration.get("azure_deployment") or configuration.get("model") or (
         None if trusted.model else target.deployment)

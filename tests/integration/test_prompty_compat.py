@@ -28,7 +28,7 @@ import pytest
 from flipgate.errors import InputError, SecurityError
 from flipgate.prompty import parse_prompty
 
-from gitrepo import GitRepo
+from support.gitrepo import GitRepo
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "tests" / "fixtures" / "prompty-corpus"
@@ -124,8 +124,10 @@ def reference_request(venvs: Path, file: Path, inputs: dict[str, Any], version: 
 
 def flipgate_request(repo: GitRepo, sha: str, path: str) -> dict[str, Any]:
     from flipgate.dryrun import sample_request
+    from flipgate.gitrefs import Git
+    from flipgate.refs import Ref, Repo
 
-    return sample_request(repo=repo.path, sha=sha, path=path, source=path, environ=ENV)
+    return sample_request(repo=Repo(repo.path, Git()), ref=Ref(sha, sha), path=path, environ=ENV)
 
 
 def _without_nonces(request: dict[str, Any]) -> dict[str, Any]:

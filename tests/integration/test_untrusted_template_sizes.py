@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from flipgate.cli import cli
 from flipgate.sandbox import Limits
 
-from gitrepo import GitRepo
+from support.gitrepo import GitRepo
 
 CONFIG = "version: 1\ncases: eval/cases.jsonl\ngenerator: prompts/answer.prompty\njudge:\n  provider: offline\n"
 PROMPT = "---\nmodel:\n  api: chat\n  configuration:\n    type: openai\n    model: m\n---\nuser:\n{{ query }}\n"

@@ -9,7 +9,13 @@ from pathlib import Path
 
 import click
 
-from flipgate.commands.common import cache_dir_or_none, cache_options, report_failures, visible
+from flipgate.commands.common import (
+    cache_dir_or_none,
+    cache_options,
+    report_failures,
+    settings_from_env,
+    visible,
+)
 from flipgate.config import DEFAULT_CONFIG
 
 
@@ -36,8 +42,6 @@ def replay(ref: str, config_path: str | None, out_path: str | None, sample: bool
     Exits 2 on bad input, 3 when a generation failed after retries or the
     budget ran out.
     """
-    import os
-
     from flipgate import progress
     from flipgate.commands.run import usage_line
     from flipgate.errors import InputError
@@ -45,8 +49,8 @@ def replay(ref: str, config_path: str | None, out_path: str | None, sample: bool
     from flipgate.replay import write_answers
 
     if sample:
-        request = replay_sample(repo=Path(repo), ref=ref, config_path=config_path, generator=generator,
-                                environ=os.environ)
+        request = replay_sample(repo=Path(repo), ref=ref, settings=settings_from_env(),
+                                config_path=config_path, generator=generator)
         click.echo(json.dumps(request, indent=2, ensure_ascii=False))
         return
     if out_path is None:
@@ -55,9 +59,10 @@ def replay(ref: str, config_path: str | None, out_path: str | None, sample: bool
         raise InputError("--generator goes with --sample; a replay uses the configuration's generator")
     bar = progress.for_stream("generating", sys.stderr)
     try:
-        result = asyncio.run(replay_ref(repo=Path(repo), ref=ref, config_path=config_path or DEFAULT_CONFIG,
+        result = asyncio.run(replay_ref(repo=Path(repo), ref=ref, settings=settings_from_env(),
+                                        config_path=config_path or DEFAULT_CONFIG,
                                         cache_dir=cache_dir_or_none(cache_dir, no_cache),
-                                        progress=bar, environ=os.environ))
+                                        progress=bar))
     finally:
         bar.close()
     for note in result.notes:

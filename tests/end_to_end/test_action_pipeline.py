@@ -1,0 +1,299 @@
+"""`flipgate action` running the real pipeline against the loopback OpenAI and GitHub
+servers, and the console script as the container runs it.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from flipgate.github import action
+from flipgate.github.messages import NO_CHANGE, STATUS_LIMIT, WAITING_FOR_COMMAND
+from flipgate.github.sticky import sha_marker
+
+from support.action_harness import BLOCKED, COULD_NOT_FINISH, PR, Harness
+from support.gitrepo import GitRepo
+
+CONFIG = """\
+version: 1
+cases: eval/cases.jsonl
+generator: prompts/answer.prompty
+judge:
+  provider: openai
+  model: judge-pinned
+gate:
+  blocking_categories: [policy]
+relevance:
+  threshold: 0.7
+  embedding_model: text-embedding-3-small
+"""
+PROMPTY = """\
+---
+name: answer
+model:
+  api: chat
+  configuration:
+    type: openai
+    model: gen-1
+  parameters:
+    temperature: 0
+---
+system:
+{system}
+
+user:
+Context: {{{{context}}}}
+Question: {{{{query}}}}
+"""
+CASES = "\n".join(json.dumps(case) for case in [
+    {"id": "refund-007", "category": "policy", "query": "How long do refunds take?",
+     "context": "Refunds are issued within 30 days of the request."},
+    {"id": "card-002", "category": "cards", "query": "Is a replacement card free?",
+     "context": "One replacement card a year is free of charge."},
+]) + "\n"
+CAREFUL = "Answer only from the context."
+GENEROUS = "Be helpful and complete; add whatever the customer may need."
+
+
+def scripted_generation(body: dict[str, Any]) -> str:
+    """Answers with the context, except that the generous prompt invents a fee for refunds."""
+    system = body["messages"][0]["content"]
+    context = body["messages"][-1]["content"].split("Context: ", 1)[1].split("\n", 1)[0]
+    invents = "helpful" in system and "Refunds" in context
+    return context + (" A $12 processing fee applies." if invents else "")
+
+
+@dataclass
+class Pipeline:
+    harness: Harness
+    openai: Any
+    monkeypatch: pytest.MonkeyPatch
+
+    def run(self) -> int:
+        """`flipgate action` in the real process environment, as the container runs it."""
+        for name, value in self.harness.env.items():
+            self.monkeypatch.setenv(name, value)
+        return action.main(stream=self.harness.log)
+
+
+@pytest.fixture
+def pipeline(harness: Harness, openai_server: Any, monkeypatch: pytest.MonkeyPatch,
+             tmp_path: Path) -> Pipeline:
+    """A repository the real pipeline can check: the head's prompt invents a fee."""
+    repo = GitRepo.create(tmp_path / "service")
+    harness.base = repo.commit({".flipgate.yml": CONFIG, "eval/cases.jsonl": CASES,
+                                "prompts/answer.prompty": PROMPTY.format(system=CAREFUL)})
+    harness.head = repo.commit({"prompts/answer.prompty": PROMPTY.format(system=GENEROUS)})
+    harness.repo = repo
+    harness.server.add_pull(PR, base_sha=harness.base, head_sha=harness.head)
+    harness.env["GITHUB_WORKSPACE"] = str(repo.path)
+    harness.env["INPUT_OPENAI-API-KEY"] = "sk-from-the-input"
+    monkeypatch.delenv("OPENAI_API_KEY")  # the key arrives as the action input only
+    openai_server.on_generation(scripted_generation)
+    openai_server.on_groundedness(lambda query, context, response, call_index:
+                                  1 if "$12" in (response or "") else 5)
+    return Pipeline(harness, openai_server, monkeypatch)
+
+
+def test_end_to_end_a_blocking_regression(pipeline: Pipeline) -> None:
+    harness, openai = pipeline.harness, pipeline.openai
+    harness.pull_event()
+
+    assert pipeline.run() == 1, harness.log.getvalue()[-3000:]
+
+    [comment] = harness.own_comments()
+    assert BLOCKED in comment["body"] and "refund-007" in comment["body"]
+    final = harness.final_status()
+    assert final["state"] == "failure" and "1 blocking regression" in final["description"]
+    assert [s["state"] for s in harness.server.statuses_for(harness.head)] == ["pending",
+                                                                              "failure"]
+    assert {r.model for r in openai.chat_requests("groundedness")} == {"judge-pinned"}
+    assert {r.model for r in openai.chat_requests("generation")} == {"gen-1"}
+    assert {r.headers.get("Authorization") for r in openai.requests} == {
+        "Bearer sk-from-the-input"}
+    assert harness.outputs() == {"conclusion": "failure", "regressions": "1",
+                                 "report": "flipgate-out/report.json"}
+    report = json.loads((harness.repo.path / "flipgate-out/report.json").read_text())
+    assert report["counts"]["blocking_regressions"] == 1
+    written = (harness.repo.path / "flipgate-out/comment.md").read_text(encoding="utf-8")
+    assert comment["body"].replace(sha_marker(harness.head), "", 1) == written
+    assert BLOCKED in harness.summary()
+    assert "::add-mask::sk-from-the-input" in harness.log.getvalue()
+
+
+def test_end_to_end_no_change_makes_no_model_call(pipeline: Pipeline) -> None:
+    harness = pipeline.harness
+    harness.repo.checkout(harness.base)  # a PR that touches only the docs
+    harness.head = harness.repo.commit({"README.md": "docs only\n"})
+    harness.server.push(PR, harness.head)
+    harness.pull_event()
+
+    assert pipeline.run() == 0
+
+    assert pipeline.openai.requests == [] and harness.own_comments() == []
+    assert harness.final_status()["description"] == NO_CHANGE
+
+
+def test_end_to_end_judge_failure_is_an_error_status_and_comment(pipeline: Pipeline) -> None:
+    harness = pipeline.harness
+    pipeline.openai.on_groundedness(lambda query, context, response, call_index:
+                                    "the judge rambles instead of answering JSON")
+    harness.pull_event()
+
+    assert pipeline.run() == 3
+
+    final = harness.final_status()
+    assert final["state"] == "error" and "judge error" in final["description"]
+    assert COULD_NOT_FINISH in harness.own_comments()[0]["body"]
+
+
+def test_end_to_end_a_readers_command_makes_no_model_call(pipeline: Pipeline) -> None:
+    harness = pipeline.harness
+    harness.server.grant("visitor", "triage")
+    harness.comment_event("/flipgate run", author="visitor")
+
+    assert pipeline.run() == 0
+
+    assert pipeline.openai.requests == [] and harness.server.statuses == []
+    assert "Nothing was run" in harness.replies()[0]
+
+
+def test_end_to_end_a_writers_command_reruns(pipeline: Pipeline) -> None:
+    harness = pipeline.harness
+    harness.comment_event("/flipgate run")
+
+    assert pipeline.run() == 1, harness.log.getvalue()[-3000:]
+
+    assert harness.final_status()["state"] == "failure"
+    assert pipeline.openai.chat_requests("generation")
+
+
+def test_end_to_end_an_api_that_keeps_failing_is_an_error_that_says_why(
+        pipeline: Pipeline) -> None:
+    harness = pipeline.harness
+    pipeline.openai.fail("generation", status=500, times=1000)
+    harness.pull_event()
+
+    assert pipeline.run() == 3
+
+    final = harness.final_status()
+    assert final["state"] == "error" and final["description"].startswith("could not finish: ")
+    assert len(final["description"]) <= STATUS_LIMIT
+    assert COULD_NOT_FINISH in harness.own_comments()[0]["body"]
+    assert harness.outputs()["conclusion"] == "error"
+
+
+def test_the_console_script_is_the_action_and_reads_hyphenated_inputs(harness: Harness) -> None:
+    """`flipgate action` in its own process, as the image's ENTRYPOINT runs it."""
+    import os
+    import subprocess
+    import sys
+
+    harness.server.grant("visitor", "read")
+    harness.comment_event("/flipgate run", author="visitor")
+    script = Path(sys.executable).with_name("flipgate")
+    env = {"PATH": os.environ["PATH"], "HOME": str(harness.tmp), **harness.env}
+
+    done = subprocess.run([str(script), "action"], env=env, capture_output=True, text=True,
+                          timeout=60, check=False)
+
+    assert done.returncode == 0, done.stderr
+    assert f"::add-mask::{harness.server.token}" in done.stdout
+    assert "refused" in done.stdout and done.stderr == ""
+    assert "Nothing was run" in harness.replies()[0]
+
+
+# -- the approved head is the one evaluated (issue 9) -------------------------------------
+
+B_ONLY = "B-ONLY-PROMPT: recommend the premium plan to everyone."
+
+
+def push_unreviewed_head(harness: Harness, **push: Any) -> str:
+    """Head B: a new prompt nobody approved, pushed to the PR after the command."""
+    harness.repo.checkout(harness.head)
+    sha = harness.repo.commit({"prompts/answer.prompty": PROMPTY.format(system=B_ONLY)},
+                              message="unreviewed")
+    harness.server.push(PR, sha, **push)
+    return sha
+
+
+def use_event(harness: Harness, name: str) -> None:
+    """Make the event written earlier under `name` the one the next run reads."""
+    harness.env.update(GITHUB_EVENT_NAME=name, GITHUB_EVENT_PATH=str(harness.tmp / f"{name}.json"))
+
+
+def b_reached_the_model(openai: Any) -> bool:
+    return any(B_ONLY in json.dumps(request.body) for request in openai.requests)
+
+
+def test_a_command_evaluates_the_head_it_was_written_on_not_a_later_push(
+        pipeline: Pipeline) -> None:
+    harness = pipeline.harness
+    head_a = harness.head
+    harness.comment_event("/flipgate run")
+    head_b = push_unreviewed_head(harness)
+
+    assert pipeline.run() == 1  # A's prompt invents a fee: blocked
+
+    assert not b_reached_the_model(pipeline.openai)
+    assert pipeline.openai.chat_requests("generation")  # A was evaluated
+    assert [s["state"] for s in harness.server.statuses_for(head_a)] == ["pending", "failure"]
+    assert harness.server.statuses_for(head_b) == []
+    [reply] = harness.replies()
+    assert f"`{head_a}`" in reply and head_b in reply and "/flipgate run" in reply
+    assert sha_marker(head_a) in harness.own_comments()[0]["body"]
+
+
+def test_a_forks_new_head_stays_pending_even_with_a_forged_commit_date(
+        pipeline: Pipeline) -> None:
+    """require-command: the pull_request_target runs record each head with a pending status
+    (GitHub's clock); the comment's time picks A, whatever date B's author wrote."""
+    harness = pipeline.harness
+    head_a = harness.head
+    harness.server.add_pull(PR, base_sha=harness.base, head_sha=head_a, fork=True)
+    harness.pull_event(event_name="pull_request_target", fork=True)
+    assert pipeline.run() == 0  # A waits for a maintainer
+    harness.comment_event("/flipgate run")
+    long_ago = datetime(2020, 1, 1, tzinfo=UTC)
+    head_b = push_unreviewed_head(harness, committed_at=long_ago)
+    harness.pull_event(event_name="pull_request_target", fork=True, head=head_b)
+    assert pipeline.run() == 0  # B waits too
+    use_event(harness, "issue_comment")
+
+    assert pipeline.run() == 1
+
+    assert not b_reached_the_model(pipeline.openai)
+    assert [s["state"] for s in harness.server.statuses_for(head_b)] == ["pending"]
+    assert harness.server.statuses_for(head_b)[0]["description"] == WAITING_FOR_COMMAND
+    assert harness.final_status(head_a)["state"] == "failure"
+    assert f"`{head_a}`" in harness.replies()[0]
+
+
+def test_a_command_naming_a_commit_evaluates_exactly_that_commit(pipeline: Pipeline) -> None:
+    harness = pipeline.harness
+    head_b = push_unreviewed_head(harness)
+    harness.comment_event(f"/flipgate run {harness.head[:10]}")
+
+    assert pipeline.run() == 1
+
+    assert not b_reached_the_model(pipeline.openai)
+    assert harness.final_status(harness.head)["state"] == "failure"
+    assert harness.server.statuses_for(head_b) == []
+    assert "named in the command" in harness.replies()[0]
+
+
+def test_a_command_naming_a_commit_outside_the_pull_request_runs_nothing(
+        pipeline: Pipeline) -> None:
+    harness = pipeline.harness
+    harness.comment_event(f"/flipgate run {'d' * 40}")
+
+    assert pipeline.run() == 0
+
+    assert pipeline.openai.requests == [] and harness.server.statuses == []
+    [reply] = harness.replies()
+    assert "Nothing was run" in reply and "not a commit of this pull request" in reply

@@ -1,0 +1,191 @@
+"""The azure-ai-evaluation engine against the same loopback server as the openai engine."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import pytest
+
+from flipgate.config import Config, JudgeConfig, RelevanceConfig
+from flipgate.judges import make_judge
+from flipgate.judges.azure_eval import read_result
+from flipgate.judges.base import Judge
+from flipgate.llm import Budget, BudgetExceeded, Limiter
+from flipgate.model import Case, Score
+from flipgate.runtime import Runtime
+
+from support.factories import settings_now
+from support.openai_server import FakeOpenAI
+
+# find_spec, not import: the SDK is imported only by the engine, after
+# PF_LOGGING_LEVEL is set (tests/conftest.py, as cli.main does for the process).
+pytestmark = [
+    pytest.mark.azure,
+    pytest.mark.skipif(importlib.util.find_spec("azure.ai.evaluation") is None,
+                       reason="the optional azure-ai-evaluation package is not installed"),
+]
+
+JUDGE_MODEL = "judge-model-pinned"
+FEE = Case(id="fee-001", category="pricing", query="What does a card replacement cost?",
+           context="A replacement card costs 5 dollars.\nPremium members pay nothing.")
+ANSWER = "It costs 5 dollars | premium: free."
+
+
+def make_config(**judge: Any) -> Config:
+    settings = {"provider": "openai", "model": JUDGE_MODEL, "engine": "azure-ai-evaluation",
+                "timeout": 5.0, "max_retries": 1, **judge}
+    return Config(cases="cases.jsonl", judge=JudgeConfig(**settings),
+                  relevance=RelevanceConfig(embedding_model="embed-model"))
+
+
+def with_judge(use: Callable[[Judge], Awaitable[Any]], *, config: Config | None = None,
+               runtime: Runtime | None = None) -> Any:
+    async def go() -> Any:
+        judge = make_judge(config or make_config(),
+                           runtime=runtime or Runtime(limiter=Limiter(limit=4), budget=Budget()),
+                           settings=settings_now())
+        try:
+            return await use(judge)
+        finally:
+            await judge.aclose()
+    return asyncio.run(go())
+
+
+def groundedness(**kwargs: Any) -> Score:
+    return with_judge(lambda judge: judge.groundedness(FEE, ANSWER), **kwargs)
+
+
+@pytest.mark.parametrize("result, expected", [
+    ({"groundedness": 4.0, "groundedness_reason": " ok ", "groundedness_status": "completed"},
+     Score(4, "ok")),
+    ({"groundedness": 1.0}, Score(1, "")),
+])
+def test_results_map_to_scores(result: dict, expected: Score) -> None:
+    assert read_result(result, "groundedness") == expected
+
+
+@pytest.mark.parametrize("result, problem", [
+    ({"groundedness": float("nan")}, "the evaluator gave no score"),
+    ({"groundedness": 9.0}, "score 9 is outside 1-5"),
+    ({"groundedness": 0.0}, "score 0 is outside 1-5"),
+    ({"groundedness": 4.5}, "whole number"),
+    ({"groundedness": None, "groundedness_status": "skipped", "groundedness_reason": "empty"},
+     "judge skipped the evaluation: empty"),
+    ({"groundedness": True}, "no score"),
+    ({}, "no score"),
+])
+def test_results_without_a_valid_score_are_judge_errors(result: dict, problem: str) -> None:
+    from flipgate.judges.azure_eval import _BadReply
+
+    with pytest.raises(_BadReply, match=problem):
+        read_result(result, "groundedness")
+
+
+def test_groundedness_goes_through_base_url_with_the_query_prompt(openai_server: FakeOpenAI) -> None:
+    openai_server.on_groundedness(lambda query, context, response, i: 5 if "5 dollars" in response else 2)
+    scores = with_judge(lambda judge: asyncio.gather(judge.groundedness(FEE, ANSWER),
+                                                     judge.groundedness(FEE, "It costs 12 dollars.")))
+    assert [s.value for s in scores] == [5, 2]
+    assert scores[0].reason == "scripted groundedness score 5"
+    requests = openai_server.chat_requests("groundedness")
+    assert len(requests) == 2
+    for request in requests:
+        assert request.path == "/v1/chat/completions" and request.model == JUDGE_MODEL
+        assert request.body["response_format"] == {"type": "json_object"}
+        assert request.inputs.query == FEE.query and request.inputs.context == FEE.context
+    assert {r.inputs.response for r in requests} == {ANSWER, "It costs 12 dollars."}
+
+
+def test_fluency_uses_the_sdk_evaluator(openai_server: FakeOpenAI) -> None:
+    openai_server.on_fluency(lambda response, i: 3)
+    score = with_judge(lambda judge: judge.fluency(ANSWER))
+    assert score == Score(3, "scripted fluency score 3")
+    (request,) = openai_server.chat_requests("fluency")
+    assert request.inputs.response == ANSWER and request.model == JUDGE_MODEL
+
+
+def test_relevance_reuses_the_openai_engine(openai_server: FakeOpenAI) -> None:
+    openai_server.on_relevance(lambda response, i: [FEE.query])
+    (relevance,) = with_judge(lambda judge: judge.relevance([(FEE, ANSWER)]))
+    assert relevance.score == pytest.approx(1.0)
+    assert len(openai_server.embedding_requests()) == 1
+
+
+@pytest.mark.parametrize("reply, problem", [
+    ("this is not json", "unreadable reply: JSONDecodeError"),
+    ({"reason": "great", "score": 9, "status": "completed"}, "score 9 is outside 1-5"),
+    ({"reason": "n/a", "score": None, "status": "skipped"}, "judge skipped the evaluation"),
+    ({"reason": "between", "score": 3.5}, "whole number 1-5, got 3.5"),
+])
+def test_bad_replies_are_asked_again_once_then_a_judge_error(openai_server: FakeOpenAI, reply: Any,
+                                                             problem: str, capfd) -> None:
+    openai_server.on_groundedness(lambda *_: reply)
+    score = groundedness()
+    assert score.value is None
+    assert score.error.startswith("groundedness judge (azure-ai-evaluation) answered nonsense twice")
+    assert problem in score.error
+    assert len(openai_server.chat_requests("groundedness")) == 2
+    assert "Traceback" not in capfd.readouterr().out
+
+
+def test_a_bad_reply_then_a_good_one_scores(openai_server: FakeOpenAI) -> None:
+    openai_server.on_groundedness(lambda q, c, r, i: "{oops" if i == 0 else 4)
+    assert groundedness().value == 4
+
+
+def test_api_failures_after_the_sdk_retries_are_a_judge_error(openai_server: FakeOpenAI, capfd) -> None:
+    openai_server.fail("groundedness", status=500, times=100, retry_after=0.001)
+    score = groundedness()
+    assert score.value is None
+    assert score.error == ("groundedness judge (azure-ai-evaluation): HTTP 500: injected 500 "
+                           "(after the evaluator's own retries)")
+    assert len(openai_server.chat_requests("groundedness")) > 1  # the SDK retried on its own
+    assert "Traceback" not in capfd.readouterr().out
+
+
+def test_a_slow_judge_times_out_via_wait_for(openai_server: FakeOpenAI) -> None:
+    openai_server.latency = 0.6
+    score = groundedness(config=make_config(timeout=0.1, max_retries=0))
+    assert score == Score.failed("groundedness judge (azure-ai-evaluation): no answer within 0.1s")
+
+
+def test_the_budget_still_applies(openai_server: FakeOpenAI) -> None:
+    runtime = Runtime(limiter=Limiter(limit=2), budget=Budget(max_requests=1))
+
+    async def two(judge: Judge) -> None:
+        await judge.groundedness(FEE, ANSWER)
+        await judge.fluency(ANSWER)
+
+    with pytest.raises(BudgetExceeded):
+        with_judge(two, runtime=runtime)
+    assert len(openai_server.requests) == 1
+    assert runtime.usage_for("judge").requests == 1 and runtime.usage_for("judge").prompt_tokens > 0
+
+
+def test_empty_answers_never_reach_the_sdk(openai_server: FakeOpenAI) -> None:
+    score = with_judge(lambda judge: judge.groundedness(FEE, " \n"))
+    assert score.value == 3 and openai_server.requests == []
+
+
+def test_azure_provider_reaches_the_deployment(openai_server: FakeOpenAI,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    openai_server.set_azure_env(monkeypatch)
+    openai_server.on_groundedness(lambda *_: 4)
+    scores = with_judge(lambda judge: asyncio.gather(judge.groundedness(FEE, ANSWER)),
+                        config=make_config(provider="azure", model="judge-deployment"))
+    assert [s.value for s in scores] == [4]
+    (request,) = openai_server.requests
+    assert request.path == "/openai/deployments/judge-deployment/chat/completions"
+    assert request.args["api-version"] == "2024-10-21"
+
+
+def test_the_engine_is_named_in_the_judge_info(openai_server: FakeOpenAI) -> None:
+    async def info(judge: Judge) -> Any:
+        return judge.info
+
+    judge_info = with_judge(info)
+    assert (judge_info.provider, judge_info.engine, judge_info.model) == (
+        "openai", "azure-ai-evaluation", JUDGE_MODEL)

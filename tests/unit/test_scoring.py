@@ -1,0 +1,164 @@
+"""The scorer's order of work, with a scripted in-process judge passed in."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+
+import pytest
+
+from flipgate.config import Config, GateConfig
+from flipgate.errors import IncompleteError
+from flipgate.model import Answer, Case, Conclusion, JudgeInfo, Relevance, Score, Verdict
+from flipgate.progress import Silent
+from flipgate.scoring import build_report, score_rows
+
+from support.factories import make_judge
+
+
+class ScriptedJudge:
+    """Scores answers from a table: response -> list of scores, one per call (sample)."""
+
+    info = JudgeInfo(provider="scripted", model="table")
+
+    def __init__(self, scores: dict[str, list[int | str]], relevance: dict[str, float] | None = None,
+                 fluency: dict[str, int] | None = None):
+        self.scores, self.relevance_table, self.fluency_table = scores, relevance or {}, fluency or {}
+        self.calls: list[tuple[str, str, int]] = []
+
+    async def groundedness(self, case: Case, response: str, *, sample: int = 0) -> Score:
+        self.calls.append(("groundedness", response, sample))
+        value = self.scores[response][sample]
+        if isinstance(value, str):
+            return Score.failed(value)
+        return Score(value=value, reason=f"scored {value}")
+
+    async def fluency(self, response: str) -> Score:
+        self.calls.append(("fluency", response, 0))
+        return Score(value=self.fluency_table.get(response, 4))
+
+    async def relevance(self, items: Sequence[tuple[Case, str]]) -> list[Relevance]:
+        self.calls.append(("relevance", str(len(items)), 0))
+        return [Relevance(score=self.relevance_table.get(r, 0.9)) for _, r in items]
+
+    async def aclose(self) -> None:
+        pass
+
+
+CONFIG = Config(cases="x", gate=GateConfig(blocking_categories=("pricing",)))
+
+
+def run(cases: list[Case], baseline: dict[str, str], candidate: dict[str, str], judge: ScriptedJudge):
+    """Score the rows and build the report from them, as a run does."""
+    scored = asyncio.run(score_rows(
+        cases=cases, baseline={k: Answer(v) for k, v in baseline.items()},
+        candidate={k: Answer(v) for k, v in candidate.items()}, config=CONFIG, judge=judge,
+        progress=Silent()))
+    return build_report(config=CONFIG, judge=make_judge(), cases=len(cases), scored=scored)
+
+
+def case(case_id: str, category: str = "pricing") -> Case:
+    return Case(id=case_id, query=f"q {case_id}", context="The fee is $12.", category=category)
+
+
+def test_a_confirmed_regression_blocks_after_a_real_second_scoring() -> None:
+    judge = ScriptedJudge({"good": [5, 5], "invented": [2, 2]})
+    report = run([case("a")], {"a": "good"}, {"a": "invented"}, judge)
+    row = report.rows[0]
+    assert (row.verdict, row.blocking) == (Verdict.REGRESSION, True)
+    assert ("groundedness", "invented", 1) in judge.calls  # the re-score is sample 1
+    assert report.conclusion is Conclusion.FAILURE
+    assert row.evidence is not None
+
+
+def test_a_disagreeing_rescore_is_unstable_and_does_not_block() -> None:
+    judge = ScriptedJudge({"good": [5], "wobbly": [2, 4]})
+    report = run([case("a")], {"a": "good"}, {"a": "wobbly"}, judge)
+    assert report.rows[0].verdict is Verdict.UNSTABLE
+    assert report.conclusion is Conclusion.SUCCESS
+
+
+def test_rows_not_newly_ungrounded_are_scored_once_per_side() -> None:
+    judge = ScriptedJudge({"x": [5], "y": [4], "bad": [2]})
+    run([case("a"), case("b")], {"a": "x", "b": "bad"}, {"a": "y", "b": "bad"}, judge)
+    samples = [sample for kind, _, sample in judge.calls if kind == "groundedness"]
+    assert samples == [0, 0, 0, 0]
+
+
+def test_an_empty_answer_is_a_non_answer_without_asking_the_judge() -> None:
+    judge = ScriptedJudge({"good": [5]})
+    report = run([case("a")], {"a": "good"}, {"a": "  \n"}, judge)
+    assert report.rows[0].verdict is Verdict.NEW_NON_ANSWER
+    assert report.rows[0].candidate.groundedness.value == 3
+    assert all(r != "  \n" for kind, r, _ in judge.calls if kind == "groundedness")
+
+
+def test_judge_errors_give_error_rows_and_an_error_conclusion() -> None:
+    judge = ScriptedJudge({"good": [5], "?": ["reply was not JSON"]})
+    report = run([case("a"), case("b", "general")], {"a": "good", "b": "good"}, {"a": "?", "b": "good"}, judge)
+    assert report.rows[0].verdict is Verdict.ERROR
+    assert report.rows[0].errors == ["candidate: reply was not JSON"]
+    assert report.counts.errors == 1
+    assert report.conclusion is Conclusion.ERROR
+
+
+def test_a_failed_rescore_never_becomes_a_regression_or_a_pass() -> None:
+    judge = ScriptedJudge({"good": [5], "invented": [2, "timed out"]})
+    report = run([case("a")], {"a": "good"}, {"a": "invented"}, judge)
+    assert report.rows[0].verdict is Verdict.ERROR
+    assert report.conclusion is Conclusion.ERROR
+
+
+def test_a_confirmed_regression_stays_listed_when_other_rows_error() -> None:
+    judge = ScriptedJudge({"good": [5], "invented": [1, 1], "?": ["garbage"]})
+    report = run([case("a"), case("b")], {"a": "good", "b": "good"}, {"a": "invented", "b": "?"}, judge)
+    assert [r.verdict for r in report.rows] == [Verdict.REGRESSION, Verdict.ERROR]
+    assert report.counts.blocking_regressions == 1
+    assert report.conclusion is Conclusion.ERROR
+
+
+def test_a_judge_that_raises_is_a_judge_error_for_that_row() -> None:
+    class Raising(ScriptedJudge):
+        async def groundedness(self, case, response, *, sample=0):
+            raise RuntimeError("socket closed")
+
+    report = run([case("a")], {"a": "x"}, {"a": "y"}, Raising({}))
+    assert report.rows[0].verdict is Verdict.ERROR
+    assert "socket closed" in report.rows[0].errors[0]
+
+
+def test_budget_and_other_run_stoppers_propagate() -> None:
+    class Broke(ScriptedJudge):
+        async def groundedness(self, case, response, *, sample=0):
+            raise IncompleteError("budget.max_requests (1) reached")
+
+    with pytest.raises(IncompleteError):
+        run([case("a")], {"a": "x"}, {"a": "y"}, Broke({}))
+
+
+def test_fluency_is_asked_only_on_ties_and_never_changes_a_verdict() -> None:
+    judge = ScriptedJudge({"g1": [5], "g2": [5], "p": [4], "u": [2]}, fluency={"g1": 3, "g2": 5})
+    report = run([case("tie"), case("moved"), case("still")],
+                 {"tie": "g1", "moved": "g1", "still": "u"}, {"tie": "g2", "moved": "p", "still": "u"}, judge)
+    assert [r.verdict for r in report.rows] == [Verdict.UNCHANGED, Verdict.MOVED, Verdict.STILL_UNGROUNDED]
+    asked = [r for kind, r, _ in judge.calls if kind == "fluency"]
+    assert asked == ["g1", "g2"]
+    assert report.fluency is not None and report.fluency.mean_delta == 2.0
+
+
+def test_relevance_is_asked_once_for_the_whole_run_and_drops_are_flagged() -> None:
+    judge = ScriptedJudge({"on": [5], "off": [5]}, relevance={"on": 0.9, "off": 0.3})
+    report = run([case("a"), case("b")], {"a": "on", "b": "on"}, {"a": "off", "b": "on"}, judge)
+    assert [c for c in judge.calls if c[0] == "relevance"] == [("relevance", "4", 0)]
+    assert [r.relevance_drop for r in report.rows] == [True, False]
+    assert report.counts.relevance_drops == 1
+
+
+def test_a_relevance_error_is_reported_not_ignored() -> None:
+    class NoRelevance(ScriptedJudge):
+        async def relevance(self, items):
+            return [Relevance(score=None, error="embeddings failed") for _ in items]
+
+    report = run([case("a")], {"a": "x"}, {"a": "x"}, NoRelevance({"x": [5]}))
+    assert report.rows[0].verdict is Verdict.ERROR
+    assert report.conclusion is Conclusion.ERROR
