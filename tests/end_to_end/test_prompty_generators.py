@@ -71,7 +71,9 @@ user:
 
 
 def config(generator: str) -> str:
-    return f"version: 1\ncases: eval/cases.jsonl\n{generator}judge:\n  provider: offline\n"
+    # strict: a handful of cases may block on the same judge's re-score (see gate.min_cases_per_category)
+    return (f"version: 1\ncases: eval/cases.jsonl\n{generator}judge:\n  provider: offline\n"
+            "gate:\n  blocking_categories: [policy]\n  strict: true\n")
 
 
 GENERATOR_ENDPOINT = """generator:
