@@ -30,7 +30,8 @@ class JudgeConfig:
     api_version: str | None = None
     reasoning: bool = False
     timeout: float = 60.0
-    max_retries: int = 3
+    max_retries: int = 3  # other transient failures (5xx, timeouts), per request
+    max_wait: float = 600.0  # seconds a request may spend waiting out 429s
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,8 @@ class RelevanceConfig:
 class BudgetConfig:
     max_requests: int | None = None
     max_tokens: int | None = None
+    # The worst case assumed for a request that sets no max_tokens / max_completion_tokens.
+    completion_ceiling: int = 4096
 
 
 @dataclass(frozen=True)
@@ -129,6 +132,7 @@ _SCHEMA: dict[str, Any] = {
         "timeout": _is_positive_number,
         "max_retries": lambda v: None if isinstance(v, int) and not isinstance(v, bool) and v >= 0
         else "must be a whole number, 0 or more",
+        "max_wait": _is_positive_number,
     },
     "gate": {"blocking_categories": _is_str_list},
     "relevance": {
@@ -137,7 +141,8 @@ _SCHEMA: dict[str, Any] = {
         "questions": _is_positive_int,
         "embedding_batch": _is_positive_int,
     },
-    "budget": {"max_requests": _is_positive_int, "max_tokens": _is_positive_int},
+    "budget": {"max_requests": _is_positive_int, "max_tokens": _is_positive_int,
+               "completion_ceiling": _is_positive_int},
 }
 
 

@@ -292,8 +292,7 @@ async def check(*, repo: Path, base: str, head: str, config_path: str = DEFAULT_
         report.notes = [*inputs.notes, *report.notes]
         report.head_sha = head_ref.sha
     report.change = change
-    report.usage = runtime.usage_report()
-    report.cache = runtime.cache.stats() if runtime.cache is not None else None
+    runtime.fill_report(report)
     markdown = write_outputs(report, out_dir, console=console)
     return CheckResult(report=report, markdown=markdown, exit_code=gate.exit_code(report.conclusion),
                        message=message)

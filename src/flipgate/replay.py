@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from flipgate.endpoint_lock import Generator
 from flipgate.errors import FlipgateError, IncompleteError
-from flipgate.llm import LLM, BudgetExceeded, Endpoint
+from flipgate.llm import BudgetExceeded, Endpoint
 from flipgate.model import Answer, Case
 from flipgate.prompty import Message, Rendered
 from flipgate.runtime import Runtime
@@ -83,8 +83,7 @@ async def replay(cases: Sequence[Case], generator: PreparedGenerator, *, client:
     messages. Requests go through `client` under this side's endpoint identity
     and usage, and the run's shared limit, cache and budget.
     """
-    side_llm = LLM(client, generator.endpoint, limiter=runtime.limiter, cache=runtime.cache,
-                   budget=runtime.budget, usage=runtime.usage_for(purpose))
+    side_llm = runtime.llm(client, generator.endpoint, purpose=purpose)
     answers: dict[str, Answer] = {}
     runtime.progress.add(len(cases))
 

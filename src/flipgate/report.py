@@ -82,7 +82,7 @@ def to_dict(report: Report) -> dict[str, Any]:
     }
     if report.fluency is not None:
         out["fluency"] = asdict(report.fluency)
-    for name in ("change", "usage", "cache", "head_sha"):
+    for name in ("change", "usage", "budget", "scheduling", "cache", "head_sha"):
         value = getattr(report, name)
         if value is not None:
             out[name] = value

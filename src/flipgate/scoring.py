@@ -205,7 +205,7 @@ async def gate_answers(*, cases: Sequence[Case], baseline: Mapping[str, Answer],
     finally:
         await judge.aclose()
     if runtime.usage:
-        report.usage = runtime.usage_report()
-    if runtime.cache is not None:
+        runtime.fill_report(report)
+    elif runtime.cache is not None:
         report.cache = runtime.cache.stats()
     return report

@@ -77,7 +77,7 @@ def gate(cases_path: str, baseline_path: str, candidate_path: str, config_path: 
         # Exit 3 writes a report that says `error`, never leaves an older one standing.
         stopped = str(exc)
         report = stopped_report(cases=cases, config=config, judge_provider=judge, message=stopped)
-        report.usage = runtime.usage_report()
+        runtime.fill_report(report)
     finally:
         bar.close()
     write_outputs(report, Path(out_dir), console=Console())

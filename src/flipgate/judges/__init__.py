@@ -34,16 +34,16 @@ def make_judge(config: Config, *, runtime: Runtime, provider: str | None = None)
                          "(pin the judge model)")
 
     from flipgate.judges.openai_judge import OpenAIJudge
-    from flipgate.llm import LLM, azure_endpoint, make_client, openai_endpoint
+    from flipgate.llm import RetryPolicy, azure_endpoint, make_client, openai_endpoint
     from flipgate.model import JudgeInfo
 
     judge = config.judge
     endpoint = (openai_endpoint(judge.base_url) if chosen == "openai"
                 else azure_endpoint(judge.azure_endpoint, judge.api_version, deployment=judge.model))
     client = make_client(endpoint, timeout=judge.timeout, max_retries=judge.max_retries)
-    llm = LLM(client, endpoint, limiter=runtime.limiter, cache=runtime.cache,
-              budget=runtime.budget, usage=runtime.usage_for("judge"),
-              embedding_batch=config.relevance.embedding_batch)
+    llm = runtime.llm(client, endpoint, purpose="judge",
+                      retry=RetryPolicy(max_retries=judge.max_retries, max_wait=judge.max_wait),
+                      embedding_batch=config.relevance.embedding_batch)
     info = JudgeInfo(provider=chosen, model=judge.model, engine=judge.engine,
                      embedding_model=config.relevance.embedding_model)
     llm_judge = OpenAIJudge(llm, info=info, reasoning=judge.reasoning,

@@ -43,7 +43,9 @@ def describe_api_error(exc: openai.OpenAIError, *, retries: int) -> str:
     """A one-line account of an API failure that survived the client's retries."""
     import openai
 
-    after = f" after {retries} retr{'y' if retries == 1 else 'ies'}" if retries else ""
+    told = getattr(exc, "flipgate_retries", None)  # how hard flipgate's LLM door tried
+    after = (f" {told}" if told else "") if told is not None else \
+        (f" after {retries} retr{'y' if retries == 1 else 'ies'}" if retries else "")
     if isinstance(exc, openai.APITimeoutError):
         return f"request timed out{after}"
     if isinstance(exc, openai.APIConnectionError):
