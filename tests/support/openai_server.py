@@ -58,7 +58,7 @@ Faults and timing
   With ``retry_after`` the 429 says when a token is back (``retry-after-ms``
   and a whole-second ``Retry-After``); with ``headers`` every reply carries
   ``x-ratelimit-limit/remaining/reset-requests`` as OpenAI sends them.
-- ``latency``: seconds every request waits before answering (threads
+- ``latency``: seconds every request waits (after it is recorded) before answering (threads
   overlap, so concurrent requests really run concurrently).
 - ``peak_concurrency``: most requests in flight at once, measured here.
 
@@ -392,8 +392,6 @@ class FakeOpenAI:
         return response(environ, start_response)
 
     def _handle(self, request: Request) -> Response:
-        if self.latency:
-            time.sleep(self.latency)
         path = request.path
         deployment = None
         route = None
@@ -417,6 +415,8 @@ class FakeOpenAI:
             if not admitted:
                 self.rate_limited += 1
 
+        if self.latency:  # recorded on arrival, answered after the latency
+            time.sleep(self.latency)
         if admitted:
             response = self._route(request, record, route)
         else:

@@ -15,7 +15,7 @@ def body(content: str, **params) -> dict:
 @pytest.mark.parametrize("content", ["hello", "naïve café ☕ " * 50, "日本語のテキスト" * 100, ""])
 def test_the_worst_case_never_counts_fewer_tokens_than_bytes_plus_the_reply(content) -> None:
     request = body(content, max_tokens=100)
-    prompt_bytes = len("Be brief.".encode()) + len(content.encode("utf-8"))
+    prompt_bytes = len(b"Be brief.") + len(content.encode("utf-8"))
     assert chat_worst_case(request) >= prompt_bytes + 100
 
 
