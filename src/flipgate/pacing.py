@@ -156,7 +156,9 @@ class Limiter:
                 self.active += 1
                 self.peak = max(self.peak, self.active)
                 if self.spacing:
-                    self._next_start = now + self.spacing
+                    # Keep to the schedule: a late start lets the next one come sooner,
+                    # but an idle spell never saves up a burst.
+                    self._next_start = max(self._next_start, now - self.spacing) + self.spacing
                 return now
             waiter = asyncio.get_running_loop().create_future()
             self._waiters.append(waiter)
@@ -224,9 +226,13 @@ class Limiter:
             if window is None:
                 continue
             if window.remaining <= 0 and window.reset is not None:
-                self.resume_at = max(self.resume_at, now + min(window.reset, LONGEST_PAUSE))
-            elif unit == "requests" and window.remaining < self.current:
-                # Nearly out: send no faster than the provider refills.
+                # Out: wait until one comes back (the reset is when *all* have come back).
+                rate = window.refill_rate
+                wait = 1.0 / rate if rate else window.reset
+                self.resume_at = max(self.resume_at, now + min(wait, LONGEST_PAUSE))
+            elif unit == "requests" and window.remaining < 2 * self.current:
+                # Nearly out (requests in flight will take some of what is left):
+                # send no faster than the provider refills.
                 rate = window.refill_rate
                 if rate:
                     spacing = max(spacing, 1.0 / rate)

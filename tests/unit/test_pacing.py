@@ -94,7 +94,7 @@ def test_a_429_pauses_every_new_send_for_the_whole_run() -> None:
 def test_few_requests_left_spaces_the_sends_at_the_refill_rate() -> None:
     clock = Clock()
     limiter = Limiter(limit=8, clock=clock)
-    limiter.succeeded({"x-ratelimit-limit-requests": "20", "x-ratelimit-remaining-requests": "15",
+    limiter.succeeded({"x-ratelimit-limit-requests": "20", "x-ratelimit-remaining-requests": "17",
                        "x-ratelimit-reset-requests": "0.25s"})
     assert limiter.spacing == 0  # plenty left: no pacing
     limiter.succeeded({"x-ratelimit-limit-requests": "20", "x-ratelimit-remaining-requests": "2",
@@ -102,7 +102,9 @@ def test_few_requests_left_spaces_the_sends_at_the_refill_rate() -> None:
     assert limiter.spacing == pytest.approx(0.05)  # 18 back in 0.9 s: 20 a second
     limiter.succeeded({"x-ratelimit-limit-requests": "20", "x-ratelimit-remaining-requests": "0",
                        "x-ratelimit-reset-requests": "1s"})
-    assert limiter.resume_at == pytest.approx(clock() + 1.0)
+    assert limiter.resume_at == pytest.approx(clock() + 0.05)  # until one request comes back
+    limiter.succeeded({"x-ratelimit-remaining-requests": "0", "x-ratelimit-reset-requests": "1s"})
+    assert limiter.resume_at == pytest.approx(clock() + 1.0)  # no limit header: the full reset
 
 
 def test_waiting_tasks_take_slots_only_up_to_the_current_limit() -> None:
