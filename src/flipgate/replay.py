@@ -1,7 +1,7 @@
 """Generation: every case's rendered messages through one side's model.
 
-All cases run concurrently under the run's shared limit (the LLM door holds
-it); retries and timeouts are the openai client's own. Replies are cached by
+A fixed pool of workers pulls the cases (workpool.py) under the run's shared
+limit (the LLM door holds it); retries and timeouts are the openai client's own. Replies are cached by
 the full request, so an unchanged side costs nothing on the next run. A case
 that still fails after the client's retries stops the run (exit 3) naming
 the case; the budget stops it before spending more, saying how far it got.
@@ -21,6 +21,7 @@ from flipgate.llm import BudgetExceeded, Endpoint
 from flipgate.model import Answer, Case
 from flipgate.prompty import Message, Rendered
 from flipgate.runtime import Runtime
+from flipgate.workpool import map_bounded, pool_size
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -107,7 +108,7 @@ async def replay(cases: Sequence[Case], generator: PreparedGenerator, *, client:
                                   finish_reason=completion.finish_reason)
         runtime.progress.advance()
 
-    await first_failure_cancels([one(case) for case in cases])
+    await map_bounded(one, cases, workers=pool_size(runtime.limiter.limit))
     return {case.id: answers[case.id] for case in cases}
 
 

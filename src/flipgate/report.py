@@ -65,7 +65,12 @@ def row_to_dict(row: Row) -> dict[str, Any]:
     return out
 
 
-def to_dict(report: Report) -> dict[str, Any]:
+def to_dict(report: Report, *, rows: bool = True) -> dict[str, Any]:
+    """The contract's report.json as a dict (`rows=False`: an empty list in their place)."""
+    return _to_dict(report, rows=rows)
+
+
+def _to_dict(report: Report, *, rows: bool) -> dict[str, Any]:
     judge: dict[str, Any] = {"provider": report.judge.provider, "model": report.judge.model,
                              "engine": report.judge.engine}
     if report.judge.embedding_model:
@@ -77,7 +82,7 @@ def to_dict(report: Report) -> dict[str, Any]:
         "conclusion": report.conclusion.value,
         "judge": judge,
         "counts": asdict(report.counts),
-        "rows": [row_to_dict(row) for row in report.rows],
+        "rows": [row_to_dict(row) for row in report.rows] if rows else [],
         "relevance_threshold": report.relevance_threshold,
     }
     if report.fluency is not None:
@@ -95,6 +100,27 @@ def write_json(report: Report, path: str | os.PathLike[str]) -> None:
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f".{target.name}.tmp")
-    tmp.write_text(json.dumps(to_dict(report), indent=2, ensure_ascii=False) + "\n",
-                   encoding="utf-8")
+    with tmp.open("w", encoding="utf-8") as handle:
+        for chunk in _json_chunks(report):
+            handle.write(chunk)
     os.replace(tmp, target)
+
+
+def _json_chunks(report: Report):
+    """`json.dumps(to_dict(report), indent=2)` plus a newline, written a row at a time, so
+    a 100,000-row report never exists twice in memory (as dicts and as one string)."""
+    def dumps(value: Any, depth: int) -> str:
+        return json.dumps(value, indent=2, ensure_ascii=False).replace("\n", "\n" + "  " * depth)
+
+    head = to_dict(report, rows=False)
+    yield "{"
+    for position, (key, value) in enumerate(head.items()):
+        yield ("," if position else "") + f"\n  {json.dumps(key)}: "
+        if key != "rows" or not report.rows:
+            yield dumps(value, 1)
+            continue
+        yield "["
+        for index, row in enumerate(report.rows):
+            yield ("," if index else "") + "\n    " + dumps(row_to_dict(row), 2)
+        yield "\n  ]"
+    yield "\n}\n"

@@ -2,9 +2,10 @@
 
 Each row follows the product's rule: groundedness of both answers, then a
 real second scoring when the candidate newly fell to ungrounded, and fluency
-only when the row is tied in an answering bucket. Rows run concurrently with
-no barrier between them, beside one batched relevance pass for every answer
-of the run; the shared concurrency limit lives in the LLM layer.
+only when the row is tied in an answering bucket. A fixed pool of workers
+pulls rows (no barrier between rows, memory bounded by the pool), beside one
+batched relevance pass for every answer of the run; the shared concurrency
+limit lives in the LLM layer.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from flipgate.model import (
 )
 from flipgate.progress import Progress
 from flipgate.runtime import Runtime
+from flipgate.workpool import map_bounded, pool_size
 
 T = TypeVar("T")
 
@@ -114,14 +116,18 @@ async def _judge_row(judge: Judge, case: Case, baseline: Answer, candidate: Answ
 
 async def score_rows(*, cases: Sequence[Case], baseline: Mapping[str, Answer],
                      candidate: Mapping[str, Answer], config: Config, judge: Judge,
-                     progress: Progress) -> Report:
+                     progress: Progress, workers: int | None = None) -> Report:
+    """Every row, `workers` rows at a time (default: enough for `config.concurrency`
+    requests in flight), beside the run's relevance pass."""
+    workers = workers or pool_size(config.concurrency)
     n = len(cases)
     progress.add(4 * n)  # groundedness and relevance for both sides
     relevance_items = [(case, answers[case.id].response)
                        for answers in (baseline, candidate) for case in cases]
-    *judged, relevances = await asyncio.gather(
-        *(_judge_row(judge, case, baseline[case.id], candidate[case.id], progress=progress)
-          for case in cases),
+    judged, relevances = await asyncio.gather(
+        map_bounded(lambda case: _judge_row(judge, case, baseline[case.id], candidate[case.id],
+                                            progress=progress),
+                    cases, workers=workers),
         _relevance(judge, relevance_items, progress))
 
     rows = []

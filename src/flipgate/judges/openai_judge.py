@@ -11,9 +11,8 @@ row gets a judge error. Nothing here raises for one row's failure, except
 
 from __future__ import annotations
 
-import asyncio
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from flipgate.judges import prompts
@@ -21,6 +20,7 @@ from flipgate.judges.base import EMPTY_ANSWER, RUBRIC_VERSION
 from flipgate.judges.replies import JudgeReplyError, Questions, read_questions, read_score
 from flipgate.llm import LLM
 from flipgate.model import Case, JudgeInfo, Relevance, Score
+from flipgate.workpool import map_bounded, pool_size
 
 if TYPE_CHECKING:
     import openai
@@ -66,6 +66,21 @@ def mean_cosine(questions: Sequence[Sequence[float]], query: Sequence[float]) ->
     return sum(cosine(q, query) for q in questions) / len(questions) if questions else 0.0
 
 
+def _batches(groups: Iterable[list[int]], *, cost: Callable[[int], int], size: int) -> Iterator[list[int]]:
+    """Whole groups into batches of at most `size` texts (a group larger than that goes alone)."""
+    batch: list[int] = []
+    used = 0
+    for group in groups:
+        need = sum(cost(index) for index in group)
+        if batch and used + need > size:
+            yield batch
+            batch, used = [], 0
+        batch.extend(group)
+        used += need
+    if batch:
+        yield batch
+
+
 class OpenAIJudge:
     """The `Judge` protocol on an OpenAI-compatible chat completions API."""
 
@@ -93,32 +108,56 @@ class OpenAIJudge:
         return await self._score("fluency", prompts.fluency_messages(response=response), sample=0)
 
     async def relevance(self, items: Sequence[tuple[Case, str]]) -> list[Relevance]:
-        """One questions call per distinct answer, then one batched embedding pass."""
-        import openai
+        """One questions call per distinct answer, then batched embeddings.
 
+        A batch holds whole cases (both answers' questions and their query) up
+        to the provider's input limit, so a small run is one request, and each
+        batch's vectors are reduced to its items' scores as soon as it returns:
+        no run holds more vectors than one batch per request in flight.
+        """
+        workers = pool_size(self.llm.limiter.limit)
         answers = list(dict.fromkeys(response for _, response in items if response.strip()))
-        replies = await asyncio.gather(*(self._questions_for(answer) for answer in answers))
+        replies = await map_bounded(self._questions_for, answers, workers=workers)
         readings: dict[str, Questions | str] = dict(zip(answers, replies, strict=True))
 
-        texts: list[str] = []
-        for case, response in items:
+        results: list[Relevance | None] = [None] * len(items)
+        embedded: dict[str, list[int]] = {}  # case id -> its items that need vectors
+        for index, (case, response) in enumerate(items):
             reading = readings.get(response)
             if isinstance(reading, Questions) and not reading.noncommittal and case.query.strip():
-                texts.extend((*reading.questions, case.query))
-        vectors: dict[str, list[float]] = {}
-        embedding_error = None
-        if texts:
-            try:
-                embedded = await self.llm.embed(model=self.info.embedding_model or "", texts=texts)
-                vectors = dict(zip(texts, embedded, strict=True))
-            except openai.OpenAIError as exc:
-                retries = getattr(self.llm.client, "max_retries", 0)
-                embedding_error = f"relevance embeddings: {describe_api_error(exc, retries=retries)}"
-            except ValueError as exc:  # the provider returned the wrong number of vectors
-                embedding_error = f"relevance embeddings: {exc}"
+                embedded.setdefault(case.id, []).append(index)
+            else:
+                results[index] = self._relevance_of(case, response, reading, {}, None)
 
-        return [self._relevance_of(case, response, readings.get(response), vectors, embedding_error)
-                for case, response in items]
+        def texts_of(index: int) -> tuple[str, ...]:
+            case, response = items[index]
+            reading = readings[response]
+            assert isinstance(reading, Questions)
+            return (*reading.questions, case.query)
+
+        async def one_batch(batch: list[int]) -> None:
+            texts = list(dict.fromkeys(text for index in batch for text in texts_of(index)))
+            vectors, error = await self._embed(texts)
+            for index in batch:
+                case, response = items[index]
+                results[index] = self._relevance_of(case, response, readings[response], vectors, error)
+
+        batches = _batches(embedded.values(), cost=lambda index: len(texts_of(index)),
+                           size=self.llm.embedding_batch)
+        await map_bounded(one_batch, batches, workers=workers)
+        return [result for result in results if result is not None]
+
+    async def _embed(self, texts: list[str]) -> tuple[dict[str, list[float]], str | None]:
+        import openai
+
+        try:
+            vectors = await self.llm.embed(model=self.info.embedding_model or "", texts=texts)
+        except openai.OpenAIError as exc:
+            retries = getattr(self.llm.client, "max_retries", 0)
+            return {}, f"relevance embeddings: {describe_api_error(exc, retries=retries)}"
+        except ValueError as exc:  # the provider returned the wrong number of vectors
+            return {}, f"relevance embeddings: {exc}"
+        return dict(zip(texts, vectors, strict=True)), None
 
     async def aclose(self) -> None:
         await self.llm.client.close()
