@@ -22,6 +22,7 @@ import json
 import os
 import random
 import struct
+import sys
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -35,8 +36,8 @@ from flipgate.pacing import Limiter, retry_after
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
 
-__all__ = ["LLM", "Budget", "BudgetExceeded", "Completion", "Endpoint", "Limiter", "RetryPolicy",
-           "Usage", "azure_endpoint", "make_client", "openai_endpoint"]
+__all__ = ["LLM", "Budget", "BudgetExceeded", "Completion", "Endpoint", "LazyClient", "Limiter",
+           "RetryPolicy", "Usage", "azure_endpoint", "is_api_error", "make_client", "openai_endpoint"]
 
 T = TypeVar("T")
 
@@ -108,7 +109,7 @@ class RetryPolicy:
 class LLM:
     """Chat completions and embeddings against one endpoint, cached, paced and capped."""
 
-    def __init__(self, client: AsyncOpenAI, endpoint: Endpoint, *, limiter: Limiter,
+    def __init__(self, client: AsyncOpenAI | LazyClient, endpoint: Endpoint, *, limiter: Limiter,
                  cache: Cache | None = None, budget: Budget | None = None,
                  usage: Usage | None = None, retry: RetryPolicy | None = None,
                  flights: dict[str, _Flight] | None = None,
@@ -219,6 +220,7 @@ class LLM:
         """
         import openai
 
+        client = self.client.get() if isinstance(self.client, LazyClient) else self.client
         first_try = self.limiter.clock()
         failures = 0
         while True:
@@ -227,8 +229,8 @@ class LLM:
             try:
                 self.budget.reserve(worst_case)
                 try:
-                    response = await self.client.post(
-                        path, body=body, cast_to=_raw_response_type(self.client),
+                    response = await client.post(
+                        path, body=body, cast_to=_raw_response_type(client),
                         options={"max_retries": 0})
                     reply = _json_object(response)
                 except openai.RateLimitError as exc:
@@ -397,18 +399,51 @@ def make_client(endpoint: Endpoint, *, timeout: float = DEFAULT_TIMEOUT_SECONDS,
 
     The key comes only from the environment, never from a file the PR controls.
     """
+    key = _api_key(endpoint)
     import openai  # lazy: keeps `flipgate --help` fast
 
+    if endpoint.kind == "azure":
+        return openai.AsyncAzureOpenAI(azure_endpoint=endpoint.base_url, api_key=key,
+                                       api_version=endpoint.api_version,
+                                       timeout=timeout, max_retries=max_retries)
+    return openai.AsyncOpenAI(base_url=endpoint.base_url, api_key=key,
+                              timeout=timeout, max_retries=max_retries)
+
+
+def _api_key(endpoint: Endpoint) -> str:
     if endpoint.kind == "azure":
         key = os.environ.get("AZURE_OPENAI_API_KEY")
         if not key:
             raise InputError("azure needs AZURE_OPENAI_API_KEY in the environment")
-        return openai.AsyncAzureOpenAI(azure_endpoint=endpoint.base_url, api_key=key,
-                                       api_version=endpoint.api_version,
-                                       timeout=timeout, max_retries=max_retries)
+        return key
     key = os.environ.get("OPENAI_API_KEY")
     if not key:
         raise InputError("openai needs OPENAI_API_KEY in the environment "
                          "(any value works for a local OpenAI-compatible server)")
-    return openai.AsyncOpenAI(base_url=endpoint.base_url, api_key=key,
-                              timeout=timeout, max_retries=max_retries)
+    return key
+
+
+class LazyClient:
+    """An openai client built (and the SDK imported) only when a request is really sent,
+    so a run whose every reply is cached never loads the SDK."""
+
+    def __init__(self, endpoint: Endpoint, *, timeout: float = DEFAULT_TIMEOUT_SECONDS,
+                 max_retries: int = DEFAULT_MAX_RETRIES):
+        _api_key(endpoint)  # a missing key is bad input now, before any work
+        self.endpoint, self.timeout, self.max_retries = endpoint, timeout, max_retries
+        self._client: AsyncOpenAI | None = None
+
+    def get(self) -> AsyncOpenAI:
+        if self._client is None:
+            self._client = make_client(self.endpoint, timeout=self.timeout, max_retries=self.max_retries)
+        return self._client
+
+    async def close(self) -> None:
+        if self._client is not None:
+            await self._client.close()
+
+
+def is_api_error(exc: BaseException) -> bool:
+    """An error from the openai client (if the SDK was never imported, none can be)."""
+    openai = sys.modules.get("openai")
+    return openai is not None and isinstance(exc, openai.OpenAIError)

@@ -213,13 +213,13 @@ async def _replay_and_gate(*, inputs: Inputs, pair: LockedPair,
                            prepared: dict[str, PreparedGenerator], runtime: Runtime,
                            judge: str | None) -> Report:
     from flipgate.judges import make_judge
-    from flipgate.llm import make_client
+    from flipgate.llm import LazyClient
     from flipgate.scoring import gate_answers
 
     # Build (and drop) the judge first: a judge that cannot be set up should
     # stop the run before any generation is paid for.
     await make_judge(inputs.config, runtime=runtime, provider=judge).aclose()
-    client = make_client(pair.baseline.endpoint)
+    client = LazyClient(pair.baseline.endpoint)
     try:
         cases = inputs.cases
         if pair.adopted:
@@ -328,7 +328,7 @@ async def replay_ref(*, repo: Path, ref: str, config_path: str = DEFAULT_CONFIG,
                      cache_dir: Path | None = DEFAULT_CACHE,
                      progress: Progress | None = None) -> ReplayResult:
     """Every case's answer from the generator at one ref (configuration and cases of that ref)."""
-    from flipgate.llm import make_client
+    from flipgate.llm import LazyClient
 
     repo = Path(repo).resolve()
     at = Ref(ref, gitrefs.resolve(repo, ref))
@@ -339,7 +339,7 @@ async def replay_ref(*, repo: Path, ref: str, config_path: str = DEFAULT_CONFIG,
     pair = lock(generator, generator)  # one ref: its own configuration is the trusted one
     prepared = prepare(repo, {"generation": at}, {"generation": pair.baseline}, inputs.cases)
     runtime = Runtime.from_config(config, cache_dir=cache_dir, progress=progress)
-    client = make_client(pair.baseline.endpoint)
+    client = LazyClient(pair.baseline.endpoint)
     try:
         answers = await replay(inputs.cases, prepared["generation"], client=client, runtime=runtime,
                                purpose="generation")

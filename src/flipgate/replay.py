@@ -26,6 +26,8 @@ from flipgate.workpool import map_bounded, pool_size
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
 
+    from flipgate.llm import LazyClient
+
 GENERATION_TAG = {"kind": "generation"}
 
 
@@ -76,7 +78,7 @@ async def first_failure_cancels(awaitables: Sequence[Awaitable[Any]]) -> list[An
     return [t.result() for t in tasks]
 
 
-async def replay(cases: Sequence[Case], generator: PreparedGenerator, *, client: AsyncOpenAI,
+async def replay(cases: Sequence[Case], generator: PreparedGenerator, *, client: AsyncOpenAI | LazyClient,
                  runtime: Runtime, purpose: str) -> dict[str, Answer]:
     """Every case's answer from one side's generator, by case id.
 

@@ -34,13 +34,13 @@ def make_judge(config: Config, *, runtime: Runtime, provider: str | None = None)
                          "(pin the judge model)")
 
     from flipgate.judges.openai_judge import OpenAIJudge
-    from flipgate.llm import RetryPolicy, azure_endpoint, make_client, openai_endpoint
+    from flipgate.llm import LazyClient, RetryPolicy, azure_endpoint, openai_endpoint
     from flipgate.model import JudgeInfo
 
     judge = config.judge
     endpoint = (openai_endpoint(judge.base_url) if chosen == "openai"
                 else azure_endpoint(judge.azure_endpoint, judge.api_version, deployment=judge.model))
-    client = make_client(endpoint, timeout=judge.timeout, max_retries=judge.max_retries)
+    client = LazyClient(endpoint, timeout=judge.timeout, max_retries=judge.max_retries)
     llm = runtime.llm(client, endpoint, purpose="judge",
                       retry=RetryPolicy(max_retries=judge.max_retries, max_wait=judge.max_wait),
                       embedding_batch=config.relevance.embedding_batch)

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from flipgate.judges import prompts
 from flipgate.judges.base import EMPTY_ANSWER, RUBRIC_VERSION
 from flipgate.judges.replies import JudgeReplyError, Questions, read_questions, read_score
-from flipgate.llm import LLM
+from flipgate.llm import LLM, is_api_error
 from flipgate.model import Case, JudgeInfo, Relevance, Score
 from flipgate.workpool import map_bounded, pool_size
 
@@ -148,15 +148,15 @@ class OpenAIJudge:
         return [result for result in results if result is not None]
 
     async def _embed(self, texts: list[str]) -> tuple[dict[str, list[float]], str | None]:
-        import openai
-
         try:
             vectors = await self.llm.embed(model=self.info.embedding_model or "", texts=texts)
-        except openai.OpenAIError as exc:
+        except Exception as exc:  # noqa: BLE001 - API errors become the batch's error
+            if not is_api_error(exc):
+                if isinstance(exc, ValueError):  # the provider returned the wrong number of vectors
+                    return {}, f"relevance embeddings: {exc}"
+                raise
             retries = getattr(self.llm.client, "max_retries", 0)
             return {}, f"relevance embeddings: {describe_api_error(exc, retries=retries)}"
-        except ValueError as exc:  # the provider returned the wrong number of vectors
-            return {}, f"relevance embeddings: {exc}"
         return dict(zip(texts, vectors, strict=True)), None
 
     async def aclose(self) -> None:
@@ -176,8 +176,6 @@ class OpenAIJudge:
     async def _ask(self, metric: str, messages: list[dict[str, str]], *,
                    read: Callable[[str], T], sample: int) -> T:
         """Ask once; a reply that breaks the rubric is asked again, exactly once."""
-        import openai
-
         tag = {"rubric": RUBRIC_VERSION, "metric": metric, "sample": sample}
         problem = ""
         for _attempt in range(2):
@@ -185,7 +183,9 @@ class OpenAIJudge:
                 completion = await self.llm.chat(model=self.info.model, messages=messages,
                                                  params=self._params(), cache_tag=tag,
                                                  validate=read)
-            except openai.OpenAIError as exc:
+            except Exception as exc:
+                if not is_api_error(exc):
+                    raise
                 retries = getattr(self.llm.client, "max_retries", 0)
                 raise JudgeFailure(f"{metric} judge: {describe_api_error(exc, retries=retries)}") \
                     from exc
