@@ -27,6 +27,7 @@ from flipgate.prompty import Prompty, parse_prompty, referenced_files, render_is
 from flipgate.replay import PreparedGenerator, first_failure_cancels, replay
 from flipgate.runtime import Runtime
 from flipgate.scoring import judge_info, stopped_report
+from flipgate.shards import Shard
 from flipgate.textinput import decode_utf8
 
 if TYPE_CHECKING:
@@ -44,6 +45,7 @@ class CheckResult:
     markdown: str
     exit_code: int
     message: str | None = None   # why the run stopped early (exit 3), for stderr
+    partial: Path | None = None  # a shard's partial.json, instead of report.json and comment.md
 
 
 @dataclass(frozen=True)
@@ -241,16 +243,24 @@ async def _replay_and_gate(*, inputs: Inputs, pair: LockedPair,
 async def check(*, repo: Path, base: str, head: str, config_path: str = DEFAULT_CONFIG,
                 out_dir: Path = DEFAULT_OUT, cache_dir: Path | None = DEFAULT_CACHE,
                 judge: str | None = None, console: Console | None = None,
-                progress: Progress | None = None) -> CheckResult:
+                progress: Progress | None = None, shard: Shard | None = None) -> CheckResult:
     """`run_check`, for callers that already run an event loop."""
-    from flipgate import gate
-    from flipgate.outputs import write_outputs
-
     repo = Path(repo).resolve()
     base_ref = Ref(base, gitrefs.resolve(repo, base))
     head_ref = Ref(head, gitrefs.resolve(repo, head))
     changed = gitrefs.changed_paths(repo, base_ref.sha, head_ref.sha)
     inputs = load_inputs(repo, base_ref, head_ref, config_path, changed=changed)
+    total = len(inputs.cases)
+    positions = list(range(total))
+    if shard is not None:
+        inputs.cases, positions = shard.select(inputs.cases)
+
+    def finish(report: Report, *, message: str | None = None) -> CheckResult:
+        return _finish(report, out_dir=out_dir, console=console, message=message, shard=shard,
+                       positions=positions, total=total,
+                       fingerprint={"base_sha": base_ref.sha, "head_sha": head_ref.sha,
+                                    "configuration": config_path, "cases": total,
+                                    "judge": f"{report.judge.provider}/{report.judge.model}"})
     path = generator_path(inputs.config)
     base_generator = load_generator(repo, base_ref, path)
     head_generator = require_generator(repo, head_ref, path)
@@ -265,8 +275,7 @@ async def check(*, repo: Path, base: str, head: str, config_path: str = DEFAULT_
                                "a watched path: nothing to gate, no model was called.")
         report = _skipped_report(inputs=inputs, judge=judge, head=head_ref)
         report.usage, report.cache = {}, {"hits": 0, "misses": 0}
-        markdown = write_outputs(report, out_dir, console=console)
-        return CheckResult(report=report, markdown=markdown, exit_code=0)
+        return finish(report)
 
     pair = lock(base_generator, head_generator)
     inputs.notes.extend(pair.notes)
@@ -293,6 +302,22 @@ async def check(*, repo: Path, base: str, head: str, config_path: str = DEFAULT_
         report.head_sha = head_ref.sha
     report.change = change
     runtime.fill_report(report)
+    return finish(report, message=message)
+
+
+def _finish(report: Report, *, out_dir: Path, console: Console | None, message: str | None,
+            shard: Shard | None, positions: list[int], total: int,
+            fingerprint: dict[str, Any]) -> CheckResult:
+    """Write the outputs: report.json and comment.md, or a shard's partial.json."""
+    from flipgate import gate
+    from flipgate.outputs import write_outputs
+    from flipgate.shards import write_partial
+
+    if shard is not None:
+        path = write_partial(report, out_dir, shard=shard, positions=positions, total=total,
+                             fingerprint=fingerprint)
+        return CheckResult(report=report, markdown="", message=message, partial=path,
+                           exit_code=3 if report.conclusion is Conclusion.ERROR else 0)
     markdown = write_outputs(report, out_dir, console=console)
     return CheckResult(report=report, markdown=markdown, exit_code=gate.exit_code(report.conclusion),
                        message=message)
@@ -301,7 +326,7 @@ async def check(*, repo: Path, base: str, head: str, config_path: str = DEFAULT_
 def run_check(*, repo: Path, base: str, head: str, config_path: str = DEFAULT_CONFIG,
               out_dir: Path = DEFAULT_OUT, cache_dir: Path | None = DEFAULT_CACHE,
               judge: str | None = None, console: Console | None = None,
-              progress: Progress | None = None) -> CheckResult:
+              progress: Progress | None = None, shard: Shard | None = None) -> CheckResult:
     """The whole PR check: detect the change, replay both refs, gate, write the outputs.
 
     Bad input or a refused pull request raises InputError / SecurityError
@@ -311,7 +336,7 @@ def run_check(*, repo: Path, base: str, head: str, config_path: str = DEFAULT_CO
     """
     return asyncio.run(check(repo=repo, base=base, head=head, config_path=config_path,
                              out_dir=out_dir, cache_dir=cache_dir, judge=judge, console=console,
-                             progress=progress))
+                             progress=progress, shard=shard))
 
 
 # --- one ref (`flipgate replay`) ----------------------------------------------------

@@ -157,10 +157,10 @@ async def score_rows(*, cases: Sequence[Case], baseline: Mapping[str, Answer],
 
     counts = gate.count(rows)
     return Report(conclusion=gate.conclude(counts), judge=judge.info, counts=counts, rows=rows,
-                  fluency=_fluency_summary(rows), relevance_threshold=config.relevance.threshold)
+                  fluency=fluency_summary(rows), relevance_threshold=config.relevance.threshold)
 
 
-def _fluency_summary(rows: Sequence[Row]) -> FluencySummary | None:
+def fluency_summary(rows: Sequence[Row]) -> FluencySummary | None:
     """Mean fluency change over tied rows: a tie-breaker reported last, never a vote."""
     ties = [row for row in rows if row.verdict is Verdict.UNCHANGED
             and row.baseline.fluency is not None and row.candidate.fluency is not None]
