@@ -316,8 +316,9 @@ def _finish(report: Report, *, out_dir: Path, console: Console | None, message: 
     if shard is not None:
         path = write_partial(report, out_dir, shard=shard, positions=positions, total=total,
                              fingerprint=fingerprint)
+        # Judge errors on rows are part of the result; only a part that stopped fails its job.
         return CheckResult(report=report, markdown="", message=message, partial=path,
-                           exit_code=3 if report.conclusion is Conclusion.ERROR else 0)
+                           exit_code=3 if message is not None else 0)
     markdown = write_outputs(report, out_dir, console=console)
     return CheckResult(report=report, markdown=markdown, exit_code=gate.exit_code(report.conclusion),
                        message=message)

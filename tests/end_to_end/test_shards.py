@@ -155,3 +155,18 @@ def test_gate_shards_merge_too_and_refuse_other_answers(openai_server: FakeOpenA
     CliRunner().invoke(cli, [*gate_args(tmp_path, "d.jsonl", tmp_path / "other"), "--shard", "3/3"])
     refused = CliRunner().invoke(cli, ["merge", *partials[:2], str(tmp_path / "other" / "partial.json")])
     assert refused.exit_code == 2 and "different candidate" in refused.output
+
+
+def test_judge_errors_on_rows_are_a_result_the_merge_reports_as_exit_3(repo: GitRepo, tmp_path: Path,
+                                                                       openai_server: FakeOpenAI) -> None:
+    openai_server.fail("relevance", status=400, times=10_000)  # refused, sent once: row errors
+    whole = run(repo, tmp_path / "whole")
+    assert whole.exit_code == 3
+    for i in (1, 2):
+        assert run(repo, tmp_path / f"s{i}", "--shard", f"{i}/2").exit_code == 0
+    merged = CliRunner().invoke(cli, ["merge", str(tmp_path / "s1" / "partial.json"),
+                                      str(tmp_path / "s2" / "partial.json"), "--out", str(tmp_path / "m")])
+    assert merged.exit_code == 3
+    report = json.loads((tmp_path / "m" / "report.json").read_text())
+    expected = json.loads((tmp_path / "whole" / "report.json").read_text())
+    assert report["counts"] == expected["counts"] and report["conclusion"] == "error"

@@ -53,7 +53,6 @@ def gate(cases_path: str, baseline_path: str, candidate_path: str, config_path: 
     from flipgate.cases import load_answer_sets, load_cases
     from flipgate.config import Config
     from flipgate.errors import IncompleteError
-    from flipgate.model import Conclusion
     from flipgate.outputs import write_outputs
     from flipgate.runtime import Runtime
     from flipgate.scoring import gate_answers, stopped_report
@@ -99,7 +98,8 @@ def gate(cases_path: str, baseline_path: str, candidate_path: str, config_path: 
                              fingerprint=fingerprint)
         click.echo(f"wrote {path} (shard {part}: {len(cases)} of {total} cases); "
                    "`flipgate merge` turns the partials into the report", err=True)
-        sys.exit(3 if report.conclusion is Conclusion.ERROR else 0)
+        # Judge errors on rows are part of the result; only a part that stopped fails its job.
+        sys.exit(3 if stopped is not None else 0)
     write_outputs(report, Path(out_dir), console=Console())
     click.echo(f"wrote {Path(out_dir) / 'report.json'} and {Path(out_dir) / 'comment.md'}",
                err=True)
