@@ -31,7 +31,7 @@ from urllib.parse import urlsplit
 from flipgate.budget import Budget, BudgetExceeded, chat_worst_case, embedding_worst_case
 from flipgate.cache import Cache, cache_key
 from flipgate.errors import InputError
-from flipgate.pacing import Limiter, retry_after
+from flipgate.pacing import LONGEST_PAUSE, Limiter, retry_after
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -248,7 +248,8 @@ class LLM:
                         _explain(exc, _after(failures))
                         raise
                     failures += 1
-                    backoff = retry_after(exc.response.headers) or _backoff(failures)
+                    told = retry_after(exc.response.headers)
+                    backoff = min(told, LONGEST_PAUSE) if told else _backoff(failures)
                     continue
                 except (openai.APIConnectionError, ValueError) as exc:
                     # Sent, and maybe worked on: counted at its worst case.
