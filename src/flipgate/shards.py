@@ -210,3 +210,29 @@ def merge(paths: Sequence[str | os.PathLike[str]]) -> Report:
             setattr(report, name, total)
     report.notes.append(f"Merged from {count} shards.")
     return report
+
+
+def merged_check(folder: str | os.PathLike[str]):
+    """A stand-in for `pipeline.run_check` that merges the partials found under `folder`
+    (any depth, as downloaded artifacts land) instead of evaluating, and refuses partials
+    made for other commits than the ones being checked."""
+    from flipgate.pipeline import CheckResult
+
+    def check(*, repo: Path, base: str, head: str, out_dir: Path, **_: Any) -> CheckResult:
+        from flipgate.outputs import write_outputs
+
+        paths = sorted(Path(folder).rglob(PARTIAL_FILE))
+        if not paths:
+            raise InputError(Problem(str(folder), None, f"no {PARTIAL_FILE} found (download the "
+                                                        "shards' artifacts here)"))
+        for path in paths:
+            fingerprint = read_partial(path)["fingerprint"]
+            for name, sha in (("base_sha", base), ("head_sha", head)):
+                if fingerprint.get(name) != sha:
+                    raise InputError(Problem(str(path), None, f"was made for {name.replace('_', ' ')} "
+                                                              f"{fingerprint.get(name)}, not {sha}"))
+        report = merge(paths)
+        markdown = write_outputs(report, out_dir)
+        return CheckResult(report=report, markdown=markdown, exit_code=gate.exit_code(report.conclusion))
+
+    return check
