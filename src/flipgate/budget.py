@@ -17,10 +17,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+# What a request that sets no completion limit is assumed to be able to generate.
+from flipgate.config import DEFAULT_COMPLETION_CEILING
 from flipgate.errors import IncompleteError
 
-# What a request that sets no completion limit is assumed to be able to generate.
-DEFAULT_COMPLETION_CEILING = 4096
 # Chat format tokens around each message and before the reply (role markers and the like).
 MESSAGE_OVERHEAD = 8
 REPLY_OVERHEAD = 8

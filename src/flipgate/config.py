@@ -15,23 +15,40 @@ from typing import Any
 from flipgate.errors import InputError, Problem
 from flipgate.textinput import decode_utf8, load_yaml_located
 
+# Every default of flipgate lives here.
 DEFAULT_CONFIG = ".flipgate.yml"
+DEFAULT_OUT_DIR = "flipgate-out"        # report.json and comment.md
+DEFAULT_CACHE_DIR = ".flipgate-cache"   # model replies
+DEFAULT_CONCURRENCY = 8                 # model calls in flight at once, for the whole run
+DEFAULT_TIMEOUT_SECONDS = 60.0          # per model request (the openai client's own timeout)
+DEFAULT_MAX_RETRIES = 3                 # retries of a 5xx, timeout or lost connection
+DEFAULT_MAX_WAIT = 600.0                # seconds one request may spend waiting out 429s
+DEFAULT_COMPLETION_CEILING = 4096       # budget: worst case of a request without max_tokens
+DEFAULT_EMBEDDING_BATCH = 2048          # OpenAI's /embeddings takes at most 2048 inputs
+DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1"
+DEFAULT_QUESTIONS = 3                   # questions the relevance judge invents per answer
+OFFLINE_MODEL = "lexical-v1"            # the offline judge's name for itself
+STEP_SUMMARY_LIMIT = 1024 * 1024        # GitHub's step summary holds at most 1 MiB
+GITHUB_COMMENT_LIMIT = 65_536           # GitHub refuses a longer comment
+
 PROVIDERS = ("openai", "azure", "offline")
-ENGINES = ("openai", "azure-ai-evaluation")
+OPENAI_ENGINE = "openai"
+AZURE_ENGINE = "azure-ai-evaluation"    # the optional azure-ai-evaluation backend
+ENGINES = (OPENAI_ENGINE, AZURE_ENGINE)
 
 
 @dataclass(frozen=True)
 class JudgeConfig:
     provider: str = "offline"
-    model: str = "lexical-v1"
-    engine: str = "openai"
+    model: str = OFFLINE_MODEL
+    engine: str = OPENAI_ENGINE
     base_url: str | None = None
     azure_endpoint: str | None = None
     api_version: str | None = None
     reasoning: bool = False
-    timeout: float = 60.0
-    max_retries: int = 3  # other transient failures (5xx, timeouts), per request
-    max_wait: float = 600.0  # seconds a request may spend waiting out 429s
+    timeout: float = DEFAULT_TIMEOUT_SECONDS
+    max_retries: int = DEFAULT_MAX_RETRIES  # other transient failures (5xx, timeouts), per request
+    max_wait: float = DEFAULT_MAX_WAIT  # seconds a request may spend waiting out 429s
 
 
 @dataclass(frozen=True)
@@ -43,8 +60,8 @@ class GateConfig:
 class RelevanceConfig:
     threshold: float = 0.7
     embedding_model: str = "text-embedding-3-small"
-    questions: int = 3
-    embedding_batch: int = 2048
+    questions: int = DEFAULT_QUESTIONS
+    embedding_batch: int = DEFAULT_EMBEDDING_BATCH
 
 
 @dataclass(frozen=True)
@@ -52,7 +69,7 @@ class BudgetConfig:
     max_requests: int | None = None
     max_tokens: int | None = None
     # The worst case assumed for a request that sets no max_tokens / max_completion_tokens.
-    completion_ceiling: int = 4096
+    completion_ceiling: int = DEFAULT_COMPLETION_CEILING
 
 
 @dataclass(frozen=True)
@@ -66,7 +83,7 @@ class Config:
     gate: GateConfig = field(default_factory=GateConfig)
     relevance: RelevanceConfig = field(default_factory=RelevanceConfig)
     budget: BudgetConfig = field(default_factory=BudgetConfig)
-    concurrency: int = 8
+    concurrency: int = DEFAULT_CONCURRENCY
     directory: str = "."  # the config's directory, relative to the repository or cwd
 
     def path_of(self, relative: str) -> str:
@@ -186,7 +203,7 @@ def parse_config(text: str, *, source: str = DEFAULT_CONFIG, directory: str = ".
     provider = judge_values.get("provider", "offline")
     if provider in ("openai", "azure") and "model" not in judge_values:
         problem(("judge",), f"'judge.model' is required for provider {provider} (pin the judge)")
-    if judge_values.get("engine") == "azure-ai-evaluation" and provider == "offline":
+    if judge_values.get("engine") == AZURE_ENGINE and provider == "offline":
         problem(("judge", "engine"), "'judge.engine' azure-ai-evaluation needs provider openai or azure")
     if problems:
         raise InputError(problems)
@@ -213,7 +230,7 @@ def parse_config(text: str, *, source: str = DEFAULT_CONFIG, directory: str = ".
         gate=GateConfig(**gate),
         relevance=RelevanceConfig(**relevance),
         budget=BudgetConfig(**section("budget")),
-        concurrency=data.get("concurrency", 8),
+        concurrency=data.get("concurrency", DEFAULT_CONCURRENCY),
         directory=directory,
     )
 

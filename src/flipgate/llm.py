@@ -19,7 +19,6 @@ import asyncio
 import base64
 import importlib
 import json
-import os
 import random
 import struct
 import sys
@@ -30,8 +29,16 @@ from urllib.parse import urlsplit
 
 from flipgate.budget import Budget, BudgetExceeded, chat_worst_case, embedding_worst_case
 from flipgate.cache import Cache, cache_key
+from flipgate.config import (
+    DEFAULT_EMBEDDING_BATCH,
+    DEFAULT_MAX_RETRIES,
+    DEFAULT_MAX_WAIT,
+    DEFAULT_OPENAI_BASE_URL,
+    DEFAULT_TIMEOUT_SECONDS,
+)
 from flipgate.errors import InputError
 from flipgate.pacing import LONGEST_PAUSE, Limiter, retry_after
+from flipgate.settings import Settings
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -40,14 +47,6 @@ __all__ = ["LLM", "Budget", "BudgetExceeded", "Completion", "Endpoint", "LazyCli
            "RetryPolicy", "Usage", "azure_endpoint", "is_api_error", "make_client", "openai_endpoint"]
 
 T = TypeVar("T")
-
-DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1"
-DEFAULT_TIMEOUT_SECONDS = 60.0
-DEFAULT_MAX_RETRIES = 3
-# How long 429s are waited out before a request is given up (judge.max_wait).
-DEFAULT_MAX_WAIT = 600.0
-# OpenAI's /embeddings accepts at most 2048 inputs per request.
-DEFAULT_EMBEDDING_BATCH = 2048
 
 
 @dataclass(frozen=True)
@@ -377,30 +376,30 @@ def _accepts(validate: Callable[[str], object] | None, content: str) -> bool:
     return True
 
 
-def openai_endpoint(base_url: str | None) -> Endpoint:
+def openai_endpoint(base_url: str | None, *, settings: Settings) -> Endpoint:
     """The endpoint an OpenAI client would use: explicit, else OPENAI_BASE_URL, else api.openai.com."""
-    url = base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_OPENAI_BASE_URL
+    url = base_url or settings.openai_base_url or DEFAULT_OPENAI_BASE_URL
     return Endpoint(kind="openai", base_url=url)
 
 
 def azure_endpoint(azure_endpoint_url: str | None, api_version: str | None,
-                   deployment: str | None = None) -> Endpoint:
-    url = azure_endpoint_url or os.environ.get("AZURE_OPENAI_ENDPOINT")
+                   deployment: str | None = None, *, settings: Settings) -> Endpoint:
+    url = azure_endpoint_url or settings.azure_openai_endpoint
     if not url:
         raise InputError("azure needs an endpoint: set azure_endpoint or AZURE_OPENAI_ENDPOINT")
-    version = api_version or os.environ.get("OPENAI_API_VERSION")
+    version = api_version or settings.openai_api_version
     if not version:
         raise InputError("azure needs an api_version: set api_version or OPENAI_API_VERSION")
     return Endpoint(kind="azure", base_url=url, api_version=version, deployment=deployment)
 
 
-def make_client(endpoint: Endpoint, *, timeout: float = DEFAULT_TIMEOUT_SECONDS,
+def make_client(endpoint: Endpoint, *, settings: Settings, timeout: float = DEFAULT_TIMEOUT_SECONDS,
                 max_retries: int = DEFAULT_MAX_RETRIES) -> AsyncOpenAI:
     """Build the real openai client for an endpoint, with its own retries and timeout.
 
     The key comes only from the environment, never from a file the PR controls.
     """
-    key = _api_key(endpoint)
+    key = _api_key(endpoint, settings)
     import openai  # lazy: keeps `flipgate --help` fast
 
     if endpoint.kind == "azure":
@@ -411,13 +410,13 @@ def make_client(endpoint: Endpoint, *, timeout: float = DEFAULT_TIMEOUT_SECONDS,
                               timeout=timeout, max_retries=max_retries)
 
 
-def _api_key(endpoint: Endpoint) -> str:
+def _api_key(endpoint: Endpoint, settings: Settings) -> str:
     if endpoint.kind == "azure":
-        key = os.environ.get("AZURE_OPENAI_API_KEY")
+        key = settings.azure_openai_api_key
         if not key:
             raise InputError("azure needs AZURE_OPENAI_API_KEY in the environment")
         return key
-    key = os.environ.get("OPENAI_API_KEY")
+    key = settings.openai_api_key
     if not key:
         raise InputError("openai needs OPENAI_API_KEY in the environment "
                          "(any value works for a local OpenAI-compatible server)")
@@ -428,20 +427,26 @@ class LazyClient:
     """An openai client built (and the SDK imported) only when a request is really sent,
     so a run whose every reply is cached never loads the SDK."""
 
-    def __init__(self, endpoint: Endpoint, *, timeout: float = DEFAULT_TIMEOUT_SECONDS,
-                 max_retries: int = DEFAULT_MAX_RETRIES):
-        _api_key(endpoint)  # a missing key is bad input now, before any work
-        self.endpoint, self.timeout, self.max_retries = endpoint, timeout, max_retries
+    def __init__(self, endpoint: Endpoint, *, settings: Settings,
+                 timeout: float = DEFAULT_TIMEOUT_SECONDS, max_retries: int = DEFAULT_MAX_RETRIES):
+        _api_key(endpoint, settings)  # a missing key is bad input now, before any work
+        self.endpoint, self.settings = endpoint, settings
+        self.timeout, self.max_retries = timeout, max_retries
         self._client: AsyncOpenAI | None = None
 
     def get(self) -> AsyncOpenAI:
         if self._client is None:
-            self._client = make_client(self.endpoint, timeout=self.timeout, max_retries=self.max_retries)
+            self._client = make_client(self.endpoint, settings=self.settings, timeout=self.timeout,
+                                       max_retries=self.max_retries)
         return self._client
 
     async def close(self) -> None:
         if self._client is not None:
             await self._client.close()
+
+    def is_closed(self) -> bool:
+        """True when no connection is open: never built, or built and closed."""
+        return self._client is None or self._client.is_closed()
 
 
 def is_api_error(exc: BaseException) -> bool:

@@ -28,6 +28,8 @@ from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from flipgate.config import DEFAULT_CONCURRENCY
+
 # When a 429 says nothing about when to come back: short first, doubling, capped.
 BACKOFF_FIRST = 0.25
 BACKOFF_MAX = 8.0
@@ -122,7 +124,7 @@ def rate_limit_pause(headers: Mapping[str, str], *, streak: int) -> float:
 class Limiter:
     """The run's shared, adaptive concurrency limit (see the module docstring)."""
 
-    limit: int = 8  # the configured maximum
+    limit: int = DEFAULT_CONCURRENCY  # the configured maximum
     clock: Callable[[], float] = field(default=time.monotonic, repr=False)
     current: int = 0  # the limit in force now, 1..limit
     active: int = 0

@@ -60,12 +60,19 @@ class Runtime:
                    usage=self.usage_for(purpose), retry=retry, flights=self.flights,
                    embedding_batch=embedding_batch or DEFAULT_EMBEDDING_BATCH)
 
+    def attach(self, progress: Progress) -> None:
+        """Report progress there, with the limit in force and the 429s on each line."""
+        self.progress = progress
+        self.__post_init__()
+
     def fill_report(self, report: Any) -> None:
-        """Usage, budget, scheduling and cache figures of this run, onto a Report."""
-        report.usage = self.usage_report()
-        report.budget = self.budget.stats()
-        report.scheduling = self.limiter.stats()
-        report.cache = self.cache.stats() if self.cache is not None else None
+        """The budget and scheduling figures of a run that used a model, onto its Report."""
+        if self.usage:
+            report.budget = self.budget.stats()
+            report.scheduling = self.limiter.stats()
 
     def usage_report(self) -> dict[str, dict[str, int]]:
         return {purpose: usage.as_dict() for purpose, usage in self.usage.items()}
+
+    def cache_stats(self) -> dict[str, int] | None:
+        return self.cache.stats() if self.cache is not None else None

@@ -26,10 +26,11 @@ from flipgate.errors import InputError, Problem
 from flipgate.model import (
     Bucket,
     Case,
+    Change,
     Conclusion,
-    Counts,
     Evidence,
     JudgeInfo,
+    ParameterChange,
     Relevance,
     Report,
     Row,
@@ -77,9 +78,12 @@ def digest(data: bytes | str | None) -> str | None:
 # --- writing a partial ----------------------------------------------------------------
 
 def write_partial(report: Report, out_dir: str | os.PathLike[str], *, shard: Shard,
-                  positions: Sequence[int], total: int, fingerprint: Mapping[str, Any]) -> Path:
+                  positions: Sequence[int], total: int, fingerprint: Mapping[str, Any],
+                  stopped: bool = False) -> Path:
+    """`stopped`: the part could not finish (budget, API), so the merged run cannot either."""
     state = {
         "flipgate_partial": PARTIAL_VERSION,
+        "stopped": stopped,
         "shard": {"index": shard.index, "count": shard.count},
         "fingerprint": dict(fingerprint),
         "cases": total,
@@ -89,8 +93,9 @@ def write_partial(report: Report, out_dir: str | os.PathLike[str], *, shard: Sha
             "judge": dataclasses.asdict(report.judge),
             "relevance_threshold": report.relevance_threshold,
             "notes": list(report.notes),
+            "change": dataclasses.asdict(report.change) if report.change is not None else None,
             **{name: getattr(report, name) for name in
-               ("change", "usage", "budget", "scheduling", "cache", "head_sha")},
+               ("usage", "budget", "scheduling", "cache", "head_sha")},
         },
         "rows": [dataclasses.asdict(row) for row in report.rows],
     }
@@ -103,6 +108,16 @@ def write_partial(report: Report, out_dir: str | os.PathLike[str], *, shard: Sha
 
 
 # --- merging partials -----------------------------------------------------------------
+
+def _change(data: Mapping[str, Any] | None) -> Change | None:
+    if data is None:
+        return None
+    return Change(generator=data["generator"], files=tuple(data["files"]),
+                  model=(data["model"][0], data["model"][1]),
+                  parameters=tuple(ParameterChange(**p) for p in data["parameters"]),
+                  template_diff=data["template_diff"], config_diff=data["config_diff"],
+                  cases_diff=data["cases_diff"])
+
 
 def _score(data: Mapping[str, Any] | None) -> Score | None:
     return None if data is None else Score(value=data["value"], reason=data["reason"], error=data["error"])
@@ -157,8 +172,6 @@ def _sum_into(total: dict[str, Any], part: Mapping[str, Any] | None) -> None:
 
 def merge(paths: Sequence[str | os.PathLike[str]]) -> Report:
     """The report of one run, from the partials of its shards (InputError if they are not)."""
-    from flipgate.scoring import fluency_summary
-
     if not paths:
         raise InputError("merge needs the partials of every shard (PARTIAL...)")
     states = [(str(path), read_partial(path)) for path in paths]
@@ -190,18 +203,17 @@ def merge(paths: Sequence[str | os.PathLike[str]]) -> Report:
     parts = [state["report"] for _, state in states]
     notes = list(dict.fromkeys(note for part in parts for note in part["notes"]))
     conclusions = {Conclusion(part["conclusion"]) for part in parts}
-    counts = gate.count(rows)
-    counts.cases = first["cases"]
-    if Conclusion.ERROR in conclusions and any(not state["rows"] for _, state in states):
-        conclusion = Conclusion.ERROR  # a shard could not finish
+    counts = gate.count(rows, cases=first["cases"])
+    if any(state["stopped"] for _, state in states):
+        conclusion = Conclusion.ERROR  # a part could not finish: neither can the run
     elif conclusions == {Conclusion.SKIPPED}:
-        conclusion, counts = Conclusion.SKIPPED, Counts(cases=first["cases"])
+        conclusion, counts = Conclusion.SKIPPED, gate.count([], cases=first["cases"])
     else:
         conclusion = gate.conclude(counts)
     report = Report(conclusion=conclusion, judge=JudgeInfo(**parts[0]["judge"]), counts=counts,
-                    rows=rows, fluency=fluency_summary(rows),
+                    rows=rows, fluency=gate.fluency_summary(rows),
                     relevance_threshold=parts[0]["relevance_threshold"], notes=notes,
-                    change=parts[0]["change"], head_sha=parts[0]["head_sha"])
+                    change=_change(parts[0]["change"]), head_sha=parts[0]["head_sha"])
     for name in ("usage", "cache"):
         if any(part[name] is not None for part in parts):
             total: dict[str, Any] = {}
@@ -218,7 +230,8 @@ def merged_check(folder: str | os.PathLike[str]):
     made for other commits than the ones being checked."""
     from flipgate.pipeline import CheckResult
 
-    def check(*, repo: Path, base: str, head: str, out_dir: Path, **_: Any) -> CheckResult:
+    def check(*, repo: Path, base: str, head: str, out_dir: Path, comment_limit: int | None = None,
+              **_: Any) -> CheckResult:
         from flipgate.outputs import write_outputs
 
         paths = sorted(Path(folder).rglob(PARTIAL_FILE))
@@ -232,7 +245,8 @@ def merged_check(folder: str | os.PathLike[str]):
                     raise InputError(Problem(str(path), None, f"was made for {name.replace('_', ' ')} "
                                                               f"{fingerprint.get(name)}, not {sha}"))
         report = merge(paths)
-        markdown = write_outputs(report, out_dir)
+        markdown = write_outputs(report, out_dir, **({"comment_limit": comment_limit}
+                                                     if comment_limit is not None else {}))
         return CheckResult(report=report, markdown=markdown, exit_code=gate.exit_code(report.conclusion))
 
     return check

@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from flipgate.cli import cli
 
-from gitrepo import GitRepo
+from support.gitrepo import GitRepo
 from support.openai_server import FakeOpenAI
 
 MAX_TOKENS = 1000

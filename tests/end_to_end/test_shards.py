@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from flipgate.cli import cli
 from flipgate.shards import Shard
 
-from gitrepo import GitRepo
+from support.gitrepo import GitRepo
 from support.openai_server import FakeOpenAI
 
 CONFIG = """version: 1

@@ -9,11 +9,13 @@ import pytest
 from flipgate.budget import Budget
 from flipgate.llm import LLM, Limiter, RetryPolicy, make_client, openai_endpoint
 
+from support.factories import settings_now
+
 
 def make_llm(base_url: str, *, limit: int = 4, retry: RetryPolicy | None = None,
              budget: Budget | None = None) -> LLM:
-    endpoint = openai_endpoint(base_url)
-    return LLM(make_client(endpoint, timeout=5), endpoint, limiter=Limiter(limit=limit),
+    endpoint = openai_endpoint(base_url, settings=settings_now())
+    return LLM(make_client(endpoint, settings=settings_now(), timeout=5), endpoint, limiter=Limiter(limit=limit),
                budget=budget, retry=retry or RetryPolicy(max_retries=2, max_wait=30))
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from flipgate.report import to_dict, write_json
 
-from factories import make_report, make_row, one_of_each
+from support.factories import make_report, make_row, one_of_each
 
 
 @pytest.mark.parametrize("rows", [[], [make_row()], one_of_each()], ids=["none", "one", "every-verdict"])

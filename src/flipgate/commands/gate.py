@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import sys
 from pathlib import Path
@@ -16,10 +17,11 @@ from flipgate.commands.common import (
     judge_option,
     read_config,
     report_failures,
+    settings_from_env,
     shard_option,
     visible,
 )
-from flipgate.outputs import DEFAULT_OUT_DIR
+from flipgate.config import DEFAULT_OUT_DIR
 
 
 @click.command("gate")
@@ -53,9 +55,11 @@ def gate(cases_path: str, baseline_path: str, candidate_path: str, config_path: 
     from flipgate.cases import load_answer_sets, load_cases
     from flipgate.config import Config
     from flipgate.errors import IncompleteError
+    from flipgate.judges import make_judge
+    from flipgate.model import Conclusion
     from flipgate.outputs import write_outputs
     from flipgate.runtime import Runtime
-    from flipgate.scoring import gate_answers, stopped_report
+    from flipgate.scoring import Scored, build_report, score_rows, stopped_note
     from flipgate.shards import Shard, digest, write_partial
 
     config = read_config(config_path)
@@ -73,20 +77,29 @@ def gate(cases_path: str, baseline_path: str, candidate_path: str, config_path: 
     if part is not None:
         cases, positions = part.select(cases)
 
+    runtime = Runtime.from_config(config, cache_dir=cache_dir_or_none(cache_dir, no_cache))
+    the_judge = make_judge(config, runtime=runtime, settings=settings_from_env(), provider=judge)
     bar = progress.for_stream("judging", sys.stderr)
-    runtime = Runtime.from_config(config, cache_dir=cache_dir_or_none(cache_dir, no_cache),
-                                  progress=bar)
-    stopped = None
+    runtime.attach(bar)
+
+    async def score() -> Scored:
+        async with contextlib.aclosing(the_judge):
+            return await score_rows(cases=cases, baseline=baseline, candidate=candidate,
+                                    config=config, judge=the_judge, progress=bar)
+
+    stopped = scored = None
     try:
-        report = asyncio.run(gate_answers(cases=cases, baseline=baseline, candidate=candidate,
-                                          config=config, runtime=runtime, judge_provider=judge))
+        scored = asyncio.run(score())
     except IncompleteError as exc:
         # Exit 3 writes a report that says `error`, never leaves an older one standing.
         stopped = str(exc)
-        report = stopped_report(cases=cases, config=config, judge_provider=judge, message=stopped)
-        runtime.fill_report(report)
     finally:
         bar.close()
+    report = build_report(config=config, judge=the_judge.info, cases=len(cases), scored=scored,
+                          conclusion=Conclusion.ERROR if stopped is not None else None,
+                          notes=[stopped_note(stopped)] if stopped is not None else [],
+                          usage=runtime.usage_report() or None, cache=runtime.cache_stats())
+    runtime.fill_report(report)
     if stopped is not None:
         click.echo(f"flipgate: error: {visible(stopped)}", err=True)
     if part is not None:
@@ -95,7 +108,7 @@ def gate(cases_path: str, baseline_path: str, candidate_path: str, config_path: 
                        "candidate": digest(_bytes(candidate_path)),
                        "judge": f"{report.judge.provider}/{report.judge.model}"}
         path = write_partial(report, out_dir, shard=part, positions=positions, total=total,
-                             fingerprint=fingerprint)
+                             fingerprint=fingerprint, stopped=stopped is not None)
         click.echo(f"wrote {path} (shard {part}: {len(cases)} of {total} cases); "
                    "`flipgate merge` turns the partials into the report", err=True)
         # Judge errors on rows are part of the result; only a part that stopped fails its job.

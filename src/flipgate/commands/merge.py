@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from flipgate.commands.common import report_failures
-from flipgate.outputs import DEFAULT_OUT_DIR
+from flipgate.config import DEFAULT_OUT_DIR
 
 
 @click.command("merge")

@@ -12,11 +12,11 @@ from flipgate.commands.common import (
     cache_options,
     judge_option,
     report_failures,
+    settings_from_env,
     shard_option,
     visible,
 )
-from flipgate.config import DEFAULT_CONFIG
-from flipgate.outputs import DEFAULT_OUT_DIR
+from flipgate.config import DEFAULT_CONFIG, DEFAULT_OUT_DIR
 
 
 def usage_line(usage: dict[str, dict[str, int]] | None, cache: dict[str, int] | None) -> str:
@@ -63,7 +63,8 @@ def run(base: str, head: str, config_path: str, out_dir: str, judge: str | None,
 
     bar = progress.for_stream("replaying and judging", sys.stderr)
     try:
-        result = run_check(repo=Path(repo), base=base, head=head, config_path=config_path,
+        result = run_check(repo=Path(repo), base=base, head=head, settings=settings_from_env(),
+                           config_path=config_path,
                            out_dir=Path(out_dir), cache_dir=cache_dir_or_none(cache_dir, no_cache),
                            judge=judge, console=Console(), progress=bar,
                            shard=Shard.parse(shard) if shard else None)
