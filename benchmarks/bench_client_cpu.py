@@ -78,19 +78,21 @@ def main() -> int:
         base_url = server.stdout.readline().strip()
         os.environ.update(OPENAI_BASE_URL=base_url, OPENAI_API_KEY="bench")
         from flipgate.llm import LLM, Limiter, make_client, openai_endpoint
+        from flipgate.settings import Settings
 
-        endpoint = openai_endpoint(base_url)
+        settings = Settings.from_environ(os.environ)
+        endpoint = openai_endpoint(base_url, settings=settings)
         sdk_cpu, door_cpu = [], []
         for _ in range(args.rounds):
             async def sdk() -> None:
-                client = make_client(endpoint)
+                client = make_client(endpoint, settings=settings)
                 try:
                     await with_sdk(client, args.requests, args.concurrency)
                 finally:
                     await client.close()
 
             async def door() -> None:
-                client = make_client(endpoint)
+                client = make_client(endpoint, settings=settings)
                 try:
                     await with_flipgate(LLM(client, endpoint, limiter=Limiter(limit=args.concurrency)),
                                         args.requests)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import statistics
 import sys
 import tempfile
@@ -34,7 +35,8 @@ from flipgate.config import load_config  # noqa: E402
 from flipgate.llm import Budget, Limiter  # noqa: E402
 from flipgate.pacing import rate_limit_pause  # noqa: E402
 from flipgate.runtime import Runtime  # noqa: E402
-from flipgate.scoring import gate_answers  # noqa: E402
+from flipgate.scoring import score_rows  # noqa: E402
+from flipgate.settings import Settings  # noqa: E402
 
 from support.openai_server import FakeOpenAI  # noqa: E402
 
@@ -64,21 +66,28 @@ def one_run(directory: Path, server: FakeOpenAI, *, adaptive: bool, concurrency:
     server.rate_limit(rate=ARGS.rate, burst=int(ARGS.rate), retry_after=ARGS.retry_after,
                       headers=not ARGS.no_headers)
     started = time.perf_counter()
-    report = asyncio.run(gate_answers(cases=cases, baseline=baseline, candidate=candidate,
-                                      config=config, runtime=runtime))
+    async def score():
+        from flipgate.judges import make_judge
+
+        judge = make_judge(config, runtime=runtime, settings=Settings.from_environ(os.environ))
+        try:
+            return await score_rows(cases=cases, baseline=baseline, candidate=candidate,
+                                    config=config, judge=judge, progress=runtime.progress)
+        finally:
+            await judge.aclose()
+
+    scored = asyncio.run(score())
     wall = time.perf_counter() - started
     answered = len(server.requests) - server.rate_limited
     return {"wall": wall, "floor": answered / ARGS.rate, "429s": server.rate_limited,
-            "answered": answered, "errors": report.counts.errors,
-            "verdicts": {row.case.id: row.verdict.value for row in report.rows}}
+            "answered": answered, "errors": sum(1 for row in scored.rows if row.errors),
+            "verdicts": {row.case.id: row.verdict.value for row in scored.rows}}
 
 
 def main() -> int:
     server = FakeOpenAI()
     server.latency = ARGS.latency
     server.start()
-    import os
-
     os.environ.update(OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY="bench")
     results: dict[str, list[dict]] = {"adaptive": [], "fixed": []}
     try:
