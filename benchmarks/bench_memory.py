@@ -11,6 +11,7 @@ child's own peak RSS from the kernel (`wait4`), with wall time per case:
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -27,8 +28,8 @@ from bench_gate import write_inputs  # noqa: E402
 from support.openai_server import FakeOpenAI  # noqa: E402
 
 
-def measure(n: int, *, judge: str, concurrency: int, env: dict[str, str]) -> tuple[int, float, int]:
-    """(exit code, wall seconds, peak RSS in MB) of one gate over `n` cases."""
+def measure(n: int, *, judge: str, concurrency: int, env: dict[str, str]) -> tuple[int, float, int, str]:
+    """(exit code, wall seconds, peak RSS in MB, what the report says) of one gate over `n` cases."""
     with tempfile.TemporaryDirectory() as tmp:
         directory = Path(tmp)
         cases, baseline, candidate, config = write_inputs(directory, n)
@@ -37,11 +38,19 @@ def measure(n: int, *, judge: str, concurrency: int, env: dict[str, str]) -> tup
             [sys.executable, "-m", "flipgate", "gate", "--cases", str(cases), "--baseline", str(baseline),
              "--candidate", str(candidate), "--config", str(config), "--out", str(directory / "out"),
              "--no-cache", "--concurrency", str(concurrency), "--judge", judge],
-            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        stderr = child.stderr.read().decode("utf-8", "replace") if child.stderr else ""
         _, status, usage = os.wait4(child.pid, 0)
         child.returncode = os.waitstatus_to_exitcode(status)
         wall = time.perf_counter() - started
-    return child.returncode, wall, usage.ru_maxrss // 1024
+        report = directory / "out" / "report.json"
+        if report.exists():
+            data = json.loads(report.read_text())
+            errors = [e for row in data["rows"] for e in row.get("errors", [])]
+            said = f"judge errors {data['counts'].get('errors', 0)}" + (f" (first: {errors[0]})" if errors else "")
+        else:
+            said = "no report: " + stderr.strip().splitlines()[-1] if stderr.strip() else "no report"
+    return child.returncode, wall, usage.ru_maxrss // 1024, said
 
 
 def main() -> int:
@@ -58,9 +67,10 @@ def main() -> int:
         print(f"judge {args.judge}, concurrency {args.concurrency}, latency 0")
         for n in args.cases:
             server.clear()
-            code, wall, peak = measure(n, judge=args.judge, concurrency=args.concurrency, env=env)
+            code, wall, peak, said = measure(n, judge=args.judge, concurrency=args.concurrency, env=env)
             print(f"cases {n:>7}  exit {code}  requests {len(server.requests):>7}  "
-                  f"peak RSS {peak:>5} MB  wall {wall:7.1f}s  {1000 * wall / n:6.2f} ms/case", flush=True)
+                  f"peak RSS {peak:>5} MB  wall {wall:7.1f}s  {1000 * wall / n:6.2f} ms/case  {said}",
+                  flush=True)
     finally:
         server.stop()
     return 0
