@@ -1,9 +1,10 @@
 """Generation: every case's rendered messages through one side's model.
 
 A fixed pool of workers pulls the cases (workpool.py) under the run's shared
-limit (the LLM door holds it); retries and timeouts are the openai client's own. Replies are cached by
-the full request, so an unchanged side costs nothing on the next run. A case
-that still fails after the client's retries stops the run (exit 3) naming
+limit; the LLM door retries (429s until `judge.max_wait`, other transient
+failures a counted number of times). Replies are cached by the full request,
+so an unchanged side costs nothing on the next run. A case that still fails
+after those retries stops the run (exit 3) naming
 the case; the budget stops it before spending more, saying how far it got.
 """
 
