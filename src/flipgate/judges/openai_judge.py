@@ -4,7 +4,7 @@ Every request is a chat completion in JSON mode to the pinned judge model,
 with the inputs verbatim in the messages (prompts.py). A reply that breaks
 its rubric's shape is asked again once, with the very same request (the
 `LLM` never caches a rejected reply, so the second ask reaches the server);
-if it is still bad, or the API fails after the client's own retries, the
+if it is still bad, or the API fails after the LLM door's retries, the
 row gets a judge error. Nothing here raises for one row's failure, except
 `flipgate.llm.BudgetExceeded`, which stops the run.
 """
