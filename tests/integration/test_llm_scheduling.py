@@ -95,14 +95,17 @@ def test_identical_requests_in_flight_share_one_call(openai_server) -> None:
 
 
 def test_a_cancelled_request_is_counted_at_its_worst_case(openai_server) -> None:
-    openai_server.latency = 0.5
+    openai_server.latency = 1.0
     budget = Budget(max_tokens=10_000)
     llm = make_llm(openai_server.base_url, budget=budget)
 
     async def cancel_mid_flight() -> None:
         task = asyncio.ensure_future(llm.chat(model="m", messages=[{"role": "user", "content": "x"}],
                                               params={"max_tokens": 50}))
-        await asyncio.sleep(0.2)
+        for _ in range(200):  # until the server has it (it answers only after its latency)
+            if openai_server.chat_requests():
+                break
+            await asyncio.sleep(0.01)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
