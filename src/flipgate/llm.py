@@ -80,6 +80,8 @@ class Completion:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cached: bool = False
+    model: str | None = None               # the model (version) the provider says answered
+    system_fingerprint: str | None = None  # the provider's backend configuration, if it says
 
 
 @dataclass
@@ -160,6 +162,10 @@ class LLM:
             finish_reason=choice.get("finish_reason"),
             prompt_tokens=_count(usage.get("prompt_tokens")),
             completion_tokens=_count(usage.get("completion_tokens")),
+            model=reply.get("model") if isinstance(reply.get("model"), str) and reply.get("model") else None,
+            system_fingerprint=(reply.get("system_fingerprint")
+                                if isinstance(reply.get("system_fingerprint"), str)
+                                and reply.get("system_fingerprint") else None),
         )
         self.usage.requests += 1
         self.usage.prompt_tokens += completion.prompt_tokens
@@ -168,7 +174,9 @@ class LLM:
             self.cache.put_digest(digest, {"content": completion.content,
                                            "finish_reason": completion.finish_reason,
                                            "prompt_tokens": completion.prompt_tokens,
-                                           "completion_tokens": completion.completion_tokens})
+                                           "completion_tokens": completion.completion_tokens,
+                                           "model": completion.model,
+                                           "system_fingerprint": completion.system_fingerprint})
         return completion
 
     async def embed(self, *, model: str, texts: Sequence[str]) -> list[list[float]]:

@@ -33,6 +33,8 @@ from flipgate.config import DEFAULT_CONCURRENCY
 # When a 429 says nothing about when to come back: short first, doubling, capped.
 BACKOFF_FIRST = 0.25
 BACKOFF_MAX = 8.0
+# Sends are spaced this much wider than the refill rate the headers suggest.
+PACING_MARGIN = 1.1
 # A provider's reset hint is trusted only up to this long (a broken header must not park the run).
 LONGEST_PAUSE = 120.0
 
@@ -158,9 +160,9 @@ class Limiter:
                 self.active += 1
                 self.peak = max(self.peak, self.active)
                 if self.spacing:
-                    # Keep to the schedule: a late start lets the next one come sooner,
-                    # but an idle spell never saves up a burst.
-                    self._next_start = max(self._next_start, now - self.spacing) + self.spacing
+                    # Keep to the schedule: a late start lets the next one come up to half
+                    # a slot sooner, but an idle spell never saves up a burst.
+                    self._next_start = max(self._next_start, now - self.spacing / 2) + self.spacing
                 return now
             waiter = asyncio.get_running_loop().create_future()
             self._waiters.append(waiter)
@@ -232,12 +234,14 @@ class Limiter:
                 rate = window.refill_rate
                 wait = 1.0 / rate if rate else window.reset
                 self.resume_at = max(self.resume_at, now + min(wait, LONGEST_PAUSE))
-            elif unit == "requests" and window.remaining < 2 * self.current:
+            if unit == "requests" and window.remaining < 2 * self.limit:
                 # Nearly out (requests in flight will take some of what is left):
                 # send no faster than the provider refills.
                 rate = window.refill_rate
                 if rate:
-                    spacing = max(spacing, 1.0 / rate)
+                    # A little slower than the estimate: `remaining` is rounded down, so the
+                    # estimate runs high.
+                    spacing = max(spacing, PACING_MARGIN / rate)
                 elif window.reset:
                     spacing = max(spacing, window.reset / max(window.remaining, 1.0))
         self.spacing = min(spacing, LONGEST_PAUSE)

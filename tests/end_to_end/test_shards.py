@@ -22,6 +22,7 @@ judge:
   model: judge-pinned
 gate:
   blocking_categories: [pricing]
+  strict: true  # a handful of cases: the same judge's re-score may block
 """
 PROMPT = """---
 name: answer
