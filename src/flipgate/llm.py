@@ -156,9 +156,8 @@ class LLM:
         choice = choices[0] if isinstance(choices[0], dict) else {}
         message = choice.get("message") if isinstance(choice.get("message"), dict) else {}
         usage = reply.get("usage") if isinstance(reply.get("usage"), dict) else {}
-        content = message.get("content")
         completion = Completion(
-            content=content if isinstance(content, str) else "",
+            content=reply_text(message),
             finish_reason=choice.get("finish_reason"),
             prompt_tokens=_count(usage.get("prompt_tokens")),
             completion_tokens=_count(usage.get("completion_tokens")),
@@ -372,6 +371,23 @@ def _after(failures: int) -> str:
 def _explain(exc: BaseException, how: str) -> None:
     """Say on the error how hard it was tried, for the one-line account (`describe_api_error`)."""
     exc.flipgate_retries = how  # type: ignore[attr-defined]
+
+
+def reply_text(message: Mapping[str, Any] | None) -> str:
+    """A reply (a plain-dict message) as text: its content, or, when the model answered with
+    tool calls, each call as `name(arguments)` on its own line, so it can still be judged
+    and diffed."""
+    if not message:
+        return ""
+    content = message.get("content")
+    if isinstance(content, str) and content:
+        return content
+    lines = []
+    for call in message.get("tool_calls") or []:
+        function = call.get("function") if isinstance(call, dict) else None
+        if isinstance(function, dict):
+            lines.append(f"tool call: {function.get('name')}({function.get('arguments') or ''})")
+    return "\n".join(lines)
 
 
 def _accepts(validate: Callable[[str], object] | None, content: str) -> bool:

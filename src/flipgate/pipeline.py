@@ -10,20 +10,21 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from flipgate import gate
-from flipgate.config import DEFAULT_CACHE_DIR, DEFAULT_CONFIG, DEFAULT_OUT_DIR, GITHUB_COMMENT_LIMIT
+from flipgate.config import DEFAULT_CACHE_DIR, DEFAULT_CONFIG, DEFAULT_OUT_DIR, GITHUB_COMMENT_LIMIT, Config
 from flipgate.endpoint_lock import Generator, LockedPair, lock
-from flipgate.errors import IncompleteError
+from flipgate.errors import IncompleteError, InputError, Problem
 from flipgate.gitrefs import Git
 from flipgate.judges import Judges, make_judges
 from flipgate.model import Answer, Case, Conclusion, Report
 from flipgate.outputs import write_outputs
-from flipgate.prompty import render_isolated
+from flipgate.prompty import Prompty, render_isolated
 from flipgate.refs import (
     Inputs,
     Ref,
@@ -61,14 +62,41 @@ def open_repo(path: Path, settings: Settings) -> Repo:
 
 
 def prepare(repo: Repo, refs: dict[str, Ref], generators: dict[str, Generator],
-            cases: list[Case]) -> dict[str, PreparedGenerator]:
+            cases: list[Case], *, environ: Mapping[str, str],
+            strict_undefined: bool = False) -> dict[str, PreparedGenerator]:
     """Render every case of each side in the sandbox (in parallel child processes)."""
     with ThreadPoolExecutor(max_workers=len(generators)) as pool:
         futures = {side: pool.submit(render_isolated, generator.prompty, cases, repo=repo.path,
-                                     sha=refs[side].sha)
+                                     sha=refs[side].sha, environ=environ,
+                                     strict_undefined=strict_undefined)
                    for side, generator in generators.items()}
         return {side: PreparedGenerator(generator=generators[side], rendered=future.result())
                 for side, future in futures.items()}
+
+
+def undefined_notes(prepared: Mapping[str, PreparedGenerator]) -> list[str]:
+    """A warning per generator whose template met undefined variables (rendered empty,
+    as the reference runtime does), so a typo still shows."""
+    notes = []
+    for prepared_side in prepared.values():
+        undefined = prepared_side.rendered.undefined
+        if not undefined:
+            continue
+        shown = "; ".join(f"'{name}' ({len(ids)} {'case' if len(ids) == 1 else 'cases'}, "
+                          f"e.g. {ids[0]})" for name, ids in sorted(undefined.items())[:10])
+        notes.append(f"Warning: {prepared_side.generator.prompty.source} uses variables that were "
+                     f"undefined and rendered empty: {shown}. Set generator.strict_undefined: true "
+                     "to make this an error.")
+    return notes
+
+
+def lock_generators(repo: Repo, base: Ref, head: Ref, *, config: Config,
+                    base_generator: Prompty | None, head_generator: Prompty,
+                    settings: Settings) -> LockedPair:
+    """The endpoint lock, with the base configuration's generator endpoint and each ref's files."""
+    return lock(base_generator, head_generator, settings=settings,
+                endpoint=config.generator_options.endpoint, config_source=config.source,
+                read_base=repo.reader(base), read_head=repo.reader(head))
 
 
 async def _replay_and_score(*, inputs: Inputs, pair: LockedPair,
@@ -128,12 +156,12 @@ async def check(*, repo: Path, base: str, head: str, settings: Settings,
         return CheckResult(report=report, markdown=markdown,
                            exit_code=gate.exit_code(report.conclusion), message=message)
     path = generator_path(config)
-    base_generator = load_generator(git_repo, base_ref, path)
-    head_generator = require_generator(git_repo, head_ref, path)
+    environ = settings.environ
+    base_generator = load_generator(git_repo, base_ref, path, environ=environ)
+    head_generator = require_generator(git_repo, head_ref, path, environ=environ)
 
-    detected = detect_change(git_repo, base_ref, head_ref, config=config, path=path,
-                             changed=changed, base_generator=base_generator,
-                             head_generator=head_generator)
+    detected = detect_change(config=config, path=path, changed=changed,
+                             base_generator=base_generator, head_generator=head_generator)
     if not detected.relevant:
         note = (f"No change to the generator ({path}), the files it includes, or a watched "
                 "path: nothing to gate, no model was called.")
@@ -143,15 +171,18 @@ async def check(*, repo: Path, base: str, head: str, settings: Settings,
                               cache={"hits": 0, "misses": 0}, head_sha=head_ref.sha)
         return finish(report)
 
-    pair = lock(base_generator, head_generator, settings=settings)
+    pair = lock_generators(git_repo, base_ref, head_ref, config=config,
+                           base_generator=base_generator.prompty if base_generator else None,
+                           head_generator=head_generator.prompty, settings=settings)
     refs = {"baseline": base_ref, "candidate": head_ref}
     sides = {"candidate": pair.candidate} if pair.adopted else \
         {"baseline": pair.baseline, "candidate": pair.candidate}
-    prepared = prepare(git_repo, refs, sides, inputs.cases)
+    prepared = prepare(git_repo, refs, sides, inputs.cases, environ=environ,
+                       strict_undefined=config.generator_options.strict_undefined)
     loaded = frozenset().union(*(p.rendered.loaded for p in prepared.values()))
     change = describe(git_repo, base_ref, head_ref, path=path, files=detected.relevant, pair=pair,
                       inputs=inputs, includes=detected.includes | loaded)
-    notes = [*inputs.notes, *detected.notes, *pair.notes]
+    notes = [*inputs.notes, *detected.notes, *pair.notes, *undefined_notes(prepared)]
 
     runtime = Runtime.from_config(config, cache_dir=cache_dir, progress=progress)
     # The run's judges, built before any generation: a judge that cannot be
@@ -192,6 +223,7 @@ class ReplayResult:
     answers: dict[str, Answer]
     usage: dict[str, dict[str, int]]
     cache: dict[str, int] | None
+    notes: list[str] = field(default_factory=list)
 
 
 async def replay_ref(*, repo: Path, ref: str, settings: Settings,
@@ -206,9 +238,13 @@ async def replay_ref(*, repo: Path, ref: str, settings: Settings,
     inputs = load_inputs(git_repo, at, at, config_path)
     config = inputs.config
     path = generator_path(config)
-    generator = require_generator(git_repo, at, path)
-    pair = lock(generator, generator, settings=settings)  # one ref: its own configuration is trusted
-    prepared = prepare(git_repo, {"generation": at}, {"generation": pair.baseline}, inputs.cases)
+    generator = require_generator(git_repo, at, path, environ=settings.environ).prompty
+    # One ref: its own configuration is the trusted one.
+    pair = lock_generators(git_repo, at, at, config=config, base_generator=generator,
+                           head_generator=generator, settings=settings)
+    prepared = prepare(git_repo, {"generation": at}, {"generation": pair.baseline}, inputs.cases,
+                       environ=settings.environ,
+                       strict_undefined=config.generator_options.strict_undefined)
     runtime = Runtime.from_config(config, cache_dir=cache_dir, progress=progress)
     client = LazyClient(pair.baseline.endpoint, settings=settings)
     try:
@@ -217,4 +253,32 @@ async def replay_ref(*, repo: Path, ref: str, settings: Settings,
     finally:
         await client.close()
     return ReplayResult(cases=inputs.cases, answers=answers, usage=runtime.usage_report(),
-                        cache=runtime.cache_stats())
+                        cache=runtime.cache_stats(), notes=undefined_notes(prepared))
+
+
+def replay_sample(*, repo: Path, ref: str, settings: Settings, config_path: str | None = None,
+                  generator: str | None = None) -> dict[str, Any]:
+    """`replay --sample`: the request the generator at `ref` would send for its own sample.
+    The generator is `generator` (a repository path) or the configuration's."""
+    from flipgate import gitrefs
+    from flipgate.dryrun import sample_request
+    from flipgate.refs import read_config
+
+    git_repo = open_repo(repo, settings)
+    at = git_repo.ref(ref)
+    config = None
+    if config_path is not None or generator is None:
+        path = gitrefs.safe_path(config_path or DEFAULT_CONFIG)
+        config = read_config(git_repo, at, path)
+        if config is None and generator is None:
+            raise InputError(Problem(path, None, f"not found at git ref {ref} (or name the "
+                                     "Prompty file with --generator)"))
+    if generator is not None:
+        path = gitrefs.safe_path(generator)
+    else:
+        assert config is not None
+        path = generator_path(config)
+    options = config.generator_options if config is not None else None
+    return sample_request(repo=git_repo, ref=at, path=path, environ=settings.environ,
+                          endpoint=options.endpoint if options else None,
+                          strict_undefined=options.strict_undefined if options else False)

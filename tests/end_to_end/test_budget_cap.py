@@ -50,8 +50,10 @@ def test_huge_head_prompts_never_reach_the_server_and_the_run_says_what_it_refus
                  "eval/cases.jsonl": "".join(json.dumps(c) + "\n" for c in CASES),
                  "prompts/answer.prompty": PROMPT.format(padding="")}, message="base")
     repo.branch("base", "HEAD")
-    # 400,000 words: under the sandbox's 1,000,000-character output cap.
-    repo.commit({"prompts/answer.prompty": PROMPT.format(padding=" a" * 400_000)})
+    # 400,000 words, rendered by a loop: the file stays under the generator size cap and
+    # the rendering under the sandbox's 1,000,000-character output cap.
+    repo.commit({"prompts/answer.prompty": PROMPT.format(
+        padding="{% for i in range(400) %}{% for j in range(1000) %} a{% endfor %}{% endfor %}")})
 
     result = CliRunner().invoke(cli, ["run", "--repo", str(repo.path), "--base", "base", "--head", "HEAD",
                                       "--out", str(tmp_path / "out"), "--no-cache"])
