@@ -18,6 +18,7 @@ _COMMANDS = {
     "gate": ("flipgate.commands.gate", "gate", "Score two answer sets with a pinned judge and gate them."),
     "replay": ("flipgate.commands.replay", "replay", "Render the generator at a git ref for every case."),
     "run": ("flipgate.commands.run", "run", "The whole PR check on a local checkout."),
+    "record": ("flipgate.commands.record", "record", "Build or extend the cases from logged traffic."),
     "action": ("flipgate.commands.action", "action", "Entrypoint of the GitHub Docker action."),
 }
 
