@@ -13,7 +13,7 @@ append and a summary come out.
 - **Sampled per category** up to `per_category` cases in the file, seeded:
   queries not yet seen (in the file or the sample) come first, and within each
   tier recent records are more likely to be drawn (weighted reservoir keys,
-  the newest four times as heavy as the oldest).
+  by time: the newest four times as heavy as the oldest).
 """
 
 from __future__ import annotations
@@ -36,7 +36,8 @@ DEFAULT_CATEGORY = "uncategorized"
 _RECENCY_WEIGHT = 3.0  # the newest record weighs 1 + this; the oldest 1
 
 EMAIL = re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}")
-CARD_CANDIDATE = re.compile(r"(?<![\d-])\d(?:[ -]?\d){12,18}(?![\d-])")
+# 13-19 digits, optionally grouped by spaces or dashes, standing alone (not inside a hex id).
+CARD_CANDIDATE = re.compile(r"(?<![\w-])\d(?:[ -]?\d){12,18}(?![\w-])")
 
 
 def luhn_ok(digits: str) -> bool:
@@ -189,11 +190,16 @@ def sample(candidates: Sequence[_Candidate], room: int, *, seed: int, category: 
     ordered = sorted(candidates, key=lambda c: c.id)   # independent of input order
     if len(ordered) <= room:
         return ordered
-    times = sorted({c.timestamp for c in ordered if c.timestamp is not None})
-    rank = {t: (i / (len(times) - 1) if len(times) > 1 else 1.0) for i, t in enumerate(times)}
+    times = [c.timestamp.timestamp() for c in ordered if c.timestamp is not None]
+    oldest, span = (min(times), max(times) - min(times)) if times else (0.0, 0.0)
+
+    def recency(candidate: _Candidate) -> float:   # 0 oldest (or no time) .. 1 newest
+        if candidate.timestamp is None:
+            return 0.0
+        return (candidate.timestamp.timestamp() - oldest) / span if span else 1.0
+
     rng = random.Random(f"{seed}:{category}")
-    keys = {c.id: rng.random() ** (1.0 / (1.0 + _RECENCY_WEIGHT * rank.get(c.timestamp, 0.0)))
-            for c in ordered}
+    keys = {c.id: rng.random() ** (1.0 / (1.0 + _RECENCY_WEIGHT * recency(c))) for c in ordered}
     by_priority = sorted(ordered, key=lambda c: keys[c.id], reverse=True)
     seen = set(seen_queries)
     chosen: list[_Candidate] = []
