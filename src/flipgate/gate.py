@@ -80,6 +80,13 @@ def relevance_dropped(baseline: Relevance | None, candidate: Relevance | None,
     return candidate.score < threshold <= baseline.score
 
 
+def retrieval_drift(frozen: Verdict, live: Verdict | None) -> bool:
+    """The end-to-end verdict (live retrieval) differs from the frozen one: the change behaves
+    differently on what retrieval returns today, so look at retrieval first. A side that
+    could not be judged is an error, not drift. Drift never blocks."""
+    return live is not None and Verdict.ERROR not in (frozen, live) and frozen is not live
+
+
 def count(rows: Iterable[Row]) -> Counts:
     counts = Counts()
     for row in rows:

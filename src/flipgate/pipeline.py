@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from flipgate import changes, gitrefs
 from flipgate.config import DEFAULT_CONFIG, Config, parse_config
+from flipgate.e2e.run import E2ERequest
 from flipgate.endpoint_lock import Generator, LockedPair, check_adopted_config, lock
 from flipgate.errors import IncompleteError, InputError, Problem
 from flipgate.model import Answer, Case, Conclusion, Counts, Report
@@ -67,6 +68,7 @@ class Inputs:
     notes: list[str] = field(default_factory=list)
     config_diff: str | None = None
     cases_diff: str | None = None
+    from_base: bool = True   # False when adopting: the head's configuration, never trusted to run
 
 
 def _read_config(repo: Path, ref: Ref, config_path: str) -> tuple[Config, str] | None:
@@ -131,7 +133,7 @@ def load_inputs(repo: Path, base: Ref, head: Ref, config_path: str, *,
         notes.append(f"This pull request changes {cases_path} ({cases_diff}); the base's cases "
                      "are replayed.")
     return Inputs(config=config, cases=cases, notes=notes, config_diff=config_diff,
-                  cases_diff=cases_diff)
+                  cases_diff=cases_diff, from_base=source_ref is base)
 
 
 def generator_path(config: Config) -> str:
@@ -238,10 +240,49 @@ async def _replay_and_gate(*, inputs: Inputs, pair: LockedPair,
                               config=inputs.config, runtime=runtime, judge_provider=judge)
 
 
+def e2e_wanted(inputs: Inputs, request: E2ERequest | None) -> bool:
+    """Whether this run includes the end-to-end run. `flipgate run --e2e` without an `e2e:`
+    section in the base's configuration is an error (exit 2); the action just skips it."""
+    from flipgate.e2e.retrieval import check_retriever
+
+    if request is None:
+        return False
+    config = inputs.config.e2e if inputs.from_base else None
+    if config is None:
+        if request.required:
+            why = ("the base has no configuration yet" if not inputs.from_base
+                   else "it has no 'e2e:' section")
+            raise InputError(Problem(inputs.config.source, None, "--e2e needs the live retrieval "
+                                     f"named in the base's configuration, and {why}"))
+        return False
+    if not config.enabled and not request.required:
+        return False
+    check_retriever(config, source=inputs.config.source, environ=request.environ)
+    return True
+
+
+async def _end_to_end(*, repo: Path, base: Ref, inputs: Inputs, pair: LockedPair,
+                      refs: dict[str, Ref], sides: dict[str, Generator], frozen: Report,
+                      runtime: Runtime, judge: str | None, request: E2ERequest,
+                      cache_dir: Path | None):
+    """The end-to-end run: the same generation and judging as the frozen run, on live contexts."""
+    from flipgate.e2e.run import run_e2e
+
+    async def gate_cases(live_cases: list[Case]) -> Report:
+        prepared = await asyncio.to_thread(prepare, repo, refs, sides, live_cases)
+        return await _replay_and_gate(inputs=Inputs(config=inputs.config, cases=live_cases),
+                                      pair=pair, prepared=prepared, runtime=runtime, judge=judge)
+
+    assert inputs.config.e2e is not None
+    return await run_e2e(config=inputs.config.e2e, source=inputs.config.source, repo=repo,
+                         base_sha=base.sha, cases=inputs.cases, frozen=frozen, request=request,
+                         cache_dir=cache_dir, limit=inputs.config.concurrency, gate_cases=gate_cases)
+
+
 async def check(*, repo: Path, base: str, head: str, config_path: str = DEFAULT_CONFIG,
                 out_dir: Path = DEFAULT_OUT, cache_dir: Path | None = DEFAULT_CACHE,
                 judge: str | None = None, console: Console | None = None,
-                progress: Progress | None = None) -> CheckResult:
+                progress: Progress | None = None, e2e: E2ERequest | None = None) -> CheckResult:
     """`run_check`, for callers that already run an event loop."""
     from flipgate import gate
     from flipgate.outputs import write_outputs
@@ -251,6 +292,7 @@ async def check(*, repo: Path, base: str, head: str, config_path: str = DEFAULT_
     head_ref = Ref(head, gitrefs.resolve(repo, head))
     changed = gitrefs.changed_paths(repo, base_ref.sha, head_ref.sha)
     inputs = load_inputs(repo, base_ref, head_ref, config_path, changed=changed)
+    with_e2e = e2e_wanted(inputs, e2e)
     path = generator_path(inputs.config)
     base_generator = load_generator(repo, base_ref, path)
     head_generator = require_generator(repo, head_ref, path)
@@ -263,6 +305,9 @@ async def check(*, repo: Path, base: str, head: str, config_path: str = DEFAULT_
     if not relevant:
         inputs.notes.insert(0, f"No change to the generator ({path}), the files it includes, or "
                                "a watched path: nothing to gate, no model was called.")
+        if with_e2e:
+            inputs.notes.append("No end-to-end run either: with nothing to gate there is no "
+                                "frozen verdict to compare with.")
         report = _skipped_report(inputs=inputs, judge=judge, head=head_ref)
         report.usage, report.cache = {}, {"hits": 0, "misses": 0}
         markdown = write_outputs(report, out_dir, console=console)
@@ -285,6 +330,11 @@ async def check(*, repo: Path, base: str, head: str, config_path: str = DEFAULT_
                                         runtime=runtime, judge=judge)
         report.notes = [*inputs.notes, *report.notes]
         report.head_sha = head_ref.sha
+        if with_e2e:
+            assert e2e is not None
+            report.e2e = await _end_to_end(repo=repo, base=base_ref, inputs=inputs, pair=pair,
+                                           refs=refs, sides=sides, frozen=report, runtime=runtime,
+                                           judge=judge, request=e2e, cache_dir=cache_dir)
     except IncompleteError as exc:
         message = str(exc)
         report = stopped_report(cases=inputs.cases, config=inputs.config, judge_provider=judge,
@@ -302,7 +352,7 @@ async def check(*, repo: Path, base: str, head: str, config_path: str = DEFAULT_
 def run_check(*, repo: Path, base: str, head: str, config_path: str = DEFAULT_CONFIG,
               out_dir: Path = DEFAULT_OUT, cache_dir: Path | None = DEFAULT_CACHE,
               judge: str | None = None, console: Console | None = None,
-              progress: Progress | None = None) -> CheckResult:
+              progress: Progress | None = None, e2e: E2ERequest | None = None) -> CheckResult:
     """The whole PR check: detect the change, replay both refs, gate, write the outputs.
 
     Bad input or a refused pull request raises InputError / SecurityError
@@ -312,7 +362,7 @@ def run_check(*, repo: Path, base: str, head: str, config_path: str = DEFAULT_CO
     """
     return asyncio.run(check(repo=repo, base=base, head=head, config_path=config_path,
                              out_dir=out_dir, cache_dir=cache_dir, judge=judge, console=console,
-                             progress=progress))
+                             progress=progress, e2e=e2e))
 
 
 # --- one ref (`flipgate replay`) ----------------------------------------------------

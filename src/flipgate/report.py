@@ -8,7 +8,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from flipgate.model import Relevance, Report, Row, Score, Side
+from flipgate.model import E2EReport, Relevance, Report, Row, Score, Side
 
 REPORT_VERSION = 1
 
@@ -65,6 +65,27 @@ def row_to_dict(row: Row) -> dict[str, Any]:
     return out
 
 
+def e2e_to_dict(e2e: E2EReport) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "date": e2e.date,
+        "retrieval": e2e.retrieval,
+        "counts": {"cases": len(e2e.rows), "drift": len(e2e.drift),
+                   "changed_contexts": e2e.changed_contexts, "retrieval_errors": e2e.retrieval_errors},
+        "rows": [{"id": row.id, "category": row.category, "query": row.query,
+                  "frozen_verdict": row.frozen_verdict.value,
+                  "e2e_verdict": row.e2e_verdict.value if row.e2e_verdict is not None else None,
+                  "drift": row.drift, "live_context": row.live_context,
+                  "context_changed": row.context_changed, "context_diff": row.context_diff,
+                  **({"error": row.error} if row.error else {})}
+                 for row in e2e.rows],
+    }
+    if e2e.stopped:
+        out["stopped"] = e2e.stopped
+    if e2e.notes:
+        out["notes"] = list(e2e.notes)
+    return out
+
+
 def to_dict(report: Report) -> dict[str, Any]:
     judge: dict[str, Any] = {"provider": report.judge.provider, "model": report.judge.model,
                              "engine": report.judge.engine}
@@ -88,6 +109,8 @@ def to_dict(report: Report) -> dict[str, Any]:
             out[name] = value
     if report.notes:
         out["notes"] = list(report.notes)
+    if report.e2e is not None:
+        out["e2e"] = e2e_to_dict(report.e2e)
     return out
 
 

@@ -31,6 +31,20 @@ def usage_line(usage: dict[str, dict[str, int]] | None, cache: dict[str, int] | 
     return line
 
 
+def e2e_line(e2e) -> str:
+    """One line for stderr on the end-to-end run."""
+    if e2e.stopped and not e2e.rows:
+        return f"end-to-end: did not run ({e2e.stopped})"
+    drift = e2e.drift
+    line = (f"end-to-end: {len(e2e.rows)} rows, {e2e.changed_contexts} live contexts differ, "
+            f"{len(drift)} retrieval drift" + (f" ({', '.join(r.id for r in drift[:5])})" if drift else ""))
+    if e2e.retrieval_errors:
+        line += f", {e2e.retrieval_errors} retrieval errors"
+    if e2e.stopped:
+        line += f"; stopped: {e2e.stopped}"
+    return line + " (never blocks)"
+
+
 @click.command("run")
 @click.option("--base", required=True, help="The base ref (the target branch), e.g. main.")
 @click.option("--head", required=True, help="The head ref (the pull request), e.g. HEAD.")
@@ -42,9 +56,12 @@ def usage_line(usage: dict[str, dict[str, int]] | None, cache: dict[str, int] | 
 @cache_options
 @click.option("--repo", "repo", default=".", show_default=True,
               type=click.Path(file_okay=False, exists=True), help="The git repository.")
+@click.option("--e2e", is_flag=True,
+              help="Also the end-to-end run: live retrieval (the base config's e2e:) for both "
+                   "versions, compared with the frozen run. It never changes the exit code.")
 @report_failures
 def run(base: str, head: str, config_path: str, out_dir: str, judge: str | None,
-        cache_dir: str, no_cache: bool, repo: str) -> None:
+        cache_dir: str, no_cache: bool, repo: str, e2e: bool) -> None:
     """The whole PR check: detect a prompt or model change, replay both refs, gate, render.
 
     Both refs are read from git objects (nothing is checked out); the
@@ -55,18 +72,25 @@ def run(base: str, head: str, config_path: str, out_dir: str, judge: str | None,
     """
     from rich.console import Console
 
+    import os
+    from datetime import UTC, datetime
+
     from flipgate import progress
+    from flipgate.e2e.run import E2ERequest
     from flipgate.pipeline import run_check
 
+    request = E2ERequest(environ=dict(os.environ), date=datetime.now(UTC).date().isoformat()) if e2e else None
     bar = progress.for_stream("replaying and judging", sys.stderr)
     try:
         result = run_check(repo=Path(repo), base=base, head=head, config_path=config_path,
                            out_dir=Path(out_dir), cache_dir=cache_dir_or_none(cache_dir, no_cache),
-                           judge=judge, console=Console(), progress=bar)
+                           judge=judge, console=Console(), progress=bar, e2e=request)
     finally:
         bar.close()
     if result.message:
         click.echo(f"flipgate: error: {visible(result.message)}", err=True)
+    if result.report.e2e is not None:
+        click.echo(visible(e2e_line(result.report.e2e)), err=True)
     click.echo(usage_line(result.report.usage, result.report.cache), err=True)
     click.echo(f"wrote {Path(out_dir) / 'report.json'} and {Path(out_dir) / 'comment.md'}", err=True)
     sys.exit(result.exit_code)
