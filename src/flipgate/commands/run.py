@@ -70,10 +70,10 @@ def run(base: str, head: str, config_path: str, out_dir: str, judge: str | None,
     model. Exits 1 when the gate blocks, 2 on bad input or a refused pull
     request, 3 when it could not finish.
     """
-    from rich.console import Console
-
     import os
     from datetime import UTC, datetime
+
+    from rich.console import Console
 
     from flipgate import progress
     from flipgate.e2e.run import E2ERequest

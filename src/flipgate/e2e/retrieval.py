@@ -143,15 +143,14 @@ class HttpRetriever:
 
 def _expand_headers(headers: Sequence[tuple[str, str]], environ: Mapping[str, str],
                     listed: Sequence[str], source: str) -> dict[str, str]:
+    """Header values with ${env:NAME} expanded, for names `e2e.env` lists only."""
     out = {}
     for name, value in headers:
-        def expand(match: re.Match[str]) -> str:
-            variable = match.group(1)
-            if variable not in listed:
-                raise InputError(Problem(source, None, f"e2e.headers.{name} uses ${{env:{variable}}}, "
-                                                       "which is not listed in e2e.env"))
-            return environ.get(variable, "")
-        out[name] = _ENV_REF.sub(expand, value)
+        unlisted = [v for v in _ENV_REF.findall(value) if v not in listed]
+        if unlisted:
+            raise InputError(Problem(source, None, f"e2e.headers.{name} uses ${{env:{unlisted[0]}}}, "
+                                                   "which is not listed in e2e.env"))
+        out[name] = _ENV_REF.sub(lambda m: environ.get(m.group(1), ""), value)
     return out
 
 
