@@ -214,3 +214,25 @@ def test_failing_retrieval_is_reported_per_row_and_never_blocks(server: FakeOpen
     assert rows["q04"]["e2e_verdict"] is None and "timed out after 2 s" in rows["q04"]["error"]
     assert not rows["q03"]["drift"] and report["e2e"]["counts"]["retrieval_errors"] == 2
     assert sorted(i for i, row in rows.items() if row["drift"]) == ["q01", "q02"]
+
+
+@pytest.mark.parametrize("enabled, runs", [(True, True), (False, False)])
+def test_the_action_runs_it_only_when_the_base_enables_it(server: FakeOpenAI, tmp_path: Path, retrieval_log: Path,
+                                                         enabled: bool, runs: bool) -> None:
+    from flipgate.e2e.run import E2ERequest
+    from flipgate.pipeline import run_check
+
+    repo = GitRepo.create(tmp_path / "r")
+    repo.commit({".flipgate.yml": CONFIG + f"  enabled: {str(enabled).lower()}\n",
+                 "eval/cases.jsonl": "".join(json.dumps(c) + "\n" for c in CASES),
+                 "prompts/answer.prompty": PROMPT, "scripts/retrieve.py": RETRIEVE,
+                 "scripts/index.json": json.dumps(LIVE)})
+    repo.branch("base", "HEAD")
+    repo.commit({"prompts/answer.prompty": HEAD_PROMPT})
+    request = E2ERequest(environ={"RETRIEVAL_LOG": str(retrieval_log), "PATH": "/usr/bin:/bin"},
+                         date="2026-11-30", required=False)
+    result = run_check(repo=repo.path, base="base", head="HEAD", out_dir=tmp_path / "out", cache_dir=None,
+                       e2e=request)
+    assert result.exit_code == 0
+    assert (result.report.e2e is not None) is runs
+    assert retrieval_log.exists() is runs

@@ -18,11 +18,13 @@ import sys
 import traceback
 from collections.abc import Callable, MutableMapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Protocol, TextIO
 from urllib.parse import urlsplit
 
 from flipgate import render
+from flipgate.e2e.run import E2ERequest
 from flipgate.errors import (
     EXIT_BAD_INPUT,
     EXIT_INCOMPLETE,
@@ -44,6 +46,7 @@ from flipgate.github.event import (
     RunCommand,
     UsageCommand,
     decide,
+    e2e_allowed,
     load_event,
     may_command,
 )
@@ -171,15 +174,27 @@ def main(environ: MutableMapping[str, str] | None = None, *, check: CheckRunner 
             pull = obey(api, workflow, activity)
             if pull is None:
                 return EXIT_PASS
-            exit_code = evaluate(settings, api, workflow, pull, check=check, git=git)
+            exit_code = evaluate(settings, api, workflow, pull, check=check, git=git,
+                                 e2e=_e2e_request(environ, settings, pull, approved=True))
             react(api, workflow, activity, "rocket" if exit_code in (0, 1) else "confused")
             return exit_code
         assert isinstance(activity, RunCheck)
-        return evaluate(settings, api, workflow, activity.pull, check=check, git=git)
+        return evaluate(settings, api, workflow, activity.pull, check=check, git=git,
+                        e2e=_e2e_request(environ, settings, activity.pull, approved=False))
     except GitHubError as exc:
         workflow.error(f"GitHub API: {exc}")
         workflow.set_output("conclusion", "error")  # exit 3: could not finish
         return EXIT_INCOMPLETE
+
+
+def _e2e_request(environ: MutableMapping[str, str], settings: Settings, pull: PullRequest, *,
+                 approved: bool) -> E2ERequest | None:
+    """The end-to-end run, asked for only when this pull request may have it; the pipeline
+    then runs it only if the base's configuration enables it."""
+    if not e2e_allowed(pull, approved=approved, fork_policy=settings.fork_policy):
+        return None
+    return E2ERequest(environ=dict(environ), date=datetime.now(UTC).date().isoformat(),
+                      required=False)
 
 
 def await_command(settings: Settings, api: RepoAPI, workflow: Workflow,
@@ -218,12 +233,12 @@ def react(api: RepoAPI, workflow: Workflow, command: RunCommand, content: str) -
 
 
 def evaluate(settings: Settings, api: RepoAPI, workflow: Workflow, pull: PullRequest, *,
-             check: CheckRunner | None, git: GitRunner) -> int:
+             check: CheckRunner | None, git: GitRunner, e2e: E2ERequest | None = None) -> int:
     login = api.own_login()
     status = _status_setter(settings, api, pull)
     status("pending", messages.pending_description(pull))
 
-    outcome = run_check_safely(settings, workflow, pull, check=check, git=git)
+    outcome = run_check_safely(settings, workflow, pull, check=check, git=git, e2e=e2e)
 
     exit_code = outcome.exit_code
     try:
@@ -263,7 +278,8 @@ def _status_setter(settings: Settings, api: RepoAPI,
 
 
 def run_check_safely(settings: Settings, workflow: Workflow, pull: PullRequest, *,
-                     check: CheckRunner | None, git: GitRunner) -> Outcome:
+                     check: CheckRunner | None, git: GitRunner,
+                     e2e: E2ERequest | None = None) -> Outcome:
     """Fetch what is missing and run the check; any failure becomes an `error` outcome."""
     workspace = settings.workspace
     with workflow.group(f"flipgate: #{pull.number} {pull.base_sha[:7]}..{pull.head_sha[:7]}"):
@@ -275,7 +291,7 @@ def run_check_safely(settings: Settings, workflow: Workflow, pull: PullRequest, 
             with workflow.commands_off():
                 result = check(repo=workspace, base=pull.base_sha, head=pull.head_sha,
                                config_path=settings.config, out_dir=workspace / OUT_DIR,
-                               cache_dir=workspace / CACHE_DIR)
+                               cache_dir=workspace / CACHE_DIR, e2e=e2e)
         except Exception as exc:  # noqa: BLE001 - every failure must end in an error status
             if not isinstance(exc, FlipgateError):
                 workflow.info(traceback.format_exc())
