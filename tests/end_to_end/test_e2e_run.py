@@ -236,3 +236,20 @@ def test_the_action_runs_it_only_when_the_base_enables_it(server: FakeOpenAI, tm
     assert result.exit_code == 0
     assert (result.report.e2e is not None) is runs
     assert retrieval_log.exists() is runs
+
+
+def test_recording_the_end_to_end_report_appends_exactly_the_drifted_live_contexts(
+        server: FakeOpenAI, repo: GitRepo, tmp_path: Path, retrieval_log: Path) -> None:
+    repo.commit({"prompts/answer.prompty": HEAD_PROMPT})
+    invoke(repo, tmp_path, "--e2e")
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text("".join(json.dumps(c) + "\n" for c in CASES), encoding="utf-8")
+
+    result = CliRunner().invoke(cli, ["record", str(tmp_path / "out" / "report.json"), "--out", str(cases)])
+
+    assert result.exit_code == 0, result.output
+    lines = [json.loads(line) for line in cases.read_text(encoding="utf-8").splitlines()]
+    appended = lines[len(CASES):]
+    assert sorted(c["context"] for c in appended) == sorted([LIVE[CASES[1]["query"]], LIVE[CASES[2]["query"]]])
+    assert {c["category"] for c in appended} == {"pricing"}
+    assert "passed over 8: already in the cases file" in result.output
