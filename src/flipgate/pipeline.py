@@ -276,7 +276,8 @@ async def _end_to_end(*, repo: Path, base: Ref, inputs: Inputs, pair: LockedPair
     assert inputs.config.e2e is not None
     return await run_e2e(config=inputs.config.e2e, source=inputs.config.source, repo=repo,
                          base_sha=base.sha, cases=inputs.cases, frozen=frozen, request=request,
-                         cache_dir=cache_dir, limit=inputs.config.concurrency, gate_cases=gate_cases)
+                         cache_dir=cache_dir, limit=inputs.config.concurrency, gate_cases=gate_cases,
+                         progress=runtime.progress)
 
 
 async def check(*, repo: Path, base: str, head: str, config_path: str = DEFAULT_CONFIG,

@@ -30,6 +30,7 @@ from flipgate.cache import Cache
 from flipgate.config import E2EConfig
 from flipgate.errors import InputError, Problem
 from flipgate.model import Case
+from flipgate.progress import Progress, Silent
 
 MAX_CONTEXT_BYTES = 1024 * 1024
 _BASIC_ENV = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "SYSTEMROOT")
@@ -191,12 +192,20 @@ def retriever_hash(retriever: Retriever) -> str:
 
 
 async def fetch_all(cases: Sequence[Case], retriever: Retriever, *, cache: Cache | None, date: str,
-                    limit: int) -> dict[str, LiveContext]:
+                    limit: int, progress: Progress | None = None) -> dict[str, LiveContext]:
     """Every case's live context (or its error), at most `limit` retrievals at once."""
     semaphore = asyncio.Semaphore(limit)
     digest = retriever_hash(retriever)
+    progress = progress or Silent()
+    progress.add(len(cases))
 
     async def one(case: Case) -> LiveContext:
+        try:
+            return await fetch_one(case)
+        finally:
+            progress.advance()
+
+    async def fetch_one(case: Case) -> LiveContext:
         key = {"kind": "live-context", "retriever": digest, "query": case.query, "date": date}
         if cache is not None:
             hit = cache.get(key)

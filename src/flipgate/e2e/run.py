@@ -20,6 +20,7 @@ from flipgate.e2e.compare import compare
 from flipgate.e2e.retrieval import fetch_all, make_retriever
 from flipgate.errors import FlipgateError
 from flipgate.model import Case, E2EReport, Report
+from flipgate.progress import Progress
 
 GateCases = Callable[[list[Case]], Awaitable[Report]]
 CACHE_SUBDIR = "live-contexts"
@@ -37,7 +38,7 @@ class E2ERequest:
 
 async def run_e2e(*, config: E2EConfig, source: str, repo: Path, base_sha: str, cases: Sequence[Case],
                   frozen: Report, request: E2ERequest, cache_dir: Path | None, limit: int,
-                  gate_cases: GateCases) -> E2EReport:
+                  gate_cases: GateCases, progress: Progress | None = None) -> E2EReport:
     """Fetch every case's live context with the base's retriever, gate both versions on them,
     and compare each row with the frozen run. Never raises for a failure of its own: a
     stopped end-to-end run is reported as such, since it never blocks."""
@@ -53,7 +54,8 @@ async def run_e2e(*, config: E2EConfig, source: str, repo: Path, base_sha: str, 
             async with httpx.AsyncClient(follow_redirects=False) as client:
                 retriever = make_retriever(config, source=source, workdir=workdir,
                                            environ=request.environ, http_client=client)
-                live = await fetch_all(cases, retriever, cache=cache, date=request.date, limit=limit)
+                live = await fetch_all(cases, retriever, cache=cache, date=request.date, limit=limit,
+                                       progress=progress)
     except FlipgateError as exc:
         return E2EReport(rows=[], date=request.date, retrieval=description,
                          stopped=f"live retrieval could not start: {exc}")
