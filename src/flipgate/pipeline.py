@@ -342,6 +342,9 @@ async def check(*, repo: Path, base: str, head: str, config_path: str = DEFAULT_
                                 message=message)
         report.notes = [*inputs.notes, *report.notes]
         report.head_sha = head_ref.sha
+        if with_e2e:
+            report.notes.append("No end-to-end run: the frozen run it is compared with could not "
+                                "finish.")
     report.change = change
     report.usage = runtime.usage_report()
     report.cache = runtime.cache.stats() if runtime.cache is not None else None

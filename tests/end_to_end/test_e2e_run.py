@@ -253,3 +253,13 @@ def test_recording_the_end_to_end_report_appends_exactly_the_drifted_live_contex
     assert sorted(c["context"] for c in appended) == sorted([LIVE[CASES[1]["query"]], LIVE[CASES[2]["query"]]])
     assert {c["category"] for c in appended} == {"pricing"}
     assert "passed over 8: already in the cases file" in result.output
+
+
+def test_no_end_to_end_run_when_the_frozen_run_could_not_finish(server: FakeOpenAI, repo: GitRepo, tmp_path: Path,
+                                                                retrieval_log: Path) -> None:
+    repo.commit({"prompts/answer.prompty": HEAD_PROMPT})
+    server.fail("generation", status=500, times=1000)
+    result, report = invoke(repo, tmp_path, "--e2e")
+    assert result.exit_code == 3
+    assert "e2e" not in report and not retrieval_log.exists()
+    assert any("No end-to-end run" in note for note in report["notes"])
