@@ -23,7 +23,7 @@ from flipgate.config import DEFAULT_CONFIG, Config, parse_config
 from flipgate.e2e.run import E2ERequest
 from flipgate.endpoint_lock import Generator, LockedPair, check_adopted_config, lock
 from flipgate.errors import IncompleteError, InputError, Problem
-from flipgate.model import Answer, Case, Conclusion, Counts, Report
+from flipgate.model import Answer, Case, Conclusion, Counts, E2EReport, Report
 from flipgate.prompty import Prompty, parse_prompty, referenced_files, render_isolated
 from flipgate.replay import PreparedGenerator, first_failure_cancels, replay
 from flipgate.runtime import Runtime
@@ -264,7 +264,7 @@ def e2e_wanted(inputs: Inputs, request: E2ERequest | None) -> bool:
 async def _end_to_end(*, repo: Path, base: Ref, inputs: Inputs, pair: LockedPair,
                       refs: dict[str, Ref], sides: dict[str, Generator], frozen: Report,
                       runtime: Runtime, judge: str | None, request: E2ERequest,
-                      cache_dir: Path | None):
+                      cache_dir: Path | None) -> E2EReport:
     """The end-to-end run: the same generation and judging as the frozen run, on live contexts."""
     from flipgate.e2e.run import run_e2e
 
