@@ -5,11 +5,15 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from flipgate.commands.common import config_option, read_config, report_failures, visible
 from flipgate.recording.select import DEFAULT_PER_CATEGORY
+
+if TYPE_CHECKING:
+    from flipgate.recording.select import Outcome
 
 FORMATS = ("otel", "jsonl", "report")
 DEFAULT_MINIMUM = 50  # until the configuration names `gate.min_cases_per_category`
@@ -45,7 +49,7 @@ def jsonl_line(value: object) -> str:
     return text.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029") + "\n"
 
 
-def summary_lines(outcome, *, minimum: int, blocking: frozenset[str], out: str,
+def summary_lines(outcome: Outcome, *, minimum: int, blocking: frozenset[str], out: str,
                   was: int) -> list[str]:
     """The per-category table and what was passed over, as plain lines for stderr."""
     lines = [f"read {outcome.read} records"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -16,6 +17,9 @@ from flipgate.commands.common import (
 )
 from flipgate.config import DEFAULT_CONFIG
 from flipgate.outputs import DEFAULT_OUT_DIR
+
+if TYPE_CHECKING:
+    from flipgate.model import E2EReport
 
 
 def usage_line(usage: dict[str, dict[str, int]] | None, cache: dict[str, int] | None) -> str:
@@ -31,7 +35,7 @@ def usage_line(usage: dict[str, dict[str, int]] | None, cache: dict[str, int] | 
     return line
 
 
-def e2e_line(e2e) -> str:
+def e2e_line(e2e: E2EReport) -> str:
     """One line for stderr on the end-to-end run."""
     if e2e.stopped and not e2e.rows:
         return f"end-to-end: did not run ({e2e.stopped})"

@@ -24,13 +24,16 @@ import signal
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from flipgate.cache import Cache
 from flipgate.config import E2EConfig
 from flipgate.errors import InputError, Problem
 from flipgate.model import Case
 from flipgate.progress import Progress, Silent
+
+if TYPE_CHECKING:
+    import httpx
 
 MAX_CONTEXT_BYTES = 1024 * 1024
 _BASIC_ENV = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "SYSTEMROOT")
@@ -110,14 +113,15 @@ class HttpRetriever:
     url: str
     headers: Mapping[str, str]
     timeout: float
-    client: object   # an httpx.AsyncClient, passed in
+    client: httpx.AsyncClient | None   # passed in; None only to check the configuration
     description: str = ""
     identity: str = ""
 
     async def fetch(self, case: Case) -> str:
         import httpx
 
-        assert isinstance(self.client, httpx.AsyncClient)
+        if self.client is None:
+            raise RetrievalError("no HTTP client was given")
         try:
             response = await self.client.post(
                 self.url, json={"query": case.query, "id": case.id, "category": case.category},
@@ -156,7 +160,7 @@ def _expand_headers(headers: Sequence[tuple[str, str]], environ: Mapping[str, st
 
 
 def make_retriever(config: E2EConfig, *, source: str, workdir: Path | None,
-                   environ: Mapping[str, str], http_client: object | None = None) -> Retriever:
+                   environ: Mapping[str, str], http_client: httpx.AsyncClient | None = None) -> Retriever:
     """The retriever the (base) configuration names. `workdir`: the base commit's files."""
     if config.command is not None:
         try:
