@@ -43,13 +43,13 @@ def test_a_command_gets_the_query_on_stdin_and_its_output_is_the_context(tmp_pat
     assert context == "pricing: 'Wie hoch ist die Gebühr?\\n'  "   # one final newline dropped, nothing else
 
 
-@pytest.mark.parametrize("script, message", [
-    ("import sys; sys.stderr.write('boom\\n'); sys.exit(3)", "exited with status 3: boom"),
-    ("import sys; sys.stdout.buffer.write(b'\\xff')", "not UTF-8"),
-    ("import time; time.sleep(20)", "timed out after 0.5 s"),
+@pytest.mark.parametrize("script, timeout, message", [
+    ("import sys; sys.stderr.write('boom\\n'); sys.exit(3)", 30, "exited with status 3: boom"),
+    ("import sys; sys.stdout.buffer.write(b'\\xff')", 30, "not UTF-8"),
+    ("import time; time.sleep(60)", 0.5, "timed out after 0.5 s"),
 ])
-def test_command_failures_are_retrieval_errors(tmp_path: Path, script: str, message: str) -> None:
-    retriever = CommandRetriever(argv=[sys.executable, "-c", script], cwd=tmp_path, env={}, timeout=0.5)
+def test_command_failures_are_retrieval_errors(tmp_path: Path, script: str, timeout: float, message: str) -> None:
+    retriever = CommandRetriever(argv=[sys.executable, "-c", script], cwd=tmp_path, env={}, timeout=timeout)
     with pytest.raises(RetrievalError, match=message):
         asyncio.run(retriever.fetch(CASE))
 
