@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from flipgate import changes, gitrefs
 from flipgate.config import DEFAULT_CONFIG, Config, parse_config
-from flipgate.e2e.run import E2ERequest
+from flipgate.e2e.run import E2ERequest, e2e_wanted
 from flipgate.endpoint_lock import Generator, LockedPair, check_adopted_config, lock
 from flipgate.errors import IncompleteError, InputError, Problem
 from flipgate.model import Answer, Case, Conclusion, Counts, E2EReport, Report
@@ -240,27 +240,6 @@ async def _replay_and_gate(*, inputs: Inputs, pair: LockedPair,
                               config=inputs.config, runtime=runtime, judge_provider=judge)
 
 
-def e2e_wanted(inputs: Inputs, request: E2ERequest | None) -> bool:
-    """Whether this run includes the end-to-end run. `flipgate run --e2e` without an `e2e:`
-    section in the base's configuration is an error (exit 2); the action just skips it."""
-    from flipgate.e2e.retrieval import check_retriever
-
-    if request is None:
-        return False
-    config = inputs.config.e2e if inputs.from_base else None
-    if config is None:
-        if request.required:
-            why = ("the base has no configuration yet" if not inputs.from_base
-                   else "it has no 'e2e:' section")
-            raise InputError(Problem(inputs.config.source, None, "--e2e needs the live retrieval "
-                                     f"named in the base's configuration, and {why}"))
-        return False
-    if not config.enabled and not request.required:
-        return False
-    check_retriever(config, source=inputs.config.source, environ=request.environ)
-    return True
-
-
 async def _end_to_end(*, repo: Path, base: Ref, inputs: Inputs, pair: LockedPair,
                       refs: dict[str, Ref], sides: dict[str, Generator], frozen: Report,
                       runtime: Runtime, judge: str | None, request: E2ERequest,
@@ -293,7 +272,7 @@ async def check(*, repo: Path, base: str, head: str, config_path: str = DEFAULT_
     head_ref = Ref(head, gitrefs.resolve(repo, head))
     changed = gitrefs.changed_paths(repo, base_ref.sha, head_ref.sha)
     inputs = load_inputs(repo, base_ref, head_ref, config_path, changed=changed)
-    with_e2e = e2e_wanted(inputs, e2e)
+    with_e2e = e2e_wanted(inputs.config, trusted=inputs.from_base, request=e2e)
     path = generator_path(inputs.config)
     base_generator = load_generator(repo, base_ref, path)
     head_generator = require_generator(repo, head_ref, path)

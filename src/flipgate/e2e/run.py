@@ -15,10 +15,10 @@ from pathlib import Path
 
 from flipgate import gitrefs
 from flipgate.cache import Cache
-from flipgate.config import E2EConfig
+from flipgate.config import Config, E2EConfig
 from flipgate.e2e.compare import compare
-from flipgate.e2e.retrieval import fetch_all, make_retriever
-from flipgate.errors import FlipgateError
+from flipgate.e2e.retrieval import check_retriever, fetch_all, make_retriever
+from flipgate.errors import FlipgateError, InputError, Problem
 from flipgate.model import Case, E2EReport, Report
 from flipgate.progress import Progress
 
@@ -34,6 +34,25 @@ class E2ERequest:
     environ: Mapping[str, str]    # where the variables `e2e.env` lists come from
     date: str                     # today, UTC (YYYY-MM-DD): the live contexts' cache day
     required: bool = True
+
+
+def e2e_wanted(config: Config, *, trusted: bool, request: E2ERequest | None) -> bool:
+    """Whether a run includes the end-to-end run. `trusted`: `config` is the base's (not the
+    head's, when adopting). `flipgate run --e2e` without a trusted `e2e:` section is an error
+    (exit 2, before anything is spent); the action just goes without."""
+    if request is None:
+        return False
+    e2e = config.e2e if trusted else None
+    if e2e is None:
+        if request.required:
+            why = "the base has no configuration yet" if not trusted else "it has no 'e2e:' section"
+            raise InputError(Problem(config.source, None, "--e2e needs the live retrieval named in "
+                                                          f"the base's configuration, and {why}"))
+        return False
+    if not e2e.enabled and not request.required:
+        return False
+    check_retriever(e2e, source=config.source, environ=request.environ)
+    return True
 
 
 async def run_e2e(*, config: E2EConfig, source: str, repo: Path, base_sha: str, cases: Sequence[Case],
