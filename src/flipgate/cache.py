@@ -15,7 +15,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-DEFAULT_CACHE_DIR = ".flipgate-cache"
 _FORMAT = 1  # bump to invalidate every entry when the stored shape changes
 
 

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from flipgate.model import Case
+from flipgate.model import Case, Change, ParameterChange
 
 MAX_DIFF_LINES = 400
 
@@ -79,17 +79,17 @@ def unified(before: str | None, after: str | None, *, before_label: str, after_l
     return "\n".join(lines) + "\n"
 
 
-def parameter_changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[dict[str, Any]]:
+def parameter_changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> tuple[ParameterChange, ...]:
     """Every parameter whose value differs, in name order; an absent side is None."""
-    return [{"name": name, "old": old.get(name), "new": new.get(name)}
-            for name in sorted(set(old) | set(new)) if old.get(name) != new.get(name)]
+    return tuple(ParameterChange(name=name, old=old.get(name), new=new.get(name))
+                 for name in sorted(set(old) | set(new)) if old.get(name) != new.get(name))
 
 
 def describe_change(*, generator: str, files: Sequence[str], model: tuple[str | None, str],
                     parameters: tuple[Mapping[str, Any], Mapping[str, Any]],
                     templates: Sequence[tuple[str, str | None, str | None]],
                     labels: tuple[str, str], config_diff: str | None = None,
-                    cases_diff: str | None = None) -> dict[str, Any]:
+                    cases_diff: str | None = None) -> Change:
     """The `report.change` section.
 
     `templates` holds (path, base text, head text) for the generator's message
@@ -98,15 +98,9 @@ def describe_change(*, generator: str, files: Sequence[str], model: tuple[str | 
     diffs = [unified(before, after, before_label=f"{path}@{labels[0]}",
                      after_label=f"{path}@{labels[1]}")
              for path, before, after in templates]
-    return {
-        "generator": generator,
-        "files": list(files),
-        "model": {"old": model[0], "new": model[1]},
-        "parameters": parameter_changes(*parameters),
-        "template_diff": "".join(diffs),
-        "config_diff": config_diff or None,
-        "cases_diff": cases_diff or None,
-    }
+    return Change(generator=generator, files=tuple(files), model=model,
+                  parameters=parameter_changes(*parameters), template_diff="".join(diffs),
+                  config_diff=config_diff or None, cases_diff=cases_diff or None)
 
 
 def _case_content(case: Case) -> tuple[Any, ...]:

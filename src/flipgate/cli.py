@@ -8,6 +8,7 @@ openai nor azure.
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 
 import click
@@ -51,5 +52,8 @@ def cli() -> None:
 
 
 def main() -> None:
+    # The optional azure-ai-evaluation engine reads PF_LOGGING_LEVEL when it is first
+    # imported; unset, its loggers print tracebacks to stdout. Set once, here, for the process.
+    os.environ.setdefault("PF_LOGGING_LEVEL", "CRITICAL")
     # click's own usage errors exit 2, which is the contract's "bad input" code too.
     sys.exit(cli.main(prog_name="flipgate", standalone_mode=True))

@@ -15,22 +15,37 @@ from typing import Any
 from flipgate.errors import InputError, Problem
 from flipgate.textinput import decode_utf8, load_yaml_located
 
+# Every default of flipgate lives here.
 DEFAULT_CONFIG = ".flipgate.yml"
+DEFAULT_OUT_DIR = "flipgate-out"        # report.json and comment.md
+DEFAULT_CACHE_DIR = ".flipgate-cache"   # model replies
+DEFAULT_CONCURRENCY = 8                 # model calls in flight at once, for the whole run
+DEFAULT_TIMEOUT_SECONDS = 60.0          # per model request (the openai client's own timeout)
+DEFAULT_MAX_RETRIES = 3                 # the openai client's own retries
+DEFAULT_EMBEDDING_BATCH = 2048          # OpenAI's /embeddings takes at most 2048 inputs
+DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1"
+DEFAULT_QUESTIONS = 3                   # questions the relevance judge invents per answer
+OFFLINE_MODEL = "lexical-v1"            # the offline judge's name for itself
+STEP_SUMMARY_LIMIT = 1024 * 1024        # GitHub's step summary holds at most 1 MiB
+GITHUB_COMMENT_LIMIT = 65_536           # GitHub refuses a longer comment
+
 PROVIDERS = ("openai", "azure", "offline")
-ENGINES = ("openai", "azure-ai-evaluation")
+OPENAI_ENGINE = "openai"
+AZURE_ENGINE = "azure-ai-evaluation"    # the optional azure-ai-evaluation backend
+ENGINES = (OPENAI_ENGINE, AZURE_ENGINE)
 
 
 @dataclass(frozen=True)
 class JudgeConfig:
     provider: str = "offline"
-    model: str = "lexical-v1"
-    engine: str = "openai"
+    model: str = OFFLINE_MODEL
+    engine: str = OPENAI_ENGINE
     base_url: str | None = None
     azure_endpoint: str | None = None
     api_version: str | None = None
     reasoning: bool = False
-    timeout: float = 60.0
-    max_retries: int = 3
+    timeout: float = DEFAULT_TIMEOUT_SECONDS
+    max_retries: int = DEFAULT_MAX_RETRIES
 
 
 @dataclass(frozen=True)
@@ -42,8 +57,8 @@ class GateConfig:
 class RelevanceConfig:
     threshold: float = 0.7
     embedding_model: str = "text-embedding-3-small"
-    questions: int = 3
-    embedding_batch: int = 2048
+    questions: int = DEFAULT_QUESTIONS
+    embedding_batch: int = DEFAULT_EMBEDDING_BATCH
 
 
 @dataclass(frozen=True)
@@ -76,7 +91,7 @@ class Config:
     relevance: RelevanceConfig = field(default_factory=RelevanceConfig)
     budget: BudgetConfig = field(default_factory=BudgetConfig)
     e2e: E2EConfig | None = None
-    concurrency: int = 8
+    concurrency: int = DEFAULT_CONCURRENCY
     directory: str = "."  # the config's directory, relative to the repository or cwd
 
     def path_of(self, relative: str) -> str:
@@ -205,7 +220,7 @@ def parse_config(text: str, *, source: str = DEFAULT_CONFIG, directory: str = ".
     provider = judge_values.get("provider", "offline")
     if provider in ("openai", "azure") and "model" not in judge_values:
         problem(("judge",), f"'judge.model' is required for provider {provider} (pin the judge)")
-    if judge_values.get("engine") == "azure-ai-evaluation" and provider == "offline":
+    if judge_values.get("engine") == AZURE_ENGINE and provider == "offline":
         problem(("judge", "engine"), "'judge.engine' azure-ai-evaluation needs provider openai or azure")
     e2e_values = data.get("e2e")
     if isinstance(e2e_values, dict) and ("command" in e2e_values) == ("url" in e2e_values):
@@ -244,7 +259,7 @@ def parse_config(text: str, *, source: str = DEFAULT_CONFIG, directory: str = ".
         relevance=RelevanceConfig(**relevance),
         budget=BudgetConfig(**section("budget")),
         e2e=e2e,
-        concurrency=data.get("concurrency", 8),
+        concurrency=data.get("concurrency", DEFAULT_CONCURRENCY),
         directory=directory,
     )
 

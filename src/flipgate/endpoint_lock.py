@@ -24,7 +24,6 @@ Everything here happens before any request; refusals are SecurityErrors
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -34,6 +33,7 @@ from flipgate.config import Config
 from flipgate.errors import InputError, Problem, SecurityError
 from flipgate.llm import Endpoint, azure_endpoint, openai_endpoint
 from flipgate.prompty import Prompty
+from flipgate.settings import Settings
 from flipgate.textinput import load_yaml_located
 
 # What a generator may set in the chat-completion request body.
@@ -222,21 +222,21 @@ def _check_key_reference(trusted: Prompty) -> None:
                                  "(never put a key in a file)"))
 
 
-def _endpoint(configuration: Mapping[str, Any], model: str) -> Endpoint:
+def _endpoint(configuration: Mapping[str, Any], model: str, settings: Settings) -> Endpoint:
     if configuration["type"] == "azure_openai":
         return azure_endpoint(configuration.get("azure_endpoint"), configuration.get("api_version"),
-                              deployment=model)
-    return openai_endpoint(configuration.get("base_url"))
+                              deployment=model, settings=settings)
+    return openai_endpoint(configuration.get("base_url"), settings=settings)
 
 
-def lock(base: Prompty | None, head: Prompty, *, environ: Mapping[str, str] | None = None) -> LockedPair:
+def lock(base: Prompty | None, head: Prompty, *, settings: Settings) -> LockedPair:
     """Both sides' request settings, with the head held to the base's endpoint.
 
     `base` is None when the base ref has no generator (the pull request that
     adopts flipgate): the head's configuration is then the trusted one, and a
     note says so.
     """
-    environ = os.environ if environ is None else environ
+    environ = settings.environ
     for prompty in (base, head):
         if prompty is not None:
             check_parameters(prompty)
@@ -264,7 +264,7 @@ def lock(base: Prompty | None, head: Prompty, *, environ: Mapping[str, str] | No
                 "it goes into the request's URL path, so only letters, digits, '.', '_' and "
                 "'-' are accepted"))
         return Generator(side=name, prompty=prompty, model=expanded_model, parameters=parameters,
-                         endpoint=_endpoint(configuration, expanded_model))
+                         endpoint=_endpoint(configuration, expanded_model, settings))
 
     trusted_model = configuration.get("azure_deployment") or configuration.get("model")
     baseline = side("baseline", trusted, trusted_model, _expanded_parameters(trusted, environ))

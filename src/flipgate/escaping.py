@@ -57,6 +57,37 @@ def shorten(text: str, limit: int) -> str:
     return text[: limit - 1].rstrip() + "…"
 
 
+def short(sha: str) -> str:
+    """A commit's abbreviated name in every message flipgate writes."""
+    return sha[:12]
+
+
+def snippet(text: object, limit: int) -> str:
+    """A short excerpt of `text` for a message: whitespace runs collapsed, at most `limit`
+    characters."""
+    return shorten(" ".join(str(text).split()), limit)
+
+
+def quoted(text: object, limit: int) -> str:
+    """`snippet(text, limit)` in double quotes, for a judge's reason."""
+    return f'"{snippet(text, limit)}"'
+
+
+def _unmarked(text: str) -> str:
+    """`text` without a `<!--`, so nothing a user typed carries flipgate's hidden marker
+    (the sticky comment is found by it); a zero-width space keeps it readable."""
+    return text.replace("<!--", "<!\u200b--")
+
+
+def inline_code(text: str) -> str:
+    """`text` as a code span that no backtick inside it can close."""
+    text = _unmarked(" ".join(text.splitlines()))
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") or not text.strip() else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
 def escape_md(text: object) -> str:
     """Untrusted text as inert inline Markdown: safe in a table cell, a list item, a paragraph."""
     escaped = one_line(text).translate(_INLINE)

@@ -1,15 +1,33 @@
-"""The gate's pure core: buckets, verdicts, counts and the conclusion.
+"""The gate's pure core: every rule about a row, and what the rows add up to.
 
-Nothing here does I/O. Every function is a function of scores alone, so the
-contract's verdict table can be tested row by row.
+Nothing here does I/O. Buckets, verdicts, the judge-error override, which
+rows carry evidence, the kinds of row a reviewer reads (`KINDS`), counts,
+the conclusion, the exit code and the commit state are all functions of
+scores alone, so the contract's verdict table can be tested row by row.
+Renderers, the terminal and the status text read `KINDS`; none re-derives it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
 
 from flipgate.errors import EXIT_BAD_INPUT, EXIT_BLOCKED, EXIT_INCOMPLETE, EXIT_PASS
-from flipgate.model import Bucket, Conclusion, Counts, Relevance, Row, Score, Verdict
+from flipgate.escaping import plural
+from flipgate.model import (
+    Bucket,
+    Case,
+    Conclusion,
+    Counts,
+    Evidence,
+    FluencySummary,
+    Relevance,
+    Row,
+    Score,
+    Side,
+    Verdict,
+)
 
 _ANSWERING = (Bucket.PARTIAL, Bucket.GROUNDED)
 
@@ -80,6 +98,47 @@ def relevance_dropped(baseline: Relevance | None, candidate: Relevance | None,
     return candidate.score < threshold <= baseline.score
 
 
+# Verdicts whose rows carry the evidence a reviewer needs to see why.
+EVIDENCE_VERDICTS = frozenset({Verdict.REGRESSION, Verdict.UNSTABLE, Verdict.NEW_NON_ANSWER})
+
+
+def carries_evidence(verdict: Verdict) -> bool:
+    return verdict in EVIDENCE_VERDICTS
+
+
+def side(response: str, groundedness: Score, *, relevance: Relevance | None = None,
+         rescore: Score | None = None, fluency: Score | None = None,
+         finish_reason: str | None = None) -> Side:
+    """One answer's readings, with the bucket its groundedness score falls in."""
+    bucket = bucket_of(groundedness.value) if groundedness.value is not None else None
+    return Side(response=response, groundedness=groundedness, bucket=bucket, relevance=relevance,
+                rescore=rescore, fluency=fluency, finish_reason=finish_reason)
+
+
+def build_row(case: Case, baseline: Side, candidate: Side, *,
+              blocking_categories: Collection[str], threshold: float,
+              find_evidence: Callable[[Case, str], Evidence]) -> Row:
+    """The whole row: verdict, the judge-error override, blocking, relevance drop, evidence.
+
+    `find_evidence(case, answer)` is asked only for rows whose verdict carries evidence.
+    """
+    verdict, errors = classify(baseline.groundedness, candidate.groundedness, candidate.rescore)
+    for label, one in (("baseline", baseline), ("candidate", candidate)):
+        if one.relevance is not None and one.relevance.error:
+            errors.append(f"{label} relevance: {one.relevance.error}")
+    if errors and verdict is not Verdict.REGRESSION:
+        # A row the judge could not fully score is neither a pass nor a move.
+        # A confirmed regression stays listed as one, with its errors beside it.
+        verdict = Verdict.ERROR
+    return Row(
+        case=case, baseline=baseline, candidate=candidate, verdict=verdict,
+        blocking=is_blocking(verdict, case.category, blocking_categories),
+        relevance_drop=relevance_dropped(baseline.relevance, candidate.relevance, threshold),
+        errors=errors,
+        evidence=find_evidence(case, candidate.response) if carries_evidence(verdict) else None,
+    )
+
+
 def retrieval_drift(frozen: Verdict, live: Verdict | None) -> bool:
     """The end-to-end verdict (live retrieval) differs from the frozen one: the change behaves
     differently on what retrieval returns today, so look at retrieval first. A side that
@@ -87,28 +146,166 @@ def retrieval_drift(frozen: Verdict, live: Verdict | None) -> bool:
     return live is not None and Verdict.ERROR not in (frozen, live) and frozen is not live
 
 
-def count(rows: Iterable[Row]) -> Counts:
-    counts = Counts()
-    for row in rows:
-        counts.cases += 1
-        if row.verdict is Verdict.REGRESSION:
-            if row.blocking:
-                counts.blocking_regressions += 1
-            else:
-                counts.regressions_to_review += 1
-        elif row.verdict is Verdict.NEW_NON_ANSWER:
-            counts.new_non_answers += 1
-        elif row.verdict is Verdict.UNSTABLE:
-            counts.unstable += 1
-        elif row.verdict is Verdict.MOVED:
-            counts.moved += 1
-        elif row.verdict is Verdict.STILL_UNGROUNDED:
-            counts.still_ungrounded += 1
-        if row.relevance_drop:
-            counts.relevance_drops += 1
-        if row.verdict is Verdict.ERROR or row.errors:
-            counts.errors += 1
+# --------------------------------------------------------------------------
+# The kinds of row a reviewer reads, most important first
+# --------------------------------------------------------------------------
+
+class Tier(StrEnum):
+    """How much room a kind's rows get when the comment must shrink."""
+
+    BLOCKING = "blocking"      # the last rows ever left out
+    MUST_READ = "must_read"
+    WORTH_READING = "worth_reading"
+    SKIM = "skim"              # shown collapsed, left out first
+
+
+@dataclass(frozen=True)
+class Phrase:
+    """A count in words: "1 judge error", "3 judge errors"."""
+
+    one: str
+    many: str | None = None
+
+    def of(self, count: int) -> str:
+        return plural(count, self.one, self.many)
+
+
+@dataclass(frozen=True)
+class Kind:
+    """One kind of row: which rows it holds and every name it goes by."""
+
+    name: str                         # the comment's section key
+    holds: Callable[[Row], bool]
+    count_field: str                  # its key in Counts and report.json's counts
+    column: str                       # the comment's counts-table header
+    status: Phrase                    # the commit status and the terminal's counts line
+    label: str                        # the terminal's verdict column
+    style: str                        # the terminal's style for that label
+    title: str                        # the comment section's heading (or summary, when collapsed)
+    about: str                        # one sentence under the heading; `{threshold}` is filled in
+    layout: str                       # the table's columns: flips | relevance | errors | brief
+    nouns: str                        # "… and 3 more <nouns>"
+    tier: Tier
+
+    @property
+    def collapsed(self) -> bool:
+        return self.tier is Tier.SKIM
+
+
+def _regression(row: Row) -> bool:
+    return row.verdict is Verdict.REGRESSION
+
+
+def _verdict(verdict: Verdict) -> Callable[[Row], bool]:
+    return lambda row: row.verdict is verdict
+
+
+KINDS: tuple[Kind, ...] = (
+    Kind(name="blocking", holds=lambda row: _regression(row) and row.blocking,
+         count_field="blocking_regressions", column="blocking regressions",
+         status=Phrase("blocking regression"), label="BLOCKING", style="bold red",
+         title="❌ Blocking regressions",
+         about="Newly ungrounded answers in a blocking category, confirmed by a second scoring.",
+         layout="flips", nouns="blocking regressions", tier=Tier.BLOCKING),
+    Kind(name="errors", holds=lambda row: row.verdict is Verdict.ERROR or bool(row.errors),
+         count_field="errors", column="judge errors", status=Phrase("judge error"),
+         label="judge error", style="bold yellow", title="⚠️ Judge errors",
+         about="The judge failed on these rows after retries; they count neither as a pass "
+               "nor as a regression.",
+         layout="errors", nouns="rows with judge errors", tier=Tier.MUST_READ),
+    Kind(name="review", holds=lambda row: _regression(row) and not row.blocking,
+         count_field="regressions_to_review", column="regressions to review",
+         status=Phrase("to review", "to review"), label="review", style="red",
+         title="🔎 Regressions to review",
+         about="Confirmed regressions outside the blocking categories: they do not block, "
+               "but read them before merging.",
+         layout="flips", nouns="regressions to review", tier=Tier.MUST_READ),
+    Kind(name="non_answers", holds=_verdict(Verdict.NEW_NON_ANSWER),
+         count_field="new_non_answers", column="new non-answers",
+         status=Phrase("new non-answer"), label="non-answer", style="yellow",
+         title="🤐 New non-answers",
+         about="The baseline answered; the candidate now asks for clarification, refuses or "
+               "fills space.",
+         layout="flips", nouns="new non-answers", tier=Tier.WORTH_READING),
+    Kind(name="unstable", holds=_verdict(Verdict.UNSTABLE),
+         count_field="unstable", column="unstable", status=Phrase("unstable", "unstable"),
+         label="unstable", style="magenta", title="🎲 Unstable rows",
+         about="Newly ungrounded on the first scoring, but the second scoring disagreed: a "
+               "person should decide.",
+         layout="flips", nouns="unstable rows", tier=Tier.WORTH_READING),
+    Kind(name="relevance", holds=lambda row: row.relevance_drop,
+         count_field="relevance_drops", column="relevance drops",
+         status=Phrase("relevance drop"), label="relevance drop", style="cyan",
+         title="↘️ Relevance drops",
+         about="Relevance fell below {threshold} where the baseline was at or above it.",
+         layout="relevance", nouns="relevance drops", tier=Tier.WORTH_READING),
+    Kind(name="moved", holds=_verdict(Verdict.MOVED),
+         count_field="moved", column="moved", status=Phrase("moved", "moved"),
+         label="moved", style="", title="Moved: changed bucket, up or down", about="",
+         layout="brief", nouns="moved rows", tier=Tier.SKIM),
+    Kind(name="still_ungrounded", holds=_verdict(Verdict.STILL_UNGROUNDED),
+         count_field="still_ungrounded", column="still ungrounded",
+         status=Phrase("still ungrounded", "still ungrounded"), label="still ungrounded",
+         style="dim",
+         title="Still ungrounded: ungrounded in both versions, not caused by this change",
+         about="", layout="brief", nouns="still-ungrounded rows", tier=Tier.SKIM),
+)
+
+
+def kind_named(name: str) -> Kind:
+    return next(kind for kind in KINDS if kind.name == name)
+
+
+def kinds_of(row: Row) -> list[Kind]:
+    """Every kind a row belongs to (the comment lists it in each), most important first."""
+    return [kind for kind in KINDS if kind.holds(row)]
+
+
+def kind_of(row: Row) -> Kind | None:
+    """The row's most important kind; None for a row nobody needs to read."""
+    return next((kind for kind in KINDS if kind.holds(row)), None)
+
+
+# --------------------------------------------------------------------------
+# What the rows add up to
+# --------------------------------------------------------------------------
+
+def count(rows: Iterable[Row], *, cases: int | None = None) -> Counts:
+    """Rows per kind. `cases` overrides the number of rows (a run stopped before its rows)."""
+    rows = list(rows)
+    counts = Counts(cases=len(rows) if cases is None else cases)
+    for kind in KINDS:
+        counts[kind.count_field] = sum(1 for row in rows if kind.holds(row))
     return counts
+
+
+def regressions(counts: Counts) -> int:
+    """Confirmed regressions, blocking or not (the action's `regressions` output)."""
+    return counts.blocking_regressions + counts.regressions_to_review
+
+
+def worth_reading(counts: Counts) -> bool:
+    """Rows that do not block but that a reviewer should read."""
+    return any(counts[kind.count_field] for kind in KINDS
+               if kind.tier in (Tier.MUST_READ, Tier.WORTH_READING))
+
+
+def fluency_summary(rows: Sequence[Row]) -> FluencySummary | None:
+    """Mean fluency change over tied rows: a tie-breaker reported last, never a vote."""
+    ties = [row for row in rows if row.verdict is Verdict.UNCHANGED
+            and row.baseline.fluency is not None and row.candidate.fluency is not None]
+    if not ties:
+        return None
+    deltas, failed = [], 0
+    for row in ties:
+        assert row.baseline.fluency is not None and row.candidate.fluency is not None
+        before, after = row.baseline.fluency.value, row.candidate.fluency.value
+        if before is None or after is None:
+            failed += 1
+        else:
+            deltas.append(after - before)
+    mean = round(sum(deltas) / len(deltas), 3) if deltas else None
+    return FluencySummary(rows=len(deltas), mean_delta=mean, failed=failed)
 
 
 def conclude(counts: Counts) -> Conclusion:
@@ -127,3 +324,9 @@ def exit_code(conclusion: Conclusion) -> int:
         Conclusion.FAILURE: EXIT_BLOCKED,
         Conclusion.ERROR: EXIT_INCOMPLETE,
     }.get(conclusion, EXIT_BAD_INPUT)
+
+
+def commit_state(conclusion: Conclusion) -> str:
+    """The `flipgate` commit status: a skipped run passes; anything unfinished is `error`."""
+    return {Conclusion.SUCCESS: "success", Conclusion.SKIPPED: "success",
+            Conclusion.FAILURE: "failure"}.get(conclusion, "error")

@@ -11,23 +11,24 @@ The openai package is imported lazily, so `flipgate --help` never pays for it.
 from __future__ import annotations
 
 import asyncio
-import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from flipgate.cache import Cache
+from flipgate.config import (
+    DEFAULT_CONCURRENCY,
+    DEFAULT_EMBEDDING_BATCH,
+    DEFAULT_MAX_RETRIES,
+    DEFAULT_OPENAI_BASE_URL,
+    DEFAULT_TIMEOUT_SECONDS,
+)
 from flipgate.errors import IncompleteError, InputError
+from flipgate.settings import Settings
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
-
-DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1"
-DEFAULT_TIMEOUT_SECONDS = 60.0
-DEFAULT_MAX_RETRIES = 3
-# OpenAI's /embeddings accepts at most 2048 inputs per request.
-DEFAULT_EMBEDDING_BATCH = 2048
 
 
 @dataclass(frozen=True)
@@ -108,7 +109,7 @@ class Usage:
 class Limiter:
     """One concurrency limit for the whole run, with the peak it reached."""
 
-    limit: int = 8
+    limit: int = DEFAULT_CONCURRENCY
     active: int = 0
     peak: int = 0
     _semaphore: asyncio.Semaphore | None = field(default=None, repr=False)
@@ -231,24 +232,24 @@ def _accepts(validate: Callable[[str], object] | None, content: str) -> bool:
     return True
 
 
-def openai_endpoint(base_url: str | None) -> Endpoint:
+def openai_endpoint(base_url: str | None, *, settings: Settings) -> Endpoint:
     """The endpoint an OpenAI client would use: explicit, else OPENAI_BASE_URL, else api.openai.com."""
-    url = base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_OPENAI_BASE_URL
+    url = base_url or settings.openai_base_url or DEFAULT_OPENAI_BASE_URL
     return Endpoint(kind="openai", base_url=url)
 
 
 def azure_endpoint(azure_endpoint_url: str | None, api_version: str | None,
-                   deployment: str | None = None) -> Endpoint:
-    url = azure_endpoint_url or os.environ.get("AZURE_OPENAI_ENDPOINT")
+                   deployment: str | None = None, *, settings: Settings) -> Endpoint:
+    url = azure_endpoint_url or settings.azure_openai_endpoint
     if not url:
         raise InputError("azure needs an endpoint: set azure_endpoint or AZURE_OPENAI_ENDPOINT")
-    version = api_version or os.environ.get("OPENAI_API_VERSION")
+    version = api_version or settings.openai_api_version
     if not version:
         raise InputError("azure needs an api_version: set api_version or OPENAI_API_VERSION")
     return Endpoint(kind="azure", base_url=url, api_version=version, deployment=deployment)
 
 
-def make_client(endpoint: Endpoint, *, timeout: float = DEFAULT_TIMEOUT_SECONDS,
+def make_client(endpoint: Endpoint, *, settings: Settings, timeout: float = DEFAULT_TIMEOUT_SECONDS,
                 max_retries: int = DEFAULT_MAX_RETRIES) -> AsyncOpenAI:
     """Build the real openai client for an endpoint, with its own retries and timeout.
 
@@ -257,13 +258,13 @@ def make_client(endpoint: Endpoint, *, timeout: float = DEFAULT_TIMEOUT_SECONDS,
     import openai  # lazy: keeps `flipgate --help` fast
 
     if endpoint.kind == "azure":
-        key = os.environ.get("AZURE_OPENAI_API_KEY")
+        key = settings.azure_openai_api_key
         if not key:
             raise InputError("azure needs AZURE_OPENAI_API_KEY in the environment")
         return openai.AsyncAzureOpenAI(azure_endpoint=endpoint.base_url, api_key=key,
                                        api_version=endpoint.api_version,
                                        timeout=timeout, max_retries=max_retries)
-    key = os.environ.get("OPENAI_API_KEY")
+    key = settings.openai_api_key
     if not key:
         raise InputError("openai needs OPENAI_API_KEY in the environment "
                          "(any value works for a local OpenAI-compatible server)")

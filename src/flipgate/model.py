@@ -6,6 +6,7 @@ They hold data only. Deciding (gate.py), scoring (scoring.py), rendering
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -146,17 +147,14 @@ class JudgeInfo:
         return self.provider == "offline"
 
 
-@dataclass
-class Counts:
-    cases: int = 0
-    blocking_regressions: int = 0
-    regressions_to_review: int = 0
-    new_non_answers: int = 0
-    unstable: int = 0
-    moved: int = 0
-    still_ungrounded: int = 0
-    relevance_drops: int = 0
-    errors: int = 0
+class Counts(Counter[str]):
+    """How many rows of each kind, by the kind's count field (gate.KINDS names them),
+    and `cases`. A field nobody counted is 0; fields read as attributes too."""
+
+    def __getattr__(self, name: str) -> int:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return self[name]
 
 
 @dataclass(frozen=True)
@@ -166,6 +164,28 @@ class FluencySummary:
     rows: int
     mean_delta: float | None
     failed: int = 0
+
+
+@dataclass(frozen=True)
+class ParameterChange:
+    """One model parameter whose value differs between the refs; None: unset on that side."""
+
+    name: str
+    old: Any
+    new: Any
+
+
+@dataclass(frozen=True)
+class Change:
+    """What the pull request changes about the generator, as the comment describes it."""
+
+    generator: str
+    files: tuple[str, ...] = ()
+    model: tuple[str | None, str | None] = (None, None)   # (base, head); base None when adopting
+    parameters: tuple[ParameterChange, ...] = ()
+    template_diff: str = ""
+    config_diff: str | None = None
+    cases_diff: str | None = None
 
 
 @dataclass(frozen=True)
@@ -215,9 +235,8 @@ class Report:
     rows: list[Row]
     fluency: FluencySummary | None = None
     relevance_threshold: float = 0.7
-    # Free-form sections other stages add (change description, usage, cache
-    # statistics, notes such as "configuration changed in this PR").
-    change: dict[str, Any] | None = None
+    change: Change | None = None
+    # Requests and tokens per purpose ("judge", "baseline", ...), and cache hits and misses.
     usage: dict[str, Any] | None = None
     cache: dict[str, int] | None = None
     notes: list[str] = field(default_factory=list)

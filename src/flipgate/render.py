@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
@@ -26,12 +26,13 @@ from typing import Any
 from jinja2 import FileSystemLoader, StrictUndefined
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
+from flipgate import gate
+from flipgate.config import GITHUB_COMMENT_LIMIT, STEP_SUMMARY_LIMIT
 from flipgate.escaping import cell, cell_list, clear_cell_cache, escape_md, fence, number, plural
-from flipgate.model import Bucket, E2EReport, Relevance, Report, Row, Score, Side, Verdict
+from flipgate.gate import Kind, Tier
+from flipgate.model import Bucket, Change, E2EReport, Relevance, Report, Row, Score, Side
 
 MARKER = "<!-- flipgate -->"
-GITHUB_COMMENT_LIMIT = 65_536
-STEP_SUMMARY_LIMIT = 1_048_576
 TEMPLATE = "comment.md.j2"
 TABLES_TEMPLATE = "_tables.md.j2"
 
@@ -114,35 +115,17 @@ def row_view(row: Row) -> RowView:
     )
 
 
-# The tables, in the order the comment shows them, with what selects a row.
-_SECTION_RULES: dict[str, Callable[[Row], bool]] = {
-    "blocking": lambda row: row.verdict is Verdict.REGRESSION and row.blocking,
-    "review": lambda row: row.verdict is Verdict.REGRESSION and not row.blocking,
-    "non_answers": lambda row: row.verdict is Verdict.NEW_NON_ANSWER,
-    "unstable": lambda row: row.verdict is Verdict.UNSTABLE,
-    "relevance": lambda row: row.relevance_drop,
-    "errors": lambda row: row.verdict is Verdict.ERROR or bool(row.errors),
-    "moved": lambda row: row.verdict is Verdict.MOVED,
-    "still_ungrounded": lambda row: row.verdict is Verdict.STILL_UNGROUNDED,
-}
-# What goes first when the comment is too long: the reverse of this order.
-KEEP_PRIORITY = ("blocking", "errors", "review", "non_answers", "unstable", "relevance",
-                 "moved", "still_ungrounded")
-
-
 @dataclass(frozen=True)
 class ChangeView:
-    """issue 3's change description, made total: every key may be missing."""
+    """The change description with every value as the comment shows it."""
 
-    generator: str | None
+    generator: str
     files: tuple[str, ...]
-    model: tuple[str, str] | None
+    model: tuple[str, str]
     parameters: tuple[tuple[str, str, str], ...]
     template_diff: str | None
     config_diff: str | None
     cases_diff: str | None
-    config_changed: bool
-    cases_changed: bool
 
 
 def _display(value: object) -> str:
@@ -156,50 +139,21 @@ def _display(value: object) -> str:
         return str(value)
 
 
-def _text_or_none(value: object) -> str | None:
-    if value is None or value is False:
+def _diff(text: str | None) -> str | None:
+    return text if text and text.strip() else None
+
+
+def change_view(change: Change | None) -> ChangeView | None:
+    if change is None:
         return None
-    text = value if isinstance(value, str) else _display(value)
-    return text if text.strip() else None
-
-
-def _parameters(raw: object) -> tuple[tuple[str, str, str], ...]:
-    items: list[tuple[object, object, object]] = []
-    if isinstance(raw, Mapping):
-        for name, change in raw.items():
-            if isinstance(change, Mapping):
-                items.append((name, change.get("old"), change.get("new")))
-    elif isinstance(raw, Sequence) and not isinstance(raw, str):
-        for entry in raw:
-            if isinstance(entry, Mapping):
-                items.append((entry.get("name", "?"), entry.get("old"), entry.get("new")))
-    return tuple((_display(name), _display(old), _display(new)) for name, old, new in items)
-
-
-def change_view(change: Mapping[str, Any] | None) -> ChangeView | None:
-    if not isinstance(change, Mapping):
-        return None
-    files = change.get("files") or ()
-    if isinstance(files, str):
-        files = (files,)
-    model = change.get("model")
-    model_pair: tuple[str, str] | None = None
-    if isinstance(model, Mapping) and ("old" in model or "new" in model):
-        model_pair = (_display(model.get("old")), _display(model.get("new")))
-    elif model is not None:
-        model_pair = (_display(model), _display(model))
-    config_diff = _text_or_none(change.get("config_diff"))
-    cases_diff = _text_or_none(change.get("cases_diff"))
     return ChangeView(
-        generator=_text_or_none(change.get("generator")),
-        files=tuple(_display(name) for name in files) if isinstance(files, Iterable) else (),
-        model=model_pair,
-        parameters=_parameters(change.get("parameters")),
-        template_diff=_text_or_none(change.get("template_diff")),
-        config_diff=config_diff,
-        cases_diff=cases_diff,
-        config_changed=config_diff is not None or bool(change.get("config_changed")),
-        cases_changed=cases_diff is not None or bool(change.get("cases_changed")),
+        generator=change.generator,
+        files=change.files,
+        model=(_display(change.model[0]), _display(change.model[1])),
+        parameters=tuple((p.name, _display(p.old), _display(p.new)) for p in change.parameters),
+        template_diff=_diff(change.template_diff),
+        config_diff=_diff(change.config_diff),
+        cases_diff=_diff(change.cases_diff),
     )
 
 
@@ -233,13 +187,13 @@ class View:
 
 
 def build_view(report: Report) -> View:
-    sections: dict[str, list[RowView]] = {key: [] for key in _SECTION_RULES}
+    sections: dict[str, list[RowView]] = {kind.name: [] for kind in gate.KINDS}
     for row in report.rows:
-        wanted = [key for key, rule in _SECTION_RULES.items() if rule(row)]
-        if wanted:
+        kinds = gate.kinds_of(row)
+        if kinds:
             shown = row_view(row)
-            for key in wanted:
-                sections[key].append(shown)
+            for kind in kinds:
+                sections[kind.name].append(shown)
     return View(report=report, sections={key: tuple(rows) for key, rows in sections.items()},
                 change=change_view(report.change))
 
@@ -270,8 +224,9 @@ TINY = Cells(id=40, category=24, reason=80, answer=60, item=40, items=2)
 class Plan:
     cells: Cells = FULL              # every table but the blocking one
     blocking_cells: Cells = FULL
-    # Rows shown per section; None shows all of them. Blocking is None until the very end.
-    caps: Mapping[str, int | None] = field(default_factory=dict)
+    # Rows shown per section, by its kind's tier; None shows all of them.
+    # Blocking is None until the very end.
+    caps: Mapping[Tier, int | None] = field(default_factory=dict)
     diff_limit: int | None = 20_000  # characters of each diff; None leaves diffs out
     notes: int = 20
     note_limit: int = 400
@@ -279,42 +234,41 @@ class Plan:
     parameters: int = 40
     minimal: bool = False            # heading and counts only
 
-    def cap(self, section: str) -> int | None:
-        return self.caps.get(section)
+    def cap(self, kind: Kind) -> int | None:
+        return self.caps.get(kind.tier)
 
 
-def _caps(*, blocking: int | None = None, errors: int | None = None, review: int | None = None,
-          lesser: int | None = None, collapsed: int | None = None) -> dict[str, int | None]:
-    return {"blocking": blocking, "errors": errors, "review": review, "non_answers": lesser,
-            "unstable": lesser, "relevance": lesser, "moved": collapsed,
-            "still_ungrounded": collapsed}
+def _caps(*, blocking: int | None = None, must_read: int | None = None,
+          worth_reading: int | None = None, skim: int | None = None) -> dict[Tier, int | None]:
+    return {Tier.BLOCKING: blocking, Tier.MUST_READ: must_read,
+            Tier.WORTH_READING: worth_reading, Tier.SKIM: skim}
 
 
 LADDER: tuple[Plan, ...] = (
     Plan(),
     Plan(cells=MEDIUM, diff_limit=8_000),
-    Plan(cells=MEDIUM, caps=_caps(errors=500, review=500, lesser=500, collapsed=500),
+    Plan(cells=MEDIUM, caps=_caps(must_read=500, worth_reading=500, skim=500),
          diff_limit=4_000),
-    Plan(cells=MEDIUM, caps=_caps(errors=200, review=200, lesser=100, collapsed=50),
+    Plan(cells=MEDIUM, caps=_caps(must_read=200, worth_reading=100, skim=50),
          diff_limit=4_000),
-    Plan(cells=SHORT, caps=_caps(errors=50, review=50, lesser=30, collapsed=20),
+    Plan(cells=SHORT, caps=_caps(must_read=50, worth_reading=30, skim=20),
          diff_limit=2_000, notes=10, note_limit=200),
-    Plan(cells=SHORT, caps=_caps(errors=25, review=25, lesser=10, collapsed=0),
+    Plan(cells=SHORT, caps=_caps(must_read=25, worth_reading=10, skim=0),
          diff_limit=None, notes=10, note_limit=200, files=10, parameters=15),
-    Plan(cells=TINY, blocking_cells=MEDIUM, caps=_caps(errors=10, review=10, lesser=3, collapsed=0),
+    Plan(cells=TINY, blocking_cells=MEDIUM, caps=_caps(must_read=10, worth_reading=3, skim=0),
          diff_limit=None, notes=5, note_limit=150, files=5, parameters=10),
-    Plan(cells=TINY, blocking_cells=SHORT, caps=_caps(errors=0, review=0, lesser=0, collapsed=0),
+    Plan(cells=TINY, blocking_cells=SHORT, caps=_caps(must_read=0, worth_reading=0, skim=0),
          diff_limit=None, notes=5, note_limit=150, files=5, parameters=10),
-    Plan(cells=TINY, blocking_cells=TINY, caps=_caps(errors=0, review=0, lesser=0, collapsed=0),
+    Plan(cells=TINY, blocking_cells=TINY, caps=_caps(must_read=0, worth_reading=0, skim=0),
          diff_limit=None, notes=5, note_limit=150, files=5, parameters=10),
 )
-MINIMAL = replace(LADDER[-1], caps=_caps(blocking=0, errors=0, review=0, lesser=0, collapsed=0),
+MINIMAL = replace(LADDER[-1], caps=_caps(blocking=0, must_read=0, worth_reading=0, skim=0),
                   minimal=True)
 
 
 @dataclass(frozen=True)
 class Section:
-    key: str
+    kind: Kind
     total: int
     rows: tuple[RowView, ...]
     cells: Cells
@@ -324,13 +278,15 @@ class Section:
         return self.total - len(self.rows)
 
 
-def _sections(view: View, plan: Plan) -> dict[str, Section]:
-    out: dict[str, Section] = {}
-    for key, rows in view.sections.items():
-        cap = plan.cap(key)
+def _sections(view: View, plan: Plan) -> list[Section]:
+    """The sections in the kinds' order, most important first."""
+    out = []
+    for kind in gate.KINDS:
+        rows = view.sections[kind.name]
+        cap = plan.cap(kind)
         shown = rows if cap is None else rows[:cap]
-        cells = plan.blocking_cells if key == "blocking" else plan.cells
-        out[key] = Section(key=key, total=len(rows), rows=shown, cells=cells)
+        cells = plan.blocking_cells if kind.tier is Tier.BLOCKING else plan.cells
+        out.append(Section(kind=kind, total=len(rows), rows=shown, cells=cells))
     return out
 
 
@@ -366,7 +322,7 @@ def e2e_view(e2e: E2EReport | None, plan: Plan) -> E2EView | None:
     if e2e is None:
         return None
     drift = e2e.drift
-    cap = plan.cap("unstable")
+    cap = plan.caps.get(Tier.WORTH_READING)   # drift rows are worth reading, never blocking
     shown = drift if cap is None else drift[:cap]
     return E2EView(
         retrieval=e2e.retrieval, date=e2e.date,
@@ -383,15 +339,9 @@ def e2e_view(e2e: E2EReport | None, plan: Plan) -> E2EView | None:
 # --------------------------------------------------------------------------
 
 def templates_dir() -> Path:
-    """The wheel ships templates inside the package; a checkout keeps them at the repo root."""
-    import flipgate
-
-    candidates = (Path(flipgate.__file__).resolve().parent / "templates",
-                  Path(__file__).resolve().parents[2] / "templates")
-    for candidate in candidates:
-        if (candidate / TEMPLATE).is_file():
-            return candidate
-    raise FileNotFoundError(f"{TEMPLATE} not found in " + " or ".join(map(str, candidates)))
+    """The comment's templates: inside the package, installed or editable alike
+    (the repository's top-level `templates/` is a link to this folder)."""
+    return Path(__file__).resolve().parent / "templates"
 
 
 @lru_cache(maxsize=1)
@@ -428,17 +378,17 @@ def _section_blocks(view: View, plan: Plan, blocks: dict[_BlockKey, str],
     too long is given up before the rest is rendered.
     """
     tables = environment().get_template(TABLES_TEMPLATE).module
-    sections = _sections(view, plan)
+    out = []
     used = 0
-    for key in KEEP_PRIORITY:
-        section = sections[key]
-        block_key = (key, section.cells, len(section.rows))
+    for section in _sections(view, plan):
+        block_key = (section.kind.name, section.cells, len(section.rows))
         if block_key not in blocks:
             blocks[block_key] = str(tables.section(section, view.report.relevance_threshold))
+        out.append(blocks[block_key])
         used += _size(blocks[block_key])
         if used > max_chars:
             return None
-    return [blocks[(key, section.cells, len(section.rows))] for key, section in sections.items()]
+    return out
 
 
 def _render(view: View, plan: Plan, blocks: dict[_BlockKey, str], max_chars: int) -> str | None:
@@ -454,6 +404,8 @@ def _render(view: View, plan: Plan, blocks: dict[_BlockKey, str], max_chars: int
         judge=report.judge,
         head_sha=report.head_sha,
         counts=report.counts,
+        kinds=gate.KINDS,
+        worth_reading=gate.worth_reading(report.counts),
         threshold=report.relevance_threshold,
         notes=tuple(report.notes),
         change=view.change,
@@ -479,7 +431,7 @@ def _cannot_fit(view: View, plan: Plan, max_chars: int) -> bool:
     too many rows without rendering them (cells are memoised, so it is cheap).
     """
     floor = 0
-    for section in _sections(view, plan).values():
+    for section in _sections(view, plan):
         for row in section.rows:
             floor += (_ROW_SKELETON + len(cell(row.id, section.cells.id))
                       + len(cell(row.answer, section.cells.answer)))
@@ -523,14 +475,15 @@ def _most_blocking_rows(view: View, max_chars: int, blocks: dict[_BlockKey, str]
     last = LADDER[-1]
 
     def attempt(shown: int) -> tuple[int, str]:
-        text = _render(view, replace(last, caps={**last.caps, "blocking": shown}), blocks,
+        text = _render(view, replace(last, caps={**last.caps, Tier.BLOCKING: shown}), blocks,
                        max_chars)
         return (max_chars + 1, "") if text is None else (_size(text), text)
 
     fits_count, (fits_size, fits_text) = 0, attempt(0)
     if fits_size > max_chars:
         return None
-    too_many = len(view.sections["blocking"])  # LADDER[-1] showed them all, and failed
+    # LADDER[-1] showed every blocking row, and failed
+    too_many = sum(len(view.sections[kind.name]) for kind in gate.KINDS if kind.tier is Tier.BLOCKING)
     too_many_size: int | None = None
     for step in itertools.count():
         if too_many - fits_count <= 1:

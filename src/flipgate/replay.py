@@ -76,12 +76,13 @@ async def first_failure_cancels(awaitables: Sequence[Awaitable[Any]]) -> list[An
 
 
 async def replay(cases: Sequence[Case], generator: PreparedGenerator, *, client: AsyncOpenAI,
-                 runtime: Runtime, purpose: str) -> dict[str, Answer]:
+                 runtime: Runtime, purpose: str, debug: bool = False) -> dict[str, Answer]:
     """Every case's answer from one side's generator, by case id.
 
     `purpose` ("baseline", "candidate") names the side in usage totals and
     messages. Requests go through `client` under this side's endpoint identity
-    and usage, and the run's shared limit, cache and budget.
+    and usage, and the run's shared limit, cache and budget. `debug` lets the
+    client's own exception through, with its traceback.
     """
     side_llm = LLM(client, generator.endpoint, limiter=runtime.limiter, cache=runtime.cache,
                    budget=runtime.budget, usage=runtime.usage_for(purpose))
@@ -99,7 +100,7 @@ async def replay(cases: Sequence[Case], generator: PreparedGenerator, *, client:
         except FlipgateError:
             raise
         except Exception as exc:  # noqa: BLE001 - the client's errors, after its own retries
-            if os.environ.get("FLIPGATE_DEBUG"):
+            if debug:
                 raise
             raise IncompleteError(f"generating the {purpose} answer for case '{case.id}' "
                                   f"failed after retries ({generator.model}): "

@@ -8,7 +8,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from flipgate.model import E2EReport, Relevance, Report, Row, Score, Side
+from flipgate import gate
+from flipgate.model import Change, Counts, E2EReport, Relevance, Report, Row, Score, Side
 
 REPORT_VERSION = 1
 
@@ -86,6 +87,23 @@ def e2e_to_dict(e2e: E2EReport) -> dict[str, Any]:
     return out
 
 
+def counts_dict(counts: Counts) -> dict[str, int]:
+    """`cases`, then every kind's count (0 when none), in the kinds' order."""
+    return {"cases": counts.cases, **{kind.count_field: counts[kind.count_field] for kind in gate.KINDS}}
+
+
+def change_dict(change: Change) -> dict[str, Any]:
+    return {
+        "generator": change.generator,
+        "files": list(change.files),
+        "model": {"old": change.model[0], "new": change.model[1]},
+        "parameters": [{"name": p.name, "old": p.old, "new": p.new} for p in change.parameters],
+        "template_diff": change.template_diff,
+        "config_diff": change.config_diff,
+        "cases_diff": change.cases_diff,
+    }
+
+
 def to_dict(report: Report) -> dict[str, Any]:
     judge: dict[str, Any] = {"provider": report.judge.provider, "model": report.judge.model,
                              "engine": report.judge.engine}
@@ -97,13 +115,15 @@ def to_dict(report: Report) -> dict[str, Any]:
         "version": REPORT_VERSION,
         "conclusion": report.conclusion.value,
         "judge": judge,
-        "counts": asdict(report.counts),
+        "counts": counts_dict(report.counts),
         "rows": [row_to_dict(row) for row in report.rows],
         "relevance_threshold": report.relevance_threshold,
     }
     if report.fluency is not None:
         out["fluency"] = asdict(report.fluency)
-    for name in ("change", "usage", "cache", "head_sha"):
+    if report.change is not None:
+        out["change"] = change_dict(report.change)
+    for name in ("usage", "cache", "head_sha"):
         value = getattr(report, name)
         if value is not None:
             out[name] = value

@@ -36,3 +36,6 @@ class Runtime:
 
     def usage_report(self) -> dict[str, dict[str, int]]:
         return {purpose: usage.as_dict() for purpose, usage in self.usage.items()}
+
+    def cache_stats(self) -> dict[str, int] | None:
+        return self.cache.stats() if self.cache is not None else None

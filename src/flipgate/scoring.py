@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Mapping, Sequence
-from typing import TypeVar
+from dataclasses import dataclass
+from typing import Any
 
 from flipgate import gate
 from flipgate.config import Config
@@ -20,8 +21,8 @@ from flipgate.judges.base import EMPTY_ANSWER, Judge
 from flipgate.model import (
     Answer,
     Case,
+    Change,
     Conclusion,
-    Counts,
     Evidence,
     FluencySummary,
     JudgeInfo,
@@ -29,16 +30,8 @@ from flipgate.model import (
     Report,
     Row,
     Score,
-    Side,
-    Verdict,
 )
 from flipgate.progress import Progress
-from flipgate.runtime import Runtime
-
-T = TypeVar("T")
-
-# Verdicts whose rows carry the evidence a reviewer needs to see why.
-_EVIDENCE_VERDICTS = (Verdict.REGRESSION, Verdict.UNSTABLE, Verdict.NEW_NON_ANSWER)
 
 
 async def _guard(call: Awaitable[Score], progress: Progress) -> Score:
@@ -76,12 +69,6 @@ async def _relevance(judge: Judge, items: Sequence[tuple[Case, str]],
     return results
 
 
-def _side(answer: Answer, score: Score, relevance: Relevance) -> Side:
-    return Side(response=answer.response, groundedness=score,
-                bucket=gate.bucket_of(score.value) if score.value is not None else None,
-                relevance=relevance, finish_reason=answer.finish_reason)
-
-
 def _evidence(case: Case, response: str) -> Evidence:
     from flipgate.evidence import find_unsupported  # pure, deterministic
 
@@ -112,9 +99,17 @@ async def _judge_row(judge: Judge, case: Case, baseline: Answer, candidate: Answ
     return base, cand, None, None
 
 
+@dataclass(frozen=True)
+class Scored:
+    """Every row of a run, classified, and the fluency tie-breaker over them."""
+
+    rows: list[Row]
+    fluency: FluencySummary | None = None
+
+
 async def score_rows(*, cases: Sequence[Case], baseline: Mapping[str, Answer],
                      candidate: Mapping[str, Answer], config: Config, judge: Judge,
-                     progress: Progress) -> Report:
+                     progress: Progress) -> Scored:
     n = len(cases)
     progress.add(4 * n)  # groundedness and relevance for both sides
     relevance_items = [(case, answers[case.id].response)
@@ -127,49 +122,16 @@ async def score_rows(*, cases: Sequence[Case], baseline: Mapping[str, Answer],
     rows = []
     for i, case in enumerate(cases):
         base_score, cand_score, rescore, fluency = judged[i]
-        base = _side(baseline[case.id], base_score, relevances[i])
-        cand = _side(candidate[case.id], cand_score, relevances[n + i])
-        cand.rescore = rescore
-        if fluency is not None:
-            base.fluency, cand.fluency = fluency
-        verdict, errors = gate.classify(base.groundedness, cand.groundedness, cand.rescore)
-        for label, side in (("baseline", base), ("candidate", cand)):
-            if side.relevance is not None and side.relevance.error:
-                errors.append(f"{label} relevance: {side.relevance.error}")
-        if errors and verdict is not Verdict.REGRESSION:
-            # A row the judge could not fully score is neither a pass nor a move.
-            # A confirmed regression stays listed as one, with its errors beside it.
-            verdict = Verdict.ERROR
-        rows.append(Row(
-            case=case, baseline=base, candidate=cand, verdict=verdict,
-            blocking=gate.is_blocking(verdict, case.category, config.gate.blocking_categories),
-            relevance_drop=gate.relevance_dropped(base.relevance, cand.relevance,
-                                                  config.relevance.threshold),
-            errors=errors,
-            evidence=_evidence(case, cand.response) if verdict in _EVIDENCE_VERDICTS else None,
-        ))
-
-    counts = gate.count(rows)
-    return Report(conclusion=gate.conclude(counts), judge=judge.info, counts=counts, rows=rows,
-                  fluency=_fluency_summary(rows), relevance_threshold=config.relevance.threshold)
-
-
-def _fluency_summary(rows: Sequence[Row]) -> FluencySummary | None:
-    """Mean fluency change over tied rows: a tie-breaker reported last, never a vote."""
-    ties = [row for row in rows if row.verdict is Verdict.UNCHANGED
-            and row.baseline.fluency is not None and row.candidate.fluency is not None]
-    if not ties:
-        return None
-    deltas, failed = [], 0
-    for row in ties:
-        assert row.baseline.fluency is not None and row.candidate.fluency is not None
-        before, after = row.baseline.fluency.value, row.candidate.fluency.value
-        if before is None or after is None:
-            failed += 1
-        else:
-            deltas.append(after - before)
-    mean = round(sum(deltas) / len(deltas), 3) if deltas else None
-    return FluencySummary(rows=len(deltas), mean_delta=mean, failed=failed)
+        before, after = baseline[case.id], candidate[case.id]
+        rows.append(gate.build_row(
+            case,
+            gate.side(before.response, base_score, relevance=relevances[i],
+                      fluency=fluency[0] if fluency else None, finish_reason=before.finish_reason),
+            gate.side(after.response, cand_score, relevance=relevances[n + i], rescore=rescore,
+                      fluency=fluency[1] if fluency else None, finish_reason=after.finish_reason),
+            blocking_categories=config.gate.blocking_categories,
+            threshold=config.relevance.threshold, find_evidence=_evidence))
+    return Scored(rows=rows, fluency=gate.fluency_summary(rows))
 
 
 def judge_info(config: Config, provider: str | None) -> JudgeInfo:
@@ -183,29 +145,23 @@ def judge_info(config: Config, provider: str | None) -> JudgeInfo:
                      embedding_model=config.relevance.embedding_model)
 
 
-def stopped_report(*, cases: Sequence[Case], config: Config, judge_provider: str | None,
-                   message: str) -> Report:
-    """The report of a run that could not finish (budget, API): conclusion `error`, no rows."""
-    return Report(conclusion=Conclusion.ERROR, judge=judge_info(config, judge_provider),
-                  counts=Counts(cases=len(cases)), rows=[],
-                  relevance_threshold=config.relevance.threshold,
-                  notes=[f"The run could not finish: {message}"])
+def build_report(*, config: Config, judge: JudgeInfo, cases: int, scored: Scored | None = None,
+                 conclusion: Conclusion | None = None, notes: Sequence[str] = (),
+                 change: Change | None = None, usage: dict[str, Any] | None = None,
+                 cache: dict[str, int] | None = None, head_sha: str | None = None) -> Report:
+    """The report, whole. Without `scored` (skipped, or stopped before its rows) it has no
+    rows and `conclusion` must say why; with it, the gate concludes from its rows."""
+    rows = scored.rows if scored is not None else []
+    counts = gate.count(rows, cases=cases)
+    if conclusion is None:
+        assert scored is not None, "a report without rows needs a conclusion"
+        conclusion = gate.conclude(counts)
+    return Report(conclusion=conclusion, judge=judge, counts=counts, rows=rows,
+                  fluency=scored.fluency if scored is not None else None,
+                  relevance_threshold=config.relevance.threshold, change=change,
+                  usage=usage, cache=cache, notes=list(notes), head_sha=head_sha)
 
 
-async def gate_answers(*, cases: Sequence[Case], baseline: Mapping[str, Answer],
-                       candidate: Mapping[str, Answer], config: Config, runtime: Runtime,
-                       judge_provider: str | None = None) -> Report:
-    """Build the configured judge, score both answer sets, classify every row."""
-    from flipgate.judges import make_judge
-
-    judge = make_judge(config, runtime=runtime, provider=judge_provider)
-    try:
-        report = await score_rows(cases=cases, baseline=baseline, candidate=candidate,
-                                  config=config, judge=judge, progress=runtime.progress)
-    finally:
-        await judge.aclose()
-    if runtime.usage:
-        report.usage = runtime.usage_report()
-    if runtime.cache is not None:
-        report.cache = runtime.cache.stats()
-    return report
+def stopped_note(message: str) -> str:
+    """The note of a run that could not finish (budget, API): conclusion `error`, no rows."""
+    return f"The run could not finish: {message}"

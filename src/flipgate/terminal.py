@@ -11,51 +11,20 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from flipgate import gate
 from flipgate.escaping import one_line_within, plural
-from flipgate.model import Conclusion, Report, Row, Side, Verdict
+from flipgate.gate import Kind
+from flipgate.model import Conclusion, Report, Row, Side
 from flipgate.render import BUCKET_LABELS
 
 MAX_ROWS = 40
 WIDE = 120  # narrower consoles (a CI log is 80) get the table without the "why" column
 
-# (label, style) per kind of row, most important first.
-_KINDS: tuple[tuple[str, str, str], ...] = (
-    ("blocking", "BLOCKING", "bold red"),
-    ("error", "judge error", "bold yellow"),
-    ("review", "review", "red"),
-    ("non_answer", "non-answer", "yellow"),
-    ("unstable", "unstable", "magenta"),
-    ("relevance", "relevance drop", "cyan"),
-    ("moved", "moved", ""),
-    ("still", "still ungrounded", "dim"),
-)
-_RANK = {kind: rank for rank, (kind, _, _) in enumerate(_KINDS)}
-
-
-def kind_of(row: Row) -> str | None:
-    """Which kind of row this is for the summary; None for rows nobody needs to read."""
-    if row.verdict is Verdict.REGRESSION:
-        return "blocking" if row.blocking else "review"
-    if row.verdict is Verdict.ERROR or row.errors:
-        return "error"
-    if row.verdict is Verdict.NEW_NON_ANSWER:
-        return "non_answer"
-    if row.verdict is Verdict.UNSTABLE:
-        return "unstable"
-    if row.relevance_drop:
-        return "relevance"
-    if row.verdict is Verdict.MOVED:
-        return "moved"
-    if row.verdict is Verdict.STILL_UNGROUNDED:
-        return "still"
-    return None
-
-
-def rows_that_matter(report: Report) -> list[tuple[str, Row]]:
+def rows_that_matter(report: Report) -> list[tuple[Kind, Row]]:
     """(kind, row) for every row worth showing, most important kind first, stable within one."""
-    kinds = ((kind_of(row), row) for row in report.rows)
+    kinds = ((gate.kind_of(row), row) for row in report.rows)
     found = [(kind, row) for kind, row in kinds if kind is not None]
-    return sorted(found, key=lambda pair: _RANK[pair[0]])
+    return sorted(found, key=lambda pair: gate.KINDS.index(pair[0]))
 
 
 def _plain(text: object, limit: int, style: str = "") -> Text:
@@ -97,12 +66,11 @@ def rows_table(report: Report, *, max_rows: int = MAX_ROWS,
         table.add_column("why", overflow="fold", ratio=1)
     picked = rows_that_matter(report)
     for kind, row in picked[:max_rows]:
-        _, label, style = _KINDS[_RANK[kind]]
         movement = f"{_reading(row.baseline)} → {_reading(row.candidate)}"
         if row.candidate.finish_reason == "length":
             movement += " (truncated)"
         relevance = f"{_relevance(row.baseline)} → {_relevance(row.candidate)}"
-        cells = [Text(label, style=style), _plain(row.id, 40), _plain(row.category, 24),
+        cells = [Text(kind.label, style=kind.style), _plain(row.id, 40), _plain(row.category, 24),
                  Text(movement), Text(relevance, style="cyan" if row.relevance_drop else "")]
         if with_why:
             cells.append(_plain(_why(row), 80))
@@ -112,17 +80,8 @@ def rows_table(report: Report, *, max_rows: int = MAX_ROWS,
 
 def counts_line(report: Report) -> str:
     counts = report.counts
-    parts = [
-        plural(counts.cases, "case"),
-        f"{counts.blocking_regressions:,} blocking",
-        f"{counts.regressions_to_review:,} to review",
-        plural(counts.new_non_answers, "new non-answer"),
-        f"{counts.unstable:,} unstable",
-        plural(counts.relevance_drops, "relevance drop"),
-        f"{counts.moved:,} moved",
-        f"{counts.still_ungrounded:,} still ungrounded",
-        plural(counts.errors, "judge error"),
-    ]
+    parts = [plural(counts.cases, "case"),
+             *(kind.status.of(counts[kind.count_field]) for kind in gate.KINDS)]
     return " · ".join(parts)
 
 

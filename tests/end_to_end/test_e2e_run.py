@@ -12,8 +12,8 @@ from click.testing import CliRunner
 
 from flipgate.cli import cli
 
-from gitrepo import GitRepo
 from support.gfm import to_html
+from support.gitrepo import GitRepo
 from support.openai_server import FakeOpenAI
 
 CASES = [{"id": f"q{i:02d}", "query": f"What is the fee for item {i}?",
@@ -231,8 +231,12 @@ def test_the_action_runs_it_only_when_the_base_enables_it(server: FakeOpenAI, tm
     repo.commit({"prompts/answer.prompty": HEAD_PROMPT})
     request = E2ERequest(environ={"RETRIEVAL_LOG": str(retrieval_log), "PATH": "/usr/bin:/bin"},
                          date="2026-11-30", required=False)
-    result = run_check(repo=repo.path, base="base", head="HEAD", out_dir=tmp_path / "out", cache_dir=None,
-                       e2e=request)
+    import os
+
+    from flipgate.settings import Settings
+
+    result = run_check(repo=repo.path, base="base", head="HEAD", settings=Settings.from_environ(os.environ),
+                       out_dir=tmp_path / "out", cache_dir=None, e2e=request)
     assert result.exit_code == 0
     assert (result.report.e2e is not None) is runs
     assert retrieval_log.exists() is runs

@@ -6,7 +6,7 @@ from flipgate.model import E2EReport, E2ERow, Verdict
 from flipgate.render import GITHUB_COMMENT_LIMIT, render_comment
 from flipgate.report import to_dict
 
-from factories import make_report, make_row
+from support.factories import make_report, make_row
 from support.gfm import to_html
 
 DIFF = "--- frozen context\n+++ live context\n-old {i}\n+new {i}\n"

@@ -17,9 +17,9 @@ from typing import Any, TypeVar
 
 import click
 
-from flipgate.cache import DEFAULT_CACHE_DIR
-from flipgate.config import DEFAULT_CONFIG, PROVIDERS, Config, load_config
+from flipgate.config import DEFAULT_CACHE_DIR, DEFAULT_CONFIG, PROVIDERS, Config, load_config
 from flipgate.errors import EXIT_INCOMPLETE, FlipgateError
+from flipgate.settings import Settings
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -32,6 +32,11 @@ def visible(text: str) -> str:
     may quote a file from the pull request, and its escape sequences or line breaks
     must not reach the terminal or a CI log as such."""
     return _CONTROL.sub(lambda m: repr(m.group())[1:-1], text)
+
+
+def settings_from_env() -> Settings:
+    """The run's settings from this process's environment: the one place a command reads it."""
+    return Settings.from_environ(os.environ)
 
 
 def report_failures(command: F) -> F:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import sys
 from pathlib import Path
@@ -16,9 +17,10 @@ from flipgate.commands.common import (
     judge_option,
     read_config,
     report_failures,
+    settings_from_env,
     visible,
 )
-from flipgate.outputs import DEFAULT_OUT_DIR
+from flipgate.config import DEFAULT_OUT_DIR
 
 
 @click.command("gate")
@@ -51,9 +53,11 @@ def gate(cases_path: str, baseline_path: str, candidate_path: str, config_path: 
     from flipgate.cases import load_answer_sets, load_cases
     from flipgate.config import Config
     from flipgate.errors import IncompleteError
+    from flipgate.judges import make_judge
+    from flipgate.model import Conclusion
     from flipgate.outputs import write_outputs
     from flipgate.runtime import Runtime
-    from flipgate.scoring import gate_answers, stopped_report
+    from flipgate.scoring import Scored, build_report, score_rows, stopped_note
 
     config = read_config(config_path)
     if config is None:
@@ -66,20 +70,27 @@ def gate(cases_path: str, baseline_path: str, candidate_path: str, config_path: 
     cases = load_cases(cases_path)
     baseline, candidate = load_answer_sets(cases, cases_path, [baseline_path, candidate_path])
 
+    runtime = Runtime.from_config(config, cache_dir=cache_dir_or_none(cache_dir, no_cache))
+    the_judge = make_judge(config, runtime=runtime, settings=settings_from_env(), provider=judge)
     bar = progress.for_stream("judging", sys.stderr)
-    runtime = Runtime.from_config(config, cache_dir=cache_dir_or_none(cache_dir, no_cache),
-                                  progress=bar)
-    stopped = None
+
+    async def score() -> Scored:
+        async with contextlib.aclosing(the_judge):
+            return await score_rows(cases=cases, baseline=baseline, candidate=candidate,
+                                    config=config, judge=the_judge, progress=bar)
+
+    stopped = scored = None
     try:
-        report = asyncio.run(gate_answers(cases=cases, baseline=baseline, candidate=candidate,
-                                          config=config, runtime=runtime, judge_provider=judge))
+        scored = asyncio.run(score())
     except IncompleteError as exc:
         # Exit 3 writes a report that says `error`, never leaves an older one standing.
         stopped = str(exc)
-        report = stopped_report(cases=cases, config=config, judge_provider=judge, message=stopped)
-        report.usage = runtime.usage_report()
     finally:
         bar.close()
+    report = build_report(config=config, judge=the_judge.info, cases=len(cases), scored=scored,
+                          conclusion=Conclusion.ERROR if stopped is not None else None,
+                          notes=[stopped_note(stopped)] if stopped is not None else [],
+                          usage=runtime.usage_report() or None, cache=runtime.cache_stats())
     write_outputs(report, Path(out_dir), console=Console())
     if stopped is not None:
         click.echo(f"flipgate: error: {visible(stopped)}", err=True)

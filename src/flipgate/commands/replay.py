@@ -8,7 +8,12 @@ from pathlib import Path
 
 import click
 
-from flipgate.commands.common import cache_dir_or_none, cache_options, report_failures
+from flipgate.commands.common import (
+    cache_dir_or_none,
+    cache_options,
+    report_failures,
+    settings_from_env,
+)
 from flipgate.config import DEFAULT_CONFIG
 
 
@@ -37,7 +42,8 @@ def replay(ref: str, config_path: str, out_path: str, cache_dir: str, no_cache: 
 
     bar = progress.for_stream("generating", sys.stderr)
     try:
-        result = asyncio.run(replay_ref(repo=Path(repo), ref=ref, config_path=config_path,
+        result = asyncio.run(replay_ref(repo=Path(repo), ref=ref, settings=settings_from_env(),
+                                        config_path=config_path,
                                         cache_dir=cache_dir_or_none(cache_dir, no_cache),
                                         progress=bar))
     finally:

@@ -13,10 +13,10 @@ from flipgate.commands.common import (
     cache_options,
     judge_option,
     report_failures,
+    settings_from_env,
     visible,
 )
-from flipgate.config import DEFAULT_CONFIG
-from flipgate.outputs import DEFAULT_OUT_DIR
+from flipgate.config import DEFAULT_CONFIG, DEFAULT_OUT_DIR
 
 if TYPE_CHECKING:
     from flipgate.model import E2EReport
@@ -74,7 +74,6 @@ def run(base: str, head: str, config_path: str, out_dir: str, judge: str | None,
     model. Exits 1 when the gate blocks, 2 on bad input or a refused pull
     request, 3 when it could not finish.
     """
-    import os
     from datetime import UTC, datetime
 
     from rich.console import Console
@@ -83,10 +82,14 @@ def run(base: str, head: str, config_path: str, out_dir: str, judge: str | None,
     from flipgate.e2e.run import E2ERequest
     from flipgate.pipeline import run_check
 
-    request = E2ERequest(environ=dict(os.environ), date=datetime.now(UTC).date().isoformat()) if e2e else None
+    settings = settings_from_env()
+    # The retrieval's listed variables come from the same snapshot of the environment.
+    request = (E2ERequest(environ=settings.environ, date=datetime.now(UTC).date().isoformat())
+               if e2e else None)
     bar = progress.for_stream("replaying and judging", sys.stderr)
     try:
-        result = run_check(repo=Path(repo), base=base, head=head, config_path=config_path,
+        result = run_check(repo=Path(repo), base=base, head=head, settings=settings,
+                           config_path=config_path,
                            out_dir=Path(out_dir), cache_dir=cache_dir_or_none(cache_dir, no_cache),
                            judge=judge, console=Console(), progress=bar, e2e=request)
     finally:

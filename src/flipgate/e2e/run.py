@@ -19,10 +19,11 @@ from flipgate.config import Config, E2EConfig
 from flipgate.e2e.compare import compare
 from flipgate.e2e.retrieval import check_retriever, fetch_all, make_retriever
 from flipgate.errors import FlipgateError, InputError, Problem
-from flipgate.model import Case, E2EReport, Report
+from flipgate.gitrefs import Git
+from flipgate.model import Case, E2EReport, Row
 from flipgate.progress import Progress
 
-GateCases = Callable[[list[Case]], Awaitable[Report]]
+GateCases = Callable[[list[Case]], Awaitable[list[Row]]]   # generate and judge both versions
 CACHE_SUBDIR = "live-contexts"
 
 
@@ -55,9 +56,10 @@ def e2e_wanted(config: Config, *, trusted: bool, request: E2ERequest | None) -> 
     return True
 
 
-async def run_e2e(*, config: E2EConfig, source: str, repo: Path, base_sha: str, cases: Sequence[Case],
-                  frozen: Report, request: E2ERequest, cache_dir: Path | None, limit: int,
-                  gate_cases: GateCases, progress: Progress | None = None) -> E2EReport:
+async def run_e2e(*, config: E2EConfig, source: str, repo: Path, git: Git, base_sha: str,
+                  cases: Sequence[Case], frozen: Sequence[Row], request: E2ERequest,
+                  cache_dir: Path | None, limit: int, gate_cases: GateCases,
+                  progress: Progress | None = None) -> E2EReport:
     """Fetch every case's live context with the base's retriever, gate both versions on them,
     and compare each row with the frozen run. Never raises for a failure of its own: a
     stopped end-to-end run is reported as such, since it never blocks."""
@@ -69,7 +71,7 @@ async def run_e2e(*, config: E2EConfig, source: str, repo: Path, base_sha: str, 
         with tempfile.TemporaryDirectory(prefix="flipgate-e2e-") as scratch:
             workdir = None
             if config.command is not None:
-                workdir = gitrefs.export_tree(repo, base_sha, Path(scratch) / "base")
+                workdir = gitrefs.export_tree(repo, base_sha, Path(scratch) / "base", git=git)
             async with httpx.AsyncClient(follow_redirects=False) as client:
                 retriever = make_retriever(config, source=source, workdir=workdir,
                                            environ=request.environ, http_client=client)
@@ -84,10 +86,10 @@ async def run_e2e(*, config: E2EConfig, source: str, repo: Path, base_sha: str, 
     e2e_rows = {}
     if live_cases:
         try:
-            e2e_rows = {row.id: row for row in (await gate_cases(live_cases)).rows}
+            e2e_rows = {row.id: row for row in await gate_cases(live_cases)}
         except FlipgateError as exc:
             stopped = str(exc)
-    rows = compare(cases, frozen={row.id: row for row in frozen.rows}, live=live, e2e=e2e_rows,
+    rows = compare(cases, frozen={row.id: row for row in frozen}, live=live, e2e=e2e_rows,
                    date=request.date, not_judged=f"the end-to-end run stopped: {stopped}" if stopped else None)
     cached = sum(context.cached for context in live.values())
     notes = [f"{cached} of {len(cases)} live contexts came from today's cache."] if cached else []

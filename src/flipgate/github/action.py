@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 import sys
 import traceback
 from collections.abc import Callable, MutableMapping, Sequence
@@ -23,7 +22,8 @@ from pathlib import Path
 from typing import Protocol, TextIO
 from urllib.parse import urlsplit
 
-from flipgate import render
+from flipgate import gate, render
+from flipgate.config import DEFAULT_CACHE_DIR, DEFAULT_OUT_DIR
 from flipgate.e2e.run import E2ERequest
 from flipgate.errors import (
     EXIT_BAD_INPUT,
@@ -34,7 +34,7 @@ from flipgate.errors import (
     InputError,
     Problem,
 )
-from flipgate.escaping import shorten
+from flipgate.escaping import short, shorten
 from flipgate.github import messages
 from flipgate.github.api import GitHubError, RepoAPI, StatusUpdate, connect
 from flipgate.github.event import (
@@ -53,25 +53,23 @@ from flipgate.github.event import (
 from flipgate.github.settings import Settings, export_model_keys
 from flipgate.github.sticky import BODY_LIMIT, Published, publish
 from flipgate.github.workflow import Workflow
+from flipgate.gitrefs import Git
 from flipgate.model import Conclusion, Report
+from flipgate.settings import Settings as RunSettings
 
-OUT_DIR = "flipgate-out"        # inside the workspace, so later steps can upload it
-CACHE_DIR = ".flipgate-cache"   # inside the workspace, so actions/cache can keep it
+# Both inside the workspace: later steps can upload the outputs, actions/cache can keep the cache.
+OUT_DIR = DEFAULT_OUT_DIR
+CACHE_DIR = DEFAULT_CACHE_DIR
 _SHA = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
 
 
 class CheckResult(Protocol):
     report: Report
+    markdown: str        # comment.md as written, within the body limit it was given
     exit_code: int
 
 
 CheckRunner = Callable[..., CheckResult]
-GitRunner = Callable[[Sequence[str]], subprocess.CompletedProcess[str]]
-
-
-def run_git(args: Sequence[str]) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0"}
-    return subprocess.run(["git", *args], capture_output=True, text=True, env=env, check=False)
 
 
 def connect_api(settings: Settings) -> RepoAPI:
@@ -96,28 +94,25 @@ class Outcome:
     report_path: str = ""
 
 
-def outcome_of_report(report: Report, *, exit_code: int, report_path: str,
+def outcome_of_report(report: Report, *, comment: str, exit_code: int, report_path: str,
                       summary_room: int, message: str | None = None) -> Outcome:
-    """The status, comment and summary of a finished check (`message`: why it stopped early)."""
-    counts = report.counts
-    comment = render.render_comment(report, max_chars=BODY_LIMIT)
+    """The status, comment and summary of a finished check (`comment`: the comment.md the
+    check wrote; `message`: why it stopped early)."""
     try:  # the summary gets the most detail that fits what is left of its 1 MiB
         summary = render.render_summary(report, max_chars=summary_room)
     except ValueError:
         summary = comment
     if report.conclusion is Conclusion.SKIPPED:
-        return Outcome(state="success", description=messages.NO_CHANGE, conclusion="skipped",
+        return Outcome(state=gate.commit_state(report.conclusion), description=messages.NO_CHANGE,
+                       conclusion="skipped",
                        exit_code=exit_code, comment=comment, create_comment=False,
                        summary=summary, report_path=report_path)
-    state = {Conclusion.SUCCESS: "success", Conclusion.FAILURE: "failure"}.get(
-        report.conclusion, "error")
     description = (shorten(f"could not finish: {message}", messages.STATUS_LIMIT)
                    if message else messages.status_description(report))
-    return Outcome(state=state, description=description,
+    return Outcome(state=gate.commit_state(report.conclusion), description=description,
                    conclusion=report.conclusion.value, exit_code=exit_code, comment=comment,
                    create_comment=True, summary=summary,
-                   regressions=counts.blocking_regressions + counts.regressions_to_review,
-                   report_path=report_path)
+                   regressions=gate.regressions(report.counts), report_path=report_path)
 
 
 def outcome_of_failure(exc: BaseException, *, head_sha: str) -> Outcome:
@@ -140,7 +135,7 @@ def outcome_of_failure(exc: BaseException, *, head_sha: str) -> Outcome:
 # -- steps ----------------------------------------------------------------------
 
 def main(environ: MutableMapping[str, str] | None = None, *, check: CheckRunner | None = None,
-         api_factory: Callable[[Settings], RepoAPI] = connect_api, git: GitRunner = run_git,
+         api_factory: Callable[[Settings], RepoAPI] = connect_api,
          stream: TextIO | None = None) -> int:
     environ = os.environ if environ is None else environ
     workflow = Workflow.from_env(environ, stream=stream or sys.stdout)
@@ -153,6 +148,8 @@ def main(environ: MutableMapping[str, str] | None = None, *, check: CheckRunner 
             workflow.error(str(problem))
         return EXIT_BAD_INPUT
     export_model_keys(settings, environ, mask=workflow.mask)
+    # What the check takes from the environment, read once, with the model keys in it.
+    run_settings = RunSettings.from_environ(environ)
 
     if isinstance(activity, Ignore):
         workflow.info(f"flipgate: nothing to do: {activity.reason}")
@@ -174,26 +171,26 @@ def main(environ: MutableMapping[str, str] | None = None, *, check: CheckRunner 
             pull = obey(api, workflow, activity)
             if pull is None:
                 return EXIT_PASS
-            exit_code = evaluate(settings, api, workflow, pull, check=check, git=git,
-                                 e2e=_e2e_request(environ, settings, pull, approved=True))
+            exit_code = evaluate(settings, run_settings, api, workflow, pull, check=check,
+                                 e2e=_e2e_request(settings, run_settings, pull, approved=True))
             react(api, workflow, activity, "rocket" if exit_code in (0, 1) else "confused")
             return exit_code
         assert isinstance(activity, RunCheck)
-        return evaluate(settings, api, workflow, activity.pull, check=check, git=git,
-                        e2e=_e2e_request(environ, settings, activity.pull, approved=False))
+        return evaluate(settings, run_settings, api, workflow, activity.pull, check=check,
+                        e2e=_e2e_request(settings, run_settings, activity.pull, approved=False))
     except GitHubError as exc:
         workflow.error(f"GitHub API: {exc}")
         workflow.set_output("conclusion", "error")  # exit 3: could not finish
         return EXIT_INCOMPLETE
 
 
-def _e2e_request(environ: MutableMapping[str, str], settings: Settings, pull: PullRequest, *,
+def _e2e_request(settings: Settings, run_settings: RunSettings, pull: PullRequest, *,
                  approved: bool) -> E2ERequest | None:
     """The end-to-end run, asked for only when this pull request may have it; the pipeline
     then runs it only if the base's configuration enables it."""
     if not e2e_allowed(pull, approved=approved, fork_policy=settings.fork_policy):
         return None
-    return E2ERequest(environ=dict(environ), date=datetime.now(UTC).date().isoformat(),
+    return E2ERequest(environ=run_settings.environ, date=datetime.now(UTC).date().isoformat(),
                       required=False)
 
 
@@ -232,13 +229,13 @@ def react(api: RepoAPI, workflow: Workflow, command: RunCommand, content: str) -
         workflow.warning(f"could not add the {content} reaction: {exc}")
 
 
-def evaluate(settings: Settings, api: RepoAPI, workflow: Workflow, pull: PullRequest, *,
-             check: CheckRunner | None, git: GitRunner, e2e: E2ERequest | None = None) -> int:
+def evaluate(settings: Settings, run_settings: RunSettings, api: RepoAPI, workflow: Workflow,
+             pull: PullRequest, *, check: CheckRunner | None, e2e: E2ERequest | None = None) -> int:
     login = api.own_login()
     status = _status_setter(settings, api, pull)
     status("pending", messages.pending_description(pull))
 
-    outcome = run_check_safely(settings, workflow, pull, check=check, git=git, e2e=e2e)
+    outcome = run_check_safely(settings, run_settings, workflow, pull, check=check, e2e=e2e)
 
     exit_code = outcome.exit_code
     try:
@@ -277,35 +274,37 @@ def _status_setter(settings: Settings, api: RepoAPI,
     return set_status
 
 
-def run_check_safely(settings: Settings, workflow: Workflow, pull: PullRequest, *,
-                     check: CheckRunner | None, git: GitRunner,
+def run_check_safely(settings: Settings, run_settings: RunSettings, workflow: Workflow,
+                     pull: PullRequest, *, check: CheckRunner | None,
                      e2e: E2ERequest | None = None) -> Outcome:
     """Fetch what is missing and run the check; any failure becomes an `error` outcome."""
     workspace = settings.workspace
-    with workflow.group(f"flipgate: #{pull.number} {pull.base_sha[:7]}..{pull.head_sha[:7]}"):
+    with workflow.group(f"flipgate: #{pull.number} {short(pull.base_sha)}..{short(pull.head_sha)}"):
         try:
-            ensure_commits(workspace, [pull.base_sha, pull.head_sha], git=git)
+            ensure_commits(workspace, [pull.base_sha, pull.head_sha],
+                           git=Git(run_settings.git_environment()))
             if check is None:
                 from flipgate.pipeline import run_check as check
             # The check's log may echo text from the PR or the model: commands off meanwhile.
             with workflow.commands_off():
                 result = check(repo=workspace, base=pull.base_sha, head=pull.head_sha,
-                               config_path=settings.config, out_dir=workspace / OUT_DIR,
-                               cache_dir=workspace / CACHE_DIR, e2e=e2e)
+                               settings=run_settings, config_path=settings.config,
+                               out_dir=workspace / OUT_DIR, cache_dir=workspace / CACHE_DIR,
+                               comment_limit=BODY_LIMIT, e2e=e2e)
         except Exception as exc:  # noqa: BLE001 - every failure must end in an error status
             if not isinstance(exc, FlipgateError):
                 workflow.info(traceback.format_exc())
             return outcome_of_failure(exc, head_sha=pull.head_sha)
     report_file = workspace / OUT_DIR / "report.json"
-    return outcome_of_report(result.report, exit_code=result.exit_code,
+    return outcome_of_report(result.report, comment=result.markdown, exit_code=result.exit_code,
                              report_path=f"{OUT_DIR}/report.json" if report_file.exists() else "",
                              summary_room=workflow.summary_room(),
                              message=getattr(result, "message", None))
 
 
-def ensure_commits(repo: Path, shas: Sequence[str], *, git: GitRunner) -> None:
+def ensure_commits(repo: Path, shas: Sequence[str], *, git: Git) -> None:
     """Make sure both commits are in the workspace's object store, fetching (never checking out)."""
-    if git(["-C", str(repo), "rev-parse", "--git-dir"]).returncode != 0:
+    if git.run(repo, "rev-parse", "--git-dir", check=False).returncode != 0:
         raise InputError(Problem(str(repo), None, "the workspace is not a git repository; add "
                                  "actions/checkout before flipgate"))
     for sha in shas:
@@ -314,20 +313,20 @@ def ensure_commits(repo: Path, shas: Sequence[str], *, git: GitRunner) -> None:
     missing = [sha for sha in shas if not _has_commit(repo, sha, git)]
     if not missing:
         return
-    shallow = git(["-C", str(repo), "rev-parse", "--is-shallow-repository"]).stdout.strip()
-    depth = ["--depth=1"] if shallow == "true" else []
+    shallow = git.run(repo, "rev-parse", "--is-shallow-repository", check=False).stdout.strip()
+    depth = ["--depth=1"] if shallow == b"true" else []
     # GitHub serves any commit of the repository by SHA (a fork's PR head too, through
     # refs/pull/N/head); actions/checkout fetches PR commits the same way.
     # --no-recurse-submodules: on demand, git would also fetch into every initialised
     # submodule whose commit the PR's head changes; flipgate reads none of them.
-    result = git(["-C", str(repo), "fetch", "--no-tags", "--no-recurse-submodules", "--quiet",
-                  *depth, "origin", *missing])
+    result = git.run(repo, "fetch", "--no-tags", "--no-recurse-submodules", "--quiet",
+                     *depth, "origin", *missing, check=False)
     still = [sha for sha in missing if not _has_commit(repo, sha, git)]
     if still:
-        why = (result.stderr or "").strip().splitlines()
-        raise IncompleteError(f"could not fetch {', '.join(s[:7] for s in still)} from origin"
+        why = result.stderr.decode("utf-8", "replace").strip().splitlines()
+        raise IncompleteError(f"could not fetch {', '.join(short(s) for s in still)} from origin"
                               + (f": {why[-1]}" if why else ""))
 
 
-def _has_commit(repo: Path, sha: str, git: GitRunner) -> bool:
-    return git(["-C", str(repo), "cat-file", "-e", f"{sha}^{{commit}}"]).returncode == 0
+def _has_commit(repo: Path, sha: str, git: Git) -> bool:
+    return git.run(repo, "cat-file", "-e", f"{sha}^{{commit}}", check=False).returncode == 0

@@ -8,11 +8,10 @@ Markdown, HTML and @-mentions are inert. Replies never start with
 
 from __future__ import annotations
 
-import re
-
-from flipgate.escaping import fence, shorten
+from flipgate import gate
+from flipgate.escaping import fence, inline_code, plural, short, shorten
 from flipgate.github.event import PullRequest
-from flipgate.model import Conclusion, Counts, Report
+from flipgate.model import Conclusion, Report
 
 STATUS_LIMIT = 140  # GitHub refuses a longer commit status description
 _CODE_BLOCK_LIMIT = 50_000  # of a comment's 65,536 characters
@@ -30,33 +29,10 @@ by someone with write access to the repository:
 """
 
 
-def short(sha: str) -> str:
-    return sha[:7]
-
-
-def _unmarked(text: str) -> str:
-    """`text` without a `<!--`, so nothing a user typed carries flipgate's hidden marker
-    (the sticky comment is found by it); a zero-width space keeps it readable."""
-    return text.replace("<!--", "<!\u200b--")
-
-
-def inline_code(text: str) -> str:
-    """`text` as a code span that no backtick inside it can close."""
-    text = _unmarked(" ".join(text.splitlines()))
-    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
-    fence = "`" * (longest + 1)
-    pad = " " if text.startswith("`") or text.endswith("`") or not text.strip() else ""
-    return f"{fence}{pad}{text}{pad}{fence}"
-
-
 def code_block(text: str) -> str:
     """`text` as a fenced block that nothing inside it can close (the comment's own
     `fence` filter: a fence longer than any backtick run, every line break a LF)."""
     return fence(text, limit=_CODE_BLOCK_LIMIT, info="text")
-
-
-def _plural(count: int, noun: str, plural: str | None = None) -> str:
-    return f"{count} {noun if count == 1 else (plural or noun + 's')}"
 
 
 # -- commit status -----------------------------------------------------------
@@ -68,24 +44,11 @@ def status_description(report: Report) -> str:
     counts = report.counts
     lead = {Conclusion.SUCCESS: "passed", Conclusion.FAILURE: "blocked",
             Conclusion.ERROR: "could not finish"}[report.conclusion]
-    details = _count_phrases(counts) or [
-        "see the comment" if report.conclusion is Conclusion.ERROR else "no regressions"]
-    return shorten(f"{lead}: {_plural(counts.cases, 'case')}; " + ", ".join(details), STATUS_LIMIT)
-
-
-def _count_phrases(counts: Counts) -> list[str]:
-    phrases = [
-        (counts.errors, _plural(counts.errors, "judge error")),
-        (counts.blocking_regressions,
-         _plural(counts.blocking_regressions, "blocking regression")),
-        (counts.regressions_to_review, f"{counts.regressions_to_review} to review"),
-        (counts.unstable, f"{counts.unstable} unstable"),
-        (counts.new_non_answers, _plural(counts.new_non_answers, "new non-answer")),
-        (counts.relevance_drops, _plural(counts.relevance_drops, "relevance drop")),
-        (counts.moved, f"{counts.moved} moved"),
-        (counts.still_ungrounded, f"{counts.still_ungrounded} still ungrounded"),
-    ]
-    return [text for count, text in phrases if count]
+    details = [kind.status.of(counts[kind.count_field]) for kind in gate.KINDS
+               if counts[kind.count_field]]
+    if not details:
+        details = ["see the comment" if report.conclusion is Conclusion.ERROR else "no regressions"]
+    return shorten(f"{lead}: {plural(counts.cases, 'case')}; " + ", ".join(details), STATUS_LIMIT)
 
 
 def pending_description(pull: PullRequest) -> str:

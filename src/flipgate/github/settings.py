@@ -12,12 +12,12 @@ from collections.abc import Callable, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from flipgate.config import DEFAULT_CONFIG
 from flipgate.errors import InputError, Problem
 from flipgate.github.event import ForkPolicy
 
 DEFAULT_API_URL = "https://api.github.com"
 DEFAULT_SERVER_URL = "https://github.com"
-DEFAULT_CONFIG = ".flipgate.yml"
 DEFAULT_STATUS_CONTEXT = "flipgate"
 # Input name -> the variable the openai client reads for the length of the run.
 KEY_INPUTS = {"openai-api-key": "OPENAI_API_KEY", "azure-openai-api-key": "AZURE_OPENAI_API_KEY"}

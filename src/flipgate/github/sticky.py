@@ -13,9 +13,10 @@ import re
 from enum import StrEnum
 from typing import Protocol
 
+from flipgate.config import GITHUB_COMMENT_LIMIT
 from flipgate.github.api import IssueComment
 from flipgate.github.event import PullRequest
-from flipgate.render import GITHUB_COMMENT_LIMIT, MARKER
+from flipgate.render import MARKER
 
 _SHA_MARKER = re.compile(r"<!-- flipgate:sha=([0-9a-fA-F]{7,64}) -->")
 

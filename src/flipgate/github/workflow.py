@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
-# GitHub refuses a step summary larger than this (per step).
-SUMMARY_LIMIT = 1024 * 1024
+from flipgate.config import STEP_SUMMARY_LIMIT
+
 _SUMMARY_CUT_NOTE = "\n\n_flipgate: the step summary was cut at GitHub's 1 MiB limit; " \
                     "report.json has everything._\n"
 
@@ -49,7 +49,7 @@ def output_entry(name: str, value: str, *, delimiter: str | None = None) -> str:
     return f"{name}<<{delimiter}\n{value}\n{delimiter}\n"
 
 
-def fit_summary(markdown: str, *, already: int = 0, limit: int = SUMMARY_LIMIT) -> str:
+def fit_summary(markdown: str, *, already: int = 0, limit: int = STEP_SUMMARY_LIMIT) -> str:
     """`markdown`, cut (at a character boundary, with a note) to fit the summary's byte limit."""
     room = limit - already
     encoded = markdown.encode("utf-8")
@@ -143,8 +143,8 @@ class Workflow:
     def summary_room(self) -> int:
         """Bytes the step summary can still take."""
         if self.summary_path is None or not self.summary_path.exists():
-            return SUMMARY_LIMIT
-        return max(SUMMARY_LIMIT - self.summary_path.stat().st_size, 0)
+            return STEP_SUMMARY_LIMIT
+        return max(STEP_SUMMARY_LIMIT - self.summary_path.stat().st_size, 0)
 
     def append_summary(self, markdown: str) -> None:
         if self.summary_path is None:

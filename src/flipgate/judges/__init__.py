@@ -9,17 +9,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from flipgate.config import PROVIDERS, Config, JudgeConfig
+from flipgate.config import AZURE_ENGINE, PROVIDERS, Config, JudgeConfig
 from flipgate.errors import InputError
 
 if TYPE_CHECKING:
     from flipgate.judges.base import Judge
     from flipgate.runtime import Runtime
+    from flipgate.settings import Settings
 
-AZURE_ENGINE = "azure-ai-evaluation"
 
-
-def make_judge(config: Config, *, runtime: Runtime, provider: str | None = None) -> Judge:
+def make_judge(config: Config, *, runtime: Runtime, settings: Settings,
+               provider: str | None = None) -> Judge:
     """The judge for this run: `provider` (from `--judge`) wins over `judge.provider`."""
     chosen = provider or config.judge.provider
     if chosen not in PROVIDERS:
@@ -38,9 +38,11 @@ def make_judge(config: Config, *, runtime: Runtime, provider: str | None = None)
     from flipgate.model import JudgeInfo
 
     judge = config.judge
-    endpoint = (openai_endpoint(judge.base_url) if chosen == "openai"
-                else azure_endpoint(judge.azure_endpoint, judge.api_version, deployment=judge.model))
-    client = make_client(endpoint, timeout=judge.timeout, max_retries=judge.max_retries)
+    endpoint = (openai_endpoint(judge.base_url, settings=settings) if chosen == "openai"
+                else azure_endpoint(judge.azure_endpoint, judge.api_version, deployment=judge.model,
+                                    settings=settings))
+    client = make_client(endpoint, settings=settings, timeout=judge.timeout,
+                         max_retries=judge.max_retries)
     llm = LLM(client, endpoint, limiter=runtime.limiter, cache=runtime.cache,
               budget=runtime.budget, usage=runtime.usage_for("judge"),
               embedding_batch=config.relevance.embedding_batch)
@@ -53,7 +55,7 @@ def make_judge(config: Config, *, runtime: Runtime, provider: str | None = None)
 
     from flipgate.judges.azure_eval import AzureEvalJudge, model_config_for
 
-    return AzureEvalJudge(model_config=model_config_for(endpoint, model=judge.model),
+    return AzureEvalJudge(model_config=model_config_for(endpoint, model=judge.model, settings=settings),
                           info=info, relevance_judge=llm_judge, limiter=runtime.limiter,
                           budget=runtime.budget, timeout=judge.timeout * (judge.max_retries + 1),
                           reasoning=judge.reasoning, usage=llm.usage)

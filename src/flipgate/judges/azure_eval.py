@@ -16,7 +16,7 @@ What this engine does differently, and why:
   process from exiting.
 - Known traps of 1.18.10, handled here: the model config needs
   `"type": "openai"` and a `base_url`; `PF_LOGGING_LEVEL` must be set before
-  the first evaluator is built or tracebacks go to stdout; an evaluator used
+  the SDK is imported or tracebacks go to stdout (cli.main sets it); an evaluator used
   once with a query keeps the query prompt, so each instance serves one mode
   only (groundedness is always asked with the query); bad replies raise raw
   `JSONDecodeError`/`ValueError` or give NaN, and scores are not
@@ -27,24 +27,24 @@ from __future__ import annotations
 
 import asyncio
 import math
-import os
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from flipgate.config import AZURE_ENGINE
 from flipgate.errors import FlipgateError, InputError
 from flipgate.judges.base import EMPTY_ANSWER
 from flipgate.judges.openai_judge import OpenAIJudge, describe_api_error
 from flipgate.judges.replies import SCORE_MAX, SCORE_MIN
 from flipgate.llm import Budget, Endpoint, Limiter, Usage
 from flipgate.model import Case, JudgeInfo, Relevance, Score
+from flipgate.settings import Settings
 
 if TYPE_CHECKING:
     import openai
 
 T = TypeVar("T")
 
-ENGINE = "azure-ai-evaluation"
 INSTALL_HINT = "pip install 'flipgate[azure]'"
 
 
@@ -52,16 +52,16 @@ class _BadReply(Exception):
     """The SDK read the judge's reply and found no usable score."""
 
 
-def model_config_for(endpoint: Endpoint, *, model: str) -> dict[str, Any]:
+def model_config_for(endpoint: Endpoint, *, model: str, settings: Settings) -> dict[str, Any]:
     """The SDK's model configuration for an endpoint. The key comes from the
-    environment only, as for the openai engine."""
+    environment only (through `settings`), as for the openai engine."""
     if endpoint.kind == "azure":
-        key = os.environ.get("AZURE_OPENAI_API_KEY")
+        key = settings.azure_openai_api_key
         if not key:
             raise InputError("azure needs AZURE_OPENAI_API_KEY in the environment")
         return {"type": "azure_openai", "azure_endpoint": endpoint.base_url,
                 "azure_deployment": model, "api_version": endpoint.api_version, "api_key": key}
-    key = os.environ.get("OPENAI_API_KEY")
+    key = settings.openai_api_key
     if not key:
         raise InputError("openai needs OPENAI_API_KEY in the environment "
                          "(any value works for a local OpenAI-compatible server)")
@@ -100,12 +100,12 @@ def _api_failure(exc: BaseException) -> openai.OpenAIError | None:
 
 
 def _import_sdk() -> Any:
-    # Must be set before the SDK creates its loggers, or they print tracebacks to stdout.
-    os.environ.setdefault("PF_LOGGING_LEVEL", "CRITICAL")
+    # PF_LOGGING_LEVEL must be set before the SDK creates its loggers, or they print
+    # tracebacks to stdout: the process's entry point (cli.main) sets it.
     try:
         import azure.ai.evaluation as sdk
     except ImportError as exc:
-        raise InputError(f"judge.engine {ENGINE} needs the optional package: {INSTALL_HINT} "
+        raise InputError(f"judge.engine {AZURE_ENGINE} needs the optional package: {INSTALL_HINT} "
                          f"({exc})") from None
     return sdk
 
@@ -148,7 +148,7 @@ class AzureEvalJudge:
 
     async def _score(self, metric: str, call: Callable[[], Mapping[str, Any]]) -> Score:
         """Run an evaluator; a bad reply is asked again once, like the openai engine."""
-        prefix = f"{metric} judge ({ENGINE})"
+        prefix = f"{metric} judge ({AZURE_ENGINE})"
         problem = ""
         for _attempt in range(2):
             try:

@@ -29,7 +29,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from flipgate.config import Config
+from flipgate.config import OFFLINE_MODEL, Config
+from flipgate.escaping import quoted
 from flipgate.evidence import Analysis, Kind, analyse, content_words, coverage, split_statements
 from flipgate.figures import Figure, extract_figures, same_fact
 from flipgate.judges.base import EMPTY_ANSWER
@@ -52,15 +53,8 @@ _ANSWERED_BY_FIGURE: dict[str, frozenset[str]] = {
 _QUOTE_LIMIT = 90
 
 
-def _quote(text: str) -> str:
-    text = " ".join(text.split())
-    if len(text) > _QUOTE_LIMIT:
-        text = text[: _QUOTE_LIMIT - 1].rstrip() + "\u2026"
-    return f'"{text}"'
-
-
 def _listing(items: Sequence[str]) -> str:
-    return ", ".join(_quote(item) for item in items)
+    return ", ".join(quoted(item, _QUOTE_LIMIT) for item in items)
 
 
 # --- completeness -------------------------------------------------------------
@@ -104,7 +98,7 @@ def grade_groundedness(case: Case, response: str) -> Score:
     if analysis.non_answer:
         brush_off = next((s.text for s in analysis.statements
                           if s.kind in (Kind.DEFLECTION, Kind.QUESTION)), None)
-        detail = f"; it deflects or asks back: {_quote(brush_off)}" if brush_off else " (only filler)"
+        detail = f"; it deflects or asks back: {quoted(brush_off, _QUOTE_LIMIT)}" if brush_off else " (only filler)"
         return Score(3, f"non-answer: no checkable claim{detail}")
 
     answer_words = analysis.answer_words
@@ -122,7 +116,7 @@ def grade_groundedness(case: Case, response: str) -> Score:
             parts.append(f"figures not in the context: {_listing(evidence.unsupported_figures)}")
         for statement in analysis.unsupported_statements:
             parts.append(f"statement not supported ({statement.coverage:.0%} of its content words "
-                         f"in the context): {_quote(statement.text)}")
+                         f"in the context): {quoted(statement.text, _QUOTE_LIMIT)}")
         return Score(2, "unsupported: " + "; ".join(parts))
 
     source, missing = missing_facts(case, analysis)
@@ -205,7 +199,7 @@ def fluency_heuristic(response: str) -> Score:
 class OfflineJudge:
     """The `Judge` protocol on the lexical checks above: no network, same answer every time."""
 
-    info = JudgeInfo(provider="offline", model="lexical-v1", engine="lexical")
+    info = JudgeInfo(provider="offline", model=OFFLINE_MODEL, engine="lexical")
 
     def __init__(self, config: Config) -> None:
         self.config = config

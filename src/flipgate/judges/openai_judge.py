@@ -16,6 +16,7 @@ import math
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from flipgate.config import DEFAULT_QUESTIONS
 from flipgate.judges import prompts
 from flipgate.judges.base import EMPTY_ANSWER, RUBRIC_VERSION
 from flipgate.judges.replies import JudgeReplyError, Questions, read_questions, read_score
@@ -31,8 +32,6 @@ T = TypeVar("T")
 # reasoning tokens out of the same allowance, so they get more room.
 MAX_TOKENS = 800
 REASONING_MAX_COMPLETION_TOKENS = 4000
-DEFAULT_QUESTIONS = 3
-
 
 
 class JudgeFailure(Exception):

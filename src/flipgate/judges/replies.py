@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from flipgate.escaping import snippet
 from flipgate.model import Score
 
 SCORE_MIN, SCORE_MAX = 1, 5
@@ -34,18 +35,13 @@ class Questions:
     noncommittal: bool
 
 
-def _snippet(text: str) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= _SNIPPET else flat[:_SNIPPET - 1] + "…"
-
-
 def _type_name(value: Any) -> str:
     if value is None:
         return "null"
     if isinstance(value, bool):
         return f"boolean {str(value).lower()}"
     if isinstance(value, str):
-        return f"string {json.dumps(_snippet(value))}"
+        return f"string {json.dumps(snippet(value, _SNIPPET))}"
     if isinstance(value, (list, dict)):
         return "array" if isinstance(value, list) else "object"
     return f"number {value!r}"
@@ -67,7 +63,7 @@ def read_object(content: str) -> dict[str, Any]:
     except JudgeReplyError:
         raise
     except ValueError:
-        raise JudgeReplyError(f"reply is not valid JSON: {json.dumps(_snippet(text))}") from None
+        raise JudgeReplyError(f"reply is not valid JSON: {json.dumps(snippet(text, _SNIPPET))}") from None
     if not isinstance(value, dict):
         raise JudgeReplyError(f"reply is a JSON {_type_name(value).split()[0]}, not an object")
     return value
@@ -79,7 +75,7 @@ def _check_status(reply: dict[str, Any]) -> None:
     status = reply["status"]
     if status == "skipped":
         reason = reply.get("reason")
-        why = f": {_snippet(reason)}" if isinstance(reason, str) and reason.strip() else ""
+        why = f": {snippet(reason, _SNIPPET)}" if isinstance(reason, str) and reason.strip() else ""
         raise JudgeReplyError(f"judge skipped the evaluation{why}")
     if status != "completed":
         raise JudgeReplyError(f"status must be \"completed\", got {_type_name(status)}")

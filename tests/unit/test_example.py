@@ -18,9 +18,9 @@ from flipgate.cases import load_answer_sets, load_cases
 from flipgate.config import Config, load_config
 from flipgate.evidence import find_unsupported
 from flipgate.judges.offline import OfflineJudge
-from flipgate.model import Case, Conclusion, Evidence, Row, Side, Verdict
+from flipgate.model import Case, Conclusion, Evidence, Row, Verdict
 
-EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "cards"
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "cards"
 
 
 @dataclass(frozen=True)
@@ -55,18 +55,16 @@ def gate_example(config: Config, cases: list[Case], baseline: dict[str, str],
             rescore = None
             if gate.needs_rescore(gate.bucket_of(before.value), gate.bucket_of(after.value)):
                 rescore = await judge.groundedness(case, candidate[case.id], sample=1)
-            verdict, errors = gate.classify(before, after, rescore)
-            assert errors == []
-            base_rel, cand_rel = relevances[i], relevances[len(cases) + i]
-            rows.append(Row(
-                case=case,
-                baseline=Side(baseline[case.id], before, gate.bucket_of(before.value), base_rel),
-                candidate=Side(candidate[case.id], after, gate.bucket_of(after.value), cand_rel,
-                               rescore=rescore),
-                verdict=verdict,
-                blocking=gate.is_blocking(verdict, case.category, config.gate.blocking_categories),
-                relevance_drop=gate.relevance_dropped(base_rel, cand_rel, config.relevance.threshold),
-            ))
+            row = gate.build_row(
+                case,
+                gate.side(baseline[case.id], before, relevance=relevances[i]),
+                gate.side(candidate[case.id], after, relevance=relevances[len(cases) + i],
+                          rescore=rescore),
+                blocking_categories=config.gate.blocking_categories,
+                threshold=config.relevance.threshold,
+                find_evidence=lambda c, answer: find_unsupported(c.context, answer, query=c.query))
+            assert row.errors == []
+            rows.append(row)
         return rows
 
     rows = asyncio.run(score())

@@ -14,7 +14,7 @@ import pytest
 from flipgate.escaping import cell, cell_list, escape_md, fence, one_line
 from flipgate.render import MARKER, render_comment
 
-from factories import fluency, make_judge, make_report, one_of_each
+from support.factories import fluency, make_change, make_judge, make_report, one_of_each
 from support.gfm import ISSUE_REFERENCE, MENTION, consistent_tables, read, to_html
 
 ZWSP = "\u200b"
@@ -173,7 +173,7 @@ def nasty_report(text: str):
     rows = one_of_each(
         id_prefix=text, blocking_category=text, other_category=text + " other",
         answer=text, reason=text, figures=(text,), statements=(text, text),
-        questions=(text,), query=text, errors=[text], finish_reason="length",
+        questions=(text,), query=text, error=text, finish_reason="length",
     )
     return make_report(
         rows,
@@ -181,10 +181,10 @@ def nasty_report(text: str):
         notes=[text, text],
         head_sha=text,
         fluency=fluency(),
-        change={"generator": text, "files": [text, text], "model": {"old": text, "new": text + "2"},
-                "parameters": [{"name": text, "old": text, "new": text}],
-                "template_diff": f"--- a\n+++ b\n-{text}\n+{text}", "config_diff": text,
-                "cases_diff": text},
+        change=make_change(generator=text, files=(text, text), model=(text, text + "2"),
+                           parameters=((text, text, text),),
+                           template_diff=f"--- a\n+++ b\n-{text}\n+{text}", config_diff=text,
+                           cases_diff=text),
         usage={text: {text: 1, "requests": 2}},
         cache={"hits": 1, "misses": 2},
     )

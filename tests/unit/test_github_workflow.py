@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from flipgate.github.workflow import SUMMARY_LIMIT, Workflow, command, fit_summary, output_entry
+from flipgate.config import STEP_SUMMARY_LIMIT
+from flipgate.github.workflow import Workflow, command, fit_summary, output_entry
 
 
 def read_outputs(text: str) -> dict[str, str]:
@@ -151,15 +152,15 @@ def test_summary_appends_and_keeps_within_1_mib(tmp_path: Path) -> None:
     path = tmp_path / "summary.md"
     workflow = Workflow(stream=io.StringIO(), summary_path=path)
     workflow.append_summary("first")
-    workflow.append_summary("é" * SUMMARY_LIMIT)
+    workflow.append_summary("é" * STEP_SUMMARY_LIMIT)
     text = path.read_bytes()
-    assert len(text) <= SUMMARY_LIMIT and text.startswith(b"first\n")
+    assert len(text) <= STEP_SUMMARY_LIMIT and text.startswith(b"first\n")
     assert text.decode("utf-8").rstrip().endswith("report.json has everything._")
-    assert workflow.summary_room() == SUMMARY_LIMIT - len(text)
+    assert workflow.summary_room() == STEP_SUMMARY_LIMIT - len(text)
 
 
-@pytest.mark.parametrize(("already", "fits"), [(0, True), (SUMMARY_LIMIT - 3, False)])
+@pytest.mark.parametrize(("already", "fits"), [(0, True), (STEP_SUMMARY_LIMIT - 3, False)])
 def test_fit_summary(already: int, fits: bool) -> None:
     text = "ünïcode " * 10
     assert (fit_summary(text, already=already) == text) is fits
-    assert len(fit_summary(text, already=already).encode()) <= SUMMARY_LIMIT - already
+    assert len(fit_summary(text, already=already).encode()) <= STEP_SUMMARY_LIMIT - already

@@ -10,7 +10,6 @@ import pytest
 
 from flipgate import gate
 from flipgate.config import Config
-from flipgate.judges.base import Judge
 from flipgate.judges.offline import (
     OfflineJudge,
     fluency_heuristic,
@@ -18,7 +17,9 @@ from flipgate.judges.offline import (
     key_facts,
     lexical_relevance,
 )
-from flipgate.model import Case, Verdict
+from flipgate.model import Answer, Case, Verdict
+from flipgate.progress import Silent
+from flipgate.scoring import score_rows
 
 REPLACEMENT = Case(
     id="replacement-card-fee",
@@ -132,10 +133,23 @@ def test_the_judge_never_touches_the_network(judge: OfflineJudge,
     run(everything())
 
 
-def test_it_satisfies_the_judge_protocol(judge: OfflineJudge) -> None:
-    typed: Judge = judge
-    assert (typed.info.provider, typed.info.model, typed.info.engine) == ("offline", "lexical-v1", "lexical")
-    assert typed.info.lexical
+def test_the_scorer_runs_on_it_as_on_any_judge(judge: OfflineJudge) -> None:
+    """What the Judge protocol promises, exercised by the real scorer: every reading
+    comes back, typed, for every row, and the judge names itself as lexical."""
+    answers = {"baseline": "Your first replacement each year is free; after that it costs $12.",
+               "candidate": "A replacement costs $12, plus a $25 courier fee."}
+    scored = run(score_rows(cases=[REPLACEMENT],
+                            baseline={REPLACEMENT.id: Answer(answers["baseline"])},
+                            candidate={REPLACEMENT.id: Answer(answers["candidate"])},
+                            config=Config(cases="x"), judge=judge, progress=Silent()))
+    [row] = scored.rows
+    for side in (row.baseline, row.candidate):
+        assert side.groundedness.ok and side.bucket is not None
+        assert side.relevance is not None and side.relevance.score is not None
+    assert row.errors == [] and row.verdict is not Verdict.ERROR
+    assert (judge.info.provider, judge.info.model, judge.info.engine) == ("offline", "lexical-v1",
+                                                                          "lexical")
+    assert judge.info.lexical
 
 
 # --- relevance ------------------------------------------------------------------------

@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from flipgate import gitrefs
 from flipgate.errors import InputError, SecurityError
+from flipgate.github import action
+from flipgate.gitrefs import Git
+from flipgate.settings import Settings
 
-from gitrepo import GitRepo
+from support.gitrepo import GitRepo
 
 
 @pytest.fixture
@@ -119,3 +123,52 @@ def test_a_file_name_that_is_not_utf8_is_listed_as_writable_text(repo: GitRepo) 
     (changed,) = gitrefs.changed_paths(repo.path, base, head)
     assert changed == "dir/\\xff\\xfe.txt"
     assert changed.encode("utf-8")  # no lone surrogate: JSON and Markdown writers accept it
+
+
+# -- the one git runner ------------------------------------------------------------------
+
+def _give_away(path: Path, uid: int) -> None:
+    for root, dirs, files in os.walk(path):
+        for name in (root, *(os.path.join(root, entry) for entry in (*dirs, *files))):
+            os.lchown(name, uid, uid)
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0,
+                    reason="giving a repository to another user needs root")
+def test_a_repository_of_another_user_is_read_without_a_system_wide_safe_directory(
+        tmp_path: Path) -> None:
+    """As in the Docker action: the runner's checkout belongs to another uid, and
+    nothing in git's configuration marks it safe; every call trusts that one
+    directory itself."""
+    theirs = GitRepo.create(tmp_path / "workspace")
+    sha = theirs.commit({"prompts/a.txt": "hello\n"})
+    _give_away(theirs.path, 1001)
+    home = tmp_path / "home"
+    home.mkdir()
+    environ = {"PATH": os.environ["PATH"], "HOME": str(home), "GIT_CONFIG_NOSYSTEM": "1"}
+
+    plain = subprocess.run(["git", "-C", str(theirs.path), "rev-parse", "HEAD"], env=environ,
+                           capture_output=True, text=True, check=False)
+    assert plain.returncode != 0 and "dubious ownership" in plain.stderr  # the trap is real
+
+    git = Git(Settings(environ).git_environment())
+    assert gitrefs.resolve(theirs.path, "HEAD", git=git) == sha
+    assert gitrefs.read(theirs.path, sha, "prompts/a.txt", git=git) == b"hello\n"
+    assert gitrefs.changed_paths(theirs.path, sha, sha, git=git) == []
+    action.ensure_commits(theirs.path, [sha], git=git)  # the action's checks pass too
+    # Only that directory is trusted: a second repository of the same user is not.
+    other = GitRepo.create(tmp_path / "other")
+    other.commit({"x": "1"})
+    _give_away(other.path, 1001)
+    assert git.run(theirs.path, "-C", str(other.path), "rev-parse", "HEAD",
+                   check=False).returncode != 0
+
+
+def test_git_never_follows_a_callers_git_dir(repo: GitRepo, tmp_path: Path) -> None:
+    sha = repo.commit({"a.txt": "ours\n"})
+    decoy = GitRepo.create(tmp_path / "decoy")
+    decoy.commit({"a.txt": "decoy\n"})
+    environ = {**os.environ, "GIT_DIR": str(decoy.path / ".git")}
+    git = Git(Settings(environ).git_environment())
+    assert gitrefs.resolve(repo.path, "HEAD", git=git) == sha
+    assert gitrefs.read(repo.path, sha, "a.txt", git=git) == b"ours\n"

@@ -17,12 +17,12 @@ from click.testing import CliRunner
 
 from flipgate.cli import cli
 from flipgate.errors import IncompleteError, InputError, Problem
-from test_action import Harness, RecordingCheck, check, harness  # noqa: F401 - fixtures
 
-from gitrepo import GitRepo
+from support.action_harness import Harness, RecordingCheck
+from support.gitrepo import GitRepo
 from support.openai_server import FakeOpenAI
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "cards"
 
 COUNT_KEYS = {"cases", "blocking_regressions", "regressions_to_review", "new_non_answers",
@@ -397,8 +397,8 @@ def test_watch_globs_follow_gitignore_rules(openai_server: FakeOpenAI, tmp_path:
     (IncompleteError("the judge failed after 3 retries: HTTP 500"), 3),
     (RuntimeError("boom"), 3),
 ])
-def test_action_conclusion_is_error_exactly_when_it_exits_3(harness: Harness,  # noqa: F811
-                                                            check: RecordingCheck,  # noqa: F811
+def test_action_conclusion_is_error_exactly_when_it_exits_3(harness: Harness,
+                                                            check: RecordingCheck,
                                                             failure: Exception,
                                                             exit_code: int) -> None:
     check.outcome = failure
@@ -415,8 +415,8 @@ def test_action_conclusion_is_error_exactly_when_it_exits_3(harness: Harness,  #
     ("POST", "/comments"),           # the comment, after a passing check
     ("GET", "/collaborators/"),      # the permission of a command's author
 ])
-def test_action_that_github_fails_exits_3_with_conclusion_error(harness: Harness,  # noqa: F811
-                                                                check: RecordingCheck,  # noqa: F811
+def test_action_that_github_fails_exits_3_with_conclusion_error(harness: Harness,
+                                                                check: RecordingCheck,
                                                                 method: str,
                                                                 fragment: str) -> None:
     harness.server.fail(method, fragment, 422, message="Validation Failed")
@@ -431,7 +431,7 @@ def test_action_that_github_fails_exits_3_with_conclusion_error(harness: Harness
 
 
 def test_action_takes_the_token_from_github_token_without_the_input(
-        harness: Harness, check: RecordingCheck) -> None:  # noqa: F811
+        harness: Harness, check: RecordingCheck) -> None:
     token = harness.env.pop("INPUT_GITHUB-TOKEN")
     harness.pull_event()
 

@@ -6,7 +6,9 @@ import pytest
 
 from flipgate import gate
 from flipgate.errors import EXIT_BLOCKED, EXIT_INCOMPLETE, EXIT_PASS
-from flipgate.model import Bucket, Case, Conclusion, Counts, Relevance, Row, Score, Side, Verdict
+from flipgate.model import Bucket, Case, Conclusion, Counts, Evidence, Relevance, Score, Verdict
+
+from support.factories import make_row
 
 
 def s(value: int | None, error: str | None = None) -> Score:
@@ -103,17 +105,14 @@ def test_relevance_drop(base, cand, dropped) -> None:
     assert gate.relevance_dropped(Relevance(score=base), Relevance(score=cand), 0.7) is dropped
 
 
-def _row(verdict: Verdict, *, blocking: bool = False, drop: bool = False,
-         errors: list[str] | None = None) -> Row:
-    side = Side(response="x", groundedness=s(5))
-    return Row(case=Case(id="c", query="q", context="ctx"), baseline=side, candidate=side,
-               verdict=verdict, blocking=blocking, relevance_drop=drop, errors=errors or [])
-
-
 def test_counts_and_conclusion() -> None:
-    rows = [_row(Verdict.REGRESSION, blocking=True), _row(Verdict.REGRESSION),
-            _row(Verdict.NEW_NON_ANSWER, drop=True), _row(Verdict.UNSTABLE), _row(Verdict.MOVED),
-            _row(Verdict.STILL_UNGROUNDED), _row(Verdict.UNCHANGED)]
+    rows = [make_row(category="policy", before=5, after=2, rescore=1),
+            make_row(category="chat", before=5, after=2, rescore=1),
+            make_row(before=5, after=3, relevance=(0.9, 0.3)), make_row(before=5, after=2, rescore=5),
+            make_row(before=4, after=5), make_row(before=2, after=1), make_row(before=5, after=5)]
+    assert [row.verdict for row in rows] == [
+        Verdict.REGRESSION, Verdict.REGRESSION, Verdict.NEW_NON_ANSWER, Verdict.UNSTABLE,
+        Verdict.MOVED, Verdict.STILL_UNGROUNDED, Verdict.UNCHANGED]
     counts = gate.count(rows)
     assert counts == Counts(cases=7, blocking_regressions=1, regressions_to_review=1,
                             new_non_answers=1, unstable=1, moved=1, still_ungrounded=1,
@@ -122,10 +121,57 @@ def test_counts_and_conclusion() -> None:
 
 
 def test_judge_errors_win_over_a_block_and_keep_the_regression_listed() -> None:
-    rows = [_row(Verdict.REGRESSION, blocking=True), _row(Verdict.ERROR, errors=["candidate: x"])]
+    rows = [make_row(category="policy", before=5, after=2, rescore=1), make_row(before=5, after=None)]
     counts = gate.count(rows)
     assert counts.blocking_regressions == 1 and counts.errors == 1
     assert gate.conclude(counts) is Conclusion.ERROR
+
+
+FAILED_RELEVANCE = Relevance(score=None, error="embeddings: HTTP 500")
+
+
+@pytest.mark.parametrize(("before", "after", "rescore", "verdict"), [
+    (5, 5, None, Verdict.ERROR),          # a pass the judge could not fully score is no pass
+    (4, 5, None, Verdict.ERROR),          # nor a move
+    (5, 2, 1, Verdict.REGRESSION),        # a confirmed regression stays one, errors beside it
+])
+def test_a_relevance_error_overrides_every_verdict_but_a_confirmed_regression(
+        before: int, after: int, rescore: int | None, verdict: Verdict) -> None:
+    case = Case(id="c", query="q", context="ctx", category="policy")
+    row = gate.build_row(
+        case, gate.side("a", s(before), relevance=Relevance(score=0.9)),
+        gate.side("b", s(after), relevance=FAILED_RELEVANCE,
+                  rescore=s(rescore) if rescore is not None else None),
+        blocking_categories=("policy",), threshold=0.7, find_evidence=lambda c, r: Evidence())
+    assert row.verdict is verdict
+    assert row.errors == ["candidate relevance: embeddings: HTTP 500"]
+    assert gate.count([row]).errors == 1
+
+
+@pytest.mark.parametrize(("after", "rescore", "evidence"), [
+    (2, 1, True),      # regression
+    (2, 5, True),      # unstable
+    (3, None, True),   # new non-answer
+    (4, None, False),  # moved
+    (5, None, False),  # unchanged
+])
+def test_only_rows_a_reviewer_must_read_carry_evidence(after: int, rescore: int | None,
+                                                       evidence: bool) -> None:
+    asked = []
+    row = gate.build_row(
+        Case(id="c", query="q", context="ctx"), gate.side("a", s(5)),
+        gate.side("b", s(after), rescore=s(rescore) if rescore is not None else None),
+        blocking_categories=(), threshold=0.7,
+        find_evidence=lambda case, answer: asked.append(answer) or Evidence(("$12",)))
+    assert (row.evidence is not None) is evidence and asked == (["b"] if evidence else [])
+
+
+@pytest.mark.parametrize(("conclusion", "state"), [
+    (Conclusion.SUCCESS, "success"), (Conclusion.SKIPPED, "success"),
+    (Conclusion.FAILURE, "failure"), (Conclusion.ERROR, "error"),
+])
+def test_commit_states(conclusion: Conclusion, state: str) -> None:
+    assert gate.commit_state(conclusion) == state
 
 
 @pytest.mark.parametrize(("conclusion", "code"), [

@@ -26,7 +26,7 @@ from flipgate.github.event import (
 )
 from flipgate.github.settings import Settings, export_model_keys
 
-PAYLOADS = Path(__file__).parent / "fixtures" / "github"
+PAYLOADS = Path(__file__).resolve().parents[1] / "fixtures" / "github"
 BASE, HEAD = "a" * 40, "c" * 40
 SAME_REPO, FORK_REPO = "Codertocat/Hello-World", "stranger/Hello-World"
 

@@ -1,173 +1,43 @@
-"""`flipgate action` end to end: a real temp git repo, real PyGithub against the loopback
-GitHub server (GITHUB_API_URL), real webhook payloads, the runner's output files.
-
-Most tests pass a recording check runner in place of the pipeline, to pin
-the action's own behaviour; the tests at the end run the real pipeline
-against the loopback OpenAI server.
+"""`flipgate action` with a recording check runner in place of the pipeline: a real temp
+git repo, real PyGithub against the loopback GitHub server (GITHUB_API_URL), real
+webhook payloads, the runner's output files. The same action with the real
+pipeline is in tests/end_to_end/test_action_pipeline.py.
 """
 
 from __future__ import annotations
 
-import copy
-import io
-import json
+import os
 import re
 import subprocess
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from flipgate import gate
 from flipgate.errors import IncompleteError, InputError, Problem
 from flipgate.github import action
 from flipgate.github.messages import NO_CHANGE, STATUS_LIMIT, WAITING_FOR_COMMAND
-from flipgate.github.sticky import MARKER, marked_sha
+from flipgate.github.sticky import BODY_LIMIT, marked_sha, sha_marker
+from flipgate.gitrefs import Git
 from flipgate.model import Conclusion, Report
+from flipgate.outputs import write_outputs
+from flipgate.render import render_comment
+from flipgate.settings import Settings
 
-from factories import make_report, make_row, one_of_each
-from gitrepo import GitRepo
-from support.github_server import ACTIONS_BOT, FakeGitHub
-
-PAYLOADS = Path(__file__).parent / "fixtures" / "github"
-PR = 42
-RUN_ID = "777001"
-
-
-def blocking_rows() -> list:
-    """A row of every verdict but `error` (which would make the run an error, exit 3)."""
-    return [row for row in one_of_each() if row.id != "error"]
-
-
-@dataclass
-class CheckResult:
-    report: Report
-    exit_code: int
-
-
-PASSED, BLOCKED = "## ✅ flipgate passed", "## ❌ flipgate blocked this change"
-COULD_NOT_FINISH = "## ⚠️ flipgate could not finish"
-
-
-@dataclass
-class RecordingCheck:
-    """Stands in for flipgate.pipeline.run_check: returns a report or raises, records calls."""
-
-    server: FakeGitHub
-    outcome: Report | Exception = field(default_factory=lambda: make_report([make_row(
-        "refund-001", before=5, after=5)]))
-    calls: list[dict[str, Any]] = field(default_factory=list)
-    statuses_seen: list[str] = field(default_factory=list)
-
-    def __call__(self, **kwargs: Any) -> CheckResult:
-        self.calls.append(kwargs)
-        self.statuses_seen = [s["state"] for s in self.server.statuses]
-        if isinstance(self.outcome, Exception):
-            raise self.outcome
-        return CheckResult(report=self.outcome, exit_code=gate.exit_code(self.outcome.conclusion))
-
-
-@dataclass
-class Harness:
-    server: FakeGitHub
-    repo: GitRepo
-    base: str
-    head: str
-    tmp: Path
-    env: dict[str, str]
-    log: io.StringIO = field(default_factory=io.StringIO)
-
-    # -- events
-    def _write_event(self, name: str, event: dict[str, Any]) -> None:
-        path = self.tmp / f"{name}.json"
-        path.write_text(json.dumps(event))
-        self.env.update(GITHUB_EVENT_NAME=name, GITHUB_EVENT_PATH=str(path))
-
-    def pull_event(self, *, event_name: str = "pull_request", action_name: str = "synchronize",
-                   fork: bool = False, head: str | None = None) -> None:
-        event = json.loads((PAYLOADS / "pull_request.synchronize.json").read_text())
-        event["action"] = action_name
-        pull = event["pull_request"]
-        event["number"] = pull["number"] = PR
-        owner, name = self.server.repository.split("/")
-        pull["base"]["repo"]["full_name"] = self.server.repository
-        pull["base"]["sha"] = self.base
-        pull["head"]["sha"] = head or self.head
-        pull["head"]["repo"] = copy.deepcopy(pull["base"]["repo"])
-        if fork:
-            pull["head"]["repo"]["full_name"] = f"stranger/{name}"
-        event["repository"]["full_name"] = self.server.repository
-        self._write_event(event_name, event)
-
-    def comment_event(self, body: str, *, author: str = "maintainer",
-                      action_name: str = "created", on_pull: bool = True) -> dict[str, Any]:
-        comment = self.server.add_comment(PR, body, user=author)
-        event = json.loads((PAYLOADS / "issue_comment.created.json").read_text())
-        event["action"] = action_name
-        event["issue"]["number"] = PR
-        if on_pull:
-            event["issue"]["pull_request"] = {"url": f"{self.server.api_url}/repos/"
-                                                     f"{self.server.repository}/pulls/{PR}",
-                                              "merged_at": None}
-        event["comment"] = {**event["comment"], "id": comment["id"], "body": body,
-                            "user": comment["user"]}
-        self._write_event("issue_comment", event)
-        return comment
-
-    # -- running
-    def run(self, check: Callable[..., Any] | None, **env: str) -> int:
-        self.env.update(env)
-        return action.main(self.env, check=check, stream=self.log)
-
-    # -- reading
-    def outputs(self) -> dict[str, str]:
-        text = Path(self.env["GITHUB_OUTPUT"]).read_text()
-        return {m["name"]: m["value"] for m in re.finditer(
-            r"^(?P<name>[\w-]+)<<(?P<delim>\S+)\n(?P<value>.*?)\n(?P=delim)$", text, re.S | re.M)}
-
-    def summary(self) -> str:
-        path = Path(self.env["GITHUB_STEP_SUMMARY"])
-        return path.read_text() if path.exists() else ""
-
-    def own_comments(self) -> list[dict[str, Any]]:
-        return [c for c in self.server.comments_on(PR)
-                if c["user"]["login"] == ACTIONS_BOT and MARKER in c["body"]]
-
-    def replies(self) -> list[str]:
-        return [c["body"] for c in self.server.comments_on(PR)
-                if c["user"]["login"] == ACTIONS_BOT and MARKER not in c["body"]]
-
-    def final_status(self, sha: str | None = None) -> dict[str, Any]:
-        return self.server.statuses_for(sha or self.head)[-1]
-
-
-@pytest.fixture
-def harness(tmp_path: Path, github_server: FakeGitHub) -> Harness:
-    repo = GitRepo.create(tmp_path / "workspace")
-    base = repo.commit({"prompts/answer.prompty": "v1\n"}, message="base")
-    head = repo.commit({"prompts/answer.prompty": "v2\n"}, message="head")
-    github_server.add_pull(PR, base_sha=base, head_sha=head)
-    github_server.grant("maintainer", "write")
-    env = {
-        "GITHUB_REPOSITORY": github_server.repository,
-        "GITHUB_API_URL": github_server.api_url,
-        "GITHUB_SERVER_URL": "https://github.example.com",
-        "GITHUB_RUN_ID": RUN_ID,
-        "GITHUB_WORKSPACE": str(repo.path),
-        "GITHUB_OUTPUT": str(tmp_path / "output.txt"),
-        "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md"),
-        "INPUT_GITHUB-TOKEN": github_server.token,
-        "INPUT_CONFIG": "", "INPUT_STATUS-CONTEXT": "", "INPUT_FORK-POLICY": "",
-    }
-    return Harness(server=github_server, repo=repo, base=base, head=head, tmp=tmp_path, env=env)
-
-
-@pytest.fixture
-def check(harness: Harness) -> RecordingCheck:
-    return RecordingCheck(harness.server)
-
+from support.action_harness import (
+    BLOCKED,
+    COULD_NOT_FINISH,
+    PASSED,
+    PAYLOADS,
+    PR,
+    RUN_ID,
+    CheckResult,
+    Harness,
+    RecordingCheck,
+    blocking_rows,
+)
+from support.factories import make_report, make_row
+from support.gitrepo import GitRepo
 
 # -- a pull request event ------------------------------------------------------------
 
@@ -355,7 +225,8 @@ def test_fetching_the_head_never_fetches_into_submodules(tmp_path: Path,
     head = origin.git("rev-parse", "HEAD")
     origin.git("config", "uploadpack.allowAnySHA1InWant", "true")
 
-    action.ensure_commits(workspace.path, [base, head], git=action.run_git)
+    action.ensure_commits(workspace.path, [base, head],
+                          git=Git(Settings.from_environ(os.environ).git_environment()))
 
     assert workspace.git("cat-file", "-t", head) == "commit"
     with pytest.raises(subprocess.CalledProcessError):
@@ -573,6 +444,25 @@ def test_a_huge_report_still_fits_one_comment_and_the_summary_has_more(
     assert len(harness.summary()) > len(comment["body"])
 
 
+def test_the_posted_comment_is_the_comment_md_the_check_wrote(harness: Harness) -> None:
+    """One rendering, at the size the sticky comment takes: what GitHub shows is the
+    uploaded comment.md, byte for byte (with only the SHA marker added)."""
+    report = many_regressions(400)
+
+    def writing_check(**kwargs: Any) -> CheckResult:  # writes its outputs as the pipeline does
+        markdown = write_outputs(report, kwargs["out_dir"], comment_limit=kwargs["comment_limit"])
+        return CheckResult(report=report, markdown=markdown, exit_code=1)
+
+    harness.pull_event()
+    assert harness.run(writing_check) == 1
+
+    [comment] = harness.own_comments()
+    written = (harness.repo.path / action.OUT_DIR / "comment.md").read_text(encoding="utf-8")
+    assert comment["body"].replace(sha_marker(harness.head), "", 1) == written
+    assert len(written.encode("utf-8")) <= BODY_LIMIT
+    assert written != render_comment(report)  # GitHub's full limit would have shown more
+
+
 def test_the_summary_stays_within_1_mib_with_what_earlier_steps_wrote(
         harness: Harness, check: RecordingCheck) -> None:
     earlier = "x" * (1024 * 1024 - 30_000) + "\n"
@@ -587,192 +477,6 @@ def test_the_summary_stays_within_1_mib_with_what_earlier_steps_wrote(
 
 
 # -- the real pipeline, end to end -------------------------------------------------------
-
-CONFIG = """\
-version: 1
-cases: eval/cases.jsonl
-generator: prompts/answer.prompty
-judge:
-  provider: openai
-  model: judge-pinned
-gate:
-  blocking_categories: [policy]
-relevance:
-  threshold: 0.7
-  embedding_model: text-embedding-3-small
-"""
-PROMPTY = """\
----
-name: answer
-model:
-  api: chat
-  configuration:
-    type: openai
-    model: gen-1
-  parameters:
-    temperature: 0
----
-system:
-{system}
-
-user:
-Context: {{{{context}}}}
-Question: {{{{query}}}}
-"""
-CASES = "\n".join(json.dumps(case) for case in [
-    {"id": "refund-007", "category": "policy", "query": "How long do refunds take?",
-     "context": "Refunds are issued within 30 days of the request."},
-    {"id": "card-002", "category": "cards", "query": "Is a replacement card free?",
-     "context": "One replacement card a year is free of charge."},
-]) + "\n"
-CAREFUL = "Answer only from the context."
-GENEROUS = "Be helpful and complete; add whatever the customer may need."
-
-
-def scripted_generation(body: dict[str, Any]) -> str:
-    """Answers with the context, except that the generous prompt invents a fee for refunds."""
-    system = body["messages"][0]["content"]
-    context = body["messages"][-1]["content"].split("Context: ", 1)[1].split("\n", 1)[0]
-    invents = "helpful" in system and "Refunds" in context
-    return context + (" A $12 processing fee applies." if invents else "")
-
-
-@dataclass
-class Pipeline:
-    harness: Harness
-    openai: Any
-    monkeypatch: pytest.MonkeyPatch
-
-    def run(self) -> int:
-        """`flipgate action` in the real process environment, as the container runs it."""
-        for name, value in self.harness.env.items():
-            self.monkeypatch.setenv(name, value)
-        return action.main(stream=self.harness.log)
-
-
-@pytest.fixture
-def pipeline(harness: Harness, openai_server: Any, monkeypatch: pytest.MonkeyPatch,
-             tmp_path: Path) -> Pipeline:
-    """A repository the real pipeline can check: the head's prompt invents a fee."""
-    repo = GitRepo.create(tmp_path / "service")
-    harness.base = repo.commit({".flipgate.yml": CONFIG, "eval/cases.jsonl": CASES,
-                                "prompts/answer.prompty": PROMPTY.format(system=CAREFUL)})
-    harness.head = repo.commit({"prompts/answer.prompty": PROMPTY.format(system=GENEROUS)})
-    harness.repo = repo
-    harness.server.add_pull(PR, base_sha=harness.base, head_sha=harness.head)
-    harness.env["GITHUB_WORKSPACE"] = str(repo.path)
-    harness.env["INPUT_OPENAI-API-KEY"] = "sk-from-the-input"
-    monkeypatch.delenv("OPENAI_API_KEY")  # the key arrives as the action input only
-    openai_server.on_generation(scripted_generation)
-    openai_server.on_groundedness(lambda query, context, response, call_index:
-                                  1 if "$12" in (response or "") else 5)
-    return Pipeline(harness, openai_server, monkeypatch)
-
-
-def test_end_to_end_a_blocking_regression(pipeline: Pipeline) -> None:
-    harness, openai = pipeline.harness, pipeline.openai
-    harness.pull_event()
-
-    assert pipeline.run() == 1
-
-    [comment] = harness.own_comments()
-    assert BLOCKED in comment["body"] and "refund-007" in comment["body"]
-    final = harness.final_status()
-    assert final["state"] == "failure" and "1 blocking regression" in final["description"]
-    assert [s["state"] for s in harness.server.statuses_for(harness.head)] == ["pending",
-                                                                              "failure"]
-    assert {r.model for r in openai.chat_requests("groundedness")} == {"judge-pinned"}
-    assert {r.model for r in openai.chat_requests("generation")} == {"gen-1"}
-    assert {r.headers.get("Authorization") for r in openai.requests} == {
-        "Bearer sk-from-the-input"}
-    assert harness.outputs() == {"conclusion": "failure", "regressions": "1",
-                                 "report": "flipgate-out/report.json"}
-    report = json.loads((harness.repo.path / "flipgate-out/report.json").read_text())
-    assert report["counts"]["blocking_regressions"] == 1
-    assert BLOCKED in harness.summary()
-    assert "::add-mask::sk-from-the-input" in harness.log.getvalue()
-
-
-def test_end_to_end_no_change_makes_no_model_call(pipeline: Pipeline) -> None:
-    harness = pipeline.harness
-    harness.repo.checkout(harness.base)  # a PR that touches only the docs
-    harness.head = harness.repo.commit({"README.md": "docs only\n"})
-    harness.server.push(PR, harness.head)
-    harness.pull_event()
-
-    assert pipeline.run() == 0
-
-    assert pipeline.openai.requests == [] and harness.own_comments() == []
-    assert harness.final_status()["description"] == NO_CHANGE
-
-
-def test_end_to_end_judge_failure_is_an_error_status_and_comment(pipeline: Pipeline) -> None:
-    harness = pipeline.harness
-    pipeline.openai.on_groundedness(lambda query, context, response, call_index:
-                                    "the judge rambles instead of answering JSON")
-    harness.pull_event()
-
-    assert pipeline.run() == 3
-
-    final = harness.final_status()
-    assert final["state"] == "error" and "judge error" in final["description"]
-    assert COULD_NOT_FINISH in harness.own_comments()[0]["body"]
-
-
-def test_end_to_end_a_readers_command_makes_no_model_call(pipeline: Pipeline) -> None:
-    harness = pipeline.harness
-    harness.server.grant("visitor", "triage")
-    harness.comment_event("/flipgate run", author="visitor")
-
-    assert pipeline.run() == 0
-
-    assert pipeline.openai.requests == [] and harness.server.statuses == []
-    assert "Nothing was run" in harness.replies()[0]
-
-
-def test_end_to_end_a_writers_command_reruns(pipeline: Pipeline) -> None:
-    harness = pipeline.harness
-    harness.comment_event("/flipgate run")
-
-    assert pipeline.run() == 1
-
-    assert harness.final_status()["state"] == "failure"
-    assert pipeline.openai.chat_requests("generation")
-
-
-def test_end_to_end_an_api_that_keeps_failing_is_an_error_that_says_why(
-        pipeline: Pipeline) -> None:
-    harness = pipeline.harness
-    pipeline.openai.fail("generation", status=500, times=1000)
-    harness.pull_event()
-
-    assert pipeline.run() == 3
-
-    final = harness.final_status()
-    assert final["state"] == "error" and final["description"].startswith("could not finish: ")
-    assert len(final["description"]) <= STATUS_LIMIT
-    assert COULD_NOT_FINISH in harness.own_comments()[0]["body"]
-    assert harness.outputs()["conclusion"] == "error"
-
-
-def test_the_console_script_is_the_action_and_reads_hyphenated_inputs(harness: Harness) -> None:
-    """`flipgate action` in its own process, as the image's ENTRYPOINT runs it."""
-    import os
-    import subprocess
-    import sys
-
-    harness.server.grant("visitor", "read")
-    harness.comment_event("/flipgate run", author="visitor")
-    script = Path(sys.executable).with_name("flipgate")
-    env = {"PATH": os.environ["PATH"], "HOME": str(harness.tmp), **harness.env}
-
-    done = subprocess.run([str(script), "action"], env=env, capture_output=True, text=True,
-                          timeout=60, check=False)
-
-    assert done.returncode == 0, done.stderr
-    assert f"::add-mask::{harness.server.token}" in done.stdout
-    assert "refused" in done.stdout and done.stderr == ""
-    assert "Nothing was run" in harness.replies()[0]
 
 
 # -- the end-to-end run ------------------------------------------------------------------

@@ -10,10 +10,13 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from flipgate import pipeline
 from flipgate.cli import cli
+from flipgate.judges import make_judge
 from flipgate.pipeline import run_check
 
-from gitrepo import GitRepo
+from support.factories import settings_now
+from support.gitrepo import GitRepo
 from support.openai_server import FakeOpenAI
 
 CONFIG = """version: 1
@@ -135,6 +138,24 @@ def test_a_prompt_change_that_invents_a_figure_blocks(server: FakeOpenAI, repo: 
     assert "usage: " in result.stderr and "cache: " in result.stderr
 
 
+def test_a_run_builds_one_judge_and_closes_it(server: FakeOpenAI, repo: GitRepo, tmp_path: Path,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    built = []
+
+    def counting_make_judge(*args, **kwargs):
+        judge = make_judge(*args, **kwargs)
+        built.append(judge)
+        return judge
+
+    monkeypatch.setattr(pipeline, "make_judge", counting_make_judge)
+    repo.commit({"prompts/answer.prompty": HEAD_PROMPT}, message="generous prompt")
+    result, report = invoke(repo, tmp_path)
+    assert result.exit_code == 1, result.output
+    [judge] = built
+    assert judge.llm.client.is_closed()
+    assert report["judge"]["model"] == judge.info.model == "judge-pinned"
+
+
 def test_a_second_identical_run_makes_no_request(server: FakeOpenAI, repo: GitRepo,
                                                  tmp_path: Path) -> None:
     repo.commit({"prompts/answer.prompty": HEAD_PROMPT})
@@ -195,8 +216,8 @@ def test_no_client_is_built_when_nothing_changed(repo: GitRepo, tmp_path: Path,
     # No server and no key at all: a skipped run must not need either.
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     repo.commit({"README.md": "changed\n"})
-    result = run_check(repo=repo.path, base="base", head="HEAD", out_dir=tmp_path / "out",
-                       cache_dir=None)
+    result = run_check(repo=repo.path, base="base", head="HEAD", settings=settings_now(),
+                       out_dir=tmp_path / "out", cache_dir=None)
     assert result.exit_code == 0
     assert result.report.conclusion.value == "skipped"
 

@@ -17,10 +17,11 @@ from flipgate.llm import Budget, BudgetExceeded, Limiter
 from flipgate.model import Case, Score
 from flipgate.runtime import Runtime
 
+from support.factories import settings_now
 from support.openai_server import FakeOpenAI
 
-# find_spec, not import: importing the SDK here, before the engine sets
-# PF_LOGGING_LEVEL, would be the very trap the engine avoids.
+# find_spec, not import: the SDK is imported only by the engine, after
+# PF_LOGGING_LEVEL is set (tests/conftest.py, as cli.main does for the process).
 pytestmark = [
     pytest.mark.azure,
     pytest.mark.skipif(importlib.util.find_spec("azure.ai.evaluation") is None,
@@ -44,7 +45,8 @@ def with_judge(use: Callable[[Judge], Awaitable[Any]], *, config: Config | None 
                runtime: Runtime | None = None) -> Any:
     async def go() -> Any:
         judge = make_judge(config or make_config(),
-                           runtime=runtime or Runtime(limiter=Limiter(limit=4), budget=Budget()))
+                           runtime=runtime or Runtime(limiter=Limiter(limit=4), budget=Budget()),
+                           settings=settings_now())
         try:
             return await use(judge)
         finally:
@@ -141,7 +143,7 @@ def test_api_failures_after_the_sdk_retries_are_a_judge_error(openai_server: Fak
     assert score.error == ("groundedness judge (azure-ai-evaluation): HTTP 500: injected 500 "
                            "(after the evaluator's own retries)")
     assert len(openai_server.chat_requests("groundedness")) > 1  # the SDK retried on its own
-    assert "Traceback" not in capfd.readouterr().out  # PF_LOGGING_LEVEL was set in time
+    assert "Traceback" not in capfd.readouterr().out
 
 
 def test_a_slow_judge_times_out_via_wait_for(openai_server: FakeOpenAI) -> None:

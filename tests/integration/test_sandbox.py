@@ -12,7 +12,7 @@ from flipgate.model import Case
 from flipgate.prompty import child_environment, parse_prompty, render_cases, render_isolated
 from flipgate.sandbox import Limits
 
-from gitrepo import GitRepo
+from support.gitrepo import GitRepo
 
 FRONT = "---\nmodel:\n  configuration:\n    type: openai\n    model: m\n---\n"
 CASES = [Case(id="c1", query="q", context="ctx", extra={"name": "__class__", "n": 10})]

@@ -11,7 +11,9 @@ from flipgate.config import Config, GateConfig
 from flipgate.errors import IncompleteError
 from flipgate.model import Answer, Case, Conclusion, JudgeInfo, Relevance, Score, Verdict
 from flipgate.progress import Silent
-from flipgate.scoring import score_rows
+from flipgate.scoring import build_report, score_rows
+
+from support.factories import make_judge
 
 
 class ScriptedJudge:
@@ -47,10 +49,12 @@ CONFIG = Config(cases="x", gate=GateConfig(blocking_categories=("pricing",)))
 
 
 def run(cases: list[Case], baseline: dict[str, str], candidate: dict[str, str], judge: ScriptedJudge):
-    return asyncio.run(score_rows(
+    """Score the rows and build the report from them, as a run does."""
+    scored = asyncio.run(score_rows(
         cases=cases, baseline={k: Answer(v) for k, v in baseline.items()},
         candidate={k: Answer(v) for k, v in candidate.items()}, config=CONFIG, judge=judge,
         progress=Silent()))
+    return build_report(config=CONFIG, judge=make_judge(), cases=len(cases), scored=scored)
 
 
 def case(case_id: str, category: str = "pricing") -> Case:

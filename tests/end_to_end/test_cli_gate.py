@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -12,7 +14,7 @@ from click.testing import CliRunner
 
 from flipgate.cli import cli
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "cards"
 
 # id -> (category, baseline score, candidate scores by call: first scoring, re-score)
@@ -175,3 +177,24 @@ def test_without_config_or_judge_it_says_it_falls_back_to_the_lexical_judge(tmp_
     assert result.exit_code in (0, 1), result.output
     assert "offline lexical judge" in result.stderr
     assert json.loads((tmp_path / "out" / "report.json").read_text())["judge"]["provider"] == "offline"
+
+
+@pytest.mark.azure
+@pytest.mark.skipif(importlib.util.find_spec("azure.ai.evaluation") is None,
+                    reason="the optional azure-ai-evaluation package is not installed")
+def test_the_azure_engine_prints_no_traceback_from_a_fresh_process(openai_server,
+                                                                   tmp_path: Path) -> None:
+    """The SDK logs tracebacks to stdout unless PF_LOGGING_LEVEL is set before it is
+    imported; the entry point sets it, so a judge that keeps failing is only a judge error."""
+    openai_server.fail("groundedness", status=400, times=1000)  # not retried: quick
+    args = write_inputs(tmp_path, {"steady": ("policy", 5, [5])})
+    (tmp_path / "flipgate.yml").write_text(
+        "version: 1\ncases: cases.jsonl\njudge:\n  provider: openai\n  model: judge-pinned\n"
+        "  engine: azure-ai-evaluation\n  max_retries: 0\n  timeout: 5\n")
+    env = {name: value for name, value in os.environ.items() if name != "PF_LOGGING_LEVEL"}
+    result = subprocess.run([sys.executable, "-m", "flipgate", *args], env=env, cwd=tmp_path,
+                            capture_output=True, text=True, check=False)
+    assert result.returncode == 3, result.stderr
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert report["counts"]["errors"] == 1 and report["judge"]["engine"] == "azure-ai-evaluation"
+    assert "Traceback" not in result.stdout and "Traceback" not in result.stderr

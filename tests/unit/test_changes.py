@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
+
 import pytest
 
 from flipgate.changes import (
@@ -13,6 +15,7 @@ from flipgate.changes import (
     unified,
 )
 from flipgate.model import Case
+from flipgate.report import change_dict
 
 SCOPE = ChangeScope(generator="prompts/answer.prompty",
                     includes=frozenset({"prompts/partials/rules.j2", "shared/tone.j2"}),
@@ -54,7 +57,7 @@ def test_unknown_includes_make_every_change_count() -> None:
      [{"name": "seed", "old": 1, "new": None}, {"name": "top_p", "old": 1, "new": 0.5}]),
 ])
 def test_parameter_changes(old: dict, new: dict, expected: list[dict]) -> None:
-    assert parameter_changes(old, new) == expected
+    assert [asdict(change) for change in parameter_changes(old, new)] == expected
 
 
 def test_describe_change_has_the_shape_the_renderer_reads() -> None:
@@ -65,7 +68,7 @@ def test_describe_change_has_the_shape_the_renderer_reads() -> None:
                    ("prompts/rules.j2", "same\n", "same\n"),
                    ("prompts/new.j2", None, "new file\n")],
         labels=("base1234", "head5678"), config_diff=None, cases_diff="1 added (x)")
-    assert change == {
+    assert change_dict(change) == {
         "generator": "prompts/answer.prompty",
         "files": ["prompts/answer.prompty", "prompts/rules.j2"],
         "model": {"old": "gpt-4o-mini", "new": "gpt-4.1"},

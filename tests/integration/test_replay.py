@@ -17,6 +17,8 @@ from flipgate.prompty import parse_prompty, render_cases
 from flipgate.replay import PreparedGenerator, replay, write_answers
 from flipgate.runtime import Runtime
 
+from support.factories import settings_now
+
 PROMPT = """---
 model:
   configuration:
@@ -51,13 +53,13 @@ class CountingProgress:
 
 def prepared(text: str = PROMPT, cases=CASES) -> PreparedGenerator:
     prompty = parse_prompty(text, path="p.prompty")
-    generator = lock(prompty, prompty).baseline
+    generator = lock(prompty, prompty, settings=settings_now()).baseline
     return PreparedGenerator(generator=generator, rendered=render_cases(prompty, cases, read={}.get))
 
 
 async def replay_side(generator: PreparedGenerator, runtime: Runtime, *, purpose: str = "baseline",
                       cases=CASES, max_retries: int = 0):
-    client = make_client(generator.endpoint, timeout=5, max_retries=max_retries)
+    client = make_client(generator.endpoint, settings=settings_now(), timeout=5, max_retries=max_retries)
     try:
         return await replay(cases, generator, client=client, runtime=runtime, purpose=purpose)
     finally:

@@ -10,7 +10,7 @@ from flipgate.errors import InputError, Problem, SecurityError
 from flipgate.model import Case
 from flipgate.prompty import parse_prompty, referenced_files, render_cases, render_isolated, split_messages
 
-from gitrepo import GitRepo
+from support.gitrepo import GitRepo
 
 FRONT = """---
 name: answer

@@ -5,18 +5,18 @@ from __future__ import annotations
 import cmarkgfm
 import pytest
 
+from flipgate.escaping import inline_code
 from flipgate.github.messages import (
     STATUS_LIMIT,
     code_block,
     could_not_run_comment,
-    inline_code,
     refusal_reply,
     status_description,
     usage_reply,
 )
 from flipgate.model import Conclusion, Counts
 
-from factories import make_report
+from support.factories import make_report
 
 
 def _with_counts(conclusion: Conclusion, counts: Counts):
@@ -33,7 +33,7 @@ def _with_counts(conclusion: Conclusion, counts: Counts):
     (Conclusion.FAILURE, dict(cases=40, blocking_regressions=2, unstable=1),
      "blocked: 40 cases; 2 blocking regressions, 1 unstable"),
     (Conclusion.ERROR, dict(cases=40, errors=1, blocking_regressions=1),
-     "could not finish: 40 cases; 1 judge error, 1 blocking regression"),
+     "could not finish: 40 cases; 1 blocking regression, 1 judge error"),
     (Conclusion.ERROR, dict(cases=40), "could not finish: 40 cases; see the comment"),
     (Conclusion.SKIPPED, dict(), "no prompt or model change"),
 ])

@@ -1,30 +1,39 @@
 """Keyword-argument factories for the shared value types, for any test that needs a Report.
 
-Rows are classified by the real gate core unless a verdict is given, so a
-row built here is a row the gate could have produced.
+Rows are built by the real gate core (gate.build_row, with its judge-error
+override), so a row built here is a row the gate could have produced.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from typing import Any
 
 from flipgate import gate
 from flipgate.model import (
     Case,
+    Change,
     Conclusion,
     Evidence,
     FluencySummary,
     JudgeInfo,
+    ParameterChange,
     Relevance,
     Report,
     Row,
     Score,
     Side,
-    Verdict,
 )
+from flipgate.settings import Settings
 
 BLOCKING_CATEGORIES = ("policy", "pricing", "safety")
+
+
+def settings_now() -> Settings:
+    """The settings a command would build from the environment as it is now
+    (the loopback servers' fixtures point OPENAI_BASE_URL and the keys at themselves)."""
+    return Settings.from_environ(os.environ)
 
 
 def make_score(value: int | None = 5, reason: str = "", error: str | None = None) -> Score:
@@ -39,11 +48,9 @@ def make_side(score: int | None = 5, *, response: str = "An answer taken from th
               rescore: int | None | bool = False, fluency: int | None = None,
               finish_reason: str | None = "stop", error: str | None = None) -> Side:
     """One answer and its readings. `rescore=False` means it was not re-scored."""
-    groundedness = make_score(score, reason=reason, error=error)
-    return Side(
-        response=response,
-        groundedness=groundedness,
-        bucket=gate.bucket_of(score) if score is not None else None,
+    return gate.side(
+        response,
+        make_score(score, reason=reason, error=error),
         relevance=(Relevance(score=relevance, questions=tuple(questions), noncommittal=noncommittal)
                    if relevance is not None else None),
         rescore=None if rescore is False else make_score(rescore, reason="second scoring"),
@@ -64,30 +71,26 @@ def make_row(id: str = "refund-007", *, category: str = "policy", before: int | 
              questions: Sequence[str] = ("How long do refunds take?",),
              finish_reason: str | None = "stop", threshold: float = 0.7,
              blocking_categories: Sequence[str] = BLOCKING_CATEGORIES,
-             verdict: Verdict | None = None, errors: Sequence[str] | None = None) -> Row:
-    """A row classified by gate.classify. `rescore=None` re-scores only when the gate would."""
+             error: str = "judge reply did not parse") -> Row:
+    """A row built by the gate core (gate.build_row), as a run would build it.
+
+    `rescore=None` re-scores only when the gate would; a side scored None failed
+    with `error`; `figures`/`statements` are the evidence, found only for rows
+    whose verdict carries evidence.
+    """
     if rescore is None:
         needs = (before is not None and after is not None
                  and gate.needs_rescore(gate.bucket_of(before), gate.bucket_of(after)))
         rescore = after if needs else False
-    baseline = make_side(before, response=baseline_answer, relevance=relevance[0])
-    candidate = make_side(after, response=answer, reason=reason, relevance=relevance[1],
-                          questions=questions, rescore=rescore, finish_reason=finish_reason)
-    computed, computed_errors = gate.classify(
-        baseline.groundedness, candidate.groundedness,
-        candidate.rescore if candidate.rescore is not None else None)
-    verdict = verdict or computed
-    return Row(
-        case=Case(id=id, query=query, context=context, category=category),
-        baseline=baseline,
-        candidate=candidate,
-        verdict=verdict,
-        blocking=gate.is_blocking(verdict, category, blocking_categories),
-        relevance_drop=gate.relevance_dropped(baseline.relevance, candidate.relevance, threshold),
-        errors=list(errors if errors is not None else computed_errors),
-        evidence=Evidence(unsupported_figures=tuple(figures),
-                          unsupported_statements=tuple(statements)),
-    )
+    evidence = Evidence(unsupported_figures=tuple(figures),
+                        unsupported_statements=tuple(statements))
+    return gate.build_row(
+        Case(id=id, query=query, context=context, category=category),
+        make_side(before, response=baseline_answer, relevance=relevance[0], error=error),
+        make_side(after, response=answer, reason=reason, relevance=relevance[1],
+                  questions=questions, rescore=rescore, finish_reason=finish_reason, error=error),
+        blocking_categories=blocking_categories, threshold=threshold,
+        find_evidence=lambda case, response: evidence)
 
 
 def make_judge(provider: str = "openai", model: str = "gpt-4.1-mini", *,
@@ -109,6 +112,21 @@ def make_report(rows: Sequence[Row] = (), *, conclusion: Conclusion | None = Non
         rows=list(rows),
         **extra,
     )
+
+
+def make_change(*, generator: str = "prompts/answer.prompty",
+                files: Sequence[str] = ("prompts/answer.prompty", "prompts/partials/tone.md"),
+                model: tuple[str | None, str | None] = ("gpt-4o-mini", "gpt-4.1"),
+                parameters: Sequence[tuple[str, Any, Any]] = (("temperature", 0.2, 0.7),
+                                                              ("max_tokens", None, 400)),
+                template_diff: str = ("--- a/prompts/answer.prompty\n+++ b/prompts/answer.prompty\n"
+                                      "@@ -3 +3 @@\n-Answer only from the context.\n"
+                                      "+Be helpful and complete."),
+                config_diff: str | None = None, cases_diff: str | None = None) -> Change:
+    """A change description; `parameters` as (name, old, new), None for unset."""
+    return Change(generator=generator, files=tuple(files), model=model,
+                  parameters=tuple(ParameterChange(name, old, new) for name, old, new in parameters),
+                  template_diff=template_diff, config_diff=config_diff, cases_diff=cases_diff)
 
 
 def fluency(rows: int = 12, mean_delta: float | None = 0.25, failed: int = 0) -> FluencySummary:

@@ -8,9 +8,9 @@ import pytest
 from rich.console import Console
 
 from flipgate.model import Conclusion
-from flipgate.terminal import MAX_ROWS, kind_of, print_summary
+from flipgate.terminal import MAX_ROWS, print_summary
 
-from factories import make_judge, make_report, make_row, one_of_each
+from support.factories import make_judge, make_report, make_row, one_of_each
 
 
 def printed(report, width: int = 220) -> str:
@@ -25,20 +25,23 @@ def table_lines(text: str) -> list[list[str]]:
             for line in text.splitlines() if line.startswith("│")]
 
 
-@pytest.mark.parametrize("row, kind", [
-    (make_row(category="policy", before=5, after=2, rescore=1), "blocking"),
+@pytest.mark.parametrize("row, label", [
+    (make_row(category="policy", before=5, after=2, rescore=1), "BLOCKING"),
     (make_row(category="chat", before=5, after=2, rescore=1), "review"),
-    (make_row(before=5, after=None), "error"),
-    (make_row(before=5, after=3), "non_answer"),
+    (make_row(before=5, after=None), "judge error"),
+    (make_row(before=5, after=3), "non-answer"),
     (make_row(before=5, after=2, rescore=5), "unstable"),
-    (make_row(before=5, after=5, relevance=(0.9, 0.2)), "relevance"),
-    (make_row(before=4, after=5, relevance=(0.9, 0.2)), "relevance"),
+    (make_row(before=5, after=5, relevance=(0.9, 0.2)), "relevance drop"),
+    (make_row(before=4, after=5, relevance=(0.9, 0.2)), "relevance drop"),
     (make_row(before=4, after=5), "moved"),
-    (make_row(before=1, after=2), "still"),
-    (make_row(before=5, after=5), None),
+    (make_row(before=1, after=2), "still ungrounded"),
 ])
-def test_which_rows_matter(row, kind) -> None:
-    assert kind_of(row) == kind
+def test_a_row_is_labelled_by_its_most_important_kind(row, label) -> None:
+    assert [cells[0] for cells in table_lines(printed(make_report([row])))] == [label]
+
+
+def test_rows_nobody_needs_to_read_stay_out() -> None:
+    assert table_lines(printed(make_report([make_row(before=5, after=5)]))) == []
 
 
 def test_rows_come_most_important_first_and_unchanged_rows_stay_out() -> None:
@@ -60,7 +63,7 @@ def test_a_row_shows_movement_relevance_and_why() -> None:
 
 
 def test_judge_errors_say_what_failed() -> None:
-    row = make_row("broken", before=5, after=None, errors=["candidate: reply was not JSON"])
+    row = make_row("broken", before=5, after=None, error="reply was not JSON")
     cells = table_lines(printed(make_report([row])))[0]
     assert cells[3] == "grounded (5) → no score"
     assert cells[5] == "candidate: reply was not JSON"
@@ -110,8 +113,8 @@ def test_the_conclusion_is_the_last_line(rows, conclusion, line) -> None:
 
 def test_counts_line() -> None:
     out = printed(make_report(one_of_each()))
-    assert ("9 cases · 1 blocking · 1 to review · 1 new non-answer · 1 unstable · "
-            "1 relevance drop · 1 moved · 1 still ungrounded · 1 judge error") in out
+    assert ("9 cases · 1 blocking regression · 1 judge error · 1 to review · 1 new non-answer · "
+            "1 unstable · 1 relevance drop · 1 moved · 1 still ungrounded") in out
 
 
 def test_offline_judge_is_named_as_lexical() -> None:

@@ -24,6 +24,7 @@ from flipgate.llm import Budget, BudgetExceeded, Limiter
 from flipgate.model import Case, JudgeInfo, Score
 from flipgate.runtime import Runtime
 
+from support.factories import settings_now
 from support.openai_server import FakeOpenAI
 
 JUDGE_MODEL = "judge-model-pinned"
@@ -54,7 +55,7 @@ def with_judge(use: Callable[[Judge], Awaitable[Any]], *, config: Config | None 
     """Build the judge inside one event loop, use it, close it."""
     async def go() -> Any:
         judge = make_judge(config or make_config(), runtime=runtime or make_runtime(),
-                           provider=provider)
+                           settings=settings_now(), provider=provider)
         try:
             return await use(judge)
         finally:
@@ -380,12 +381,14 @@ def test_azure_provider_talks_to_the_deployment(openai_server: FakeOpenAI,
 def test_judge_override_needs_a_pinned_model(openai_server: FakeOpenAI) -> None:
     offline_config = Config(cases="cases.jsonl")  # provider offline, placeholder model
     with pytest.raises(InputError, match="needs 'judge.model'"):
-        make_judge(offline_config, runtime=make_runtime(), provider="openai")
+        make_judge(offline_config, runtime=make_runtime(), settings=settings_now(),
+                   provider="openai")
 
 
 def test_offline_is_chosen_by_the_override(openai_server: FakeOpenAI) -> None:
     offline = pytest.importorskip("flipgate.judges.offline")
-    judge = make_judge(make_config(), runtime=make_runtime(), provider="offline")
+    judge = make_judge(make_config(), runtime=make_runtime(), settings=settings_now(),
+                       provider="offline")
     assert isinstance(judge, offline.OfflineJudge)
 
 

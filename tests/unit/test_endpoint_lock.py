@@ -7,6 +7,7 @@ import pytest
 from flipgate.endpoint_lock import expand, lock
 from flipgate.errors import InputError, Problem, SecurityError
 from flipgate.prompty import parse_prompty
+from flipgate.settings import Settings
 
 ENV = {"GEN_URL": "http://127.0.0.1:9/v1", "SECRET": "sk-secret", "MODEL": "gpt-base"}
 
@@ -27,7 +28,7 @@ def test_model_and_parameters_may_change_and_the_endpoint_stays_the_base_one() -
     base = generator(OPENAI)
     head = generator(OPENAI.replace("gpt-4o-mini", "gpt-4.1"),
                      "    temperature: 0.7\n    max_tokens: 50\n", ref="head")
-    pair = lock(base, head, environ=ENV)
+    pair = lock(base, head, settings=Settings(ENV))
     assert (pair.baseline.model, dict(pair.baseline.parameters)) == ("gpt-4o-mini", {"temperature": 0.2})
     assert (pair.candidate.model, dict(pair.candidate.parameters)) == (
         "gpt-4.1", {"temperature": 0.7, "max_tokens": 50})
@@ -40,7 +41,7 @@ def test_model_and_parameters_may_change_and_the_endpoint_stays_the_base_one() -
 def test_azure_identity_carries_endpoint_deployment_and_api_version() -> None:
     base = generator(AZURE)
     head = generator(AZURE.replace("dep-a", "dep-b"), ref="head")
-    pair = lock(base, head, environ={})
+    pair = lock(base, head, settings=Settings())
     assert pair.baseline.endpoint.identity()["deployment"] == "dep-a"
     assert pair.candidate.endpoint.identity() == {
         "kind": "azure", "scheme": "https", "host": "res.openai.azure.com", "port": "443",
@@ -56,7 +57,7 @@ def test_an_azure_deployment_that_could_leave_its_url_path_segment_is_refused(de
     # head could otherwise reach other routes of the base's endpoint with the key.
     head = generator(AZURE.replace("dep-a", f"'{deployment}'"), ref="head")
     with pytest.raises(SecurityError) as caught:
-        lock(generator(AZURE), head, environ={})
+        lock(generator(AZURE), head, settings=Settings())
     problem = caught.value.problems[0]
     assert isinstance(problem, Problem)
     assert (problem.path, problem.line) == ("prompts/a.prompty@head", 5)
@@ -65,7 +66,7 @@ def test_an_azure_deployment_that_could_leave_its_url_path_segment_is_refused(de
 
 @pytest.mark.parametrize("deployment", ["dep-b", "gpt-4.1-mini", "My_Deployment2"])
 def test_ordinary_azure_deployment_names_pass(deployment: str) -> None:
-    pair = lock(generator(AZURE), generator(AZURE.replace("dep-a", deployment), ref="head"), environ={})
+    pair = lock(generator(AZURE), generator(AZURE.replace("dep-a", deployment), ref="head"), settings=Settings())
     assert pair.candidate.endpoint.deployment == deployment
 
 
@@ -78,7 +79,7 @@ def test_ordinary_azure_deployment_names_pass(deployment: str) -> None:
 ])
 def test_a_head_that_moves_the_endpoint_is_refused(head_configuration: str, field: str) -> None:
     with pytest.raises(SecurityError) as caught:
-        lock(generator(OPENAI), generator(head_configuration, ref="head"), environ=ENV)
+        lock(generator(OPENAI), generator(head_configuration, ref="head"), settings=Settings(ENV))
     messages = [p.message for p in caught.value.problems if isinstance(p, Problem)]
     assert any(f"changes model.configuration.{field}" in m for m in messages), messages
     assert all(p.path == "prompts/a.prompty@head" for p in caught.value.problems)
@@ -90,12 +91,12 @@ def test_a_head_that_moves_the_endpoint_is_refused(head_configuration: str, fiel
 ])
 def test_the_head_never_expands_environment_references(head_configuration: str, head_parameters: str) -> None:
     with pytest.raises(SecurityError, match="expanded only in the base's generator"):
-        lock(generator(OPENAI), generator(head_configuration, head_parameters, ref="head"), environ=ENV)
+        lock(generator(OPENAI), generator(head_configuration, head_parameters, ref="head"), settings=Settings(ENV))
 
 
 def test_the_base_expands_its_own_references() -> None:
     base = generator(OPENAI.replace("gpt-4o-mini", "${env:MODEL}"))
-    pair = lock(base, generator(OPENAI, ref="head"), environ=ENV)
+    pair = lock(base, generator(OPENAI, ref="head"), settings=Settings(ENV))
     assert pair.baseline.model == "gpt-base"
     assert pair.candidate.model == "gpt-4o-mini"
 
@@ -107,7 +108,7 @@ def test_the_base_expands_its_own_references() -> None:
 def test_parameters_that_the_client_would_obey_are_refused(name: str) -> None:
     head = generator(OPENAI, f"    {name}: x\n", ref="head")
     with pytest.raises(SecurityError) as caught:
-        lock(generator(OPENAI), head, environ=ENV)
+        lock(generator(OPENAI), head, settings=Settings(ENV))
     problem = caught.value.problems[0]
     assert isinstance(problem, Problem)
     assert (problem.path, problem.line) == ("prompts/a.prompty@head", 8)
@@ -120,16 +121,15 @@ def test_parameters_that_the_client_would_obey_are_refused(name: str) -> None:
     ("presence_penalty", "0.1"), ("frequency_penalty", "0.1"), ("reasoning_effort", "low"),
 ])
 def test_known_body_parameters_pass(name: str, value: str) -> None:
-    pair = lock(generator(OPENAI), generator(OPENAI, f"    {name}: {value}\n", ref="head"), environ=ENV)
+    pair = lock(generator(OPENAI), generator(OPENAI, f"    {name}: {value}\n", ref="head"), settings=Settings(ENV))
     assert name in pair.candidate.parameters
 
 
 def test_adoption_replays_the_heads_generator_where_the_environment_says(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
     head = generator("    type: openai\n    model: gpt-4o-mini\n    api_key: ${env:OPENAI_API_KEY}\n",
                      ref="head")
-    pair = lock(None, head, environ=ENV)
+    pair = lock(None, head, settings=Settings({**ENV, "OPENAI_BASE_URL": "http://127.0.0.1:9/v1"}))
     assert pair.adopted
     assert pair.baseline.model == pair.candidate.model == "gpt-4o-mini"
     assert pair.candidate.endpoint.base_url == "http://127.0.0.1:9/v1"
@@ -155,7 +155,7 @@ def test_a_head_that_adopts_flipgate_still_cannot_choose_the_endpoint_or_read_th
     # With no generator at the base, the head's is replayed, but it stays untrusted:
     # otherwise a stranger's first PR could send the key anywhere, or print a secret.
     with pytest.raises(SecurityError) as caught:
-        lock(None, generator(configuration, parameters, ref="head"), environ=ENV)
+        lock(None, generator(configuration, parameters, ref="head"), settings=Settings(ENV))
     assert refused in str(caught.value)
     assert "sk-secret" not in str(caught.value)
 
@@ -167,7 +167,7 @@ def test_a_head_that_adopts_flipgate_still_cannot_choose_the_endpoint_or_read_th
 ])
 def test_the_key_comes_only_from_the_clients_own_variable(api_key: str, ok: bool) -> None:
     configuration = OPENAI + f"    api_key: {api_key}\n"
-    call = lambda: lock(generator(configuration), generator(configuration, ref="head"), environ=ENV)  # noqa: E731
+    call = lambda: lock(generator(configuration), generator(configuration, ref="head"), settings=Settings(ENV))  # noqa: E731
     if ok:
         call()
     else:
@@ -194,4 +194,4 @@ def test_other_references_are_not_expanded() -> None:
 def test_a_base_model_from_an_unset_variable_is_bad_input() -> None:
     base = generator(OPENAI.replace("gpt-4o-mini", "${env:NOT_SET}"))
     with pytest.raises(InputError, match="unset environment variable"):
-        lock(base, generator(OPENAI, ref="head"), environ=ENV)
+        lock(base, generator(OPENAI, ref="head"), settings=Settings(ENV))

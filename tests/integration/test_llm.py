@@ -11,13 +11,15 @@ import pytest
 from flipgate.cache import Cache
 from flipgate.llm import LLM, Budget, BudgetExceeded, Limiter, make_client, openai_endpoint
 
+from support.factories import settings_now
+
 MESSAGES = [{"role": "user", "content": "What is the card replacement fee?"}]
 
 
 def make_llm(base_url: str, *, cache: Cache | None = None, budget: Budget | None = None,
              embedding_batch: int = 2048) -> LLM:
-    endpoint = openai_endpoint(base_url)
-    client = make_client(endpoint, timeout=5, max_retries=1)
+    endpoint = openai_endpoint(base_url, settings=settings_now())
+    client = make_client(endpoint, settings=settings_now(), timeout=5, max_retries=1)
     return LLM(client, endpoint, limiter=Limiter(limit=4), cache=cache, budget=budget,
                embedding_batch=embedding_batch)
 

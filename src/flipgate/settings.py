@@ -1,0 +1,62 @@
+"""What a run takes from its environment, read once at the edge and passed down.
+
+The commands (`commands/`) and the action's entrypoint (`github/action.py`)
+build `Settings` from the process environment; nothing below them reads
+the process environment. Keys are never shown by `repr`, so a crash log cannot leak one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+# A caller's GIT_DIR & co. would silently point git at another repository.
+_GIT_VARIABLES_DROPPED = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY",
+                          "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_NAMESPACE")
+
+
+@dataclass(frozen=True)
+class Settings:
+    # A snapshot of the environment: the generator's `${env:NAME}` values and git's
+    # environment come from it, and the named properties below.
+    environ: Mapping[str, str] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def from_environ(cls, environ: Mapping[str, str]) -> Settings:
+        return cls(environ=MappingProxyType(dict(environ)))
+
+    def _get(self, name: str) -> str | None:
+        return self.environ.get(name) or None
+
+    @property
+    def openai_api_key(self) -> str | None:
+        return self._get("OPENAI_API_KEY")
+
+    @property
+    def azure_openai_api_key(self) -> str | None:
+        return self._get("AZURE_OPENAI_API_KEY")
+
+    @property
+    def openai_base_url(self) -> str | None:
+        return self._get("OPENAI_BASE_URL")
+
+    @property
+    def azure_openai_endpoint(self) -> str | None:
+        return self._get("AZURE_OPENAI_ENDPOINT")
+
+    @property
+    def openai_api_version(self) -> str | None:
+        return self._get("OPENAI_API_VERSION")
+
+    @property
+    def debug(self) -> bool:
+        """FLIPGATE_DEBUG: let unexpected exceptions through with their traceback."""
+        return bool(self._get("FLIPGATE_DEBUG"))
+
+    def git_environment(self) -> dict[str, str]:
+        """The environment git runs in: this one without the variables that redirect it,
+        never prompting, never taking optional locks, messages in English."""
+        env = {k: v for k, v in self.environ.items() if k not in _GIT_VARIABLES_DROPPED}
+        env.update(GIT_TERMINAL_PROMPT="0", GIT_OPTIONAL_LOCKS="0", LC_ALL="C")
+        return env

@@ -1,0 +1,168 @@
+"""The action's test harness: a real temporary git repository as the workspace, real
+webhook payloads, the runner's output files, and a recording check runner that
+stands in for the pipeline. Fixtures `harness` and `check` register through
+tests/conftest.py.
+"""
+
+from __future__ import annotations
+
+import copy
+import io
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from flipgate import gate
+from flipgate.github import action
+from flipgate.github.sticky import MARKER
+from flipgate.model import Report
+from flipgate.render import render_comment
+
+from support.factories import make_report, make_row, one_of_each
+from support.github_server import ACTIONS_BOT, FakeGitHub
+from support.gitrepo import GitRepo
+
+PAYLOADS = Path(__file__).resolve().parents[1] / "fixtures" / "github"
+PR = 42
+RUN_ID = "777001"
+
+
+def blocking_rows() -> list:
+    """A row of every verdict but `error` (which would make the run an error, exit 3)."""
+    return [row for row in one_of_each() if row.id != "error"]
+
+
+@dataclass
+class CheckResult:
+    report: Report
+    markdown: str
+    exit_code: int
+
+
+PASSED, BLOCKED = "## ✅ flipgate passed", "## ❌ flipgate blocked this change"
+COULD_NOT_FINISH = "## ⚠️ flipgate could not finish"
+
+
+@dataclass
+class RecordingCheck:
+    """Stands in for flipgate.pipeline.run_check: returns a report or raises, records calls."""
+
+    server: FakeGitHub
+    outcome: Report | Exception = field(default_factory=lambda: make_report([make_row(
+        "refund-001", before=5, after=5)]))
+    calls: list[dict[str, Any]] = field(default_factory=list)
+    statuses_seen: list[str] = field(default_factory=list)
+
+    def __call__(self, **kwargs: Any) -> CheckResult:
+        self.calls.append(kwargs)
+        self.statuses_seen = [s["state"] for s in self.server.statuses]
+        if isinstance(self.outcome, Exception):
+            raise self.outcome
+        markdown = render_comment(self.outcome, max_chars=kwargs["comment_limit"])
+        return CheckResult(report=self.outcome, markdown=markdown,
+                           exit_code=gate.exit_code(self.outcome.conclusion))
+
+
+@dataclass
+class Harness:
+    server: FakeGitHub
+    repo: GitRepo
+    base: str
+    head: str
+    tmp: Path
+    env: dict[str, str]
+    log: io.StringIO = field(default_factory=io.StringIO)
+
+    # -- events
+    def _write_event(self, name: str, event: dict[str, Any]) -> None:
+        path = self.tmp / f"{name}.json"
+        path.write_text(json.dumps(event))
+        self.env.update(GITHUB_EVENT_NAME=name, GITHUB_EVENT_PATH=str(path))
+
+    def pull_event(self, *, event_name: str = "pull_request", action_name: str = "synchronize",
+                   fork: bool = False, head: str | None = None) -> None:
+        event = json.loads((PAYLOADS / "pull_request.synchronize.json").read_text())
+        event["action"] = action_name
+        pull = event["pull_request"]
+        event["number"] = pull["number"] = PR
+        owner, name = self.server.repository.split("/")
+        pull["base"]["repo"]["full_name"] = self.server.repository
+        pull["base"]["sha"] = self.base
+        pull["head"]["sha"] = head or self.head
+        pull["head"]["repo"] = copy.deepcopy(pull["base"]["repo"])
+        if fork:
+            pull["head"]["repo"]["full_name"] = f"stranger/{name}"
+        event["repository"]["full_name"] = self.server.repository
+        self._write_event(event_name, event)
+
+    def comment_event(self, body: str, *, author: str = "maintainer",
+                      action_name: str = "created", on_pull: bool = True) -> dict[str, Any]:
+        comment = self.server.add_comment(PR, body, user=author)
+        event = json.loads((PAYLOADS / "issue_comment.created.json").read_text())
+        event["action"] = action_name
+        event["issue"]["number"] = PR
+        if on_pull:
+            event["issue"]["pull_request"] = {"url": f"{self.server.api_url}/repos/"
+                                                     f"{self.server.repository}/pulls/{PR}",
+                                              "merged_at": None}
+        event["comment"] = {**event["comment"], "id": comment["id"], "body": body,
+                            "user": comment["user"]}
+        self._write_event("issue_comment", event)
+        return comment
+
+    # -- running
+    def run(self, check: Callable[..., Any] | None, **env: str) -> int:
+        self.env.update(env)
+        return action.main(self.env, check=check, stream=self.log)
+
+    # -- reading
+    def outputs(self) -> dict[str, str]:
+        text = Path(self.env["GITHUB_OUTPUT"]).read_text()
+        return {m["name"]: m["value"] for m in re.finditer(
+            r"^(?P<name>[\w-]+)<<(?P<delim>\S+)\n(?P<value>.*?)\n(?P=delim)$", text, re.S | re.M)}
+
+    def summary(self) -> str:
+        path = Path(self.env["GITHUB_STEP_SUMMARY"])
+        return path.read_text() if path.exists() else ""
+
+    def own_comments(self) -> list[dict[str, Any]]:
+        return [c for c in self.server.comments_on(PR)
+                if c["user"]["login"] == ACTIONS_BOT and MARKER in c["body"]]
+
+    def replies(self) -> list[str]:
+        return [c["body"] for c in self.server.comments_on(PR)
+                if c["user"]["login"] == ACTIONS_BOT and MARKER not in c["body"]]
+
+    def final_status(self, sha: str | None = None) -> dict[str, Any]:
+        return self.server.statuses_for(sha or self.head)[-1]
+
+
+@pytest.fixture
+def harness(tmp_path: Path, github_server: FakeGitHub) -> Harness:
+    repo = GitRepo.create(tmp_path / "workspace")
+    base = repo.commit({"prompts/answer.prompty": "v1\n"}, message="base")
+    head = repo.commit({"prompts/answer.prompty": "v2\n"}, message="head")
+    github_server.add_pull(PR, base_sha=base, head_sha=head)
+    github_server.grant("maintainer", "write")
+    env = {
+        "GITHUB_REPOSITORY": github_server.repository,
+        "GITHUB_API_URL": github_server.api_url,
+        "GITHUB_SERVER_URL": "https://github.example.com",
+        "GITHUB_RUN_ID": RUN_ID,
+        "GITHUB_WORKSPACE": str(repo.path),
+        "GITHUB_OUTPUT": str(tmp_path / "output.txt"),
+        "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md"),
+        "INPUT_GITHUB-TOKEN": github_server.token,
+        "INPUT_CONFIG": "", "INPUT_STATUS-CONTEXT": "", "INPUT_FORK-POLICY": "",
+    }
+    return Harness(server=github_server, repo=repo, base=base, head=head, tmp=tmp_path, env=env)
+
+
+@pytest.fixture
+def check(harness: Harness) -> RecordingCheck:
+    return RecordingCheck(harness.server)
