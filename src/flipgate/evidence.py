@@ -21,6 +21,11 @@ figure or when the context itself gives that very instruction.
 
 The offline judge (`judges/offline.py`) and the evidence shown for every
 flipped row are both built on `analyse`.
+
+Answers are untrusted (the PR chooses the prompt and `max_tokens`), so the
+work is bounded: every step is one linear pass, and only the first
+`EVIDENCE_LIMIT` characters of an answer are read; a longer answer's
+analysis says where it was cut (`cut_note`).
 """
 
 from __future__ import annotations
@@ -30,12 +35,30 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from flipgate.figures import NUMBER_WORDS, SCALE_WORDS, Figure, expand_known, extract_figures, vouched
+from flipgate.figures import NUMBER_WORDS, SCALE_WORDS, Figure, KnownFigures, extract_figures, vouched
 from flipgate.model import Evidence
 
 # A statement is supported when at least this share of its content words
 # occurs in the context (see the module docstring for why two thirds).
 SUPPORT_THRESHOLD = 2 / 3
+# Analysis of one answer stops after this many characters (a long answer
+# is a few thousand); the rest is not read, and the row says so.
+EVIDENCE_LIMIT = 20_000
+# A cut moves back to a space at most this far, so a word or figure is not halved.
+_CUT_SLACK = 200
+
+
+def cut_text(text: str, limit: int = EVIDENCE_LIMIT) -> tuple[str, int | None]:
+    """`text` as far as analysis reads it, and where it was cut (None: read whole)."""
+    if len(text) <= limit:
+        return text, None
+    space = text.rfind(" ", limit - _CUT_SLACK, limit)
+    at = space if space > 0 else limit
+    return text[:at], at
+
+
+def cut_note(at: int) -> str:
+    return f"evidence cut at {at:,} characters"
 
 
 # --- words --------------------------------------------------------------------
@@ -200,8 +223,16 @@ _BULLET = re.compile(r"^\s*(?:[-*\u2022]|\d{1,2}[.)])\s+")
 _BOUNDARY = re.compile(r"(?<=[.!?])(?P<closing>[\"'\u201d)\]]*)\s+|;\s*")
 
 
-def _ends_with_abbreviation(text: str) -> bool:
-    words = text.rstrip("\"'\u201d)]").split()
+_CLOSING = "\"'\u201d)]"
+# How much of a sentence's end is read to find its last word: an abbreviation
+# is short, so a sentence's length never adds to the cost (one pass in all).
+_LAST_WORD_WINDOW = 64
+
+
+def _ends_with_abbreviation(line: str, start: int, end: int) -> bool:
+    """Does `line[start:end]` end with an abbreviation (`e.g.`, `(U.S.`)?"""
+    tail = line[max(start, end - _LAST_WORD_WINDOW):end].rstrip(_CLOSING)
+    words = tail.split()
     return bool(words) and words[-1].lower().lstrip("(\"'") in _ABBREVIATIONS
 
 
@@ -220,7 +251,7 @@ def split_statements(text: str, *, semicolons: bool = True) -> list[str]:
             at_semicolon = boundary.group().startswith(";")
             end = boundary.start() + len(boundary.group("closing") or "")
             if (at_semicolon and not semicolons) or (
-                    not at_semicolon and _ends_with_abbreviation(line[start:end])):
+                    not at_semicolon and _ends_with_abbreviation(line, start, end)):
                 continue
             piece = line[start:end].strip()
             if piece:
@@ -284,6 +315,12 @@ class Analysis:
     statements: tuple[StatementCheck, ...]
     unsupported_figures: tuple[Figure, ...]
     known_words: frozenset[str]
+    text: str = ""              # the answer as far as it was read
+    cut_at: int | None = None   # where the answer was cut; None when read whole
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        return (cut_note(self.cut_at),) if self.cut_at is not None else ()
 
     @property
     def claims(self) -> tuple[StatementCheck, ...]:
@@ -310,6 +347,7 @@ class Analysis:
         return Evidence(
             unsupported_figures=tuple(dict.fromkeys(f.text for f in self.unsupported_figures)),
             unsupported_statements=tuple(dict.fromkeys(s.text for s in self.unsupported_statements)),
+            notes=self.notes,
         )
 
 
@@ -338,10 +376,12 @@ def _without_figures(statement: str, figures: Iterable[Figure]) -> str:
 
 
 def analyse(context: str, response: str, *, query: str = "") -> Analysis:
-    """Read `response` against `context`. Echoing the `query` is not inventing."""
+    """Read `response` (up to `EVIDENCE_LIMIT` characters) against `context`.
+    Echoing the `query` is not inventing."""
+    response, cut_at = cut_text(response)
     context_words = content_words(context)
     known_words = context_words | content_words(query)
-    known_figures = expand_known(extract_figures(context) + extract_figures(query))
+    known_figures = KnownFigures.of(extract_figures(context) + extract_figures(query))
     checks: list[StatementCheck] = []
     unsupported: list[Figure] = []
     for statement in split_statements(response):
@@ -350,9 +390,17 @@ def analyse(context: str, response: str, *, query: str = "") -> Analysis:
         kind = _classify(statement, words, figures, context_words)
         checks.append(StatementCheck(statement, kind, words, coverage(words, known_words), figures))
         unsupported.extend(f for f in figures if not vouched(f, known_figures))
-    return Analysis(tuple(checks), tuple(unsupported), known_words)
+    return Analysis(tuple(checks), tuple(unsupported), known_words, text=response, cut_at=cut_at)
 
 
 def find_unsupported(context: str, response: str, *, query: str = "") -> Evidence:
-    """The answer's figures and statements the context does not contain, as written."""
-    return analyse(context, response, query=query).evidence()
+    """The answer's figures and statements the context does not contain, as written.
+
+    Never raises: if the analysis fails on some text nobody foresaw, the row
+    keeps its verdict and its evidence says it is incomplete.
+    """
+    try:
+        return analyse(context, response, query=query).evidence()
+    except Exception as exc:  # noqa: BLE001 - one row's evidence must never end the run
+        return Evidence(notes=(f"evidence incomplete: the analysis failed "
+                               f"({type(exc).__name__})",))

@@ -6,6 +6,13 @@ read into a `Figure` whose value is normalised: `$12`, `12 dollars` and
 `30-day` is `30 days`, `two weeks` is `14 days`, `10%` is `10 percent`. A
 range never matches a single value (`5-7 days` is not `5 days`).
 
+Hostile text stays cheap: reading is one left-to-right pass over tokens, a
+number never spans more than `MAX_NUMBER_WORDS` words, and a digit run longer
+than `MAX_FIGURE_DIGITS` is kept as its digit string (a `literal`, compared
+as text) instead of being turned into a number. Arithmetic on the numbers
+that remain is exact (`_EXACT`), so two different figures never round into
+one.
+
 Pure functions only; `evidence.py` builds the statement checks on them.
 """
 
@@ -14,7 +21,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from decimal import Decimal
+from decimal import Context, Decimal, localcontext
 
 NUMBER_WORDS: dict[str, int] = {
     "zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
@@ -25,6 +32,13 @@ NUMBER_WORDS: dict[str, int] = {
 }
 SCALE_WORDS: dict[str, int] = {"hundred": 100, "thousand": 1_000, "million": 1_000_000,
                                 "billion": 1_000_000_000}
+# Longer digit runs are compared as strings, never converted (a figure that
+# long is an identifier or noise, not an amount anyone reads as one).
+MAX_FIGURE_DIGITS = 30
+# "one hundred and twenty-five thousand three hundred" is 9 words.
+MAX_NUMBER_WORDS = 12
+# Precise enough for MAX_FIGURE_DIGITS digits times any scale or unit factor.
+_EXACT = Context(prec=MAX_FIGURE_DIGITS + 40)
 
 
 # --- figures ------------------------------------------------------------------
@@ -114,6 +128,16 @@ def _tokenize(text: str) -> list[_Token]:
     return tokens
 
 
+def _digit_string(text: str) -> str:
+    """A digit run as the string it is compared by: no separators, no leading zeros."""
+    digits = text.replace(",", "").lower()
+    return digits.lstrip("0") or "0"
+
+
+def _too_long(text: str) -> bool:
+    return len(text) > MAX_FIGURE_DIGITS
+
+
 def _decimal(text: str) -> Decimal:
     """A digits token as a number: `1,500` -> 1500, `1.5k` -> 1500, `12.00` -> 12."""
     text = text.replace(",", "")
@@ -129,6 +153,8 @@ def _read_number(tokens: Sequence[_Token], i: int) -> tuple[Decimal, int, bool] 
         return None
     token = tokens[i]
     if token.kind == "number":
+        if _too_long(token.text):
+            return None  # read whole as a literal by `_special_figure`
         value, j = _decimal(token.text), i + 1
         if j < len(tokens) and tokens[j].lower in SCALE_WORDS:
             value, j = (value * SCALE_WORDS[tokens[j].lower]).normalize(), j + 1
@@ -144,7 +170,7 @@ def _read_number_words(tokens: Sequence[_Token], i: int) -> tuple[int, int]:
     total = current = 0
     last = ""  # what was read last: ones, teens, tens, hundred, scale
     j = i
-    while j < len(tokens):
+    while j < len(tokens) and j - i < MAX_NUMBER_WORDS:
         word = tokens[j].lower
         if tokens[j].kind == "dash":
             # "twenty-five": a dash joins a tens word to a ones word, nothing else.
@@ -160,7 +186,7 @@ def _read_number_words(tokens: Sequence[_Token], i: int) -> tuple[int, int]:
                 break
             current += small
             last = "tens" if small >= 20 else "ones" if small < 10 else "teens"
-        elif word == "hundred" and last in ("ones", "teens", "tens"):
+        elif word == "hundred" and last in ("ones", "teens", "tens") and current < 100:
             current *= 100
             last = "hundred"
         elif word in SCALE_WORDS and word != "hundred" and (current or total) and last != "scale":
@@ -217,7 +243,9 @@ def _day_at(tokens: Sequence[_Token], i: int) -> int | None:
         return None
     token = tokens[i]
     digits = token.text[:-2] if token.kind == "ordinal" else token.text
-    if token.kind in ("number", "ordinal") and digits.isdigit() and 1 <= int(digits) <= 31:
+    # Compared as a string first: int() of an unbounded digit run is never called.
+    if token.kind in ("number", "ordinal") and digits.isdigit() and len(digits) <= 2 \
+            and 1 <= int(digits) <= 31:
         return int(digits)
     return None
 
@@ -284,6 +312,8 @@ def _special_figure(token: _Token) -> Figure | None:
         return Figure(text, "date", (year + 2000 if year < 100 else year, month, day), span=span)
     if token.kind == "time":
         return Figure(text, "time", _time_value(text), span=span)
+    if token.kind in ("number", "ordinal") and _too_long(text):
+        return Figure(text, "literal", (_digit_string(text),), span=span)
     if token.kind == "ordinal":
         return Figure(text, "ordinal", (Decimal(text[:-2]).normalize(), None), span=span)
     return None
@@ -291,6 +321,11 @@ def _special_figure(token: _Token) -> Figure | None:
 
 def extract_figures(text: str) -> list[Figure]:
     """Every figure in `text`, in order, each with its text as written."""
+    with localcontext(_EXACT):
+        return _extract(text)
+
+
+def _extract(text: str) -> list[Figure]:
     tokens = _tokenize(text)
     figures: list[Figure] = []
     i = 0
@@ -391,26 +426,65 @@ def figure_supported(figure: Figure, known: Sequence[Figure]) -> bool:
     Units must agree, except that a bare number matches any numeric figure of
     the same value (`12` is vouched for by `$12`), never the other way round.
     """
-    return vouched(figure, expand_known(known))
+    return vouched(figure, KnownFigures.of(known))
 
 
-def vouched(figure: Figure, expanded: Sequence[Figure]) -> bool:
+@dataclass(frozen=True)
+class KnownFigures:
+    """What a context's figures vouch for, indexed so that each answer figure is
+    checked in constant time (an answer of thousands of figures against a
+    context of thousands stays linear)."""
+
+    exact: frozenset[tuple[str, tuple[object, ...]]]  # (unit, value)
+    numeric: frozenset[tuple[object, ...]]            # values of amounts, counts, durations
+    years: frozenset[Decimal]                          # bare years, to complete a date
+    ymd: frozenset[tuple[object, ...]]                 # dates as (year, month, day)
+    ym: frozenset[tuple[object, ...]]                  # (year, month) of dates with a year
+    md: frozenset[tuple[object, ...]]                  # (month, day) of every date
+    months: frozenset[object]
+    md_no_year: frozenset[tuple[object, ...]]          # (month, day) of dates without a year
+    months_no_year: frozenset[object]
+
+    @classmethod
+    def of(cls, figures: Iterable[Figure]) -> KnownFigures:
+        expanded = expand_known(figures)
+        dates = [f.value for f in expanded if f.unit == "date"]
+        return cls(
+            exact=frozenset((f.unit, f.value) for f in expanded),
+            numeric=frozenset(f.value for f in expanded if f.unit not in _NON_NUMERIC),
+            years=frozenset(f.value[0] for f in expanded if f.unit == "count"),  # type: ignore[misc]
+            ymd=frozenset(dates),
+            ym=frozenset((y, m) for y, m, _ in dates if y is not None),
+            md=frozenset((m, d) for _, m, d in dates),
+            months=frozenset(m for _, m, _ in dates),
+            md_no_year=frozenset((m, d) for y, m, d in dates if y is None),
+            months_no_year=frozenset(m for y, m, _ in dates if y is None),
+        )
+
+    def has_date(self, year: object, month: object, day: object) -> bool:
+        """A known date of that month (and day, and year, when given); a known date
+        without a year counts when the context states the year apart."""
+        if year is None:
+            return month in self.months if day is None else (month, day) in self.md
+        year_apart = Decimal(year) in self.years  # type: ignore[arg-type]
+        if day is None:
+            return (year, month) in self.ym or (year_apart and month in self.months_no_year)
+        return (year, month, day) in self.ymd or (year_apart and (month, day) in self.md_no_year)
+
+
+def vouched(figure: Figure, known: KnownFigures | Sequence[Figure]) -> bool:
+    """Is `figure` vouched for by what is `known` (an index, or figures to index)?"""
+    if not isinstance(known, KnownFigures):
+        known = KnownFigures.of(known)
     if figure.unit == "date":
-        year, month, day = figure.value
-        years = {f.value[0] for f in expanded if f.unit == "count"}
-        return any(
-            k.unit == "date" and k.value[1] == month and (day is None or k.value[2] == day)
-            and (year is None or k.value[0] == year or (k.value[0] is None and Decimal(year) in years))
-            for k in expanded)
-    for k in expanded:
-        if k.unit == figure.unit and k.value == figure.value:
-            return True
-        if figure.unit in ("count", "ordinal") and k.unit not in _NON_NUMERIC \
-                and k.value == figure.value:
-            return True
+        return known.has_date(*figure.value)
+    if (figure.unit, figure.value) in known.exact:
+        return True
+    if figure.unit in ("count", "ordinal") and figure.value in known.numeric:
+        return True
     if figure.from_to:  # "from 2% to 3%" is vouched for by both ends
         low, high = figure.value
-        return all(vouched(Figure(figure.text, figure.unit, (end, None)), expanded)
+        return all(vouched(Figure(figure.text, figure.unit, (end, None)), known)
                    for end in (low, high))
     return False
 

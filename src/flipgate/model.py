@@ -100,6 +100,7 @@ class Evidence:
 
     unsupported_figures: tuple[str, ...] = ()
     unsupported_statements: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()  # e.g. "evidence cut at 20,000 characters"
 
 
 @dataclass

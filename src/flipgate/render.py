@@ -60,6 +60,7 @@ class RowView:
     reason: str
     figures: tuple[str, ...]
     statements: tuple[str, ...]
+    evidence_notes: tuple[str, ...]  # e.g. "evidence cut at 20,000 characters"
     answer: str
     errors: tuple[str, ...]
     questions: tuple[str, ...]
@@ -108,6 +109,7 @@ def row_view(row: Row) -> RowView:
         reason=_reason(row.candidate),
         figures=tuple(evidence.unsupported_figures) if evidence else (),
         statements=tuple(evidence.unsupported_statements) if evidence else (),
+        evidence_notes=tuple(evidence.notes) if evidence else (),
         answer=row.candidate.response,
         errors=tuple(row.errors),
         questions=tuple(candidate_relevance.questions) if candidate_relevance else (),

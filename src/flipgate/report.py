@@ -63,6 +63,8 @@ def row_to_dict(row: Row) -> dict[str, Any]:
     if row.evidence is not None:
         out["evidence"] = {"unsupported_figures": list(row.evidence.unsupported_figures),
                            "unsupported_statements": list(row.evidence.unsupported_statements)}
+        if row.evidence.notes:  # e.g. where the candidate's evidence was cut
+            out["candidate"]["notes"] = list(row.evidence.notes)
     return out
 
 

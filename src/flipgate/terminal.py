@@ -46,11 +46,12 @@ def _why(row: Row) -> str:
     if row.errors:
         return "; ".join(row.errors)
     evidence = row.evidence
+    notes = f" ({'; '.join(evidence.notes)})" if evidence and evidence.notes else ""
     if evidence and evidence.unsupported_figures:
-        return "not in context: " + ", ".join(evidence.unsupported_figures)
+        return "not in context: " + ", ".join(evidence.unsupported_figures) + notes
     if evidence and evidence.unsupported_statements:
-        return "not in context: " + evidence.unsupported_statements[0]
-    return row.candidate.groundedness.reason
+        return "not in context: " + evidence.unsupported_statements[0] + notes
+    return row.candidate.groundedness.reason + notes
 
 
 def rows_table(report: Report, *, max_rows: int = MAX_ROWS,

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from flipgate.github import action
-from flipgate.github.messages import NO_CHANGE, STATUS_LIMIT
+from flipgate.github.messages import NO_CHANGE, STATUS_LIMIT, WAITING_FOR_COMMAND
 from flipgate.github.sticky import sha_marker
 
 from support.action_harness import BLOCKED, COULD_NOT_FINISH, PR, Harness
@@ -205,3 +206,94 @@ def test_the_console_script_is_the_action_and_reads_hyphenated_inputs(harness: H
     assert f"::add-mask::{harness.server.token}" in done.stdout
     assert "refused" in done.stdout and done.stderr == ""
     assert "Nothing was run" in harness.replies()[0]
+
+
+# -- the approved head is the one evaluated (issue 9) -------------------------------------
+
+B_ONLY = "B-ONLY-PROMPT: recommend the premium plan to everyone."
+
+
+def push_unreviewed_head(harness: Harness, **push: Any) -> str:
+    """Head B: a new prompt nobody approved, pushed to the PR after the command."""
+    harness.repo.checkout(harness.head)
+    sha = harness.repo.commit({"prompts/answer.prompty": PROMPTY.format(system=B_ONLY)},
+                              message="unreviewed")
+    harness.server.push(PR, sha, **push)
+    return sha
+
+
+def use_event(harness: Harness, name: str) -> None:
+    """Make the event written earlier under `name` the one the next run reads."""
+    harness.env.update(GITHUB_EVENT_NAME=name, GITHUB_EVENT_PATH=str(harness.tmp / f"{name}.json"))
+
+
+def b_reached_the_model(openai: Any) -> bool:
+    return any(B_ONLY in json.dumps(request.body) for request in openai.requests)
+
+
+def test_a_command_evaluates_the_head_it_was_written_on_not_a_later_push(
+        pipeline: Pipeline) -> None:
+    harness = pipeline.harness
+    head_a = harness.head
+    harness.comment_event("/flipgate run")
+    head_b = push_unreviewed_head(harness)
+
+    assert pipeline.run() == 1  # A's prompt invents a fee: blocked
+
+    assert not b_reached_the_model(pipeline.openai)
+    assert pipeline.openai.chat_requests("generation")  # A was evaluated
+    assert [s["state"] for s in harness.server.statuses_for(head_a)] == ["pending", "failure"]
+    assert harness.server.statuses_for(head_b) == []
+    [reply] = harness.replies()
+    assert f"`{head_a}`" in reply and head_b in reply and "/flipgate run" in reply
+    assert sha_marker(head_a) in harness.own_comments()[0]["body"]
+
+
+def test_a_forks_new_head_stays_pending_even_with_a_forged_commit_date(
+        pipeline: Pipeline) -> None:
+    """require-command: the pull_request_target runs record each head with a pending status
+    (GitHub's clock); the comment's time picks A, whatever date B's author wrote."""
+    harness = pipeline.harness
+    head_a = harness.head
+    harness.server.add_pull(PR, base_sha=harness.base, head_sha=head_a, fork=True)
+    harness.pull_event(event_name="pull_request_target", fork=True)
+    assert pipeline.run() == 0  # A waits for a maintainer
+    harness.comment_event("/flipgate run")
+    long_ago = datetime(2020, 1, 1, tzinfo=UTC)
+    head_b = push_unreviewed_head(harness, committed_at=long_ago)
+    harness.pull_event(event_name="pull_request_target", fork=True, head=head_b)
+    assert pipeline.run() == 0  # B waits too
+    use_event(harness, "issue_comment")
+
+    assert pipeline.run() == 1
+
+    assert not b_reached_the_model(pipeline.openai)
+    assert [s["state"] for s in harness.server.statuses_for(head_b)] == ["pending"]
+    assert harness.server.statuses_for(head_b)[0]["description"] == WAITING_FOR_COMMAND
+    assert harness.final_status(head_a)["state"] == "failure"
+    assert f"`{head_a}`" in harness.replies()[0]
+
+
+def test_a_command_naming_a_commit_evaluates_exactly_that_commit(pipeline: Pipeline) -> None:
+    harness = pipeline.harness
+    head_b = push_unreviewed_head(harness)
+    harness.comment_event(f"/flipgate run {harness.head[:10]}")
+
+    assert pipeline.run() == 1
+
+    assert not b_reached_the_model(pipeline.openai)
+    assert harness.final_status(harness.head)["state"] == "failure"
+    assert harness.server.statuses_for(head_b) == []
+    assert "named in the command" in harness.replies()[0]
+
+
+def test_a_command_naming_a_commit_outside_the_pull_request_runs_nothing(
+        pipeline: Pipeline) -> None:
+    harness = pipeline.harness
+    harness.comment_event(f"/flipgate run {'d' * 40}")
+
+    assert pipeline.run() == 0
+
+    assert pipeline.openai.requests == [] and harness.server.statuses == []
+    [reply] = harness.replies()
+    assert "Nothing was run" in reply and "not a commit of this pull request" in reply

@@ -92,6 +92,41 @@ def test_commit_date_and_a_commit_github_forgot(api: RepoAPI, github_server: Fak
     assert api.commit_date(OLD) is None
 
 
+def test_a_pull_requests_commits_oldest_first_past_one_page(api: RepoAPI,
+                                                            github_server: FakeGitHub) -> None:
+    shas = [f"{index:040x}" for index in range(1, 131)]
+    forged = datetime(2020, 1, 1, tzinfo=UTC)
+    for sha in shas:
+        github_server.push(7, sha, committed_at=forged if sha == shas[-1] else None)
+
+    commits = api.pull_commits(7)
+
+    assert [c.sha for c in commits] == [NEW, *shas]  # 131 commits: two pages of 100
+    assert commits[-1].committed_at == forged  # the author's date, as written
+    assert commits[0].committed_at is not None and commits[1].committed_at > commits[0].committed_at
+    assert len(github_server.requests_to("GET", "/commits")) == 2
+
+
+def test_a_force_push_replaces_the_commits(api: RepoAPI, github_server: FakeGitHub) -> None:
+    github_server.push(7, OLD)
+    github_server.push(7, NEWEST, force=True)
+    assert [c.sha for c in api.pull_commits(7)] == [NEWEST]
+
+
+def test_first_status_at_reads_githubs_clock_for_one_context(api: RepoAPI,
+                                                             github_server: FakeGitHub) -> None:
+    assert api.first_status_at(NEW, "flipgate") is None
+    api.set_status(NEW, StatusUpdate(state="pending", description="waiting", context="other"))
+    api.set_status(NEW, StatusUpdate(state="pending", description="waiting", context="flipgate"))
+    api.set_status(NEW, StatusUpdate(state="success", description="passed", context="flipgate"))
+
+    first = api.first_status_at(NEW, "flipgate")
+
+    created = [s["created_at"] for s in github_server.statuses_for(NEW)
+               if s["context"] == "flipgate"]
+    assert first == datetime.fromisoformat(min(created))
+
+
 # -- writing ---------------------------------------------------------------------
 
 def test_status_reaches_the_sha_with_every_field(api: RepoAPI, github_server: FakeGitHub) -> None:

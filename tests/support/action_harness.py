@@ -111,7 +111,8 @@ class Harness:
                                                      f"{self.server.repository}/pulls/{PR}",
                                               "merged_at": None}
         event["comment"] = {**event["comment"], "id": comment["id"], "body": body,
-                            "user": comment["user"]}
+                            "user": comment["user"], "created_at": comment["created_at"],
+                            "updated_at": comment["updated_at"]}
         self._write_event("issue_comment", event)
         return comment
 

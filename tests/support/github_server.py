@@ -15,6 +15,13 @@ What it serves (one repository, `owner/name`, real response shapes)
   the workflow's GITHUB_TOKEN, whose comments are by ``github-actions[bot]``;
 - ``GET /repos/{o}/{r}``;
 - ``GET /repos/{o}/{r}/pulls/{n}``;
+- ``GET /repos/{o}/{r}/pulls/{n}/commits``: the PR's commits, oldest first, paged
+  like the comments (``push`` appends one, ``push(..., force=True)`` replaces
+  them); each commit's committer date is when it was pushed unless
+  ``committed_at`` says otherwise (an author can forge that date);
+- ``GET /repos/{o}/{r}/commits/{sha}/statuses`` (and GitHub's older
+  ``GET /repos/{o}/{r}/statuses/{sha}``): the statuses set on a commit, newest
+  first, paged;
 - ``GET|POST /repos/{o}/{r}/issues/{n}/comments`` with ``per_page`` (max 100,
   default 30) / ``page`` and a ``Link`` header whose URLs, like GitHub's, use
   ``/repositories/{id}/...`` (served too);
@@ -66,6 +73,16 @@ _ROUTES = Map([
     Rule("/user", endpoint="user", methods=["GET"]),
     Rule("/repos/<owner>/<repo>", endpoint="repo", methods=["GET"]),
     Rule("/repos/<owner>/<repo>/pulls/<int:number>", endpoint="pull", methods=["GET"]),
+    Rule("/repos/<owner>/<repo>/pulls/<int:number>/commits", endpoint="pull_commits",
+         methods=["GET"]),
+    Rule("/repositories/<int:repo_id>/pulls/<int:number>/commits", endpoint="pull_commits",
+         methods=["GET"]),
+    Rule("/repos/<owner>/<repo>/commits/<sha>/statuses", endpoint="commit_statuses",
+         methods=["GET"]),
+    Rule("/repos/<owner>/<repo>/statuses/<sha>", endpoint="commit_statuses",
+         methods=["GET"]),  # the older path to the same list; PyGithub uses it
+    Rule("/repositories/<int:repo_id>/commits/<sha>/statuses", endpoint="commit_statuses",
+         methods=["GET"]),
     Rule("/repos/<owner>/<repo>/issues/<int:number>/comments", endpoint="issue_comments",
          methods=["GET", "POST"]),
     Rule("/repositories/<int:repo_id>/issues/<int:number>/comments", endpoint="issue_comments",
@@ -154,22 +171,34 @@ class FakeGitHub:
 
     # -- arranging state ---------------------------------------------------------
 
+    def _tick(self) -> datetime:
+        """The server's clock: a minute later at every event it records."""
+        return _EPOCH + timedelta(minutes=next(self._clock))
+
     def _now(self) -> str:
-        return (_EPOCH + timedelta(minutes=next(self._clock))).strftime("%Y-%m-%dT%H:%M:%SZ")
+        return _stamp(self._tick())
 
     def add_pull(self, number: int, *, base_sha: str, head_sha: str, fork: bool = False,
                  author: str = "contributor", state: str = "open") -> dict[str, Any]:
         with self._lock:
+            self.commits.setdefault(head_sha, self._tick())
             self.pulls[number] = {"number": number, "base_sha": base_sha, "head_sha": head_sha,
                                   "fork": fork, "author": author, "state": state,
-                                  "created_at": self._now()}
+                                  "created_at": self._now(), "commits": [head_sha]}
             self.comments.setdefault(number, [])
             return self.pulls[number]
 
-    def push(self, number: int, head_sha: str) -> None:
-        """A new head on the PR, as after a push."""
+    def push(self, number: int, head_sha: str, *, committed_at: datetime | None = None,
+             force: bool = False) -> None:
+        """A new head on the PR, as after a push: its commit joins the PR's commits
+        (or, forced, replaces them). `committed_at` forges the commit's date."""
         with self._lock:
-            self.pulls[number]["head_sha"] = head_sha
+            record = self.pulls[number]
+            record["head_sha"] = head_sha
+            record["commits"] = ([] if force else
+                                 [sha for sha in record["commits"] if sha != head_sha])
+            record["commits"].append(head_sha)
+            self.commits[head_sha] = committed_at or self._tick()
 
     def add_commit(self, sha: str, committed_at: datetime) -> None:
         with self._lock:
@@ -288,7 +317,8 @@ class FakeGitHub:
                          "repo": self._repo()},
                 "author_association": "CONTRIBUTOR" if record["fork"] else "MEMBER",
                 "merged": False, "mergeable": None, "comments": len(self.comments[number]),
-                "commits": 1, "additions": 1, "deletions": 1, "changed_files": 1}
+                "commits": len(record["commits"]), "additions": 1, "deletions": 1,
+                "changed_files": 1}
 
     # -- HTTP ---------------------------------------------------------------------
 
@@ -431,23 +461,41 @@ class FakeGitHub:
         self.statuses.append({"sha": sha, **shape})
         return _json(shape, 201)
 
+    def _commit(self, sha: str) -> dict[str, Any]:
+        """A commit as the commits and pull-commits endpoints show it."""
+        person = {"name": "Dev", "email": "dev@example.com", "date": _stamp(self.commits[sha])}
+        api = self._api(f"/repos/{self.repository}/commits/{sha}")
+        git_api = self._api(f"/repos/{self.repository}/git/commits/{sha}")
+        return {"sha": sha, "node_id": _node_id("commit", int(sha[:7], 16)),
+                "commit": {"author": person, "committer": person, "message": "change",
+                           "tree": {"sha": "0" * 40, "url": git_api}, "url": git_api,
+                           "comment_count": 0,
+                           "verification": {"verified": False, "reason": "unsigned",
+                                            "signature": None, "payload": None}},
+                "url": api, "html_url": self._html(f"{self.repository}/commit/{sha}"),
+                "comments_url": f"{api}/comments", "author": None, "committer": None,
+                "parents": []}
+
     def _on_commit(self, request: Request, body: Any, sha: str) -> Response:
         if sha not in self.commits:
             return _message(422, f"No commit found for SHA: {sha}",
                             "/commits/commits#get-a-commit")
-        when = self.commits[sha].strftime("%Y-%m-%dT%H:%M:%SZ")
-        person = {"name": "Dev", "email": "dev@example.com", "date": when}
-        api = self._api(f"/repos/{self.repository}/commits/{sha}")
-        return _json({"sha": sha, "node_id": _node_id("commit", int(sha[:7], 16)),
-                      "commit": {"author": person, "committer": person, "message": "change",
-                                 "tree": {"sha": "0" * 40, "url": api}, "url": api,
-                                 "comment_count": 0,
-                                 "verification": {"verified": False, "reason": "unsigned",
-                                                  "signature": None, "payload": None}},
-                      "url": api, "html_url": self._html(f"{self.repository}/commit/{sha}"),
-                      "comments_url": f"{api}/comments", "author": None, "committer": None,
-                      "parents": [], "stats": {"total": 2, "additions": 1, "deletions": 1},
-                      "files": []})
+        return _json({**self._commit(sha),
+                      "stats": {"total": 2, "additions": 1, "deletions": 1}, "files": []})
+
+    def _on_pull_commits(self, request: Request, body: Any, number: int) -> Response:
+        if number not in self.pulls:
+            return _message(404, "Not Found")
+        # GitHub lists at most 250 commits of a pull request, oldest first.
+        shas = self.pulls[number]["commits"][-250:]
+        return self._page(request, [self._commit(sha) for sha in shas],
+                          f"/repositories/{self.repo_id}/pulls/{number}/commits")
+
+    def _on_commit_statuses(self, request: Request, body: Any, sha: str) -> Response:
+        newest_first = [{k: v for k, v in status.items() if k != "sha"}
+                        for status in reversed(self.statuses) if status["sha"] == sha]
+        return self._page(request, newest_first,
+                          f"/repositories/{self.repo_id}/commits/{sha}/statuses")
 
     def _on_permission(self, request: Request, body: Any, user: str) -> Response:
         role = self.roles.get(user, "read")
@@ -460,6 +508,10 @@ class FakeGitHub:
         collaborator["role_name"] = role
         return _json({"permission": LEGACY_PERMISSION[role], "role_name": role,
                       "user": collaborator})
+
+
+def _stamp(when: datetime) -> str:
+    return when.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _json(payload: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -127,10 +128,24 @@ def test_the_real_synchronize_payload_runs_on_its_own_shas() -> None:
     ("/flipgate rerun", ("help", "rerun")),
     ("/flipgate run now", ("help", "run now")),
     ("/flipgate <img src=x> `@here`", ("help", "<img src=x> `@here`")),
+    ("/flipgate run 123456", ("help", "run 123456")),       # shorter than git's 7
+    ("/flipgate run 9fceb02 now", ("help", "run 9fceb02 now")),
+    ("/flipgate run HEAD~1", ("help", "run HEAD~1")),
 ])
 def test_parse_command(body: str, expected: tuple[str, str | None]) -> None:
     parsed = parse_command(body)
     assert parsed is not None and (parsed.name, parsed.unknown) == expected
+
+
+@pytest.mark.parametrize(("body", "sha"), [
+    ("/flipgate run", None),
+    ("/flipgate run 9fceb02", "9fceb02"),
+    ("/flipgate run 9FCEB02D0AE598E95DC970B74767F19372D61AF8",
+     "9fceb02d0ae598e95dc970b74767f19372d61af8"),
+])
+def test_run_may_name_the_commit_to_evaluate(body: str, sha: str | None) -> None:
+    parsed = parse_command(body)
+    assert parsed is not None and (parsed.name, parsed.sha) == ("run", sha)
 
 
 @pytest.mark.parametrize("body", [
@@ -142,10 +157,11 @@ def test_text_that_is_not_a_command(body: str) -> None:
 
 
 def test_run_command_on_a_pull_request() -> None:
-    event = comment_event("/flipgate run")
+    event = comment_event("/flipgate run 9FCEB02")
     assert decide("issue_comment", event) == RunCommand(
         number=event["issue"]["number"], comment_id=event["comment"]["id"],
-        author=event["comment"]["user"]["login"])
+        author=event["comment"]["user"]["login"],
+        created_at=datetime(2019, 5, 15, 15, 20, 21, tzinfo=UTC), sha="9fceb02")
 
 
 @pytest.mark.parametrize(("body", "unknown"), [

@@ -16,7 +16,7 @@ import re
 import sys
 import traceback
 from collections.abc import Callable, MutableMapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Protocol, TextIO
@@ -50,6 +50,7 @@ from flipgate.github.event import (
     load_event,
     may_command,
 )
+from flipgate.github.pinning import Commit, Unpinned, pin_head
 from flipgate.github.settings import Settings, export_model_keys
 from flipgate.github.sticky import BODY_LIMIT, Published, publish
 from flipgate.github.workflow import Workflow
@@ -168,7 +169,7 @@ def main(environ: MutableMapping[str, str] | None = None, *, check: CheckRunner 
             workflow.info(f"flipgate: answered {activity.author} with usage")
             return EXIT_PASS
         if isinstance(activity, RunCommand):
-            pull = obey(api, workflow, activity)
+            pull = obey(settings, api, workflow, activity)
             if pull is None:
                 return EXIT_PASS
             exit_code = evaluate(settings, run_settings, api, workflow, pull, check=check,
@@ -206,8 +207,10 @@ def await_command(settings: Settings, api: RepoAPI, workflow: Workflow,
     return EXIT_PASS
 
 
-def obey(api: RepoAPI, workflow: Workflow, command: RunCommand) -> PullRequest | None:
-    """Check who asked; if they may, pin the PR's head as it is right now."""
+def obey(settings: Settings, api: RepoAPI, workflow: Workflow,
+         command: RunCommand) -> PullRequest | None:
+    """Check who asked; if they may, pin the commit they approved (see pinning.py):
+    the head when the comment was written, or the commit they named."""
     permission = api.permission(command.author)
     if not may_command(permission):
         api.create_comment(command.number, messages.refusal_reply(author=command.author,
@@ -217,9 +220,21 @@ def obey(api: RepoAPI, workflow: Workflow, command: RunCommand) -> PullRequest |
         return None
     react(api, workflow, command, "eyes")
     pull = api.pull(command.number)
+    pin = pin_head(commits=[Commit(c.sha, c.committed_at) for c in api.pull_commits(pull.number)],
+                   current_head=pull.head_sha, comment_at=command.created_at, named=command.sha,
+                   first_status_at=lambda sha: api.first_status_at(sha, settings.status_context))
+    if isinstance(pin, Unpinned):
+        api.create_comment(command.number, messages.unpinned_reply(pin.why))
+        react(api, workflow, command, "confused")
+        workflow.notice(f"/flipgate run from {command.author}: nothing run: {pin.why}")
+        return None
     workflow.info(f"flipgate: /flipgate run from {command.author} ({permission}); "
-                  f"head pinned at {pull.head_sha}")
-    return pull
+                  f"head pinned at {pin.sha} ({pin.by.value})")
+    if pin.sha != pull.head_sha:
+        api.create_comment(command.number, messages.pinned_reply(
+            evaluated=pin.sha, by=pin.by.value, current_head=pull.head_sha))
+        workflow.notice(f"evaluating {pin.sha}, not the newer head {pull.head_sha}")
+    return replace(pull, head_sha=pin.sha)
 
 
 def react(api: RepoAPI, workflow: Workflow, command: RunCommand, content: str) -> None:

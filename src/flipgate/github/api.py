@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 from github import Auth, Github, GithubException
 from requests import RequestException
 
+from flipgate.errors import InputError
 from flipgate.github.event import PullRequest, pull_from_payload
 
 # GitHub answers GET /user with 401/403 for the Actions token; its comments are this login's.
@@ -80,6 +81,14 @@ class IssueComment:
 
 
 @dataclass(frozen=True)
+class PullCommit:
+    """A commit of a pull request, with the committer date its author wrote (forgeable)."""
+
+    sha: str
+    committed_at: datetime | None
+
+
+@dataclass(frozen=True)
 class StatusUpdate:
     """A commit status to set. `description` must already fit GitHub's 140 characters."""
 
@@ -111,9 +120,30 @@ class RepoAPI:
             raise
 
     @_translated("GET pull request")
+    def _pull_data(self, number: int) -> dict[str, Any]:
+        return self._repo.get_pull(number).raw_data
+
     def pull(self, number: int) -> PullRequest:
         """The pull request as it is now: its current base and head SHAs."""
-        return pull_from_payload(self._repo.get_pull(number).raw_data)
+        try:
+            return pull_from_payload(self._pull_data(number), source="GitHub's answer",
+                                     path="pull")
+        except InputError as exc:  # GitHub answered, but not what its API promises
+            raise GitHubError("GET pull request", 200, str(exc)) from None
+
+    @_translated("list pull request commits")
+    def pull_commits(self, number: int) -> list[PullCommit]:
+        """The PR's commits, oldest first (GitHub lists at most 250)."""
+        return [PullCommit(sha=item.sha, committed_at=item.commit.committer.date
+                           if item.commit.committer else None)
+                for item in self._repo.get_pull(number).get_commits()]
+
+    @_translated("list commit statuses")
+    def first_status_at(self, sha: str, context: str) -> datetime | None:
+        """When a status in `context` was first set on `sha` (GitHub's own clock), if ever."""
+        times = [status.created_at for status in self._repo.get_commit(sha).get_statuses()
+                 if status.context == context]
+        return min(times, default=None)
 
     @_translated("GET collaborator permission")
     def _permission(self, user: str) -> str:

@@ -10,17 +10,23 @@ command pins) are small pure functions too: `may_command`, `decide_pull`.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
 from flipgate.errors import InputError, Problem
+from flipgate.github.payload import Fields
 
 PULL_REQUEST_EVENTS = ("pull_request", "pull_request_target")
 PULL_REQUEST_ACTIONS = ("opened", "synchronize", "reopened")
 COMMAND_PREFIX = "/flipgate"
+EVENT_SOURCE = "GITHUB_EVENT_PATH"  # what a problem in the event payload is located by
+# `/flipgate run SHA`: a full or abbreviated commit name (git's shortest is 7).
+_COMMAND_SHA = re.compile(r"[0-9a-fA-F]{7,64}")
 # The collaborator-permission endpoint's `permission` values that may command.
 COMMANDING_PERMISSIONS = frozenset({"admin", "maintain", "write"})
 
@@ -72,7 +78,11 @@ class Command:
 
 @dataclass(frozen=True)
 class RunCommand(Command):
-    """`/flipgate run`: re-run the check if the author may command it."""
+    """`/flipgate run [SHA]`: run the check if the author may command it, on the head
+    as it was when the comment was written, or on the commit it names."""
+
+    created_at: datetime         # when GitHub recorded the comment
+    sha: str | None = None       # as typed after `run` (lower-cased), if anything
 
 
 @dataclass(frozen=True)
@@ -111,6 +121,7 @@ def load_event(path: str | Path) -> dict[str, Any]:
 class ParsedCommand:
     name: str                   # "run" | "help"
     unknown: str | None = None  # set when the words were not a valid command: answer with usage
+    sha: str | None = None      # `/flipgate run SHA`: the commit asked for
 
 
 def parse_command(body: str | None) -> ParsedCommand | None:
@@ -124,6 +135,8 @@ def parse_command(body: str | None) -> ParsedCommand | None:
         return ParsedCommand("help")
     if arguments == ["run"]:
         return ParsedCommand("run")
+    if len(arguments) == 2 and arguments[0] == "run" and _COMMAND_SHA.fullmatch(arguments[1]):
+        return ParsedCommand("run", sha=arguments[1].lower())
     return ParsedCommand("help", unknown=" ".join(arguments)[:80])
 
 
@@ -134,14 +147,25 @@ def may_command(permission: str | None) -> bool:
 
 # -- pull requests -----------------------------------------------------------
 
-def pull_from_payload(pull: Mapping[str, Any]) -> PullRequest:
-    """A `pull_request` object (webhook or REST shape) as the SHAs and fork flag we need."""
-    head, base = pull["head"], pull["base"]
-    head_repo = head.get("repo") or {}  # null when the fork was deleted
-    base_repo = base.get("repo") or {}
-    fork = not head_repo or head_repo.get("full_name") != base_repo.get("full_name")
-    return PullRequest(number=int(pull["number"]), base_sha=str(base["sha"]),
-                       head_sha=str(head["sha"]), fork=fork)
+def pull_from_payload(pull: Mapping[str, Any], *, source: str = EVENT_SOURCE,
+                      path: str = "pull_request") -> PullRequest:
+    """A `pull_request` object (webhook or REST shape) as the SHAs and fork flag we need.
+
+    `source` and `path` say where it was read, for the message when a field is wrong.
+    """
+    fields = Fields({path: pull}, source)
+    fields.object(path)
+    number = fields.number(f"{path}.number")
+    fields.object(f"{path}.head")
+    head_sha = fields.sha(f"{path}.head.sha")
+    head_repo = fields.object(f"{path}.head.repo", nullable=True)  # null: the fork was deleted
+    head_name = fields.text(f"{path}.head.repo.full_name") if head_repo is not None else None
+    fields.object(f"{path}.base")
+    base_sha = fields.sha(f"{path}.base.sha")
+    fields.object(f"{path}.base.repo")
+    base_name = fields.text(f"{path}.base.repo.full_name")
+    return PullRequest(number=number, base_sha=base_sha, head_sha=head_sha,
+                       fork=head_name != base_name)
 
 
 def decide_pull(pull: PullRequest, *, event_name: str,
@@ -167,41 +191,45 @@ def e2e_allowed(pull: PullRequest, *, approved: bool, fork_policy: ForkPolicy) -
 
 def decide(event_name: str, payload: Mapping[str, Any], *,
            fork_policy: ForkPolicy = ForkPolicy.REQUIRE_COMMAND) -> Activity:
-    try:
-        if event_name in PULL_REQUEST_EVENTS:
-            return _decide_pull_request(event_name, payload, fork_policy)
-        if event_name == "issue_comment":
-            return _decide_comment(payload)
-    except (KeyError, TypeError, ValueError) as exc:
-        raise InputError(Problem("GITHUB_EVENT_PATH", None,
-                                 f"the {event_name} payload lacks {exc}")) from None
+    """The one activity an event asks for; a field it needs that is missing, null or
+    of the wrong type is an InputError naming the field."""
+    if event_name in PULL_REQUEST_EVENTS:
+        return _decide_pull_request(event_name, Fields(payload, EVENT_SOURCE), fork_policy)
+    if event_name == "issue_comment":
+        return _decide_comment(Fields(payload, EVENT_SOURCE))
     return Ignore(f"flipgate does nothing on `{event_name}` events; it runs on pull_request, "
                   "pull_request_target and issue_comment")
 
 
-def _decide_pull_request(event_name: str, payload: Mapping[str, Any],
+def _decide_pull_request(event_name: str, payload: Fields,
                          fork_policy: ForkPolicy) -> Activity:
-    action = payload.get("action")
+    action = payload.text("action")
     if action not in PULL_REQUEST_ACTIONS:
         return Ignore(f"{event_name} `{action}`: only opened, synchronize and reopened are checked")
-    return decide_pull(pull_from_payload(payload["pull_request"]), event_name=event_name,
-                       fork_policy=fork_policy)
+    pull = payload.object("pull_request")
+    assert pull is not None
+    return decide_pull(pull_from_payload(pull), event_name=event_name, fork_policy=fork_policy)
 
 
-def _decide_comment(payload: Mapping[str, Any]) -> Activity:
-    action = payload.get("action")
+def _decide_comment(payload: Fields) -> Activity:
+    action = payload.text("action")
     if action != "created":
         return Ignore(f"issue_comment `{action}`: only new comments are read, "
                       "edits are ignored")
-    issue, comment = payload["issue"], payload["comment"]
-    parsed = parse_command(comment.get("body"))
+    payload.object("issue")
+    payload.object("comment")
+    parsed = parse_command(payload.string("comment.body", nullable=True))
     if parsed is None:
         return Ignore("the comment is not a /flipgate command")
-    if not issue.get("pull_request"):
-        return Ignore(f"issue #{issue['number']} is not a pull request; "
+    number = payload.number("issue.number")
+    # A plain issue's `issue` has no `pull_request` key; a PR's has an object there.
+    if not payload.has("issue.pull_request"):
+        return Ignore(f"issue #{number} is not a pull request; "
                       "/flipgate commands work on pull requests only")
-    fields = dict(number=int(issue["number"]), comment_id=int(comment["id"]),
-                  author=str(comment["user"]["login"]))
+    payload.object("issue.pull_request")
+    fields = dict(number=number, comment_id=payload.number("comment.id"),
+                  author=payload.text("comment.user.login"))
     if parsed.name == "run":
-        return RunCommand(**fields)
+        return RunCommand(**fields, created_at=payload.timestamp("comment.created_at"),
+                          sha=parsed.sha)
     return UsageCommand(**fields, unknown=parsed.unknown)

@@ -24,8 +24,11 @@ by someone with write access to the repository:
 
 | command | what it does |
 |---|---|
-| `/flipgate run` | re-run the check on the pull request's current head |
+| `/flipgate run` | run the check on the pull request's head as it was when you wrote the command |
+| `/flipgate run SHA` | run the check on that commit of the pull request (7 or more hex digits) |
 | `/flipgate help` | show this message |
+
+A push after your command is not evaluated under it; comment again for newer commits.
 """
 
 
@@ -79,6 +82,20 @@ def refusal_reply(*, author: str, permission: str) -> str:
     return (f"Sorry, {inline_code(author)} has {inline_code(permission)} access to this "
             f"repository; `/flipgate run` needs `write`, `maintain` or `admin`. "
             f"Nothing was run.\n")
+
+
+def pinned_reply(*, evaluated: str, by: str, current_head: str) -> str:
+    """The reply when the commit evaluated is not the PR's head now."""
+    return (f"Evaluating {inline_code(evaluated)} ({by}). The pull request's head is now "
+            f"{inline_code(current_head)}; commits pushed after the command are not evaluated "
+            f"under it and keep their own status. For those, comment `/flipgate run` again, "
+            f"or `/flipgate run {short(current_head)}` to name one.\n")
+
+
+def unpinned_reply(why: str) -> str:
+    """The reply when no commit may be evaluated under the command."""
+    return (f"Nothing was run: {why}. Name the commit to evaluate with "
+            f"`/flipgate run SHA` (one of this pull request's commits).\n")
 
 
 def fork_cannot_run(pull: PullRequest) -> str:

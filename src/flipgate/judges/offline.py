@@ -31,7 +31,16 @@ from collections.abc import Sequence
 
 from flipgate.config import OFFLINE_MODEL, Config
 from flipgate.escaping import quoted
-from flipgate.evidence import Analysis, Kind, analyse, content_words, coverage, split_statements
+from flipgate.evidence import (
+    Analysis,
+    Kind,
+    analyse,
+    content_words,
+    coverage,
+    cut_note,
+    cut_text,
+    split_statements,
+)
 from flipgate.figures import Figure, extract_figures, same_fact
 from flipgate.judges.base import EMPTY_ANSWER
 from flipgate.model import Case, JudgeInfo, Relevance, Score
@@ -91,10 +100,18 @@ def missing_facts(case: Case, analysis: Analysis) -> tuple[str, list[str]]:
 # --- groundedness -------------------------------------------------------------
 
 def grade_groundedness(case: Case, response: str) -> Score:
-    """The 1-5 groundedness of `response`, with a reason naming what decided it."""
+    """The 1-5 groundedness of `response`, with a reason naming what decided it
+    (and, for an answer too long to read whole, where its reading stopped)."""
     if not response.strip():
         return EMPTY_ANSWER
     analysis = analyse(case.context, response, query=case.query)
+    score = _grade(case, analysis)
+    if analysis.cut_at is None:
+        return score
+    return Score(score.value, f"{score.reason} ({'; '.join(analysis.notes)})")
+
+
+def _grade(case: Case, analysis: Analysis) -> Score:
     if analysis.non_answer:
         brush_off = next((s.text for s in analysis.statements
                           if s.kind in (Kind.DEFLECTION, Kind.QUESTION)), None)
@@ -103,7 +120,7 @@ def grade_groundedness(case: Case, response: str) -> Score:
 
     answer_words = analysis.answer_words
     in_sources = coverage(answer_words, analysis.known_words)
-    addressed = query_coverage(case.query, response, analysis)
+    addressed = query_coverage(case.query, analysis.text, analysis)
     supported_figures = len(analysis.figures) - len(analysis.unsupported_figures)
     if in_sources < UNRELATED_BELOW and addressed < UNRELATED_BELOW and not supported_figures:
         return Score(1, f"unrelated: {in_sources:.0%} of the answer's content words occur in the "
@@ -141,8 +158,9 @@ def query_coverage(query: str, response: str, analysis: Analysis | None = None) 
     wanted = content_words(query)
     if not wanted:
         return 1.0
-    said = content_words(response)
-    units = {figure.unit for figure in (analysis.figures if analysis else extract_figures(response))}
+    said = content_words(analysis.text if analysis else cut_text(response)[0])
+    units = {figure.unit for figure in (analysis.figures if analysis
+                                        else extract_figures(cut_text(response)[0]))}
     answered = {word for word, kinds in _ANSWERED_BY_FIGURE.items() if units & kinds}
 
     def addressed(word: str) -> bool:
@@ -159,7 +177,15 @@ def lexical_relevance(case: Case, response: str) -> Relevance:
     analysis = analyse(case.context, response, query=case.query)
     if analysis.non_answer:
         return Relevance(score=0.0, noncommittal=True)
-    return Relevance(score=round(query_coverage(case.query, response, analysis), 3))
+    return Relevance(score=round(query_coverage(case.query, analysis.text, analysis), 3))
+
+
+def _row_relevance(case: Case, response: str) -> Relevance:
+    """One answer's relevance; if its reading fails, that answer's error, not the batch's."""
+    try:
+        return lexical_relevance(case, response)
+    except Exception as exc:  # noqa: BLE001 - one answer must not fail every row's relevance
+        return Relevance(score=None, error=f"relevance failed: {type(exc).__name__}: {exc}")
 
 
 # --- fluency ------------------------------------------------------------------
@@ -171,7 +197,9 @@ _END = ('.', '!', '?', ')', '"', '\u201d', ':')
 
 
 def fluency_heuristic(response: str) -> Score:
-    """A crude 1-5 fluency from sentence structure: each fault found costs a point."""
+    """A crude 1-5 fluency from sentence structure: each fault found costs a point.
+    Like the evidence, it reads the first `EVIDENCE_LIMIT` characters only."""
+    response, cut_at = cut_text(response)
     statements = split_statements(response, semicolons=False)
     if not statements:
         return Score(1, "crude sentence-structure heuristic (not an LLM): empty answer")
@@ -190,6 +218,8 @@ def fluency_heuristic(response: str) -> Score:
     if _REPEATED_MARKS.search(response) or len(_CAPITALISED_WORD.findall(response)) >= 2:
         faults.append("shouting (capitals or repeated !/?)")
     found = "; ".join(faults) if faults else "no structural fault found"
+    if cut_at is not None:
+        found += f" ({cut_note(cut_at)})"
     return Score(max(1, 5 - len(faults)),
                  f"crude sentence-structure heuristic (not an LLM): {found}")
 
@@ -212,7 +242,7 @@ class OfflineJudge:
         return fluency_heuristic(response)
 
     async def relevance(self, items: Sequence[tuple[Case, str]]) -> list[Relevance]:
-        return [lexical_relevance(case, response) for case, response in items]
+        return [_row_relevance(case, response) for case, response in items]
 
     async def aclose(self) -> None:
         return None
