@@ -20,6 +20,8 @@ _COMMANDS = {
     "replay": ("flipgate.commands.replay", "replay", "Render the generator at a git ref for every case."),
     "run": ("flipgate.commands.run", "run", "The whole PR check on a local checkout."),
     "record": ("flipgate.commands.record", "record", "Build or extend the cases from logged traffic."),
+    "calibrate": ("flipgate.commands.calibrate", "calibrate",
+                  "Check the judge against human labels, or write a labels file to fill in."),
     "action": ("flipgate.commands.action", "action", "Entrypoint of the GitHub Docker action."),
 }
 

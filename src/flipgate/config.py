@@ -28,11 +28,31 @@ DEFAULT_QUESTIONS = 3                   # questions the relevance judge invents 
 OFFLINE_MODEL = "lexical-v1"            # the offline judge's name for itself
 STEP_SUMMARY_LIMIT = 1024 * 1024        # GitHub's step summary holds at most 1 MiB
 GITHUB_COMMENT_LIMIT = 65_536           # GitHub refuses a longer comment
+DEFAULT_MIN_CASES_PER_CATEGORY = 50     # below it, one judge may not block a category alone
 
 PROVIDERS = ("openai", "azure", "offline")
 OPENAI_ENGINE = "openai"
 AZURE_ENGINE = "azure-ai-evaluation"    # the optional azure-ai-evaluation backend
 ENGINES = (OPENAI_ENGINE, AZURE_ENGINE)
+
+
+SECOND_OPINION_MODES = ("replace", "both")
+
+
+@dataclass(frozen=True)
+class SecondOpinionConfig:
+    """A different judge that confirms flips: a model (Azure: deployment) on the judge's
+    endpoint, or, with `provider`, its own provider section. Read from the base ref only."""
+
+    model: str = ""
+    mode: str = "replace"            # replace the same-judge re-score | both
+    provider: str | None = None      # None: the judge's provider and endpoint
+    base_url: str | None = None
+    azure_endpoint: str | None = None
+    api_version: str | None = None
+    reasoning: bool | None = None    # None: as the judge
+    timeout: float | None = None
+    max_retries: int | None = None
 
 
 @dataclass(frozen=True)
@@ -46,11 +66,50 @@ class JudgeConfig:
     reasoning: bool = False
     timeout: float = DEFAULT_TIMEOUT_SECONDS
     max_retries: int = DEFAULT_MAX_RETRIES
+    seed: int | None = None          # sent with every judge request when set
+    second_opinion: SecondOpinionConfig | None = None
+
+
+def second_judge(judge: JudgeConfig, provider: str | None = None) -> JudgeConfig | None:
+    """The second-opinion judge as a judge of its own, or None when none is configured.
+
+    `provider` is the first judge's effective provider (`--judge` may override the
+    config's). Without its own `provider`, the second judge shares the first one's
+    endpoint; a lexical (offline) first judge has none to share, so there is no
+    second opinion then. `--judge offline` promises a run without requests, so it
+    drops a second opinion that would send any.
+    """
+    second = judge.second_opinion
+    if second is None:
+        return None
+    first = provider or judge.provider
+    if first == "offline" and judge.provider != "offline" and second.provider != "offline":
+        return None
+    if second.provider is None:
+        if first == "offline":
+            return None
+        return JudgeConfig(provider=first, model=second.model, base_url=judge.base_url,
+                           azure_endpoint=judge.azure_endpoint, api_version=judge.api_version,
+                           reasoning=judge.reasoning if second.reasoning is None else second.reasoning,
+                           timeout=second.timeout or judge.timeout,
+                           max_retries=judge.max_retries if second.max_retries is None
+                           else second.max_retries, seed=judge.seed)
+    return JudgeConfig(provider=second.provider, model=second.model or OFFLINE_MODEL,
+                       base_url=second.base_url, azure_endpoint=second.azure_endpoint,
+                       api_version=second.api_version, reasoning=bool(second.reasoning),
+                       timeout=second.timeout or judge.timeout,
+                       max_retries=judge.max_retries if second.max_retries is None
+                       else second.max_retries, seed=judge.seed)
 
 
 @dataclass(frozen=True)
 class GateConfig:
     blocking_categories: tuple[str, ...] = ("policy", "pricing", "safety")
+    # Below this many cases in a category, one flip is a large share of it and one
+    # judge wobble could decide a release: a confirmed regression there blocks only
+    # when a second-opinion judge confirmed it (or with `strict`).
+    min_cases_per_category: int = DEFAULT_MIN_CASES_PER_CATEGORY
+    strict: bool = False  # true: a same-judge re-score may block below the minimum
 
 
 @dataclass(frozen=True)
@@ -118,6 +177,16 @@ def _is_positive_int(value: Any) -> str | None:
     return None if ok else "must be a whole number above 0"
 
 
+def _is_count(value: Any) -> str | None:
+    ok = isinstance(value, int) and not isinstance(value, bool) and value >= 0
+    return None if ok else "must be a whole number, 0 or more"
+
+
+def _is_int(value: Any) -> str | None:
+    ok = isinstance(value, int) and not isinstance(value, bool)
+    return None if ok else "must be a whole number"
+
+
 def _is_positive_number(value: Any) -> str | None:
     ok = isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0
     return None if ok else "must be a number above 0"
@@ -155,10 +224,23 @@ _SCHEMA: dict[str, Any] = {
         "api_version": _is_str,
         "reasoning": _is_bool,
         "timeout": _is_positive_number,
-        "max_retries": lambda v: None if isinstance(v, int) and not isinstance(v, bool) and v >= 0
-        else "must be a whole number, 0 or more",
+        "max_retries": _is_count,
+        "seed": _is_int,
+        "second_opinion": {
+            "model": _is_str,
+            "deployment": _is_str,
+            "mode": _one_of(SECOND_OPINION_MODES),
+            "provider": _one_of(PROVIDERS),
+            "base_url": _is_str,
+            "azure_endpoint": _is_str,
+            "api_version": _is_str,
+            "reasoning": _is_bool,
+            "timeout": _is_positive_number,
+            "max_retries": _is_count,
+        },
     },
-    "gate": {"blocking_categories": _is_str_list},
+    "gate": {"blocking_categories": _is_str_list, "min_cases_per_category": _is_positive_int,
+             "strict": _is_bool},
     "relevance": {
         "threshold": _is_unit_interval,
         "embedding_model": _is_str,
@@ -222,6 +304,9 @@ def parse_config(text: str, *, source: str = DEFAULT_CONFIG, directory: str = ".
         problem(("judge",), f"'judge.model' is required for provider {provider} (pin the judge)")
     if judge_values.get("engine") == AZURE_ENGINE and provider == "offline":
         problem(("judge", "engine"), "'judge.engine' azure-ai-evaluation needs provider openai or azure")
+    second_values = judge_values.get("second_opinion")
+    if isinstance(second_values, dict):
+        _check_second_opinion(second_values, judge_values, problem)
     e2e_values = data.get("e2e")
     if isinstance(e2e_values, dict) and ("command" in e2e_values) == ("url" in e2e_values):
         problem(("e2e",), "'e2e' needs exactly one of 'command' (query on stdin, context on "
@@ -236,6 +321,11 @@ def parse_config(text: str, *, source: str = DEFAULT_CONFIG, directory: str = ".
     judge = section("judge")
     if judge.get("provider", "offline") == "offline":
         judge.setdefault("model", JudgeConfig.model)
+    if isinstance(judge.get("second_opinion"), dict):
+        second = dict(judge["second_opinion"])
+        if "deployment" in second:
+            second["model"] = second.pop("deployment")
+        judge["second_opinion"] = SecondOpinionConfig(**second)
     gate = section("gate")
     if "blocking_categories" in gate:
         gate["blocking_categories"] = tuple(gate["blocking_categories"])
@@ -262,6 +352,32 @@ def parse_config(text: str, *, source: str = DEFAULT_CONFIG, directory: str = ".
         concurrency=data.get("concurrency", DEFAULT_CONCURRENCY),
         directory=directory,
     )
+
+
+def _check_second_opinion(second: dict[Any, Any], judge: dict[Any, Any],
+                          problem: Callable[[tuple[str, ...], str], None]) -> None:
+    """A second opinion names its judge, and is a different judge from the first."""
+    here = ("judge", "second_opinion")
+    own_provider = second.get("provider")
+    if "model" in second and "deployment" in second:
+        problem(here, "'judge.second_opinion' takes model or deployment, not both")
+    named = second.get("model", second.get("deployment"))
+    if own_provider != "offline" and named is None:
+        problem(here, "'judge.second_opinion' needs a model (azure: deployment) for the second judge")
+    if own_provider is None and judge.get("provider", "offline") == "offline":
+        problem(here, "'judge.second_opinion' without its own provider shares the judge's endpoint, "
+                      "and the offline judge has none: give it a provider")
+    if own_provider is None:
+        for key in ("base_url", "azure_endpoint", "api_version"):
+            if key in second:
+                problem((*here, key), f"'judge.second_opinion.{key}' needs its own "
+                                      "'judge.second_opinion.provider'")
+    same_endpoint = own_provider is None or (
+        own_provider == judge.get("provider", "offline")
+        and all(second.get(k) == judge.get(k) for k in ("base_url", "azure_endpoint", "api_version")))
+    if same_endpoint and named is not None and named == judge.get("model"):
+        problem(here, "'judge.second_opinion' must be a different judge: it names the judge's own "
+                      f"model {named!r} on the same endpoint")
 
 
 def load_config(path: str | os.PathLike[str]) -> Config:

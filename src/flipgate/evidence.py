@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from flipgate.figures import NUMBER_WORDS, SCALE_WORDS, Figure, KnownFigures, extract_figures, vouched
-from flipgate.model import Evidence
+from flipgate.model import Evidence, Statement, StatementLabel
 
 # A statement is supported when at least this share of its content words
 # occurs in the context (see the module docstring for why two thirds).
@@ -404,3 +404,28 @@ def find_unsupported(context: str, response: str, *, query: str = "") -> Evidenc
     except Exception as exc:  # noqa: BLE001 - one row's evidence must never end the run
         return Evidence(notes=(f"evidence incomplete: the analysis failed "
                                f"({type(exc).__name__})",))
+
+
+def lexical_statements(context: str, response: str, *, query: str = "") -> tuple[Statement, ...]:
+    """The offline judge's statement list: each statement of the answer, as written,
+    labelled by the same checks as its groundedness score, with the context
+    sentence that shares the most content words with it as the span of a supported one."""
+    analysis = analyse(context, response, query=query)
+    bad_figures = set(analysis.unsupported_figures)
+    sentences = [(sentence, content_words(sentence)) for sentence in split_statements(context)]
+
+    def supporting(words: frozenset[str]) -> str | None:
+        shared, best = max(((len(words & known), sentence) for sentence, known in sentences),
+                           default=(0, None), key=lambda pair: pair[0])
+        return best if shared else None
+
+    statements = []
+    for check in analysis.statements:
+        if check.kind is not Kind.CLAIM:
+            statements.append(Statement(check.text, StatementLabel.NOT_A_CLAIM))
+        elif not check.supported or any(f in bad_figures for f in check.figures):
+            statements.append(Statement(check.text, StatementLabel.UNSUPPORTED))
+        else:
+            statements.append(Statement(check.text, StatementLabel.SUPPORTED,
+                                        span=supporting(check.words)))
+    return tuple(statements)

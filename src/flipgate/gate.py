@@ -1,9 +1,12 @@
 """The gate's pure core: every rule about a row, and what the rows add up to.
 
-Nothing here does I/O. Buckets, verdicts, the judge-error override, which
-rows carry evidence, the kinds of row a reviewer reads (`KINDS`), counts,
-the conclusion, the exit code and the commit state are all functions of
-scores alone, so the contract's verdict table can be tested row by row.
+Nothing here does I/O. Buckets, verdicts (and how a flip is confirmed: the
+same judge again, a second-opinion judge, or both), the judge-error
+override, which rows carry evidence and get a statement list, when a small
+category may block, flagged answers, the kinds of row a reviewer reads
+(`KINDS`), counts, the conclusion, the exit code and the commit state are
+all functions of scores alone, so the contract's verdict table can be
+tested row by row.
 Renderers, the terminal and the status text read `KINDS`; none re-derives it.
 """
 
@@ -13,6 +16,7 @@ from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
+from flipgate.config import DEFAULT_MIN_CASES_PER_CATEGORY
 from flipgate.errors import EXIT_BAD_INPUT, EXIT_BLOCKED, EXIT_INCOMPLETE, EXIT_PASS
 from flipgate.escaping import plural
 from flipgate.model import (
@@ -26,6 +30,7 @@ from flipgate.model import (
     Row,
     Score,
     Side,
+    Statements,
     Verdict,
 )
 
@@ -55,11 +60,28 @@ def is_tie(baseline: Bucket, candidate: Bucket) -> bool:
     return baseline is candidate and baseline in _ANSWERING
 
 
-def classify(baseline: Score, candidate: Score, rescore: Score | None = None) -> tuple[Verdict, list[str]]:
+# How a flip is confirmed (`judge.rescore` in the report): the same judge scores the
+# candidate again, a second-opinion judge scores it instead, or both do.
+SAME_JUDGE, SECOND_OPINION, BOTH = "same_judge", "second_opinion", "both"
+CONFIRMATIONS = (SAME_JUDGE, SECOND_OPINION, BOTH)
+
+
+def confirmations_needed(mode: str) -> tuple[bool, bool]:
+    """(same-judge re-score, second-opinion scoring) that a newly ungrounded row needs."""
+    if mode not in CONFIRMATIONS:
+        raise ValueError(f"unknown confirmation mode {mode!r}")
+    return mode in (SAME_JUDGE, BOTH), mode in (SECOND_OPINION, BOTH)
+
+
+def classify(baseline: Score, candidate: Score, rescore: Score | None = None, *,
+             second: Score | None = None, mode: str = SAME_JUDGE) -> tuple[Verdict, list[str]]:
     """The verdict of one row, and the judge errors that explain an `error` verdict.
 
-    `rescore` is the second, independent scoring of the candidate; it is only
-    consulted when the candidate newly fell to ungrounded.
+    A candidate that newly fell to ungrounded is confirmed as `mode` says: by
+    `rescore` (the same judge's second, independent scoring), by `second` (the
+    second-opinion judge), or by both. It is a regression only when every
+    confirmation asked also reads ungrounded; any disagreement makes it
+    `unstable`. A confirmation that is missing or failed is a judge error.
     """
     errors = [f"{side}: {s.error}" for side, s in (("baseline", baseline), ("candidate", candidate))
               if not s.ok]
@@ -69,14 +91,17 @@ def classify(baseline: Score, candidate: Score, rescore: Score | None = None) ->
     before, after = bucket_of(baseline.value), bucket_of(candidate.value)
 
     if needs_rescore(before, after):
-        if rescore is None:
-            return Verdict.ERROR, ["candidate: newly ungrounded but never re-scored"]
-        if not rescore.ok:
-            return Verdict.ERROR, [f"candidate re-score: {rescore.error}"]
-        assert rescore.value is not None
-        if bucket_of(rescore.value) is Bucket.UNGROUNDED:
-            return Verdict.REGRESSION, []
-        return Verdict.UNSTABLE, []
+        wants_rescore, wants_second = confirmations_needed(mode)
+        confirming = ([("re-score", rescore, "never re-scored")] if wants_rescore else []) + (
+            [("second opinion", second, "the second opinion was never asked")] if wants_second else [])
+        for name, score, missing in confirming:
+            if score is None:
+                return Verdict.ERROR, [f"candidate: newly ungrounded but {missing}"]
+            if not score.ok:
+                return Verdict.ERROR, [f"candidate {name}: {score.error}"]
+        agree = all(score is not None and score.value is not None
+                    and bucket_of(score.value) is Bucket.UNGROUNDED for _, score, _ in confirming)
+        return (Verdict.REGRESSION if agree else Verdict.UNSTABLE), []
     if after is Bucket.NON_ANSWER and before in _ANSWERING:
         return Verdict.NEW_NON_ANSWER, []
     if after is Bucket.UNGROUNDED:
@@ -86,8 +111,43 @@ def classify(baseline: Score, candidate: Score, rescore: Score | None = None) ->
     return Verdict.UNCHANGED, []
 
 
+def needs_statements(verdict: Verdict) -> bool:
+    """Rows whose candidate gets one extra statement-level judge request: the flips a
+    reviewer must read, those that carry evidence. Never unchanged rows (cost)."""
+    return carries_evidence(verdict)
+
+
 def is_blocking(verdict: Verdict, category: str, blocking_categories: Collection[str]) -> bool:
     return verdict is Verdict.REGRESSION and category in blocking_categories
+
+
+def category_sizes(categories: Iterable[str]) -> dict[str, int]:
+    """Cases per category in this run."""
+    sizes: dict[str, int] = {}
+    for category in categories:
+        sizes[category] = sizes.get(category, 0) + 1
+    return sizes
+
+
+def below_minimum(cases: int, min_cases: int) -> bool:
+    return cases < min_cases
+
+
+def blocks(verdict: Verdict, category: str, *, blocking_categories: Collection[str],
+           category_cases: int, min_cases: int, strict: bool, mode: str) -> tuple[bool, str | None]:
+    """Does this row block, and if a regression in a blocking category does not, why.
+
+    With fewer than `min_cases` cases in its category one flip is a large share of
+    the category, and one judge wobble would decide the release: a confirmed
+    regression there blocks only when a second-opinion judge confirmed it, or
+    when `strict` lets the same judge's re-score block alone.
+    """
+    if not is_blocking(verdict, category, blocking_categories):
+        return False, None
+    if not below_minimum(category_cases, min_cases) or strict or mode in (SECOND_OPINION, BOTH):
+        return True, None
+    return False, (f"{category} has {category_cases:,} case{'' if category_cases == 1 else 's'}; "
+                   f"below {min_cases:,} a flip needs a second judge to block")
 
 
 def relevance_dropped(baseline: Relevance | None, candidate: Relevance | None,
@@ -108,21 +168,39 @@ def carries_evidence(verdict: Verdict) -> bool:
 
 def side(response: str, groundedness: Score, *, relevance: Relevance | None = None,
          rescore: Score | None = None, fluency: Score | None = None,
-         finish_reason: str | None = None) -> Side:
+         finish_reason: str | None = None, second_opinion: Score | None = None,
+         statements: Statements | None = None, manipulation: tuple[str, ...] = ()) -> Side:
     """One answer's readings, with the bucket its groundedness score falls in."""
     bucket = bucket_of(groundedness.value) if groundedness.value is not None else None
     return Side(response=response, groundedness=groundedness, bucket=bucket, relevance=relevance,
-                rescore=rescore, fluency=fluency, finish_reason=finish_reason)
+                rescore=rescore, fluency=fluency, finish_reason=finish_reason,
+                second_opinion=second_opinion, statements=statements, manipulation=manipulation)
+
+
+@dataclass(frozen=True)
+class Policy:
+    """How flips are confirmed, and what a confirmed regression in a blocking category
+    needs to block: enough cases in its category, or a second judge, or `strict`."""
+
+    min_cases: int = DEFAULT_MIN_CASES_PER_CATEGORY
+    strict: bool = False
+    mode: str = SAME_JUDGE  # how a flip is confirmed
 
 
 def build_row(case: Case, baseline: Side, candidate: Side, *,
               blocking_categories: Collection[str], threshold: float,
-              find_evidence: Callable[[Case, str], Evidence]) -> Row:
-    """The whole row: verdict, the judge-error override, blocking, relevance drop, evidence.
+              find_evidence: Callable[[Case, str], Evidence],
+              policy: Policy | None = None, category_cases: int | None = None) -> Row:
+    """The whole row: verdict, the judge-error override, blocking (with the sample-size
+    rule), relevance drop, evidence, and a failed statement list as a judge error.
 
     `find_evidence(case, answer)` is asked only for rows whose verdict carries evidence.
+    `category_cases` is how many cases the row's category has in this run; None counts
+    it as large enough.
     """
-    verdict, errors = classify(baseline.groundedness, candidate.groundedness, candidate.rescore)
+    policy = policy or Policy()
+    verdict, errors = classify(baseline.groundedness, candidate.groundedness, candidate.rescore,
+                               second=candidate.second_opinion, mode=policy.mode)
     for label, one in (("baseline", baseline), ("candidate", candidate)):
         if one.relevance is not None and one.relevance.error:
             errors.append(f"{label} relevance: {one.relevance.error}")
@@ -130,12 +208,22 @@ def build_row(case: Case, baseline: Side, candidate: Side, *,
         # A row the judge could not fully score is neither a pass nor a move.
         # A confirmed regression stays listed as one, with its errors beside it.
         verdict = Verdict.ERROR
+    if candidate.statements is not None and candidate.statements.error:
+        # A statement list that is not evidence is a judge error of that step;
+        # the verdict still stands on its scores.
+        errors.append(f"candidate statements: {candidate.statements.error}")
+    blocking, review_reason = blocks(
+        verdict, case.category, blocking_categories=blocking_categories,
+        category_cases=policy.min_cases if category_cases is None else category_cases,
+        min_cases=policy.min_cases, strict=policy.strict, mode=policy.mode)
     return Row(
         case=case, baseline=baseline, candidate=candidate, verdict=verdict,
-        blocking=is_blocking(verdict, case.category, blocking_categories),
+        blocking=blocking,
         relevance_drop=relevance_dropped(baseline.relevance, candidate.relevance, threshold),
         errors=errors,
         evidence=find_evidence(case, candidate.response) if carries_evidence(verdict) else None,
+        confirmed_by=policy.mode if verdict is Verdict.REGRESSION else None,
+        review_reason=review_reason,
     )
 
 
@@ -144,6 +232,11 @@ def retrieval_drift(frozen: Verdict, live: Verdict | None) -> bool:
     differently on what retrieval returns today, so look at retrieval first. A side that
     could not be judged is an error, not drift. Drift never blocks."""
     return live is not None and Verdict.ERROR not in (frozen, live) and frozen is not live
+
+
+def is_flagged(row: Row) -> bool:
+    """An answer that addresses its grader: a person reads the row, whatever its verdict."""
+    return bool(row.candidate.manipulation or row.baseline.manipulation)
 
 
 # --------------------------------------------------------------------------
@@ -205,7 +298,8 @@ KINDS: tuple[Kind, ...] = (
          count_field="blocking_regressions", column="blocking regressions",
          status=Phrase("blocking regression"), label="BLOCKING", style="bold red",
          title="❌ Blocking regressions",
-         about="Newly ungrounded answers in a blocking category, confirmed by a second scoring.",
+         about="Newly ungrounded answers in a blocking category, confirmed by a second scoring: "
+               "the same judge's re-score, unless the row names a second judge.",
          layout="flips", nouns="blocking regressions", tier=Tier.BLOCKING),
     Kind(name="errors", holds=lambda row: row.verdict is Verdict.ERROR or bool(row.errors),
          count_field="errors", column="judge errors", status=Phrase("judge error"),
@@ -217,9 +311,19 @@ KINDS: tuple[Kind, ...] = (
          count_field="regressions_to_review", column="regressions to review",
          status=Phrase("to review", "to review"), label="review", style="red",
          title="🔎 Regressions to review",
-         about="Confirmed regressions outside the blocking categories: they do not block, "
-               "but read them before merging.",
+         about="Confirmed regressions outside the blocking categories, or in a blocking "
+               "category with too few cases for one judge to block: they do not block, but "
+               "read them before merging.",
          layout="flips", nouns="regressions to review", tier=Tier.MUST_READ),
+    Kind(name="flagged", holds=is_flagged, count_field="manipulation_flags",
+         column="address the judge",
+         status=Phrase("answer addresses the judge", "answers address the judge"),
+         label="addresses judge", style="bold magenta",
+         title="🚩 Answers that address the judge",
+         about="These answers speak to the grader (instructions, score requests, fake rubric "
+               "sections), found by a lexical check before judging. Their verdicts may have "
+               "been steered: a person should read them, whatever the verdict says.",
+         layout="flagged", nouns="flagged answers", tier=Tier.MUST_READ),
     Kind(name="non_answers", holds=_verdict(Verdict.NEW_NON_ANSWER),
          count_field="new_non_answers", column="new non-answers",
          status=Phrase("new non-answer"), label="non-answer", style="yellow",
@@ -230,7 +334,7 @@ KINDS: tuple[Kind, ...] = (
     Kind(name="unstable", holds=_verdict(Verdict.UNSTABLE),
          count_field="unstable", column="unstable", status=Phrase("unstable", "unstable"),
          label="unstable", style="magenta", title="🎲 Unstable rows",
-         about="Newly ungrounded on the first scoring, but the second scoring disagreed: a "
+         about="Newly ungrounded on the first scoring, but a second scoring disagreed: a "
                "person should decide.",
          layout="flips", nouns="unstable rows", tier=Tier.WORTH_READING),
     Kind(name="relevance", holds=lambda row: row.relevance_drop,

@@ -62,6 +62,8 @@ class Completion:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cached: bool = False
+    model: str | None = None               # the model (version) the provider says answered
+    system_fingerprint: str | None = None  # the provider's backend configuration, if it says
 
 
 class BudgetExceeded(IncompleteError):
@@ -170,6 +172,8 @@ class LLM:
             finish_reason=choice.finish_reason if choice else None,
             prompt_tokens=(usage.prompt_tokens or 0) if usage else 0,
             completion_tokens=(usage.completion_tokens or 0) if usage else 0,
+            model=getattr(response, "model", None) or None,
+            system_fingerprint=getattr(response, "system_fingerprint", None) or None,
         )
         self.usage.requests += 1
         self.usage.prompt_tokens += completion.prompt_tokens
@@ -179,7 +183,9 @@ class LLM:
             self.cache.put(key, {"content": completion.content,
                                  "finish_reason": completion.finish_reason,
                                  "prompt_tokens": completion.prompt_tokens,
-                                 "completion_tokens": completion.completion_tokens})
+                                 "completion_tokens": completion.completion_tokens,
+                                 "model": completion.model,
+                                 "system_fingerprint": completion.system_fingerprint})
         return completion
 
     async def embed(self, *, model: str, texts: Sequence[str]) -> list[list[float]]:

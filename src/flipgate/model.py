@@ -103,6 +103,43 @@ class Evidence:
     notes: tuple[str, ...] = ()  # e.g. "evidence cut at 20,000 characters"
 
 
+class StatementLabel(StrEnum):
+    SUPPORTED = "supported"
+    UNSUPPORTED = "unsupported"
+    NOT_A_CLAIM = "not_a_claim"
+
+
+@dataclass(frozen=True)
+class Statement:
+    """One atomic statement of an answer, as written in it, judged against the context."""
+
+    text: str
+    label: StatementLabel
+    span: str | None = None  # the context text that supports it, verbatim
+
+
+@dataclass(frozen=True)
+class Statements:
+    """An answer split into statements by a judge. `error` is set exactly when it failed:
+    then there are no statements, and nothing here is evidence."""
+
+    items: tuple[Statement, ...] = ()
+    error: str | None = None
+
+    @property
+    def supported(self) -> int:
+        return sum(1 for s in self.items if s.label is StatementLabel.SUPPORTED)
+
+    @property
+    def total(self) -> int:
+        """The claims: statements that are not `not_a_claim`. The judge chose this denominator."""
+        return sum(1 for s in self.items if s.label is not StatementLabel.NOT_A_CLAIM)
+
+    @property
+    def unsupported(self) -> tuple[Statement, ...]:
+        return tuple(s for s in self.items if s.label is StatementLabel.UNSUPPORTED)
+
+
 @dataclass
 class Side:
     """Everything measured about one answer (baseline or candidate) of a row."""
@@ -114,6 +151,9 @@ class Side:
     rescore: Score | None = None   # candidate only: the confirming second scoring
     fluency: Score | None = None   # only on tied rows
     finish_reason: str | None = None  # from replay; "length" means truncated
+    second_opinion: Score | None = None  # candidate only: the second-opinion judge's scoring
+    statements: Statements | None = None  # candidate only, on flipped rows
+    manipulation: tuple[str, ...] = ()  # what in the answer addresses the grader
 
 
 @dataclass
@@ -126,6 +166,10 @@ class Row:
     relevance_drop: bool = False
     errors: list[str] = field(default_factory=list)
     evidence: Evidence | None = None
+    # For a regression: how it was confirmed (same_judge | second_opinion | both).
+    confirmed_by: str | None = None
+    # A regression in a blocking category that does not block: why (too few cases).
+    review_reason: str | None = None
 
     @property
     def id(self) -> str:
@@ -138,10 +182,20 @@ class Row:
 
 @dataclass(frozen=True)
 class JudgeInfo:
+    """The instrument behind every verdict of a run, pinned in the report."""
+
     provider: str          # openai | azure | offline
     model: str
     engine: str = "openai"  # openai | azure-ai-evaluation | lexical
     embedding_model: str | None = None
+    rubric_version: str | None = None
+    rubric_hash: Mapping[str, str] = field(default_factory=dict)  # metric -> sha256 of its prompt
+    temperature: float | None = None  # None: not sent (reasoning judges, the lexical judge)
+    seed: int | None = None
+    rescore: str = "same_judge"       # how a flip is confirmed: same_judge | second_opinion | both
+    second_opinion: str | None = None  # the second judge's model, when one confirms flips
+    returned_models: tuple[str, ...] = ()      # what the provider said answered
+    system_fingerprints: tuple[str, ...] = ()
 
     @property
     def lexical(self) -> bool:
@@ -165,6 +219,16 @@ class FluencySummary:
     rows: int
     mean_delta: float | None
     failed: int = 0
+
+
+@dataclass(frozen=True)
+class CategoryInfo:
+    """A category's size in this run, and whether one judge may block in it."""
+
+    cases: int
+    blocking: bool
+    below_minimum: bool
+    minimum: int  # gate.min_cases_per_category
 
 
 @dataclass(frozen=True)
@@ -242,4 +306,6 @@ class Report:
     cache: dict[str, int] | None = None
     notes: list[str] = field(default_factory=list)
     head_sha: str | None = None
+    categories: dict[str, CategoryInfo] = field(default_factory=dict)
+    strict: bool = False  # gate.strict: the same-judge re-score may block below the minimum
     e2e: E2EReport | None = None     # the end-to-end run, when it ran

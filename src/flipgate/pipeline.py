@@ -22,8 +22,7 @@ from flipgate.e2e.run import E2ERequest, e2e_wanted
 from flipgate.endpoint_lock import Generator, LockedPair, lock
 from flipgate.errors import IncompleteError
 from flipgate.gitrefs import Git
-from flipgate.judges import make_judge
-from flipgate.judges.base import Judge
+from flipgate.judges import Judges, make_judges
 from flipgate.model import Answer, Case, Conclusion, E2EReport, Report, Row
 from flipgate.outputs import write_outputs
 from flipgate.prompty import render_isolated
@@ -74,7 +73,7 @@ def prepare(repo: Repo, refs: dict[str, Ref], generators: dict[str, Generator],
 
 async def _replay_and_score(*, inputs: Inputs, pair: LockedPair,
                             prepared: dict[str, PreparedGenerator], runtime: Runtime,
-                            settings: Settings, judge: Judge) -> Scored:
+                            settings: Settings, judge: Judges) -> Scored:
     from flipgate.llm import make_client
 
     async with contextlib.aclosing(judge):
@@ -93,7 +92,8 @@ async def _replay_and_score(*, inputs: Inputs, pair: LockedPair,
         finally:
             await client.close()
         return await score_rows(cases=cases, baseline=baseline, candidate=candidate,
-                                config=inputs.config, judge=judge, progress=runtime.progress)
+                                config=inputs.config, judge=judge.first, second=judge.second,
+                                mode=judge.mode, progress=runtime.progress)
 
 
 async def _end_to_end(*, repo: Repo, base: Ref, inputs: Inputs, pair: LockedPair,
@@ -105,7 +105,7 @@ async def _end_to_end(*, repo: Repo, base: Ref, inputs: Inputs, pair: LockedPair
 
     async def gate_cases(live_cases: list[Case]) -> list[Row]:
         prepared = await asyncio.to_thread(prepare, repo, refs, sides, live_cases)
-        live_judge = make_judge(inputs.config, runtime=runtime, settings=settings, provider=judge)
+        live_judge = make_judges(inputs.config, runtime=runtime, settings=settings, provider=judge)
         scored = await _replay_and_score(inputs=dataclasses.replace(inputs, cases=live_cases),
                                          pair=pair, prepared=prepared, runtime=runtime,
                                          settings=settings, judge=live_judge)
@@ -161,9 +161,9 @@ async def check(*, repo: Path, base: str, head: str, settings: Settings,
     notes = [*inputs.notes, *detected.notes, *pair.notes]
 
     runtime = Runtime.from_config(config, cache_dir=cache_dir, progress=progress)
-    # The run's one judge, built before any generation: a judge that cannot be
+    # The run's judges, built before any generation: a judge that cannot be
     # set up stops the run before anything is paid for.
-    the_judge = make_judge(config, runtime=runtime, settings=settings, provider=judge)
+    the_judge = make_judges(config, runtime=runtime, settings=settings, provider=judge)
     message = scored = None
     try:
         scored = await _replay_and_score(inputs=inputs, pair=pair, prepared=prepared,

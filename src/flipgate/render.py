@@ -30,7 +30,7 @@ from flipgate import gate
 from flipgate.config import GITHUB_COMMENT_LIMIT, STEP_SUMMARY_LIMIT
 from flipgate.escaping import cell, cell_list, clear_cell_cache, escape_md, fence, number, plural
 from flipgate.gate import Kind, Tier
-from flipgate.model import Bucket, Change, E2EReport, Relevance, Report, Row, Score, Side
+from flipgate.model import Bucket, Change, E2EReport, Relevance, Report, Row, Score, Side, Statements
 
 MARKER = "<!-- flipgate -->"
 TEMPLATE = "comment.md.j2"
@@ -55,16 +55,22 @@ class RowView:
     id: str
     category: str
     before: str          # "grounded (5)"
-    after: str           # "ungrounded (2; re-score 1)"
+    after: str           # "ungrounded (2; re-score 1; second judge 2)"
     relevance: str       # "0.91 → 0.42"
     reason: str
     figures: tuple[str, ...]
-    statements: tuple[str, ...]
+    statements: tuple[str, ...]   # unsupported statements: the judge's, else the lexical check's
     evidence_notes: tuple[str, ...]  # e.g. "evidence cut at 20,000 characters"
     answer: str
     errors: tuple[str, ...]
     questions: tuple[str, ...]
     truncated: str       # "" or which side the generator cut off at max tokens
+    second_reason: str = ""       # "second judge (judge-2): ..." when a second opinion was asked
+    confirmed: str = ""           # "confirmed by the second judge (judge-2)" for a regression
+    review_reason: str = ""       # why a regression in a blocking category does not block
+    supported: str = ""           # "1 of 3 statements supported"
+    verdict: str = ""
+    manipulation: tuple[str, ...] = ()
 
 
 def _reading(side: Side, *, with_rescore: bool = False) -> str:
@@ -75,6 +81,9 @@ def _reading(side: Side, *, with_rescore: bool = False) -> str:
     detail = f"{score.value}"
     if with_rescore and side.rescore is not None:
         detail += f"; re-score {side.rescore.value}" if side.rescore.ok else "; re-score failed"
+    if with_rescore and side.second_opinion is not None:
+        second = side.second_opinion
+        detail += f"; second judge {second.value}" if second.ok else "; second judge failed"
     return f"{bucket} ({detail})"
 
 
@@ -96,24 +105,58 @@ def _truncated(row: Row) -> str:
     return " and ".join(cut)
 
 
-def row_view(row: Row) -> RowView:
+def confirmation(confirmed_by: str | None, second_model: str | None) -> str:
+    """Which instrument confirmed a regression, in words."""
+    second = f"the second judge ({second_model})" if second_model else "the second judge"
+    return {"same_judge": "confirmed by the same judge's re-score",
+            "second_opinion": f"confirmed by {second}",
+            "both": f"confirmed by the same judge's re-score and {second}"}.get(confirmed_by or "", "")
+
+
+def statements_ratio(statements: Statements | None) -> str:
+    """"1 of 3 statements supported": the judge's denominator, shown with its numerator."""
+    if statements is None or statements.error or not statements.items:
+        return ""
+    return f"{statements.supported} of {plural(statements.total, 'statement')} supported"
+
+
+def row_view(row: Row, *, second_model: str | None = None) -> RowView:
     evidence = row.evidence
-    candidate_relevance = row.candidate.relevance
+    candidate = row.candidate
+    candidate_relevance = candidate.relevance
+    judged = candidate.statements if candidate.statements and not candidate.statements.error else None
+    if judged is not None:
+        unsupported = tuple(s.text for s in judged.unsupported)
+    else:
+        unsupported = tuple(evidence.unsupported_statements) if evidence else ()
+    second = candidate.second_opinion
+    second_reason = ""
+    if second is not None and second.ok:
+        name = f"second judge ({second_model})" if second_model else "second judge"
+        second_reason = f"{name}: {second.reason}" if second.reason else ""
     return RowView(
         id=row.id,
         category=row.category,
         before=_reading(row.baseline),
-        after=_reading(row.candidate, with_rescore=True),
+        after=_reading(candidate, with_rescore=True),
         relevance=(f"{_relevance_text(row.baseline.relevance)} → "
                    f"{_relevance_text(candidate_relevance)}"),
-        reason=_reason(row.candidate),
+        reason=_reason(candidate),
         figures=tuple(evidence.unsupported_figures) if evidence else (),
-        statements=tuple(evidence.unsupported_statements) if evidence else (),
+        statements=unsupported,
         evidence_notes=tuple(evidence.notes) if evidence else (),
-        answer=row.candidate.response,
+        answer=candidate.response,
         errors=tuple(row.errors),
         questions=tuple(candidate_relevance.questions) if candidate_relevance else (),
         truncated=_truncated(row),
+        second_reason=second_reason,
+        # A run confirms every flip the same way; the rows name it when a second judge did.
+        confirmed=(confirmation(row.confirmed_by, second_model)
+                   if row.confirmed_by not in (None, "same_judge") else ""),
+        review_reason=row.review_reason or "",
+        supported=statements_ratio(judged),
+        verdict=row.verdict.value.replace("_", " "),
+        manipulation=tuple(candidate.manipulation or row.baseline.manipulation),
     )
 
 
@@ -193,7 +236,7 @@ def build_view(report: Report) -> View:
     for row in report.rows:
         kinds = gate.kinds_of(row)
         if kinds:
-            shown = row_view(row)
+            shown = row_view(row, second_model=report.judge.second_opinion)
             for kind in kinds:
                 sections[kind.name].append(shown)
     return View(report=report, sections={key: tuple(rows) for key, rows in sections.items()},
@@ -400,10 +443,15 @@ def _render(view: View, plan: Plan, blocks: dict[_BlockKey, str], max_chars: int
     if section_blocks is None:
         return None
     columns, usage_rows = usage_table(report.usage)
+    blocking = [(name, info) for name, info in report.categories.items() if info.blocking]
     text = environment().get_template(TEMPLATE).render(
         marker=MARKER,
         conclusion=report.conclusion.value,
         judge=report.judge,
+        blocking_categories=blocking,
+        min_cases=next((info.minimum for _, info in blocking), 0),
+        blocking_below_minimum=any(info.below_minimum for _, info in blocking),
+        strict=report.strict,
         head_sha=report.head_sha,
         counts=report.counts,
         kinds=gate.KINDS,

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from flipgate import gate
-from flipgate.model import Change, Counts, E2EReport, Relevance, Report, Row, Score, Side
+from flipgate.model import Change, Counts, E2EReport, JudgeInfo, Relevance, Report, Row, Score, Side
 
 REPORT_VERSION = 1
 
@@ -45,19 +45,54 @@ def _side(side: Side) -> dict[str, Any]:
         out["fluency"] = _score(side.fluency)
     if side.finish_reason is not None:
         out["finish_reason"] = side.finish_reason
+    if side.statements is not None:
+        statements = side.statements
+        out["statements"] = [{"text": s.text, "label": s.label.value, "span": s.span}
+                             for s in statements.items]
+        out["statements_supported"] = statements.supported if not statements.error else None
+        out["statements_total"] = statements.total if not statements.error else None
+        if statements.error:
+            out["statements_error"] = statements.error
+    if side.manipulation:
+        out["manipulation"] = list(side.manipulation)
     return out
 
 
-def row_to_dict(row: Row) -> dict[str, Any]:
+def _candidate(side: Side, second_opinion: str | None) -> dict[str, Any]:
+    out = _side(side)
+    if side.second_opinion is not None:
+        out["second_opinion"] = {"model": second_opinion, **(_score(side.second_opinion) or {})}
+    return out
+
+
+def judge_dict(judge: JudgeInfo) -> dict[str, Any]:
+    """The instrument: enough to trace any verdict to the judge, rubric and settings behind it."""
+    out: dict[str, Any] = {"provider": judge.provider, "model": judge.model, "engine": judge.engine}
+    if judge.embedding_model:
+        out["embedding_model"] = judge.embedding_model
+    if judge.lexical:
+        out["note"] = "offline lexical judge: word and figure overlap, not an LLM"
+    out.update(rubric_version=judge.rubric_version, rubric_hash=dict(judge.rubric_hash),
+               temperature=judge.temperature, seed=judge.seed, rescore=judge.rescore,
+               second_opinion=judge.second_opinion, returned_models=list(judge.returned_models),
+               system_fingerprints=list(judge.system_fingerprints))
+    return out
+
+
+def row_to_dict(row: Row, *, second_opinion: str | None = None) -> dict[str, Any]:
     out: dict[str, Any] = {
         "id": row.id,
         "category": row.category,
         "baseline": _side(row.baseline),
-        "candidate": _side(row.candidate),
+        "candidate": _candidate(row.candidate, second_opinion),
         "verdict": row.verdict.value,
         "blocking": row.blocking,
         "relevance_drop": row.relevance_drop,
     }
+    if row.confirmed_by is not None:
+        out["confirmed_by"] = row.confirmed_by
+    if row.review_reason is not None:
+        out["review_reason"] = row.review_reason
     if row.errors:
         out["errors"] = list(row.errors)
     if row.evidence is not None:
@@ -107,18 +142,15 @@ def change_dict(change: Change) -> dict[str, Any]:
 
 
 def to_dict(report: Report) -> dict[str, Any]:
-    judge: dict[str, Any] = {"provider": report.judge.provider, "model": report.judge.model,
-                             "engine": report.judge.engine}
-    if report.judge.embedding_model:
-        judge["embedding_model"] = report.judge.embedding_model
-    if report.judge.lexical:
-        judge["note"] = "offline lexical judge: word and figure overlap, not an LLM"
     out: dict[str, Any] = {
         "version": REPORT_VERSION,
         "conclusion": report.conclusion.value,
-        "judge": judge,
+        "judge": judge_dict(report.judge),
         "counts": counts_dict(report.counts),
-        "rows": [row_to_dict(row) for row in report.rows],
+        "categories": {name: asdict(info) for name, info in report.categories.items()},
+        "strict": report.strict,
+        "rows": [row_to_dict(row, second_opinion=report.judge.second_opinion)
+                 for row in report.rows],
         "relevance_threshold": report.relevance_threshold,
     }
     if report.fluency is not None:

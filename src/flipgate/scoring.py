@@ -1,8 +1,11 @@
-"""Scoring a run: ask the judge about every answer, then let gate.py decide.
+"""Scoring a run: ask the judges about every answer, then let gate.py decide.
 
 Each row follows the product's rule: groundedness of both answers, then a
-real second scoring when the candidate newly fell to ungrounded, and fluency
-only when the row is tied in an answering bucket. Rows run concurrently with
+real second scoring when the candidate newly fell to ungrounded (the same
+judge again, a second-opinion judge, or both), one statement-level request
+for a flip a reviewer must read, and fluency only when the row is tied in an
+answering bucket. Every answer is checked for text addressed to the judge
+before any verdict is read. Rows run concurrently with
 no barrier between them, beside one batched relevance pass for every answer
 of the run; the shared concurrency limit lives in the LLM layer.
 """
@@ -18,9 +21,11 @@ from flipgate import gate
 from flipgate.config import Config
 from flipgate.errors import FlipgateError
 from flipgate.judges.base import EMPTY_ANSWER, Judge
+from flipgate.manipulation import find_manipulation
 from flipgate.model import (
     Answer,
     Case,
+    CategoryInfo,
     Change,
     Conclusion,
     Evidence,
@@ -30,6 +35,7 @@ from flipgate.model import (
     Report,
     Row,
     Score,
+    Statements,
 )
 from flipgate.progress import Progress
 
@@ -75,28 +81,64 @@ def _evidence(case: Case, response: str) -> Evidence:
     return find_unsupported(case.context, response, query=case.query)
 
 
+@dataclass
+class Readings:
+    """Everything the judges said about one row."""
+
+    baseline: Score
+    candidate: Score
+    rescore: Score | None = None
+    second: Score | None = None
+    fluency: tuple[Score, Score] | None = None
+    statements: Statements | None = None
+
+
+async def _statements(judge: Judge, case: Case, response: str, progress: Progress) -> Statements:
+    try:
+        return await judge.statements(case, response)
+    except FlipgateError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - this row's judge error, not the run's
+        return Statements(error=f"judge failed: {type(exc).__name__}: {exc}")
+    finally:
+        progress.advance()
+
+
 async def _judge_row(judge: Judge, case: Case, baseline: Answer, candidate: Answer, *,
-                     progress: Progress) -> tuple[Score, Score, Score | None, tuple[Score, Score] | None]:
+                     second: Judge | None, mode: str, progress: Progress) -> Readings:
     """One row's groundedness work, in the rule's order, with no barrier between rows:
-    both sides, then the confirming re-score if the candidate newly fell to
-    ungrounded, then fluency if the row is tied in an answering bucket."""
+    both sides; then, if the candidate newly fell to ungrounded, its confirmation
+    (the same judge again, the second-opinion judge, or both); then one statement-
+    level request if the row is a flip a reviewer must read, or fluency if the row
+    is tied in an answering bucket."""
     base, cand = await asyncio.gather(
         _groundedness(judge, case, baseline.response, sample=0, progress=progress),
         _groundedness(judge, case, candidate.response, sample=0, progress=progress))
+    readings = Readings(base, cand)
     if base.value is None or cand.value is None:
-        return base, cand, None, None
+        return readings
     before, after = gate.bucket_of(base.value), gate.bucket_of(cand.value)
     if gate.needs_rescore(before, after):
-        # A fresh judge call (sample=1), never a cached verdict.
-        progress.add(1)
-        rescore = await _groundedness(judge, case, candidate.response, sample=1, progress=progress)
-        return base, cand, rescore, None
-    if gate.is_tie(before, after):
+        wants_rescore, wants_second = gate.confirmations_needed(mode)
+        asks: list[Awaitable[Score]] = []
+        if wants_rescore:  # a fresh judge call (sample=1), never a cached verdict
+            asks.append(_groundedness(judge, case, candidate.response, sample=1, progress=progress))
+        if wants_second and second is not None:
+            asks.append(_groundedness(second, case, candidate.response, sample=0, progress=progress))
+        progress.add(len(asks))
+        answers = list(await asyncio.gather(*asks))
+        readings.rescore = answers.pop(0) if wants_rescore else None
+        readings.second = answers.pop(0) if wants_second and second is not None else None
+    elif gate.is_tie(before, after):
         progress.add(2)
         fluency = await asyncio.gather(_guard(judge.fluency(baseline.response), progress),
                                        _guard(judge.fluency(candidate.response), progress))
-        return base, cand, None, (fluency[0], fluency[1])
-    return base, cand, None, None
+        readings.fluency = (fluency[0], fluency[1])
+    verdict, _ = gate.classify(base, cand, readings.rescore, second=readings.second, mode=mode)
+    if gate.needs_statements(verdict):
+        progress.add(1)
+        readings.statements = await _statements(judge, case, candidate.response, progress)
+    return readings
 
 
 @dataclass(frozen=True)
@@ -109,40 +151,64 @@ class Scored:
 
 async def score_rows(*, cases: Sequence[Case], baseline: Mapping[str, Answer],
                      candidate: Mapping[str, Answer], config: Config, judge: Judge,
-                     progress: Progress) -> Scored:
+                     progress: Progress, second: Judge | None = None,
+                     mode: str = gate.SAME_JUDGE) -> Scored:
+    """Every row, classified. `second` is the second-opinion judge that `mode` asks for."""
+    if mode != gate.SAME_JUDGE and second is None:
+        raise ValueError(f"confirmation mode {mode} needs a second-opinion judge")
     n = len(cases)
     progress.add(4 * n)  # groundedness and relevance for both sides
     relevance_items = [(case, answers[case.id].response)
                        for answers in (baseline, candidate) for case in cases]
     *judged, relevances = await asyncio.gather(
-        *(_judge_row(judge, case, baseline[case.id], candidate[case.id], progress=progress)
+        *(_judge_row(judge, case, baseline[case.id], candidate[case.id], second=second, mode=mode,
+                     progress=progress)
           for case in cases),
         _relevance(judge, relevance_items, progress))
 
+    policy = gate.Policy(min_cases=config.gate.min_cases_per_category, strict=config.gate.strict,
+                         mode=mode)
+    sizes = gate.category_sizes(case.category for case in cases)
     rows = []
     for i, case in enumerate(cases):
-        base_score, cand_score, rescore, fluency = judged[i]
+        readings: Readings = judged[i]
+        fluency = readings.fluency
         before, after = baseline[case.id], candidate[case.id]
         rows.append(gate.build_row(
             case,
-            gate.side(before.response, base_score, relevance=relevances[i],
-                      fluency=fluency[0] if fluency else None, finish_reason=before.finish_reason),
-            gate.side(after.response, cand_score, relevance=relevances[n + i], rescore=rescore,
-                      fluency=fluency[1] if fluency else None, finish_reason=after.finish_reason),
+            gate.side(before.response, readings.baseline, relevance=relevances[i],
+                      fluency=fluency[0] if fluency else None, finish_reason=before.finish_reason,
+                      manipulation=find_manipulation(before.response)),
+            gate.side(after.response, readings.candidate, relevance=relevances[n + i],
+                      rescore=readings.rescore, second_opinion=readings.second,
+                      statements=readings.statements,
+                      fluency=fluency[1] if fluency else None, finish_reason=after.finish_reason,
+                      manipulation=find_manipulation(after.response)),
             blocking_categories=config.gate.blocking_categories,
-            threshold=config.relevance.threshold, find_evidence=_evidence))
+            threshold=config.relevance.threshold, find_evidence=_evidence,
+            policy=policy, category_cases=sizes[case.category]))
     return Scored(rows=rows, fluency=gate.fluency_summary(rows))
+
+
+def categories(rows: Sequence[Row], config: Config) -> dict[str, CategoryInfo]:
+    """Each category's size in this run, whether it blocks, and whether it is below the
+    minimum. A blocking category without a single case is listed too (0 cases): nothing
+    in it was gated. A run without rows (skipped, stopped) lists none."""
+    blocking = config.gate.blocking_categories
+    minimum = config.gate.min_cases_per_category
+    sizes = gate.category_sizes(row.category for row in rows)
+    if rows:
+        sizes = {**dict.fromkeys(blocking, 0), **sizes}
+    return {name: CategoryInfo(cases=n, blocking=name in blocking,
+                               below_minimum=gate.below_minimum(n, minimum), minimum=minimum)
+            for name, n in sorted(sizes.items())}
 
 
 def judge_info(config: Config, provider: str | None) -> JudgeInfo:
     """What the report says about the judge, without building it (no client, no key)."""
-    chosen = provider or config.judge.provider
-    if chosen == "offline":
-        from flipgate.judges.offline import OfflineJudge
+    from flipgate.judges import describe
 
-        return OfflineJudge.info
-    return JudgeInfo(provider=chosen, model=config.judge.model, engine=config.judge.engine,
-                     embedding_model=config.relevance.embedding_model)
+    return describe(config, provider)
 
 
 def build_report(*, config: Config, judge: JudgeInfo, cases: int, scored: Scored | None = None,
@@ -159,7 +225,8 @@ def build_report(*, config: Config, judge: JudgeInfo, cases: int, scored: Scored
     return Report(conclusion=conclusion, judge=judge, counts=counts, rows=rows,
                   fluency=scored.fluency if scored is not None else None,
                   relevance_threshold=config.relevance.threshold, change=change,
-                  usage=usage, cache=cache, notes=list(notes), head_sha=head_sha)
+                  usage=usage, cache=cache, notes=list(notes), head_sha=head_sha,
+                  categories=categories(rows, config), strict=config.gate.strict)
 
 
 def stopped_note(message: str) -> str:

@@ -15,7 +15,7 @@ from flipgate import gate
 from flipgate.escaping import one_line_within, plural
 from flipgate.gate import Kind
 from flipgate.model import Conclusion, Report, Row, Side
-from flipgate.render import BUCKET_LABELS
+from flipgate.render import BUCKET_LABELS, statements_ratio
 
 MAX_ROWS = 40
 WIDE = 120  # narrower consoles (a CI log is 80) get the table without the "why" column
@@ -45,8 +45,15 @@ def _relevance(side: Side) -> str:
 def _why(row: Row) -> str:
     if row.errors:
         return "; ".join(row.errors)
+    if row.review_reason:
+        return row.review_reason
+    if gate.is_flagged(row):
+        return "; ".join(row.candidate.manipulation or row.baseline.manipulation)
     evidence = row.evidence
     notes = f" ({'; '.join(evidence.notes)})" if evidence and evidence.notes else ""
+    ratio = statements_ratio(row.candidate.statements)
+    if ratio and row.candidate.statements is not None and row.candidate.statements.unsupported:
+        return f"{ratio}; not supported: {row.candidate.statements.unsupported[0].text}" + notes
     if evidence and evidence.unsupported_figures:
         return "not in context: " + ", ".join(evidence.unsupported_figures) + notes
     if evidence and evidence.unsupported_statements:
@@ -110,6 +117,13 @@ def judge_line(report: Report) -> Text:
     line.append_text(_plain(judge.provider, 40))
     line.append(" · ")
     line.append_text(_plain(judge.model, 100))
+    if judge.rubric_version:
+        line.append(" · rubric ")
+        line.append_text(_plain(judge.rubric_version, 60))
+    if judge.second_opinion:
+        line.append(" · second opinion ")
+        line.append_text(_plain(judge.second_opinion, 100))
+        line.append(" (with the re-score)" if judge.rescore == "both" else "")
     return line
 
 

@@ -28,6 +28,7 @@ judge:
   model: judge-pinned
 gate:
   blocking_categories: [policy]
+  strict: true  # a handful of cases: the same-judge re-score may block
 relevance:
   threshold: 0.7
   embedding_model: text-embedding-3-small

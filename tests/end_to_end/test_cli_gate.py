@@ -49,7 +49,7 @@ def write_inputs(directory: Path, script: dict = SCRIPT) -> list[str]:
             cand.write(json.dumps({"id": case_id, "response": f"candidate answer {case_id}"}) + "\n")
     (directory / "flipgate.yml").write_text(
         "version: 1\ncases: cases.jsonl\njudge:\n  provider: openai\n  model: judge-pinned\n"
-        "  max_retries: 0\n  timeout: 5\ngate:\n  blocking_categories: [pricing, policy]\n")
+        "  max_retries: 0\n  timeout: 5\ngate:\n  blocking_categories: [pricing, policy]\n  strict: true\n")
     return ["gate", "--cases", str(directory / "cases.jsonl"),
             "--baseline", str(directory / "base.jsonl"), "--candidate", str(directory / "cand.jsonl"),
             "--config", str(directory / "flipgate.yml"), "--out", str(directory / "out"),
@@ -74,8 +74,11 @@ def test_every_verdict_comes_out_right_against_a_scripted_llm_judge(openai_serve
     got = {row["id"]: (row["verdict"], row["blocking"]) for row in report["rows"]}
     assert got == EXPECTED
     assert report["conclusion"] == "failure"
-    assert report["judge"] == {"provider": "openai", "model": "judge-pinned", "engine": "openai",
-                               "embedding_model": "text-embedding-3-small"}
+    judge = report["judge"]
+    assert {key: judge[key] for key in ("provider", "model", "engine", "embedding_model")} == {
+        "provider": "openai", "model": "judge-pinned", "engine": "openai",
+        "embedding_model": "text-embedding-3-small"}
+    assert (judge["rescore"], judge["second_opinion"], judge["temperature"]) == ("same_judge", None, 0)
     assert report["counts"]["blocking_regressions"] == 1
     assert report["counts"]["regressions_to_review"] == 1
 
@@ -85,6 +88,11 @@ def test_every_verdict_comes_out_right_against_a_scripted_llm_judge(openai_serve
     assert {r.body["model"] for r in openai_server.chat_requests()} == {"judge-pinned"}
     # Fluency only for the one tied row, both sides.
     assert len(openai_server.chat_requests("fluency")) == 2
+    # One statements request per flip a reviewer reads (2 regressions, 1 unstable, 1 new
+    # non-answer), each for the candidate's answer; none for the other rows.
+    flips = {"fee-invented", "review-me", "wobbly", "went-quiet"}
+    assert sorted(r.inputs.response for r in openai_server.chat_requests("statements")) == sorted(
+        f"candidate answer {case_id}" for case_id in flips)
     comment = (tmp_path / "out" / "comment.md").read_text()
     assert "fee-invented" in comment and "<!-- flipgate -->" in comment
 

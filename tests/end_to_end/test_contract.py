@@ -68,6 +68,7 @@ judge:
   timeout: 5
 gate:
   blocking_categories: [pricing]
+  strict: true  # a handful of cases: the same-judge re-score may block
 relevance:
   threshold: 0.7
   embedding_model: embed-pinned
@@ -161,7 +162,7 @@ def test_every_judge_request_is_json_mode_to_the_pinned_model_with_inputs_verbat
     assert CliRunner().invoke(cli, args).exit_code == 1
 
     chats = openai_server.chat_requests()
-    assert chats and {r.kind for r in chats} == {"groundedness", "relevance", "fluency"}
+    assert chats and {r.kind for r in chats} == {"groundedness", "relevance", "fluency", "statements"}
     for request in chats:
         assert request.body["response_format"] == {"type": "json_object"}
         assert request.model == "judge-pinned"
@@ -174,6 +175,12 @@ def test_every_judge_request_is_json_mode_to_the_pinned_model_with_inputs_verbat
     for request in openai_server.chat_requests("relevance"):
         assert "questions" in request.text and "3" in request.text  # 3 questions by default
         assert request.inputs.response in answers
+    by_context = {case["context"]: case for case in TRICKY_CASES}
+    statements = openai_server.chat_requests("statements")
+    assert statements  # one for the flipped row "fee"; the empty "quiet" answer needs none
+    for request in statements:
+        assert "statements" in request.text
+        assert request.inputs.response == TRICKY_CAND[by_context[request.inputs.context]["id"]]
     fluency = openai_server.chat_requests("fluency")
     assert fluency and all("fluency" in r.text.lower() for r in fluency)
     # Fluency only on the tied row ("hours": grounded on both sides), both sides.

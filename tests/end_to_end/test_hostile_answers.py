@@ -40,7 +40,8 @@ def write_inputs(directory: Path, provider: str) -> list[str]:
             cand.write(json.dumps({"id": case_id, "response": answer}) + "\n")
     (directory / "flipgate.yml").write_text(
         f"version: 1\ncases: cases.jsonl\njudge:\n  provider: {provider}\n  model: judge-pinned\n"
-        "  max_retries: 0\n  timeout: 30\ngate:\n  blocking_categories: [pricing]\n")
+        "  max_retries: 0\n  timeout: 30\ngate:\n  blocking_categories: [pricing]\n"
+        "  strict: true\n")  # a handful of cases: the same-judge re-score may block
     return ["gate", "--cases", str(directory / "cases.jsonl"),
             "--baseline", str(directory / "base.jsonl"),
             "--candidate", str(directory / "cand.jsonl"),

@@ -131,3 +131,16 @@ def test_bad_input_names_file_and_line_and_exits_2(tmp_path: Path) -> None:
     assert code == 2
     assert f"{logs}:2: invalid JSON" in output
     assert "Traceback" not in output and not out.exists()
+
+
+def test_the_counts_use_the_configured_minimum(tmp_path: Path) -> None:
+    otel = tmp_path / "traces.json"
+    otel.write_text(json.dumps(export(distinct_traces("policy", 12))), encoding="utf-8")
+    config = tmp_path / "flipgate.yml"
+    config.write_text("version: 1\ncases: cases.jsonl\ngate:\n  blocking_categories: [policy]\n"
+                      "  min_cases_per_category: 10\n", encoding="utf-8")
+    code, output = run([str(otel), "--out", str(tmp_path / "cases.jsonl"), "--config", str(config),
+                        "--field", "category=app.category"])
+    assert code == 0, output
+    assert "minimum 10" in output
+    assert re.search(r"policy\s+0\s+12\s+12\s+12\s+ok, blocking", output), output

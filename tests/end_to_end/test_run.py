@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from flipgate import pipeline
 from flipgate.cli import cli
-from flipgate.judges import make_judge
+from flipgate.judges import make_judges
 from flipgate.pipeline import run_check
 
 from support.factories import settings_now
@@ -30,6 +30,7 @@ judge:
   timeout: 5
 gate:
   blocking_categories: [policy, pricing]
+  strict: true  # a handful of cases: the same-judge re-score may block
 """
 CASES = [
     {"id": "refund-007", "query": "How long do I have to ask for a refund?",
@@ -142,18 +143,19 @@ def test_a_run_builds_one_judge_and_closes_it(server: FakeOpenAI, repo: GitRepo,
                                              monkeypatch: pytest.MonkeyPatch) -> None:
     built = []
 
-    def counting_make_judge(*args, **kwargs):
-        judge = make_judge(*args, **kwargs)
-        built.append(judge)
-        return judge
+    def counting_make_judges(*args, **kwargs):
+        judges = make_judges(*args, **kwargs)
+        built.append(judges)
+        return judges
 
-    monkeypatch.setattr(pipeline, "make_judge", counting_make_judge)
+    monkeypatch.setattr(pipeline, "make_judges", counting_make_judges)
     repo.commit({"prompts/answer.prompty": HEAD_PROMPT}, message="generous prompt")
     result, report = invoke(repo, tmp_path)
     assert result.exit_code == 1, result.output
-    [judge] = built
-    assert judge.llm.client.is_closed()
-    assert report["judge"]["model"] == judge.info.model == "judge-pinned"
+    [judges] = built
+    assert judges.second is None  # no second opinion configured
+    assert judges.first.llm.client.is_closed()
+    assert report["judge"]["model"] == judges.info.model == "judge-pinned"
 
 
 def test_a_second_identical_run_makes_no_request(server: FakeOpenAI, repo: GitRepo,

@@ -352,9 +352,12 @@ def test_the_judge_says_what_it_is(openai_server: FakeOpenAI) -> None:
         return judge.info
 
     info = with_judge(info_of)
-    assert info == JudgeInfo(provider="openai", model=JUDGE_MODEL, engine="openai",
-                             embedding_model=EMBEDDING_MODEL)
-    assert not info.lexical and RUBRIC_VERSION
+    assert (info.provider, info.model, info.engine, info.embedding_model) == (
+        "openai", JUDGE_MODEL, "openai", EMBEDDING_MODEL)
+    assert info.rubric_version.startswith(RUBRIC_VERSION + "+")
+    assert (info.temperature, info.rescore) == (0, "same_judge")
+    assert set(info.rubric_hash) == {"groundedness", "relevance", "fluency", "statements"}
+    assert not info.lexical
 
 
 def test_usage_is_counted_for_the_judge(openai_server: FakeOpenAI) -> None:

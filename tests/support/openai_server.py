@@ -34,6 +34,16 @@ Scripting (plain callables; every one has a default)
 - ``on_groundedness(fn)``: ``fn(query, context, response, call_index)``.
 - ``on_relevance(fn)``: ``fn(response, call_index)``.
 - ``on_fluency(fn)``: ``fn(response, call_index)``.
+- ``on_statements(fn)``: ``fn(context, response, call_index)``; a ``list``
+  of ``{"text", "label", "span"}`` dicts is sent as ``{"statements": [...]}``.
+  Default: one statement per sentence of the answer, ``supported`` (with the
+  context sentence that shares most words as its span) when most of its words
+  are in the context, else ``unsupported``.
+- ``on_groundedness(fn, model="judge-2")`` (and the other judge scripts)
+  answer only requests for that model (the body's ``model``, or the Azure
+  deployment), e.g. a second-opinion judge; ``call_index`` then counts that
+  model's requests alone.
+- ``system_fingerprint``: sent on every chat completion (``None`` leaves it out).
 
   A judge callable returns an ``int`` (a well-formed reply with that score),
   a ``list`` of questions (relevance), a ``dict`` (sent as JSON, so you can
@@ -85,7 +95,7 @@ from werkzeug.wrappers import Request, Response
 
 from support.loopback import LoopbackHTTP
 
-JUDGE_KINDS = ("groundedness", "relevance", "fluency")
+JUDGE_KINDS = ("groundedness", "relevance", "fluency", "statements")
 KINDS = (*JUDGE_KINDS, "generation", "embeddings")
 EMBEDDING_DIMENSIONS = 64
 
@@ -168,6 +178,8 @@ def classify_chat(body: Any) -> str:
     if not (isinstance(response_format, dict) and response_format.get("type") == "json_object"):
         return "generation"
     system = _system_text(body).lower()
+    if "atomic statements" in system:
+        return "statements"
     # The rubric lives in the system message for flipgate's prompts: decide on it
     # first, so an answer that happens to say "fluency" cannot change the kind.
     for kind, word in (("groundedness", "groundedness"), ("fluency", "fluency"),
@@ -228,6 +240,31 @@ def default_fluency(response: str | None, call_index: int) -> int:
     return 4
 
 
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+
+def default_statements(context: str | None, response: str | None, call_index: int) -> list[dict]:
+    """One statement per sentence, copied verbatim, labelled by word overlap with the context."""
+    context = context or ""
+    known = set(_content_words(context))
+    sentences = [s.strip() for s in _SENTENCE_END.split(context) if s.strip()]
+    out = []
+    for text in (s.strip() for s in _SENTENCE_END.split(response or "")):
+        if not text:
+            continue
+        words = _content_words(text)
+        figures_ok = all(f in _FIGURE.findall(context) for f in _FIGURE.findall(text))
+        covered = sum(w in known for w in words) / len(words) if words else 1.0
+        if not words:
+            out.append({"text": text, "label": "not_a_claim", "span": None})
+        elif covered >= 0.6 and figures_ok:
+            span = max(sentences, key=lambda s: len(set(_content_words(s)) & set(words)), default=None)
+            out.append({"text": text, "label": "supported", "span": span})
+        else:
+            out.append({"text": text, "label": "unsupported", "span": None})
+    return out
+
+
 def default_generation(body: dict[str, Any]) -> str:
     messages = [m for m in body.get("messages") or [] if isinstance(m, dict)]
     user = next((m.get("content") for m in reversed(messages) if m.get("role") == "user"), "")
@@ -261,11 +298,15 @@ class FakeOpenAI:
         self.peak_concurrency = 0
         self._active = 0
         self._faults: dict[str, list[_Fault]] = {}
-        self._calls: Counter[tuple[str, JudgeInputs]] = Counter()
+        self._calls: Counter[tuple[str, str | None, JudgeInputs]] = Counter()
+        self.system_fingerprint: str | None = "fp_loopback"
+        # kind -> model -> script, for judges scripted per model (a second opinion).
+        self._per_model: dict[str, dict[str, Callable[..., Any]]] = {}
         self._generation: Callable[[dict[str, Any]], Any] = default_generation
         self._groundedness: Callable[..., Any] = default_groundedness
         self._relevance: Callable[..., Any] = default_relevance
         self._fluency: Callable[..., Any] = default_fluency
+        self._statements: Callable[..., Any] = default_statements
         self._http = LoopbackHTTP(self._wsgi)
         self.root_url = ""
 
@@ -294,14 +335,25 @@ class FakeOpenAI:
     def on_generation(self, fn: Callable[[dict[str, Any]], Any]) -> None:
         self._generation = fn
 
-    def on_groundedness(self, fn: Callable[[str | None, str | None, str | None, int], Any]) -> None:
-        self._groundedness = fn
+    def on_groundedness(self, fn: Callable[[str | None, str | None, str | None, int], Any], *,
+                        model: str | None = None) -> None:
+        self._script("groundedness", fn, model)
 
-    def on_relevance(self, fn: Callable[[str | None, int], Any]) -> None:
-        self._relevance = fn
+    def on_relevance(self, fn: Callable[[str | None, int], Any], *, model: str | None = None) -> None:
+        self._script("relevance", fn, model)
 
-    def on_fluency(self, fn: Callable[[str | None, int], Any]) -> None:
-        self._fluency = fn
+    def on_fluency(self, fn: Callable[[str | None, int], Any], *, model: str | None = None) -> None:
+        self._script("fluency", fn, model)
+
+    def on_statements(self, fn: Callable[[str | None, str | None, int], Any], *,
+                      model: str | None = None) -> None:
+        self._script("statements", fn, model)
+
+    def _script(self, kind: str, fn: Callable[..., Any], model: str | None) -> None:
+        if model is None:
+            setattr(self, f"_{kind}", fn)
+        else:
+            self._per_model.setdefault(kind, {})[model] = fn
 
     def fail(self, kind: str, *, status: int = 500, times: int = 1,
              retry_after: float | None = None) -> None:
@@ -402,19 +454,25 @@ class FakeOpenAI:
             reply = self._generation(body)
         else:
             inputs = record.inputs or JudgeInputs()
+            model = record.model or record.deployment
+            script = self._per_model.get(record.kind, {}).get(model or "")
+            counted_model = model if script is not None else None
             with self._lock:
-                call_index = self._calls[(record.kind, inputs)]
-                self._calls[(record.kind, inputs)] += 1
+                call_index = self._calls[(record.kind, counted_model, inputs)]
+                self._calls[(record.kind, counted_model, inputs)] += 1
+            script = script or getattr(self, f"_{record.kind}")
             if record.kind == "groundedness":
-                reply = self._groundedness(inputs.query, inputs.context, inputs.response, call_index)
-            elif record.kind == "relevance":
-                reply = self._relevance(inputs.response, call_index)
+                reply = script(inputs.query, inputs.context, inputs.response, call_index)
+            elif record.kind == "statements":
+                reply = script(inputs.context, inputs.response, call_index)
             else:
-                reply = self._fluency(inputs.response, call_index)
+                reply = script(inputs.response, call_index)
         content, finish_reason = _reply_content(record.kind, reply)
         prompt_tokens = _tokens(_messages_text(body))
         completion_tokens = _tokens(content)
+        extra = {"system_fingerprint": self.system_fingerprint} if self.system_fingerprint else {}
         return _json({
+            **extra,
             "id": f"chatcmpl-{len(self.requests)}",
             "object": "chat.completion",
             "created": int(time.time()),
@@ -459,6 +517,8 @@ def _reply_content(kind: str, reply: Any) -> tuple[str, str]:
     if isinstance(reply, int):
         return json.dumps({"reason": f"scripted {kind} score {reply}", "score": reply,
                            "status": "completed"}), "stop"
+    if isinstance(reply, (list, tuple)) and kind == "statements":
+        return json.dumps({"statements": list(reply)}), "stop"
     if isinstance(reply, (list, tuple)):
         return json.dumps({"questions": list(reply), "noncommittal": False}), "stop"
     if isinstance(reply, dict):

@@ -92,7 +92,8 @@ def test_counts_table_holds_the_reports_counts() -> None:
               "regressions to review": "regressions_to_review",
               "new non-answers": "new_non_answers", "unstable": "unstable",
               "relevance drops": "relevance_drops", "moved": "moved",
-              "still ungrounded": "still_ungrounded", "judge errors": "errors"}
+              "still ungrounded": "still_ungrounded", "judge errors": "errors",
+              "address the judge": "manipulation_flags"}
     shown = {labels[name]: int(value) for name, value in zip(header, values, strict=True)}
     assert shown == counts_dict(report.counts)
 
@@ -131,7 +132,7 @@ def test_a_flip_row_shows_movement_reason_evidence_and_answer() -> None:
         "id": "fee", "category": "policy",
         "baseline → candidate": "grounded (5) → ungrounded (2; re-score 1)",
         "judge's reason": "Invents a $12 fee.",
-        "not in the context": "figures: $12, 5-7 daysstatements: A $12 fee applies.",
+        "not in the context": "statements: A $12 fee applies.figures: $12, 5-7 days",
         "candidate answer": "Replacement cards cost $12.",
     }
 
@@ -271,7 +272,8 @@ def test_the_templates_live_inside_the_package() -> None:
     import flipgate
 
     assert templates_dir() == Path(flipgate.__file__).resolve().parent / "templates"
-    assert sorted(p.name for p in templates_dir().glob("*.j2")) == ["_tables.md.j2", "comment.md.j2"]
+    assert sorted(p.name for p in templates_dir().glob("*.j2")) == [
+        "_tables.md.j2", "calibration.md.j2", "comment.md.j2"]
 
 
 # ---------------------------------------------------------------- size budget

@@ -9,7 +9,7 @@ import pytest
 
 from flipgate.config import Config, GateConfig
 from flipgate.errors import IncompleteError
-from flipgate.model import Answer, Case, Conclusion, JudgeInfo, Relevance, Score, Verdict
+from flipgate.model import Answer, Case, Conclusion, JudgeInfo, Relevance, Score, Statements, Verdict
 from flipgate.progress import Silent
 from flipgate.scoring import build_report, score_rows
 
@@ -41,11 +41,15 @@ class ScriptedJudge:
         self.calls.append(("relevance", str(len(items)), 0))
         return [Relevance(score=self.relevance_table.get(r, 0.9)) for _, r in items]
 
+    async def statements(self, case: Case, response: str) -> Statements:
+        self.calls.append(("statements", response, 0))
+        return Statements()
+
     async def aclose(self) -> None:
         pass
 
 
-CONFIG = Config(cases="x", gate=GateConfig(blocking_categories=("pricing",)))
+CONFIG = Config(cases="x", gate=GateConfig(blocking_categories=("pricing",), strict=True))
 
 
 def run(cases: list[Case], baseline: dict[str, str], candidate: dict[str, str], judge: ScriptedJudge):

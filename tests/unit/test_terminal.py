@@ -113,7 +113,8 @@ def test_the_conclusion_is_the_last_line(rows, conclusion, line) -> None:
 
 def test_counts_line() -> None:
     out = printed(make_report(one_of_each()))
-    assert ("9 cases · 1 blocking regression · 1 judge error · 1 to review · 1 new non-answer · "
+    assert ("9 cases · 1 blocking regression · 1 judge error · 1 to review · "
+            "0 answers address the judge · 1 new non-answer · "
             "1 unstable · 1 relevance drop · 1 moved · 1 still ungrounded") in out
 
 

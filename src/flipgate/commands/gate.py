@@ -53,7 +53,7 @@ def gate(cases_path: str, baseline_path: str, candidate_path: str, config_path: 
     from flipgate.cases import load_answer_sets, load_cases
     from flipgate.config import Config
     from flipgate.errors import IncompleteError
-    from flipgate.judges import make_judge
+    from flipgate.judges import make_judges
     from flipgate.model import Conclusion
     from flipgate.outputs import write_outputs
     from flipgate.runtime import Runtime
@@ -71,13 +71,14 @@ def gate(cases_path: str, baseline_path: str, candidate_path: str, config_path: 
     baseline, candidate = load_answer_sets(cases, cases_path, [baseline_path, candidate_path])
 
     runtime = Runtime.from_config(config, cache_dir=cache_dir_or_none(cache_dir, no_cache))
-    the_judge = make_judge(config, runtime=runtime, settings=settings_from_env(), provider=judge)
+    the_judge = make_judges(config, runtime=runtime, settings=settings_from_env(), provider=judge)
     bar = progress.for_stream("judging", sys.stderr)
 
     async def score() -> Scored:
         async with contextlib.aclosing(the_judge):
             return await score_rows(cases=cases, baseline=baseline, candidate=candidate,
-                                    config=config, judge=the_judge, progress=bar)
+                                    config=config, judge=the_judge.first, second=the_judge.second,
+                                    mode=the_judge.mode, progress=bar)
 
     stopped = scored = None
     try:

@@ -10,13 +10,13 @@ from typing import TYPE_CHECKING
 import click
 
 from flipgate.commands.common import config_option, read_config, report_failures, visible
+from flipgate.config import DEFAULT_MIN_CASES_PER_CATEGORY
 from flipgate.recording.select import DEFAULT_PER_CATEGORY
 
 if TYPE_CHECKING:
     from flipgate.recording.select import Outcome
 
 FORMATS = ("otel", "jsonl", "report")
-DEFAULT_MINIMUM = 50  # until the configuration names `gate.min_cases_per_category`
 
 
 def detect_format(data: bytes) -> str:
@@ -114,7 +114,7 @@ def record(inputs: tuple[str, ...], out_path: str, input_format: str | None,
     if rules_path is not None:
         rules = parse_category_rules(decode_utf8(read_bytes(rules_path), rules_path), source=rules_path)
     config = read_config(config_path)
-    minimum = getattr(config.gate, "min_cases_per_category", DEFAULT_MINIMUM) if config else DEFAULT_MINIMUM
+    minimum = config.gate.min_cases_per_category if config else DEFAULT_MIN_CASES_PER_CATEGORY
     blocking = frozenset(config.gate.blocking_categories) if config else frozenset()
 
     reading = Reading()

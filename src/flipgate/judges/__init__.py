@@ -1,4 +1,4 @@
-"""Judges: build the one a run asks for.
+"""Judges: build the ones a run asks for, and describe them for the report.
 
 Importing this package imports no model client: the openai client and the
 optional azure-ai-evaluation backend load only inside `make_judge`, so
@@ -7,23 +7,62 @@ optional azure-ai-evaluation backend load only inside `make_judge`, so
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from flipgate.config import AZURE_ENGINE, PROVIDERS, Config, JudgeConfig
+from flipgate.config import AZURE_ENGINE, OPENAI_ENGINE, PROVIDERS, Config, JudgeConfig, second_judge
 from flipgate.errors import InputError
 
 if TYPE_CHECKING:
     from flipgate.judges.base import Judge
+    from flipgate.model import JudgeInfo
     from flipgate.runtime import Runtime
     from flipgate.settings import Settings
+
+
+def _chosen(config: Config, provider: str | None) -> str:
+    chosen = provider or config.judge.provider
+    if chosen not in PROVIDERS:
+        raise InputError(f"--judge must be one of {', '.join(PROVIDERS)}, not {chosen!r}")
+    return chosen
+
+
+def rescore_mode(config: Config, provider: str | None = None) -> str:
+    """How this run confirms a flip: same_judge, second_opinion (replace) or both."""
+    if second_judge(config.judge, provider) is None:
+        return "same_judge"
+    assert config.judge.second_opinion is not None
+    return "both" if config.judge.second_opinion.mode == "both" else "second_opinion"
+
+
+def describe(config: Config, provider: str | None = None) -> JudgeInfo:
+    """The instrument of a run, as the report pins it, without building a client."""
+    from dataclasses import replace
+
+    from flipgate.judges import base, prompts
+    from flipgate.model import JudgeInfo
+
+    chosen = _chosen(config, provider)
+    second = second_judge(config.judge, chosen)
+    pinned = {"rescore": rescore_mode(config, chosen),
+              "second_opinion": second.model if second is not None else None}
+    if chosen == "offline":
+        from flipgate.judges.offline import OfflineJudge
+
+        return replace(OfflineJudge.info, **pinned)
+    judge = config.judge
+    hashes = prompts.rubric_hashes(prompts.rubric_texts(questions=config.relevance.questions))
+    return JudgeInfo(provider=chosen, model=judge.model, engine=judge.engine,
+                     embedding_model=config.relevance.embedding_model,
+                     rubric_version=prompts.pinned_version(base.RUBRIC_VERSION, hashes),
+                     rubric_hash=hashes, temperature=None if judge.reasoning else 0,
+                     seed=judge.seed, **pinned)
 
 
 def make_judge(config: Config, *, runtime: Runtime, settings: Settings,
                provider: str | None = None) -> Judge:
     """The judge for this run: `provider` (from `--judge`) wins over `judge.provider`."""
-    chosen = provider or config.judge.provider
-    if chosen not in PROVIDERS:
-        raise InputError(f"--judge must be one of {', '.join(PROVIDERS)}, not {chosen!r}")
+    chosen = _chosen(config, provider)
     if chosen == "offline":
         from flipgate.judges.offline import OfflineJudge
 
@@ -32,24 +71,44 @@ def make_judge(config: Config, *, runtime: Runtime, settings: Settings,
         # The offline placeholder model: an LLM judge must be pinned explicitly.
         raise InputError(f"{config.source}: the {chosen} judge needs 'judge.model' "
                          "(pin the judge model)")
+    return _llm_judge(config, config.judge, provider=chosen, runtime=runtime, settings=settings,
+                      info=describe(config, chosen), purpose="judge")
 
+
+def make_second_judge(config: Config, *, runtime: Runtime, settings: Settings,
+                      provider: str | None = None) -> Judge | None:
+    """The second-opinion judge (`judge.second_opinion`, from the trusted base config), or None."""
+    second = second_judge(config.judge, _chosen(config, provider))
+    if second is None:
+        return None
+    if second.provider == "offline":
+        from flipgate.judges.offline import OfflineJudge
+
+        return OfflineJudge(config)
+    from dataclasses import replace
+
+    info = replace(describe(config, second.provider), model=second.model, engine=OPENAI_ENGINE,
+                   temperature=None if second.reasoning else 0, rescore="second_opinion",
+                   second_opinion=None)
+    return _llm_judge(config, replace(second, engine=OPENAI_ENGINE), provider=second.provider,
+                      runtime=runtime, settings=settings, info=info, purpose="second_opinion")
+
+
+def _llm_judge(config: Config, judge: JudgeConfig, *, provider: str, runtime: Runtime,
+               settings: Settings, info: JudgeInfo, purpose: str) -> Judge:
     from flipgate.judges.openai_judge import OpenAIJudge
     from flipgate.llm import LLM, azure_endpoint, make_client, openai_endpoint
-    from flipgate.model import JudgeInfo
 
-    judge = config.judge
-    endpoint = (openai_endpoint(judge.base_url, settings=settings) if chosen == "openai"
+    endpoint = (openai_endpoint(judge.base_url, settings=settings) if provider == "openai"
                 else azure_endpoint(judge.azure_endpoint, judge.api_version, deployment=judge.model,
                                     settings=settings))
     client = make_client(endpoint, settings=settings, timeout=judge.timeout,
                          max_retries=judge.max_retries)
     llm = LLM(client, endpoint, limiter=runtime.limiter, cache=runtime.cache,
-              budget=runtime.budget, usage=runtime.usage_for("judge"),
+              budget=runtime.budget, usage=runtime.usage_for(purpose),
               embedding_batch=config.relevance.embedding_batch)
-    info = JudgeInfo(provider=chosen, model=judge.model, engine=judge.engine,
-                     embedding_model=config.relevance.embedding_model)
     llm_judge = OpenAIJudge(llm, info=info, reasoning=judge.reasoning,
-                            questions=config.relevance.questions)
+                            questions=config.relevance.questions, seed=judge.seed)
     if judge.engine != AZURE_ENGINE:
         return llm_judge
 
@@ -59,3 +118,35 @@ def make_judge(config: Config, *, runtime: Runtime, settings: Settings,
                           info=info, relevance_judge=llm_judge, limiter=runtime.limiter,
                           budget=runtime.budget, timeout=judge.timeout * (judge.max_retries + 1),
                           reasoning=judge.reasoning, usage=llm.usage)
+
+
+@dataclass
+class Judges:
+    """The run's judge and, when `judge.second_opinion` is set, the judge that confirms flips."""
+
+    first: Judge
+    second: Judge | None
+    mode: str  # same_judge | second_opinion | both
+
+    @property
+    def info(self) -> JudgeInfo:
+        """The instrument as the report pins it, with what the provider returned."""
+        from dataclasses import replace
+
+        return replace(self.first.info, rescore=self.mode,
+                       second_opinion=self.second.info.model if self.second is not None else None)
+
+    async def aclose(self) -> None:
+        try:
+            await self.first.aclose()
+        finally:
+            if self.second is not None:
+                await self.second.aclose()
+
+
+def make_judges(config: Config, *, runtime: Runtime, settings: Settings,
+                provider: str | None = None) -> Judges:
+    """Both judges of a run, built before anything is paid for."""
+    first = make_judge(config, runtime=runtime, settings=settings, provider=provider)
+    second = make_second_judge(config, runtime=runtime, settings=settings, provider=provider)
+    return Judges(first=first, second=second, mode=rescore_mode(config, provider))

@@ -37,7 +37,7 @@ from flipgate.judges.base import EMPTY_ANSWER
 from flipgate.judges.openai_judge import OpenAIJudge, describe_api_error
 from flipgate.judges.replies import SCORE_MAX, SCORE_MIN
 from flipgate.llm import Budget, Endpoint, Limiter, Usage
-from flipgate.model import Case, JudgeInfo, Relevance, Score
+from flipgate.model import Case, JudgeInfo, Relevance, Score, Statements
 from flipgate.settings import Settings
 
 if TYPE_CHECKING:
@@ -142,6 +142,10 @@ class AzureEvalJudge:
 
     async def relevance(self, items: Sequence[tuple[Case, str]]) -> list[Relevance]:
         return await self.relevance_judge.relevance(items)
+
+    async def statements(self, case: Case, response: str) -> Statements:
+        # The SDK has no statement-level metric: the openai engine's, through `LLM`.
+        return await self.relevance_judge.statements(case, response)
 
     async def aclose(self) -> None:
         await self.relevance_judge.aclose()

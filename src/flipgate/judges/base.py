@@ -10,16 +10,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from flipgate.model import Case, JudgeInfo, Relevance, Score
+from flipgate.model import Case, JudgeInfo, Relevance, Score, Statements
 
-# Bumped whenever a rubric's wording changes, so cached verdicts of an older
-# rubric are never reused (it is part of every judge request's cache key).
 # An empty or whitespace-only answer is a non-answer (3) without asking any
 # judge: a judge with nothing to score must never turn into a skip or a pass.
 EMPTY_ANSWER = Score(value=3, reason="empty answer: nothing to ground, counted as a non-answer "
                                      "without asking the judge")
 
-RUBRIC_VERSION = "2026-11-29.2"
+# Bumped whenever a rubric's wording changes, to say so in the report. The
+# version and a hash of the rubric's text are both part of every judge
+# request's cache key, so cached verdicts of another rubric are never reused.
+RUBRIC_VERSION = "2026-11-30.1"
 
 
 class Judge(Protocol):
@@ -30,6 +31,14 @@ class Judge(Protocol):
 
         `sample` distinguishes independent scorings of the same answer: the
         confirming re-score uses sample=1 and must reach the judge again.
+        """
+        ...
+
+    async def statements(self, case: Case, response: str) -> Statements:
+        """The answer split into atomic statements, each labelled against the context.
+
+        Asked only for flipped rows. Every statement's text must be in the answer,
+        else the result is a judge error (`Statements.error`), never evidence.
         """
         ...
 

@@ -26,9 +26,12 @@ sentence-structure heuristic, nothing more.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Sequence
+from pathlib import Path
 
+from flipgate import evidence, figures
 from flipgate.config import OFFLINE_MODEL, Config
 from flipgate.escaping import quoted
 from flipgate.evidence import (
@@ -39,11 +42,12 @@ from flipgate.evidence import (
     coverage,
     cut_note,
     cut_text,
+    lexical_statements,
     split_statements,
 )
 from flipgate.figures import Figure, extract_figures, same_fact
 from flipgate.judges.base import EMPTY_ANSWER
-from flipgate.model import Case, JudgeInfo, Relevance, Score
+from flipgate.model import Case, JudgeInfo, Relevance, Score, Statements
 
 # An answer is "unrelated" (1) when less than this share of its content words
 # occurs in the context and the question, and it addresses less than this
@@ -226,10 +230,21 @@ def fluency_heuristic(response: str) -> Score:
 
 # --- the judge ----------------------------------------------------------------
 
+def _code_hash() -> str:
+    """The lexical judge's rubric is its code: a hash of the modules that decide."""
+    digest = hashlib.sha256()
+    for module_file in (__file__, evidence.__file__, figures.__file__):
+        digest.update(Path(module_file).read_bytes())
+    return digest.hexdigest()
+
+
 class OfflineJudge:
     """The `Judge` protocol on the lexical checks above: no network, same answer every time."""
 
-    info = JudgeInfo(provider="offline", model=OFFLINE_MODEL, engine="lexical")
+    info = JudgeInfo(provider="offline", model=OFFLINE_MODEL, engine="lexical",
+                     rubric_version=OFFLINE_MODEL,
+                     rubric_hash=dict.fromkeys(("groundedness", "relevance", "fluency", "statements"),
+                                               _code_hash()))
 
     def __init__(self, config: Config) -> None:
         self.config = config
@@ -240,6 +255,9 @@ class OfflineJudge:
 
     async def fluency(self, response: str) -> Score:
         return fluency_heuristic(response)
+
+    async def statements(self, case: Case, response: str) -> Statements:
+        return Statements(items=lexical_statements(case.context, response, query=case.query))
 
     async def relevance(self, items: Sequence[tuple[Case, str]]) -> list[Relevance]:
         return [_row_relevance(case, response) for case, response in items]

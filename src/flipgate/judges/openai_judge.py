@@ -12,6 +12,7 @@ row gets a judge error. Nothing here raises for one row's failure, except
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import math
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -19,9 +20,15 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from flipgate.config import DEFAULT_QUESTIONS
 from flipgate.judges import prompts
 from flipgate.judges.base import EMPTY_ANSWER, RUBRIC_VERSION
-from flipgate.judges.replies import JudgeReplyError, Questions, read_questions, read_score
+from flipgate.judges.replies import (
+    JudgeReplyError,
+    Questions,
+    read_questions,
+    read_score,
+    read_statements,
+)
 from flipgate.llm import LLM
-from flipgate.model import Case, JudgeInfo, Relevance, Score
+from flipgate.model import Case, JudgeInfo, Relevance, Score, Statements
 
 if TYPE_CHECKING:
     import openai
@@ -31,6 +38,8 @@ T = TypeVar("T")
 # Judge replies are one short JSON object. Reasoning models spend hidden
 # reasoning tokens out of the same allowance, so they get more room.
 MAX_TOKENS = 800
+# A statement list quotes the whole answer back, with spans of the context.
+STATEMENTS_MAX_TOKENS = 4000
 REASONING_MAX_COMPLETION_TOKENS = 4000
 
 
@@ -67,13 +76,23 @@ class OpenAIJudge:
     """The `Judge` protocol on an OpenAI-compatible chat completions API."""
 
     def __init__(self, llm: LLM, *, info: JudgeInfo, reasoning: bool = False,
-                 questions: int = DEFAULT_QUESTIONS):
+                 questions: int = DEFAULT_QUESTIONS, seed: int | None = None):
         if not info.embedding_model:
             raise ValueError("the judge needs an embedding model for relevance")
         self.llm = llm
-        self.info = info
+        self._info = info
         self.reasoning = reasoning
         self.questions = questions
+        self.seed = seed
+        # What the provider said it ran (model version, system fingerprint), in order seen.
+        self._returned_models: dict[str, None] = {}
+        self._fingerprints: dict[str, None] = {}
+
+    @property
+    def info(self) -> JudgeInfo:
+        """The instrument as configured, plus what the provider returned so far."""
+        return dataclasses.replace(self._info, returned_models=tuple(self._returned_models),
+                                   system_fingerprints=tuple(self._fingerprints))
 
     # -- the protocol
 
@@ -83,6 +102,21 @@ class OpenAIJudge:
         messages = prompts.groundedness_messages(query=case.query, context=case.context,
                                                  response=response)
         return await self._score("groundedness", messages, sample=sample)
+
+    async def statements(self, case: Case, response: str) -> Statements:
+        """The answer split into atomic statements, each checked against the context."""
+        if not response.strip():
+            return Statements()
+        messages = prompts.statements_messages(context=case.context, response=response)
+
+        def read(content: str) -> Statements:
+            return Statements(items=read_statements(content, answer=response, context=case.context))
+
+        try:
+            return await self._ask("statements", messages, read=read, sample=0,
+                                   max_tokens=STATEMENTS_MAX_TOKENS)
+        except JudgeFailure as exc:
+            return Statements(error=str(exc))
 
     async def fluency(self, response: str) -> Score:
         if not response.strip():
@@ -106,7 +140,7 @@ class OpenAIJudge:
         embedding_error = None
         if texts:
             try:
-                embedded = await self.llm.embed(model=self.info.embedding_model or "", texts=texts)
+                embedded = await self.llm.embed(model=self._info.embedding_model or "", texts=texts)
                 vectors = dict(zip(texts, embedded, strict=True))
             except openai.OpenAIError as exc:
                 retries = getattr(self.llm.client, "max_retries", 0)
@@ -122,31 +156,40 @@ class OpenAIJudge:
 
     # -- the parts
 
-    def _params(self) -> dict[str, Any]:
+    def _params(self, max_tokens: int = MAX_TOKENS) -> dict[str, Any]:
         params: dict[str, Any] = {"response_format": {"type": "json_object"}}
         if self.reasoning:
             # Reasoning models refuse `temperature` and `max_tokens`.
-            params["max_completion_tokens"] = REASONING_MAX_COMPLETION_TOKENS
+            params["max_completion_tokens"] = max(REASONING_MAX_COMPLETION_TOKENS, max_tokens)
         else:
-            params.update(temperature=0, max_tokens=MAX_TOKENS)
+            params.update(temperature=0, max_tokens=max_tokens)
+        if self.seed is not None:
+            params["seed"] = self.seed
         return params
 
     async def _ask(self, metric: str, messages: list[dict[str, str]], *,
-                   read: Callable[[str], T], sample: int) -> T:
+                   read: Callable[[str], T], sample: int, max_tokens: int = MAX_TOKENS) -> T:
         """Ask once; a reply that breaks the rubric is asked again, exactly once."""
         import openai
 
-        tag = {"rubric": RUBRIC_VERSION, "metric": metric, "sample": sample}
+        # The rubric's version and the hash of its text are part of the key: a
+        # verdict cached under another rubric is never reused.
+        tag = {"rubric": RUBRIC_VERSION, "rubric_hash": prompts.text_hash(messages[0]["content"]),
+               "metric": metric, "sample": sample}
         problem = ""
         for _attempt in range(2):
             try:
-                completion = await self.llm.chat(model=self.info.model, messages=messages,
-                                                 params=self._params(), cache_tag=tag,
+                completion = await self.llm.chat(model=self._info.model, messages=messages,
+                                                 params=self._params(max_tokens), cache_tag=tag,
                                                  validate=read)
             except openai.OpenAIError as exc:
                 retries = getattr(self.llm.client, "max_retries", 0)
                 raise JudgeFailure(f"{metric} judge: {describe_api_error(exc, retries=retries)}") \
                     from exc
+            if completion.model:
+                self._returned_models[completion.model] = None
+            if completion.system_fingerprint:
+                self._fingerprints[completion.system_fingerprint] = None
             try:
                 return read(completion.content)
             except JudgeReplyError as exc:

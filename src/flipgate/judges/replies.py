@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from flipgate.escaping import snippet
-from flipgate.model import Score
+from flipgate.model import Score, Statement, StatementLabel
 
 SCORE_MIN, SCORE_MAX = 1, 5
 _SNIPPET = 80
@@ -139,3 +139,51 @@ def read_questions(content: str) -> Questions:
     if not questions and not noncommittal:
         raise JudgeReplyError("reply has no questions for an answer it calls committal")
     return Questions(questions=tuple(q.strip() for q in questions), noncommittal=noncommittal)
+
+
+_LABELS = tuple(label.value for label in StatementLabel)
+
+
+def _flat(text: str) -> str:
+    """Whitespace runs as one space: a statement copied across a line break is still verbatim."""
+    return " ".join(text.split())
+
+
+def read_statements(content: str, *, answer: str, context: str) -> tuple[Statement, ...]:
+    """The statements reply, each statement checked against the answer it claims to quote.
+
+    `{"statements": [{"text", "label", "span"}]}`. A `text` that is not in the
+    answer (paraphrased, invented), or a `span` that is not in the context, makes
+    the whole reply a judge error: a made-up quote is not evidence.
+    """
+    reply = read_object(content)
+    if "statements" not in reply:
+        raise JudgeReplyError("reply has no statements")
+    items = reply["statements"]
+    if not isinstance(items, list):
+        raise JudgeReplyError(f"statements must be an array, got {_type_name(items)}")
+    if not items and answer.strip():
+        raise JudgeReplyError("reply lists no statements for a non-empty answer")
+    flat_answer, flat_context = _flat(answer), _flat(context)
+    statements = []
+    for number, item in enumerate(items, start=1):
+        if not isinstance(item, dict):
+            raise JudgeReplyError(f"statement {number} must be an object, got {_type_name(item)}")
+        text, label, span = item.get("text"), item.get("label"), item.get("span")
+        if not isinstance(text, str) or not text.strip():
+            raise JudgeReplyError(f"statement {number} has no text")
+        if label not in _LABELS:
+            raise JudgeReplyError(f"statement {number} label must be one of {', '.join(_LABELS)}, "
+                                  f"got {_type_name(label)}")
+        if span is not None and not isinstance(span, str):
+            raise JudgeReplyError(f"statement {number} span must be a string or null, got {_type_name(span)}")
+        if _flat(text) not in flat_answer:
+            raise JudgeReplyError(f"statement {number} is not in the answer (paraphrased or invented): "
+                                  f"{json.dumps(snippet(text, _SNIPPET))}")
+        span = span.strip() if span and span.strip() else None
+        if span is not None and _flat(span) not in flat_context:
+            raise JudgeReplyError(f"statement {number} quotes a span that is not in the context: "
+                                  f"{json.dumps(snippet(span, _SNIPPET))}")
+        statements.append(Statement(text=text.strip(), label=StatementLabel(label),
+                                    span=span if label == StatementLabel.SUPPORTED.value else None))
+    return tuple(statements)

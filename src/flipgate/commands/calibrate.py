@@ -1,0 +1,75 @@
+"""`flipgate calibrate`: check the judge against a person's labels, or write a labels file to fill in."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from flipgate.commands.common import report_failures
+from flipgate.config import DEFAULT_OUT_DIR
+
+
+def _read(path: str) -> bytes:
+    from flipgate.errors import InputError, Problem
+
+    try:
+        return Path(path).read_bytes()
+    except OSError as exc:
+        raise InputError(Problem(path, None, f"cannot read: {exc.strerror}")) from None
+
+
+@click.command("calibrate")
+@click.option("--report", "report_path", type=click.Path(dir_okay=False),
+              help="The report.json whose verdicts are checked.")
+@click.option("--labels", "labels_path", type=click.Path(dir_okay=False),
+              help='Labels (JSONL): {"id", "side": "baseline"|"candidate", "label": BUCKET}.')
+@click.option("--template", "template_path", type=click.Path(dir_okay=False),
+              help="Write a labels file to fill in for this report.json, flipped rows first.")
+@click.option("--out", "out", default=None,
+              help=f"With --labels: the folder for calibration.json and calibration.md (default "
+                   f"{DEFAULT_OUT_DIR}/). With --template: the labels file (default labels.jsonl).")
+@report_failures
+def calibrate(report_path: str | None, labels_path: str | None, template_path: str | None,
+              out: str | None) -> None:
+    """Compare the judge's buckets with human labels: confusion matrix, agreement, Cohen's
+    kappa, precision and recall of `ungrounded`, per category and overall, with 95%
+    Wilson intervals. Exits 0, or 2 on bad input.
+    """
+    from rich.console import Console
+
+    from flipgate import calibration
+    from flipgate.errors import InputError
+
+    if template_path is not None:
+        if report_path or labels_path:
+            raise InputError("--template takes the report itself: use either --template R "
+                             "or --report R --labels L")
+        sides = calibration.read_report_sides(_read(template_path), source=template_path)
+        target = Path(out or "labels.jsonl")
+        lines = calibration.template_lines(sides)
+        target.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+        click.echo(f"wrote {target}: {len(lines):,} answers to label, flipped rows first "
+                   "(set each \"label\" to ungrounded, non_answer, partial or grounded; "
+                   "leave null what you skip)", err=True)
+        return
+    if not report_path or not labels_path:
+        raise InputError("flipgate calibrate needs --report R --labels L (or --template R)")
+
+    sides = calibration.read_report_sides(_read(report_path), source=report_path)
+    labels = calibration.read_labels(_read(labels_path), source=labels_path)
+    result = calibration.calibrate(sides, labels, labels_source=labels_path)
+
+    directory = Path(out or DEFAULT_OUT_DIR)
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "calibration.json").write_text(
+        json.dumps(calibration.to_dict(result), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    from flipgate.calibration_output import print_calibration, render_markdown
+
+    (directory / "calibration.md").write_text(render_markdown(result), encoding="utf-8")
+    print_calibration(result, Console())
+    click.echo(f"wrote {directory / 'calibration.json'} and {directory / 'calibration.md'}",
+               err=True)
+    sys.exit(0)
