@@ -39,6 +39,7 @@ judge:
   provider: offline
 gate:
   blocking_categories: [pricing]
+  strict: true            # ten cases: let the same judge's re-score block below the minimum
 e2e:
   command: {sys.executable} scripts/retrieve.py
   timeout: 20
