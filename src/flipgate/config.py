@@ -127,6 +127,26 @@ class BudgetConfig:
 
 
 @dataclass(frozen=True)
+class EndpointConfig:
+    """`generator.endpoint`: where a generator that names no endpoint sends its requests."""
+
+    provider: str | None = None       # openai | azure
+    base_url: str | None = None
+    azure_endpoint: str | None = None
+    api_version: str | None = None
+    deployment: str | None = None     # the model (azure: the deployment) when the file names none
+    model: str | None = None          # the same, spelled for openai
+
+
+@dataclass(frozen=True)
+class GeneratorOptions:
+    """The mapping form of `generator:` besides its path."""
+
+    endpoint: EndpointConfig | None = None
+    strict_undefined: bool = False    # true: an undefined template variable is an error
+
+
+@dataclass(frozen=True)
 class E2EConfig:
     """The end-to-end run's live retrieval, trusted only from the base ref's configuration."""
 
@@ -152,6 +172,7 @@ class Config:
     e2e: E2EConfig | None = None
     concurrency: int = DEFAULT_CONCURRENCY
     directory: str = "."  # the config's directory, relative to the repository or cwd
+    generator_options: GeneratorOptions = field(default_factory=GeneratorOptions)
 
     def path_of(self, relative: str) -> str:
         """A config-relative path, joined to the config's directory (POSIX form)."""
@@ -166,6 +187,13 @@ _Check = Callable[[Any], str | None]
 
 def _is_str(value: Any) -> str | None:
     return None if isinstance(value, str) and value.strip() else "must be a non-empty string"
+
+
+def _is_text(value: Any) -> str | None:
+    """A string; YAML's dates (`api_version: 2024-10-21`) count as their text."""
+    import datetime
+
+    return None if isinstance(value, datetime.date) else _is_str(value)
 
 
 def _is_bool(value: Any) -> str | None:
@@ -212,7 +240,18 @@ def _one_of(choices: tuple[str, ...]) -> _Check:
 _SCHEMA: dict[str, Any] = {
     "version": lambda v: None if v == 1 else "must be 1",
     "cases": _is_str,
-    "generator": _is_str,
+    "generator": {
+        "path": _is_str,
+        "endpoint": {
+            "provider": _one_of(("openai", "azure")),
+            "base_url": _is_str,
+            "azure_endpoint": _is_str,
+            "api_version": _is_text,
+            "deployment": _is_str,
+            "model": _is_str,
+        },
+        "strict_undefined": _is_bool,
+    },
     "watch": _is_str_list,
     "concurrency": _is_positive_int,
     "judge": {
@@ -286,6 +325,8 @@ def parse_config(text: str, *, source: str = DEFAULT_CONFIG, directory: str = ".
                 problem(here, f"unknown key '{dotted}' (known: {', '.join(schema)})")
                 continue
             rule = schema[key]
+            if key == "generator" and not path and isinstance(value, str):
+                rule = _is_str  # the short form: just the path
             if isinstance(rule, dict):
                 if not isinstance(value, dict):
                     problem(here, f"'{dotted}' must be a mapping")
@@ -332,6 +373,15 @@ def parse_config(text: str, *, source: str = DEFAULT_CONFIG, directory: str = ".
     relevance = section("relevance")
     if "threshold" in relevance:
         relevance["threshold"] = float(relevance["threshold"])
+    generator = data.get("generator")
+    options = GeneratorOptions()
+    if isinstance(generator, dict):
+        endpoint = generator.get("endpoint")
+        options = GeneratorOptions(
+            endpoint=EndpointConfig(**{k: v.isoformat() if hasattr(v, "isoformat") else str(v)
+                                       for k, v in endpoint.items()}) if endpoint else None,
+            strict_undefined=generator.get("strict_undefined", False))
+        generator = generator.get("path")
     e2e = None
     if "e2e" in data:
         values = section("e2e")
@@ -342,7 +392,8 @@ def parse_config(text: str, *, source: str = DEFAULT_CONFIG, directory: str = ".
     return Config(
         source=source,
         cases=data["cases"],
-        generator=data.get("generator"),
+        generator=generator,
+        generator_options=options,
         watch=tuple(data.get("watch") or ()),
         judge=JudgeConfig(**judge),
         gate=GateConfig(**gate),

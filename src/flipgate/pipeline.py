@@ -11,21 +11,22 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from flipgate import gate
-from flipgate.config import DEFAULT_CACHE_DIR, DEFAULT_CONFIG, DEFAULT_OUT_DIR, GITHUB_COMMENT_LIMIT
+from flipgate.config import DEFAULT_CACHE_DIR, DEFAULT_CONFIG, DEFAULT_OUT_DIR, GITHUB_COMMENT_LIMIT, Config
 from flipgate.e2e.run import E2ERequest, e2e_wanted
 from flipgate.endpoint_lock import Generator, LockedPair, lock
-from flipgate.errors import IncompleteError
+from flipgate.errors import IncompleteError, InputError, Problem
 from flipgate.gitrefs import Git
 from flipgate.judges import Judges, make_judges
 from flipgate.model import Answer, Case, Conclusion, E2EReport, Report, Row
 from flipgate.outputs import write_outputs
-from flipgate.prompty import render_isolated
+from flipgate.prompty import Prompty, render_isolated
 from flipgate.refs import (
     Inputs,
     Ref,
@@ -61,14 +62,41 @@ def open_repo(path: Path, settings: Settings) -> Repo:
 
 
 def prepare(repo: Repo, refs: dict[str, Ref], generators: dict[str, Generator],
-            cases: list[Case]) -> dict[str, PreparedGenerator]:
+            cases: list[Case], *, environ: Mapping[str, str],
+            strict_undefined: bool = False) -> dict[str, PreparedGenerator]:
     """Render every case of each side in the sandbox (in parallel child processes)."""
     with ThreadPoolExecutor(max_workers=len(generators)) as pool:
         futures = {side: pool.submit(render_isolated, generator.prompty, cases, repo=repo.path,
-                                     sha=refs[side].sha)
+                                     sha=refs[side].sha, environ=environ,
+                                     strict_undefined=strict_undefined)
                    for side, generator in generators.items()}
         return {side: PreparedGenerator(generator=generators[side], rendered=future.result())
                 for side, future in futures.items()}
+
+
+def undefined_notes(prepared: Mapping[str, PreparedGenerator]) -> list[str]:
+    """A warning per generator whose template met undefined variables (rendered empty,
+    as the reference runtime does), so a typo still shows."""
+    notes = []
+    for prepared_side in prepared.values():
+        undefined = prepared_side.rendered.undefined
+        if not undefined:
+            continue
+        shown = "; ".join(f"'{name}' ({len(ids)} {'case' if len(ids) == 1 else 'cases'}, "
+                          f"e.g. {ids[0]})" for name, ids in sorted(undefined.items())[:10])
+        notes.append(f"Warning: {prepared_side.generator.prompty.source} uses variables that were "
+                     f"undefined and rendered empty: {shown}. Set generator.strict_undefined: true "
+                     "to make this an error.")
+    return notes
+
+
+def lock_generators(repo: Repo, base: Ref, head: Ref, *, config: Config,
+                    base_generator: Prompty | None, head_generator: Prompty,
+                    settings: Settings) -> LockedPair:
+    """The endpoint lock, with the base configuration's generator endpoint and each ref's files."""
+    return lock(base_generator, head_generator, settings=settings,
+                endpoint=config.generator_options.endpoint, config_source=config.source,
+                read_base=repo.reader(base), read_head=repo.reader(head))
 
 
 async def _replay_and_score(*, inputs: Inputs, pair: LockedPair,
@@ -99,12 +127,15 @@ async def _replay_and_score(*, inputs: Inputs, pair: LockedPair,
 async def _end_to_end(*, repo: Repo, base: Ref, inputs: Inputs, pair: LockedPair,
                       refs: dict[str, Ref], sides: dict[str, Generator], frozen: list[Row],
                       runtime: Runtime, settings: Settings, judge: str | None,
-                      request: E2ERequest, cache_dir: Path | None) -> E2EReport:
+                      request: E2ERequest, cache_dir: Path | None,
+                      environ: Mapping[str, str]) -> E2EReport:
     """The end-to-end run: the same generation and judging as the frozen run, on live contexts."""
     from flipgate.e2e.run import run_e2e
 
     async def gate_cases(live_cases: list[Case]) -> list[Row]:
-        prepared = await asyncio.to_thread(prepare, repo, refs, sides, live_cases)
+        prepared = await asyncio.to_thread(
+            prepare, repo, refs, sides, live_cases, environ=environ,
+            strict_undefined=inputs.config.generator_options.strict_undefined)
         live_judge = make_judges(inputs.config, runtime=runtime, settings=settings, provider=judge)
         scored = await _replay_and_score(inputs=dataclasses.replace(inputs, cases=live_cases),
                                          pair=pair, prepared=prepared, runtime=runtime,
@@ -132,12 +163,12 @@ async def check(*, repo: Path, base: str, head: str, settings: Settings,
     config = inputs.config
     with_e2e = e2e_wanted(config, trusted=inputs.from_base, request=e2e)
     path = generator_path(config)
-    base_generator = load_generator(git_repo, base_ref, path)
-    head_generator = require_generator(git_repo, head_ref, path)
+    environ = settings.environ
+    base_generator = load_generator(git_repo, base_ref, path, environ=environ)
+    head_generator = require_generator(git_repo, head_ref, path, environ=environ)
 
-    detected = detect_change(git_repo, base_ref, head_ref, config=config, path=path,
-                             changed=changed, base_generator=base_generator,
-                             head_generator=head_generator)
+    detected = detect_change(config=config, path=path, changed=changed,
+                             base_generator=base_generator, head_generator=head_generator)
     if not detected.relevant:
         note = (f"No change to the generator ({path}), the files it includes, or a watched "
                 "path: nothing to gate, no model was called.")
@@ -150,15 +181,18 @@ async def check(*, repo: Path, base: str, head: str, settings: Settings,
         markdown = write_outputs(report, out_dir, console=console, comment_limit=comment_limit)
         return CheckResult(report=report, markdown=markdown, exit_code=0)
 
-    pair = lock(base_generator, head_generator, settings=settings)
+    pair = lock_generators(git_repo, base_ref, head_ref, config=config,
+                           base_generator=base_generator.prompty if base_generator else None,
+                           head_generator=head_generator.prompty, settings=settings)
     refs = {"baseline": base_ref, "candidate": head_ref}
     sides = {"candidate": pair.candidate} if pair.adopted else \
         {"baseline": pair.baseline, "candidate": pair.candidate}
-    prepared = prepare(git_repo, refs, sides, inputs.cases)
+    prepared = prepare(git_repo, refs, sides, inputs.cases, environ=environ,
+                       strict_undefined=config.generator_options.strict_undefined)
     loaded = frozenset().union(*(p.rendered.loaded for p in prepared.values()))
     change = describe(git_repo, base_ref, head_ref, path=path, files=detected.relevant, pair=pair,
                       inputs=inputs, includes=detected.includes | loaded)
-    notes = [*inputs.notes, *detected.notes, *pair.notes]
+    notes = [*inputs.notes, *detected.notes, *pair.notes, *undefined_notes(prepared)]
 
     runtime = Runtime.from_config(config, cache_dir=cache_dir, progress=progress)
     # The run's judges, built before any generation: a judge that cannot be
@@ -178,7 +212,7 @@ async def check(*, repo: Path, base: str, head: str, settings: Settings,
         assert e2e is not None
         live = await _end_to_end(repo=git_repo, base=base_ref, inputs=inputs, pair=pair, refs=refs,
                                  sides=sides, frozen=scored.rows, runtime=runtime, settings=settings,
-                                 judge=judge, request=e2e, cache_dir=cache_dir)
+                                 judge=judge, request=e2e, cache_dir=cache_dir, environ=environ)
     report = build_report(config=config, judge=the_judge.info, cases=len(inputs.cases),
                           scored=scored, conclusion=None if scored is not None else Conclusion.ERROR,
                           notes=notes, change=change, usage=runtime.usage_report(),
@@ -209,6 +243,7 @@ class ReplayResult:
     answers: dict[str, Answer]
     usage: dict[str, dict[str, int]]
     cache: dict[str, int] | None
+    notes: list[str] = field(default_factory=list)
 
 
 async def replay_ref(*, repo: Path, ref: str, settings: Settings,
@@ -223,9 +258,13 @@ async def replay_ref(*, repo: Path, ref: str, settings: Settings,
     inputs = load_inputs(git_repo, at, at, config_path)
     config = inputs.config
     path = generator_path(config)
-    generator = require_generator(git_repo, at, path)
-    pair = lock(generator, generator, settings=settings)  # one ref: its own configuration is trusted
-    prepared = prepare(git_repo, {"generation": at}, {"generation": pair.baseline}, inputs.cases)
+    generator = require_generator(git_repo, at, path, environ=settings.environ).prompty
+    # One ref: its own configuration is the trusted one.
+    pair = lock_generators(git_repo, at, at, config=config, base_generator=generator,
+                           head_generator=generator, settings=settings)
+    prepared = prepare(git_repo, {"generation": at}, {"generation": pair.baseline}, inputs.cases,
+                       environ=settings.environ,
+                       strict_undefined=config.generator_options.strict_undefined)
     runtime = Runtime.from_config(config, cache_dir=cache_dir, progress=progress)
     client = make_client(pair.baseline.endpoint, settings=settings)
     try:
@@ -234,4 +273,32 @@ async def replay_ref(*, repo: Path, ref: str, settings: Settings,
     finally:
         await client.close()
     return ReplayResult(cases=inputs.cases, answers=answers, usage=runtime.usage_report(),
-                        cache=runtime.cache_stats())
+                        cache=runtime.cache_stats(), notes=undefined_notes(prepared))
+
+
+def replay_sample(*, repo: Path, ref: str, settings: Settings, config_path: str | None = None,
+                  generator: str | None = None) -> dict[str, Any]:
+    """`replay --sample`: the request the generator at `ref` would send for its own sample.
+    The generator is `generator` (a repository path) or the configuration's."""
+    from flipgate import gitrefs
+    from flipgate.dryrun import sample_request
+    from flipgate.refs import read_config
+
+    git_repo = open_repo(repo, settings)
+    at = git_repo.ref(ref)
+    config = None
+    if config_path is not None or generator is None:
+        path = gitrefs.safe_path(config_path or DEFAULT_CONFIG)
+        config = read_config(git_repo, at, path)
+        if config is None and generator is None:
+            raise InputError(Problem(path, None, f"not found at git ref {ref} (or name the "
+                                     "Prompty file with --generator)"))
+    if generator is not None:
+        path = gitrefs.safe_path(generator)
+    else:
+        assert config is not None
+        path = generator_path(config)
+    options = config.generator_options if config is not None else None
+    return sample_request(repo=git_repo, ref=at, path=path, environ=settings.environ,
+                          endpoint=options.endpoint if options else None,
+                          strict_undefined=options.strict_undefined if options else False)
