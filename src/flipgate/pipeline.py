@@ -42,6 +42,7 @@ from flipgate.replay import PreparedGenerator, first_failure_cancels, replay
 from flipgate.runtime import Runtime
 from flipgate.scoring import Scored, build_report, judge_info, score_rows, stopped_note
 from flipgate.settings import Settings
+from flipgate.shards import Shard, write_partial
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -55,6 +56,7 @@ class CheckResult:
     markdown: str                # comment.md as written: the comment to post
     exit_code: int
     message: str | None = None   # why the run stopped early (exit 3), for stderr
+    partial: Path | None = None  # a shard's partial.json, instead of report.json and comment.md
 
 
 def open_repo(path: Path, settings: Settings) -> Repo:
@@ -102,10 +104,10 @@ def lock_generators(repo: Repo, base: Ref, head: Ref, *, config: Config,
 async def _replay_and_score(*, inputs: Inputs, pair: LockedPair,
                             prepared: dict[str, PreparedGenerator], runtime: Runtime,
                             settings: Settings, judge: Judges) -> Scored:
-    from flipgate.llm import make_client
+    from flipgate.llm import LazyClient
 
     async with contextlib.aclosing(judge):
-        client = make_client(pair.baseline.endpoint, settings=settings)
+        client = LazyClient(pair.baseline.endpoint, settings=settings)
         try:
             cases = inputs.cases
             side = {"client": client, "runtime": runtime, "debug": settings.debug}
@@ -153,15 +155,37 @@ async def check(*, repo: Path, base: str, head: str, settings: Settings,
                 config_path: str = DEFAULT_CONFIG, out_dir: Path = Path(DEFAULT_OUT_DIR),
                 cache_dir: Path | None = Path(DEFAULT_CACHE_DIR), judge: str | None = None,
                 comment_limit: int = GITHUB_COMMENT_LIMIT, console: Console | None = None,
-                progress: Progress | None = None, e2e: E2ERequest | None = None) -> CheckResult:
-    """`run_check`, for callers that already run an event loop. `e2e`: also the end-to-end
-    run (live retrieval), asked for at the edge; it never changes the exit code."""
+                progress: Progress | None = None, shard: Shard | None = None,
+                e2e: E2ERequest | None = None) -> CheckResult:
+    """`run_check`, for callers that already run an event loop. With `shard`, only that
+    part of the cases is evaluated and a partial is written for `flipgate merge`. `e2e`:
+    also the end-to-end run (live retrieval), asked for at the edge; it never changes the
+    exit code."""
     git_repo = open_repo(repo, settings)
     base_ref, head_ref = git_repo.ref(base), git_repo.ref(head)
     changed = git_repo.changed(base_ref, head_ref)
     inputs = load_inputs(git_repo, base_ref, head_ref, config_path, changed=changed)
     config = inputs.config
     with_e2e = e2e_wanted(config, trusted=inputs.from_base, request=e2e)
+    total = len(inputs.cases)
+    positions = list(range(total))
+    if shard is not None:
+        inputs.cases, positions = shard.select(inputs.cases)
+
+    def finish(report: Report, *, message: str | None = None) -> CheckResult:
+        """Write report.json and comment.md, or a shard's partial.json."""
+        if shard is not None:
+            path = write_partial(report, out_dir, shard=shard, positions=positions, total=total,
+                                 fingerprint={"base_sha": base_ref.sha, "head_sha": head_ref.sha,
+                                              "configuration": config_path, "cases": total,
+                                              "judge": f"{report.judge.provider}/{report.judge.model}"},
+                                 stopped=message is not None)
+            # Judge errors on rows are part of the result; only a part that stopped fails its job.
+            return CheckResult(report=report, markdown="", message=message, partial=path,
+                               exit_code=3 if message is not None else 0)
+        markdown = write_outputs(report, out_dir, console=console, comment_limit=comment_limit)
+        return CheckResult(report=report, markdown=markdown,
+                           exit_code=gate.exit_code(report.conclusion), message=message)
     path = generator_path(config)
     environ = settings.environ
     base_generator = load_generator(git_repo, base_ref, path, environ=environ)
@@ -178,8 +202,7 @@ async def check(*, repo: Path, base: str, head: str, settings: Settings,
                               cases=len(inputs.cases), conclusion=Conclusion.SKIPPED,
                               notes=[note, *inputs.notes, *detected.notes, *more], usage={},
                               cache={"hits": 0, "misses": 0}, head_sha=head_ref.sha)
-        markdown = write_outputs(report, out_dir, console=console, comment_limit=comment_limit)
-        return CheckResult(report=report, markdown=markdown, exit_code=0)
+        return finish(report)
 
     pair = lock_generators(git_repo, base_ref, head_ref, config=config,
                            base_generator=base_generator.prompty if base_generator else None,
@@ -218,9 +241,8 @@ async def check(*, repo: Path, base: str, head: str, settings: Settings,
                           notes=notes, change=change, usage=runtime.usage_report(),
                           cache=runtime.cache_stats(), head_sha=head_ref.sha)
     report.e2e = live
-    markdown = write_outputs(report, out_dir, console=console, comment_limit=comment_limit)
-    return CheckResult(report=report, markdown=markdown, exit_code=gate.exit_code(report.conclusion),
-                       message=message)
+    runtime.fill_report(report)
+    return finish(report, message=message)
 
 
 def run_check(**kwargs: Any) -> CheckResult:
@@ -251,7 +273,7 @@ async def replay_ref(*, repo: Path, ref: str, settings: Settings,
                      cache_dir: Path | None = Path(DEFAULT_CACHE_DIR),
                      progress: Progress | None = None) -> ReplayResult:
     """Every case's answer from the generator at one ref (configuration and cases of that ref)."""
-    from flipgate.llm import make_client
+    from flipgate.llm import LazyClient
 
     git_repo = open_repo(repo, settings)
     at = git_repo.ref(ref)
@@ -266,7 +288,7 @@ async def replay_ref(*, repo: Path, ref: str, settings: Settings,
                        environ=settings.environ,
                        strict_undefined=config.generator_options.strict_undefined)
     runtime = Runtime.from_config(config, cache_dir=cache_dir, progress=progress)
-    client = make_client(pair.baseline.endpoint, settings=settings)
+    client = LazyClient(pair.baseline.endpoint, settings=settings)
     try:
         answers = await replay(inputs.cases, prepared["generation"], client=client, runtime=runtime,
                                purpose="generation", debug=settings.debug)

@@ -268,3 +268,9 @@ def test_no_end_to_end_run_when_the_frozen_run_could_not_finish(server: FakeOpen
     assert result.exit_code == 3
     assert "e2e" not in report and not retrieval_log.exists()
     assert any("No end-to-end run" in note for note in report["notes"])
+
+
+def test_e2e_and_shard_do_not_combine(tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli, ["run", "--base", "main", "--head", "HEAD", "--e2e", "--shard", "1/2"])
+    assert result.exit_code == 2
+    assert "cannot be combined with --shard" in result.output

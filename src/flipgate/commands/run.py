@@ -14,6 +14,7 @@ from flipgate.commands.common import (
     judge_option,
     report_failures,
     settings_from_env,
+    shard_option,
     visible,
 )
 from flipgate.config import DEFAULT_CONFIG, DEFAULT_OUT_DIR
@@ -60,12 +61,13 @@ def e2e_line(e2e: E2EReport) -> str:
 @cache_options
 @click.option("--repo", "repo", default=".", show_default=True,
               type=click.Path(file_okay=False, exists=True), help="The git repository.")
+@shard_option
 @click.option("--e2e", is_flag=True,
               help="Also the end-to-end run: live retrieval (the base config's e2e:) for both "
                    "versions, compared with the frozen run. It never changes the exit code.")
 @report_failures
 def run(base: str, head: str, config_path: str, out_dir: str, judge: str | None,
-        cache_dir: str, no_cache: bool, repo: str, e2e: bool) -> None:
+        cache_dir: str, no_cache: bool, repo: str, shard: str | None, e2e: bool) -> None:
     """The whole PR check: detect a prompt or model change, replay both refs, gate, render.
 
     Both refs are read from git objects (nothing is checked out); the
@@ -81,7 +83,11 @@ def run(base: str, head: str, config_path: str, out_dir: str, judge: str | None,
     from flipgate import progress
     from flipgate.e2e.run import E2ERequest
     from flipgate.pipeline import run_check
+    from flipgate.shards import Shard
 
+    if e2e and shard:
+        # A shard's partial holds frozen rows only; the end-to-end run compares whole runs.
+        raise click.UsageError("--e2e runs on the whole suite; it cannot be combined with --shard")
     settings = settings_from_env()
     # The retrieval's listed variables come from the same snapshot of the environment.
     request = (E2ERequest(environ=settings.environ, date=datetime.now(UTC).date().isoformat())
@@ -91,7 +97,8 @@ def run(base: str, head: str, config_path: str, out_dir: str, judge: str | None,
         result = run_check(repo=Path(repo), base=base, head=head, settings=settings,
                            config_path=config_path,
                            out_dir=Path(out_dir), cache_dir=cache_dir_or_none(cache_dir, no_cache),
-                           judge=judge, console=Console(), progress=bar, e2e=request)
+                           judge=judge, console=Console(), progress=bar,
+                           shard=Shard.parse(shard) if shard else None, e2e=request)
     finally:
         bar.close()
     if result.message:
@@ -99,5 +106,9 @@ def run(base: str, head: str, config_path: str, out_dir: str, judge: str | None,
     if result.report.e2e is not None:
         click.echo(visible(e2e_line(result.report.e2e)), err=True)
     click.echo(usage_line(result.report.usage, result.report.cache), err=True)
-    click.echo(f"wrote {Path(out_dir) / 'report.json'} and {Path(out_dir) / 'comment.md'}", err=True)
+    if result.partial is not None:
+        click.echo(f"wrote {result.partial} (shard {shard}); `flipgate merge` turns the partials "
+                   "into the report", err=True)
+    else:
+        click.echo(f"wrote {Path(out_dir) / 'report.json'} and {Path(out_dir) / 'comment.md'}", err=True)
     sys.exit(result.exit_code)
