@@ -82,12 +82,13 @@ def run(base: str, head: str, config_path: str, out_dir: str, judge: str | None,
 
     from flipgate import progress
     from flipgate.e2e.run import E2ERequest
+    from flipgate.errors import InputError
     from flipgate.pipeline import run_check
     from flipgate.shards import Shard
 
     if e2e and shard:
         # A shard's partial holds frozen rows only; the end-to-end run compares whole runs.
-        raise click.UsageError("--e2e runs on the whole suite; it cannot be combined with --shard")
+        raise InputError("--e2e runs on the whole suite; it cannot be combined with --shard")
     settings = settings_from_env()
     # The retrieval's listed variables come from the same snapshot of the environment.
     request = (E2ERequest(environ=settings.environ, date=datetime.now(UTC).date().isoformat())
