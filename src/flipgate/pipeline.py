@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -18,11 +19,12 @@ from typing import TYPE_CHECKING, Any
 
 from flipgate import gate
 from flipgate.config import DEFAULT_CACHE_DIR, DEFAULT_CONFIG, DEFAULT_OUT_DIR, GITHUB_COMMENT_LIMIT, Config
+from flipgate.e2e.run import E2ERequest, e2e_wanted
 from flipgate.endpoint_lock import Generator, LockedPair, lock
 from flipgate.errors import IncompleteError, InputError, Problem
 from flipgate.gitrefs import Git
 from flipgate.judges import Judges, make_judges
-from flipgate.model import Answer, Case, Conclusion, Report
+from flipgate.model import Answer, Case, Conclusion, E2EReport, Report, Row
 from flipgate.outputs import write_outputs
 from flipgate.prompty import Prompty, render_isolated
 from flipgate.refs import (
@@ -124,18 +126,47 @@ async def _replay_and_score(*, inputs: Inputs, pair: LockedPair,
                                 mode=judge.mode, progress=runtime.progress)
 
 
+async def _end_to_end(*, repo: Repo, base: Ref, inputs: Inputs, pair: LockedPair,
+                      refs: dict[str, Ref], sides: dict[str, Generator], frozen: list[Row],
+                      runtime: Runtime, settings: Settings, judge: str | None,
+                      request: E2ERequest, cache_dir: Path | None,
+                      environ: Mapping[str, str]) -> E2EReport:
+    """The end-to-end run: the same generation and judging as the frozen run, on live contexts."""
+    from flipgate.e2e.run import run_e2e
+
+    async def gate_cases(live_cases: list[Case]) -> list[Row]:
+        prepared = await asyncio.to_thread(
+            prepare, repo, refs, sides, live_cases, environ=environ,
+            strict_undefined=inputs.config.generator_options.strict_undefined)
+        live_judge = make_judges(inputs.config, runtime=runtime, settings=settings, provider=judge)
+        scored = await _replay_and_score(inputs=dataclasses.replace(inputs, cases=live_cases),
+                                         pair=pair, prepared=prepared, runtime=runtime,
+                                         settings=settings, judge=live_judge)
+        return scored.rows
+
+    assert inputs.config.e2e is not None
+    return await run_e2e(config=inputs.config.e2e, source=inputs.config.source, repo=repo.path,
+                         git=repo.git, base_sha=base.sha, cases=inputs.cases, frozen=frozen,
+                         request=request, cache_dir=cache_dir, limit=inputs.config.concurrency,
+                         gate_cases=gate_cases, progress=runtime.progress)
+
+
 async def check(*, repo: Path, base: str, head: str, settings: Settings,
                 config_path: str = DEFAULT_CONFIG, out_dir: Path = Path(DEFAULT_OUT_DIR),
                 cache_dir: Path | None = Path(DEFAULT_CACHE_DIR), judge: str | None = None,
                 comment_limit: int = GITHUB_COMMENT_LIMIT, console: Console | None = None,
-                progress: Progress | None = None, shard: Shard | None = None) -> CheckResult:
+                progress: Progress | None = None, shard: Shard | None = None,
+                e2e: E2ERequest | None = None) -> CheckResult:
     """`run_check`, for callers that already run an event loop. With `shard`, only that
-    part of the cases is evaluated and a partial is written for `flipgate merge`."""
+    part of the cases is evaluated and a partial is written for `flipgate merge`. `e2e`:
+    also the end-to-end run (live retrieval), asked for at the edge; it never changes the
+    exit code."""
     git_repo = open_repo(repo, settings)
     base_ref, head_ref = git_repo.ref(base), git_repo.ref(head)
     changed = git_repo.changed(base_ref, head_ref)
     inputs = load_inputs(git_repo, base_ref, head_ref, config_path, changed=changed)
     config = inputs.config
+    with_e2e = e2e_wanted(config, trusted=inputs.from_base, request=e2e)
     total = len(inputs.cases)
     positions = list(range(total))
     if shard is not None:
@@ -165,9 +196,11 @@ async def check(*, repo: Path, base: str, head: str, settings: Settings,
     if not detected.relevant:
         note = (f"No change to the generator ({path}), the files it includes, or a watched "
                 "path: nothing to gate, no model was called.")
+        more = (["No end-to-end run either: with nothing to gate there is no frozen verdict to "
+                 "compare with."] if with_e2e else [])
         report = build_report(config=config, judge=judge_info(config, judge),
                               cases=len(inputs.cases), conclusion=Conclusion.SKIPPED,
-                              notes=[note, *inputs.notes, *detected.notes], usage={},
+                              notes=[note, *inputs.notes, *detected.notes, *more], usage={},
                               cache={"hits": 0, "misses": 0}, head_sha=head_ref.sha)
         return finish(report)
 
@@ -195,10 +228,19 @@ async def check(*, repo: Path, base: str, head: str, settings: Settings,
     except IncompleteError as exc:
         message = str(exc)
         notes.append(stopped_note(message))
+        if with_e2e:
+            notes.append("No end-to-end run: the frozen run it is compared with could not finish.")
+    live = None
+    if with_e2e and scored is not None:
+        assert e2e is not None
+        live = await _end_to_end(repo=git_repo, base=base_ref, inputs=inputs, pair=pair, refs=refs,
+                                 sides=sides, frozen=scored.rows, runtime=runtime, settings=settings,
+                                 judge=judge, request=e2e, cache_dir=cache_dir, environ=environ)
     report = build_report(config=config, judge=the_judge.info, cases=len(inputs.cases),
                           scored=scored, conclusion=None if scored is not None else Conclusion.ERROR,
                           notes=notes, change=change, usage=runtime.usage_report(),
                           cache=runtime.cache_stats(), head_sha=head_ref.sha)
+    report.e2e = live
     runtime.fill_report(report)
     return finish(report, message=message)
 

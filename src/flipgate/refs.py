@@ -74,6 +74,7 @@ class Inputs:
     notes: list[str] = field(default_factory=list)
     config_diff: str | None = None
     cases_diff: str | None = None
+    from_base: bool = True   # False when adopting: the head's configuration, never trusted to run
 
 
 def _read_config(repo: Repo, ref: Ref, config_path: str) -> tuple[Config, str] | None:
@@ -140,7 +141,7 @@ def load_inputs(repo: Repo, base: Ref, head: Ref, config_path: str, *,
         notes.append(f"This pull request changes {cases_path} ({cases_diff}); the base's cases "
                      "are replayed.")
     return Inputs(config=config, cases=cases, notes=notes, config_diff=config_diff,
-                  cases_diff=cases_diff)
+                  cases_diff=cases_diff, from_base=source_ref is base)
 
 
 def generator_path(config: Config) -> str:
