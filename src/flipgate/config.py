@@ -21,7 +21,9 @@ DEFAULT_OUT_DIR = "flipgate-out"        # report.json and comment.md
 DEFAULT_CACHE_DIR = ".flipgate-cache"   # model replies
 DEFAULT_CONCURRENCY = 8                 # model calls in flight at once, for the whole run
 DEFAULT_TIMEOUT_SECONDS = 60.0          # per model request (the openai client's own timeout)
-DEFAULT_MAX_RETRIES = 3                 # the openai client's own retries
+DEFAULT_MAX_RETRIES = 3                 # retries of a 5xx, timeout or lost connection
+DEFAULT_MAX_WAIT = 600.0                # seconds one request may spend waiting out 429s
+DEFAULT_COMPLETION_CEILING = 4096       # budget: worst case of a request without max_tokens
 DEFAULT_EMBEDDING_BATCH = 2048          # OpenAI's /embeddings takes at most 2048 inputs
 DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_QUESTIONS = 3                   # questions the relevance judge invents per answer
@@ -65,7 +67,8 @@ class JudgeConfig:
     api_version: str | None = None
     reasoning: bool = False
     timeout: float = DEFAULT_TIMEOUT_SECONDS
-    max_retries: int = DEFAULT_MAX_RETRIES
+    max_retries: int = DEFAULT_MAX_RETRIES  # other transient failures (5xx, timeouts), per request
+    max_wait: float = DEFAULT_MAX_WAIT  # seconds a request may spend waiting out 429s
     seed: int | None = None          # sent with every judge request when set
     second_opinion: SecondOpinionConfig | None = None
 
@@ -93,13 +96,13 @@ def second_judge(judge: JudgeConfig, provider: str | None = None) -> JudgeConfig
                            reasoning=judge.reasoning if second.reasoning is None else second.reasoning,
                            timeout=second.timeout or judge.timeout,
                            max_retries=judge.max_retries if second.max_retries is None
-                           else second.max_retries, seed=judge.seed)
+                           else second.max_retries, max_wait=judge.max_wait, seed=judge.seed)
     return JudgeConfig(provider=second.provider, model=second.model or OFFLINE_MODEL,
                        base_url=second.base_url, azure_endpoint=second.azure_endpoint,
                        api_version=second.api_version, reasoning=bool(second.reasoning),
                        timeout=second.timeout or judge.timeout,
                        max_retries=judge.max_retries if second.max_retries is None
-                       else second.max_retries, seed=judge.seed)
+                       else second.max_retries, max_wait=judge.max_wait, seed=judge.seed)
 
 
 @dataclass(frozen=True)
@@ -124,6 +127,40 @@ class RelevanceConfig:
 class BudgetConfig:
     max_requests: int | None = None
     max_tokens: int | None = None
+    # The worst case assumed for a request that sets no max_tokens / max_completion_tokens.
+    completion_ceiling: int = DEFAULT_COMPLETION_CEILING
+
+
+@dataclass(frozen=True)
+class EndpointConfig:
+    """`generator.endpoint`: where a generator that names no endpoint sends its requests."""
+
+    provider: str | None = None       # openai | azure
+    base_url: str | None = None
+    azure_endpoint: str | None = None
+    api_version: str | None = None
+    deployment: str | None = None     # the model (azure: the deployment) when the file names none
+    model: str | None = None          # the same, spelled for openai
+
+
+@dataclass(frozen=True)
+class GeneratorOptions:
+    """The mapping form of `generator:` besides its path."""
+
+    endpoint: EndpointConfig | None = None
+    strict_undefined: bool = False    # true: an undefined template variable is an error
+
+
+@dataclass(frozen=True)
+class E2EConfig:
+    """The end-to-end run's live retrieval, trusted only from the base ref's configuration."""
+
+    command: str | None = None     # query on stdin, context on stdout
+    url: str | None = None         # or: POST {"query", "id", "category"} -> {"context"}
+    headers: tuple[tuple[str, str], ...] = ()  # for `url`; ${env:NAME} of names in `env`
+    timeout: float = 30.0
+    env: tuple[str, ...] = ()      # the only variables (secrets) the retrieval receives
+    enabled: bool = True           # false: only `flipgate run --e2e` runs it, never the action
 
 
 @dataclass(frozen=True)
@@ -137,8 +174,10 @@ class Config:
     gate: GateConfig = field(default_factory=GateConfig)
     relevance: RelevanceConfig = field(default_factory=RelevanceConfig)
     budget: BudgetConfig = field(default_factory=BudgetConfig)
+    e2e: E2EConfig | None = None
     concurrency: int = DEFAULT_CONCURRENCY
     directory: str = "."  # the config's directory, relative to the repository or cwd
+    generator_options: GeneratorOptions = field(default_factory=GeneratorOptions)
 
     def path_of(self, relative: str) -> str:
         """A config-relative path, joined to the config's directory (POSIX form)."""
@@ -153,6 +192,13 @@ _Check = Callable[[Any], str | None]
 
 def _is_str(value: Any) -> str | None:
     return None if isinstance(value, str) and value.strip() else "must be a non-empty string"
+
+
+def _is_text(value: Any) -> str | None:
+    """A string; YAML's dates (`api_version: 2024-10-21`) count as their text."""
+    import datetime
+
+    return None if isinstance(value, datetime.date) else _is_str(value)
 
 
 def _is_bool(value: Any) -> str | None:
@@ -199,7 +245,18 @@ def _one_of(choices: tuple[str, ...]) -> _Check:
 _SCHEMA: dict[str, Any] = {
     "version": lambda v: None if v == 1 else "must be 1",
     "cases": _is_str,
-    "generator": _is_str,
+    "generator": {
+        "path": _is_str,
+        "endpoint": {
+            "provider": _one_of(("openai", "azure")),
+            "base_url": _is_str,
+            "azure_endpoint": _is_str,
+            "api_version": _is_text,
+            "deployment": _is_str,
+            "model": _is_str,
+        },
+        "strict_undefined": _is_bool,
+    },
     "watch": _is_str_list,
     "concurrency": _is_positive_int,
     "judge": {
@@ -212,6 +269,7 @@ _SCHEMA: dict[str, Any] = {
         "reasoning": _is_bool,
         "timeout": _is_positive_number,
         "max_retries": _is_count,
+        "max_wait": _is_positive_number,
         "seed": _is_int,
         "second_opinion": {
             "model": _is_str,
@@ -234,7 +292,19 @@ _SCHEMA: dict[str, Any] = {
         "questions": _is_positive_int,
         "embedding_batch": _is_positive_int,
     },
-    "budget": {"max_requests": _is_positive_int, "max_tokens": _is_positive_int},
+    "budget": {"max_requests": _is_positive_int, "max_tokens": _is_positive_int,
+               "completion_ceiling": _is_positive_int},
+    "e2e": {
+        "command": _is_str,
+        "url": lambda v: None if isinstance(v, str) and v.startswith(("http://", "https://"))
+        else "must be an http:// or https:// URL",
+        "headers": lambda v: None if isinstance(v, dict) and all(
+            isinstance(k, str) and isinstance(x, str) for k, x in v.items())
+        else "must map header names to strings",
+        "timeout": _is_positive_number,
+        "env": _is_str_list,
+        "enabled": _is_bool,
+    },
 }
 
 
@@ -262,6 +332,8 @@ def parse_config(text: str, *, source: str = DEFAULT_CONFIG, directory: str = ".
                 problem(here, f"unknown key '{dotted}' (known: {', '.join(schema)})")
                 continue
             rule = schema[key]
+            if key == "generator" and not path and isinstance(value, str):
+                rule = _is_str  # the short form: just the path
             if isinstance(rule, dict):
                 if not isinstance(value, dict):
                     problem(here, f"'{dotted}' must be a mapping")
@@ -283,6 +355,10 @@ def parse_config(text: str, *, source: str = DEFAULT_CONFIG, directory: str = ".
     second_values = judge_values.get("second_opinion")
     if isinstance(second_values, dict):
         _check_second_opinion(second_values, judge_values, problem)
+    e2e_values = data.get("e2e")
+    if isinstance(e2e_values, dict) and ("command" in e2e_values) == ("url" in e2e_values):
+        problem(("e2e",), "'e2e' needs exactly one of 'command' (query on stdin, context on "
+                          "stdout) and 'url' (an HTTP retrieval endpoint)")
     if problems:
         raise InputError(problems)
 
@@ -304,15 +380,33 @@ def parse_config(text: str, *, source: str = DEFAULT_CONFIG, directory: str = ".
     relevance = section("relevance")
     if "threshold" in relevance:
         relevance["threshold"] = float(relevance["threshold"])
+    generator = data.get("generator")
+    options = GeneratorOptions()
+    if isinstance(generator, dict):
+        endpoint = generator.get("endpoint")
+        options = GeneratorOptions(
+            endpoint=EndpointConfig(**{k: v.isoformat() if hasattr(v, "isoformat") else str(v)
+                                       for k, v in endpoint.items()}) if endpoint else None,
+            strict_undefined=generator.get("strict_undefined", False))
+        generator = generator.get("path")
+    e2e = None
+    if "e2e" in data:
+        values = section("e2e")
+        e2e = E2EConfig(command=values.get("command"), url=values.get("url"),
+                        headers=tuple((values.get("headers") or {}).items()),
+                        timeout=float(values.get("timeout", E2EConfig.timeout)),
+                        env=tuple(values.get("env") or ()), enabled=values.get("enabled", True))
     return Config(
         source=source,
         cases=data["cases"],
-        generator=data.get("generator"),
+        generator=generator,
+        generator_options=options,
         watch=tuple(data.get("watch") or ()),
         judge=JudgeConfig(**judge),
         gate=GateConfig(**gate),
         relevance=RelevanceConfig(**relevance),
         budget=BudgetConfig(**section("budget")),
+        e2e=e2e,
         concurrency=data.get("concurrency", DEFAULT_CONCURRENCY),
         directory=directory,
     )

@@ -27,6 +27,7 @@ class Progress(Protocol):
     def add(self, total: int, phase: str = JUDGING) -> None: ...
     def advance(self, n: int = 1, phase: str = JUDGING) -> None: ...
     def watch(self, usage: UsageSource) -> None: ...
+    def show(self, detail: Callable[[], str]) -> None: ...
     def close(self) -> None: ...
 
 
@@ -38,6 +39,9 @@ class Silent:
         pass
 
     def watch(self, usage: UsageSource) -> None:
+        pass
+
+    def show(self, detail: Callable[[], str]) -> None:
         pass
 
     def close(self) -> None:
@@ -73,11 +77,14 @@ def duration(seconds: float) -> str:
 
 
 def status_line(phases: list[Phase], *, requests: int, tokens: int, elapsed: float,
-                now: float) -> str:
-    """One log line: each phase's done/total, requests, tokens, elapsed time and the ETA."""
+                now: float, detail: str | None = None) -> str:
+    """One log line: each phase's done/total, requests, tokens, the scheduler's `detail`
+    (concurrency in force, 429s), elapsed time and, last, the ETA or `done`."""
     parts = [f"{phase.name} {phase.done:,}/{phase.total:,}" for phase in phases if phase.total]
     if requests or tokens:  # the offline judge sends nothing: no "0 requests" to read
         parts += [f"{requests:,} requests", f"{tokens:,} tokens"]
+    if detail:
+        parts.append(detail)
     parts.append(f"{duration(elapsed)} elapsed")
     active = next((phase for phase in phases if phase.total and phase.done < phase.total), None)
     if active is None:
@@ -100,12 +107,17 @@ class PeriodicLines:
         self.phases: dict[str, Phase] = {}
         self.started = clock()
         self._usage: UsageSource = lambda: (0, 0)
+        self._detail: Callable[[], str] | None = None
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
     def watch(self, usage: UsageSource) -> None:
         self._usage = usage
+
+    def show(self, detail: Callable[[], str]) -> None:
+        """Add `detail()` (e.g. the current concurrency and 429 count) to every line."""
+        self._detail = detail
 
     def add(self, total: int, phase: str = JUDGING) -> None:
         with self._lock:
@@ -128,7 +140,8 @@ class PeriodicLines:
         with self._lock:
             phases = [Phase(**vars(phase)) for phase in self.phases.values()]
         return status_line(phases, requests=requests, tokens=tokens,
-                           elapsed=now - self.started, now=now)
+                           elapsed=now - self.started, now=now,
+                           detail=self._detail() if self._detail is not None else None)
 
     def _print(self) -> None:
         print(self.line(), file=self.stream, flush=True)
@@ -165,10 +178,14 @@ class Bar:
                                       console=Console(file=stream or sys.stderr), transient=True)
         self._tasks: dict[str, object] = {}
         self._usage: UsageSource = lambda: (0, 0)
+        self._detail: Callable[[], str] | None = None
         self._progress.start()
 
     def watch(self, usage: UsageSource) -> None:
         self._usage = usage
+
+    def show(self, detail: Callable[[], str]) -> None:
+        self._detail = detail
 
     def _task(self, phase: str):  # noqa: ANN202 - rich's TaskID
         if phase not in self._tasks:
@@ -182,8 +199,10 @@ class Bar:
 
     def advance(self, n: int = 1, phase: str = JUDGING) -> None:
         requests, tokens = self._usage()
-        self._progress.update(self._task(phase), advance=n,
-                              usage=f"{requests:,} requests · {tokens:,} tokens")
+        usage = f"{requests:,} requests · {tokens:,} tokens"
+        if self._detail is not None:
+            usage += f" · {self._detail()}"
+        self._progress.update(self._task(phase), advance=n, usage=usage)
 
     def close(self) -> None:
         self._progress.stop()

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from flipgate import gate
-from flipgate.model import Change, Counts, JudgeInfo, Relevance, Report, Row, Score, Side
+from flipgate.model import Change, Counts, E2EReport, JudgeInfo, Relevance, Report, Row, Score, Side
 
 REPORT_VERSION = 1
 
@@ -103,6 +103,27 @@ def row_to_dict(row: Row, *, second_opinion: str | None = None) -> dict[str, Any
     return out
 
 
+def e2e_to_dict(e2e: E2EReport) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "date": e2e.date,
+        "retrieval": e2e.retrieval,
+        "counts": {"cases": len(e2e.rows), "drift": len(e2e.drift),
+                   "changed_contexts": e2e.changed_contexts, "retrieval_errors": e2e.retrieval_errors},
+        "rows": [{"id": row.id, "category": row.category, "query": row.query,
+                  "frozen_verdict": row.frozen_verdict.value,
+                  "e2e_verdict": row.e2e_verdict.value if row.e2e_verdict is not None else None,
+                  "drift": row.drift, "live_context": row.live_context,
+                  "context_changed": row.context_changed, "context_diff": row.context_diff,
+                  **({"error": row.error} if row.error else {})}
+                 for row in e2e.rows],
+    }
+    if e2e.stopped:
+        out["stopped"] = e2e.stopped
+    if e2e.notes:
+        out["notes"] = list(e2e.notes)
+    return out
+
+
 def counts_dict(counts: Counts) -> dict[str, int]:
     """`cases`, then every kind's count (0 when none), in the kinds' order."""
     return {"cases": counts.cases, **{kind.count_field: counts[kind.count_field] for kind in gate.KINDS}}
@@ -120,7 +141,8 @@ def change_dict(change: Change) -> dict[str, Any]:
     }
 
 
-def to_dict(report: Report) -> dict[str, Any]:
+def to_dict(report: Report, *, rows: bool = True) -> dict[str, Any]:
+    """The contract's report.json as a dict (`rows=False`: an empty list in their place)."""
     out: dict[str, Any] = {
         "version": REPORT_VERSION,
         "conclusion": report.conclusion.value,
@@ -129,19 +151,21 @@ def to_dict(report: Report) -> dict[str, Any]:
         "categories": {name: asdict(info) for name, info in report.categories.items()},
         "strict": report.strict,
         "rows": [row_to_dict(row, second_opinion=report.judge.second_opinion)
-                 for row in report.rows],
+                 for row in report.rows] if rows else [],
         "relevance_threshold": report.relevance_threshold,
     }
     if report.fluency is not None:
         out["fluency"] = asdict(report.fluency)
     if report.change is not None:
         out["change"] = change_dict(report.change)
-    for name in ("usage", "cache", "head_sha"):
+    for name in ("usage", "budget", "scheduling", "cache", "head_sha"):
         value = getattr(report, name)
         if value is not None:
             out[name] = value
     if report.notes:
         out["notes"] = list(report.notes)
+    if report.e2e is not None:
+        out["e2e"] = e2e_to_dict(report.e2e)
     return out
 
 
@@ -149,6 +173,28 @@ def write_json(report: Report, path: str | os.PathLike[str]) -> None:
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f".{target.name}.tmp")
-    tmp.write_text(json.dumps(to_dict(report), indent=2, ensure_ascii=False) + "\n",
-                   encoding="utf-8")
+    with tmp.open("w", encoding="utf-8") as handle:
+        for chunk in _json_chunks(report):
+            handle.write(chunk)
     os.replace(tmp, target)
+
+
+def _json_chunks(report: Report):
+    """`json.dumps(to_dict(report), indent=2)` plus a newline, written a row at a time, so
+    a 100,000-row report never exists twice in memory (as dicts and as one string)."""
+    def dumps(value: Any, depth: int) -> str:
+        return json.dumps(value, indent=2, ensure_ascii=False).replace("\n", "\n" + "  " * depth)
+
+    head = to_dict(report, rows=False)
+    yield "{"
+    for position, (key, value) in enumerate(head.items()):
+        yield ("," if position else "") + f"\n  {json.dumps(key)}: "
+        if key != "rows" or not report.rows:
+            yield dumps(value, 1)
+            continue
+        yield "["
+        for index, row in enumerate(report.rows):
+            yield ("," if index else "") + "\n    " + dumps(
+                row_to_dict(row, second_opinion=report.judge.second_opinion), 2)
+        yield "\n  ]"
+    yield "\n}\n"

@@ -5,9 +5,9 @@ real second scoring when the candidate newly fell to ungrounded (the same
 judge again, a second-opinion judge, or both), one statement-level request
 for a flip a reviewer must read, and fluency only when the row is tied in an
 answering bucket. Every answer is checked for text addressed to the judge
-before any verdict is read. Rows run concurrently with
-no barrier between them, beside one batched relevance pass for every answer
-of the run; the shared concurrency limit lives in the LLM layer.
+before any verdict is read. A fixed pool of workers pulls rows (no barrier
+between rows, memory bounded by the pool), beside one batched relevance pass
+for every answer of the run; the shared concurrency limit lives in the LLM layer.
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ from flipgate.model import (
 )
 from flipgate.progress import JUDGING, Progress
 from flipgate.replay import first_failure_cancels
+from flipgate.workpool import map_bounded, pool_size
 
 
 async def _guard(call: Awaitable[Score]) -> Score:
@@ -162,20 +163,24 @@ class Scored:
 async def score_rows(*, cases: Sequence[Case], baseline: Mapping[str, Answer],
                      candidate: Mapping[str, Answer], config: Config, judge: Judge,
                      progress: Progress, second: Judge | None = None,
-                     mode: str = gate.SAME_JUDGE) -> Scored:
-    """Every row, classified. `second` is the second-opinion judge that `mode` asks for."""
+                     mode: str = gate.SAME_JUDGE, workers: int | None = None) -> Scored:
+    """Every row, classified, `workers` rows at a time (default: enough for
+    `config.concurrency` requests in flight). `second` is the second-opinion judge
+    that `mode` asks for."""
     if mode != gate.SAME_JUDGE and second is None:
         raise ValueError(f"confirmation mode {mode} needs a second-opinion judge")
+    workers = workers or pool_size(config.concurrency)
     n = len(cases)
     progress.add(JUDGING_STEPS_PER_ROW * n, JUDGING)  # planned before the first request
     relevance_items = [(case, answers[case.id].response)
                        for answers in (baseline, candidate) for case in cases]
-    # A failure that stops the run (a key the provider refuses, the budget) cancels the
-    # rest at once, so nothing more is sent.
-    *judged, relevances = await first_failure_cancels([
-        *(_judge_row(judge, case, baseline[case.id], candidate[case.id], second=second, mode=mode,
-                     progress=progress)
-          for case in cases),
+    # Rows go through a bounded pool; a failure that stops the run (a key the provider
+    # refuses, the budget) cancels the pool and the relevance batch at once, so nothing
+    # more is sent, and is raised.
+    judged, relevances = await first_failure_cancels([
+        map_bounded(lambda case: _judge_row(judge, case, baseline[case.id], candidate[case.id],
+                                            second=second, mode=mode, progress=progress),
+                    cases, workers=workers),
         _relevance(judge, relevance_items)])
 
     policy = gate.Policy(min_cases=config.gate.min_cases_per_category, strict=config.gate.strict,

@@ -236,7 +236,12 @@ def test_an_included_or_watched_file_is_a_prompt_change(server: FakeOpenAI, repo
     assert result.exit_code == 0, result.output
     assert report["conclusion"] == "success"
     assert report["change"]["files"] == [relevant]
-    assert len(server.chat_requests("generation")) == 6
+    sent = [json.dumps(r.body, sort_keys=True) for r in server.chat_requests("generation")]
+    if relevant.endswith(".j2"):  # the include changes the prompt: both sides ask
+        assert len(sent) == 6
+    else:  # the same prompt on both sides: one request per case answers both (single flight)
+        assert len(sent) == 3
+    assert len(set(sent)) == len(sent)
     if relevant.endswith(".j2"):
         assert "+Use only the context, and be brief." in report["change"]["template_diff"]
 
@@ -312,8 +317,24 @@ def test_a_problem_quoting_the_heads_text_reaches_the_terminal_inert(server: Fak
     assert len(result.stderr.splitlines()) == 1
 
 
-def test_a_missing_variable_exits_2_naming_template_line_and_case(server: FakeOpenAI, repo: GitRepo,
-                                                                  tmp_path: Path) -> None:
+def test_a_missing_variable_renders_empty_and_the_run_warns(server: FakeOpenAI, repo: GitRepo,
+                                                             tmp_path: Path) -> None:
+    # As the reference Prompty runtime: undefined is empty and falsy. The typo still shows.
+    repo.commit({"prompts/answer.prompty": PROMPT.replace("{{ query }}", "{{ query }} {{ account }}")})
+    result, report = invoke(repo, tmp_path)
+    assert result.exit_code == 0, result.output
+    warning = next(note for note in report["notes"] if "undefined" in note)
+    assert "prompts/answer.prompty@" in warning and "'account' (3 cases, e.g. refund-007)" in warning
+    assert "generator.strict_undefined: true" in warning
+    assert "account" in comment(tmp_path)
+
+
+def test_a_missing_variable_exits_2_naming_template_line_and_case_when_strict(
+        server: FakeOpenAI, repo: GitRepo, tmp_path: Path) -> None:
+    strict = CONFIG.replace("generator: prompts/answer.prompty\n",
+                            "generator:\n  path: prompts/answer.prompty\n  strict_undefined: true\n")
+    repo.commit({".flipgate.yml": strict}, message="strict")
+    repo.branch("base", "HEAD")
     repo.commit({"prompts/answer.prompty": PROMPT.replace("{{ query }}", "{{ query }} {{ account }}")})
     result, _ = invoke(repo, tmp_path)
     assert result.exit_code == 2, result.output

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -27,5 +28,7 @@ def action(cache_dir: str, no_cache: bool, concurrency: int | None) -> None:
     """
     from flipgate.github.action import CheckOptions, main
 
+    # Files written into the workspace stay readable by its owner and by actions/cache.
+    os.umask(0o022)
     options = CheckOptions(cache=None if no_cache else Path(cache_dir), concurrency=concurrency)
     sys.exit(main(options=options))

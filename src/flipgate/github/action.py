@@ -1,8 +1,8 @@
 """`flipgate action`: the Docker action's entrypoint, a plain sequence of steps.
 
 settings -> decide -> (command: permission, pin the head) -> pending status ->
-fetch the SHAs if missing -> run the check -> comment -> final status ->
-step summary and outputs -> exit code.
+fetch the SHAs if missing -> run the check -> hand what it wrote back to the
+workspace's owner -> comment -> final status -> step summary and outputs -> exit code.
 
 Everything with a side effect is passed in (`check`, `connect_api`, `git`,
 the environment and the log stream), so tests run the real sequence against
@@ -17,12 +17,14 @@ import sys
 import traceback
 from collections.abc import Callable, MutableMapping, Sequence
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Protocol, TextIO
 from urllib.parse import urlsplit
 
 from flipgate import gate, render
 from flipgate.config import DEFAULT_CACHE_DIR, DEFAULT_OUT_DIR
+from flipgate.e2e.run import E2ERequest
 from flipgate.errors import (
     EXIT_BAD_INPUT,
     EXIT_INCOMPLETE,
@@ -45,9 +47,11 @@ from flipgate.github.event import (
     RunDispatch,
     UsageCommand,
     decide,
+    e2e_allowed,
     load_event,
     may_command,
 )
+from flipgate.github.ownership import hand_back
 from flipgate.github.pinning import Commit, Unpinned, pin_head
 from flipgate.github.settings import Settings, export_model_keys
 from flipgate.github.sticky import CommentMode, Published, body_limit, publish
@@ -192,22 +196,36 @@ def main(environ: MutableMapping[str, str] | None = None, *, check: CheckRunner 
             if pull is None:
                 return EXIT_PASS
             exit_code = evaluate(settings, run_settings, api, workflow, pull, check=check,
-                                 options=options)
+                                 options=options,
+                                 e2e=_e2e_request(settings, run_settings, pull, approved=True))
             react(api, workflow, activity, "rocket" if exit_code in (0, 1) else "confused")
             return exit_code
         if isinstance(activity, RunDispatch):
             pull = api.pull(activity.number)
             workflow.info(f"flipgate: workflow_dispatch by {activity.actor}: pull request "
                           f"#{pull.number}, head pinned at {pull.head_sha}")
+            # Only someone with write access can dispatch a workflow: approved like a command.
             return evaluate(settings, run_settings, api, workflow, pull, check=check,
-                            options=options)
+                            options=options,
+                            e2e=_e2e_request(settings, run_settings, pull, approved=True))
         assert isinstance(activity, RunCheck)
         return evaluate(settings, run_settings, api, workflow, activity.pull, check=check,
-                        options=options)
+                        options=options,
+                        e2e=_e2e_request(settings, run_settings, activity.pull, approved=False))
     except GitHubError as exc:
         workflow.error(f"GitHub API: {exc}")
         workflow.set_output("conclusion", "error")  # exit 3: could not finish
         return EXIT_INCOMPLETE
+
+
+def _e2e_request(settings: Settings, run_settings: RunSettings, pull: PullRequest, *,
+                 approved: bool) -> E2ERequest | None:
+    """The end-to-end run, asked for only when this pull request may have it; the pipeline
+    then runs it only if the base's configuration enables it."""
+    if not e2e_allowed(pull, approved=approved, fork_policy=settings.fork_policy):
+        return None
+    return E2ERequest(environ=run_settings.environ, date=datetime.now(UTC).date().isoformat(),
+                      required=False)
 
 
 def await_command(settings: Settings, api: RepoAPI, workflow: Workflow,
@@ -261,14 +279,23 @@ def react(api: RepoAPI, workflow: Workflow, command: RunCommand, content: str) -
 
 def evaluate(settings: Settings, run_settings: RunSettings, api: RepoAPI, workflow: Workflow,
              pull: PullRequest, *, check: CheckRunner | None,
-             options: CheckOptions | None = None) -> int:
+             options: CheckOptions | None = None, e2e: E2ERequest | None = None) -> int:
+    options = options or CheckOptions()
+    if settings.shard is not None:
+        return evaluate_shard(settings, run_settings, workflow, pull, check=check, options=options)
+    if settings.merge is not None:
+        from flipgate.shards import merged_check
+
+        check = merged_check(settings.workspace / settings.merge)
+        e2e = None  # a merge of partials has no end-to-end run to add
     # `comment: never` reads and writes no comment, so it needs no login either.
     login = api.own_login() if settings.comment_mode is not CommentMode.NEVER else ""
     status = _status_setter(settings, api, pull)
     status("pending", messages.pending_description(pull))
 
     outcome = run_check_safely(settings, run_settings, workflow, pull, check=check,
-                               options=options or CheckOptions())
+                               options=options, e2e=e2e)
+    give_workspace_back(settings.workspace, workflow, options)
 
     exit_code = outcome.exit_code
     try:
@@ -310,6 +337,42 @@ def write_verdicts(workflow: Workflow, report: Report) -> None:
     for entry in joblog.row_entries(report):
         {joblog.Level.INFO: workflow.info, joblog.Level.WARNING: workflow.warning,
          joblog.Level.ERROR: workflow.error}[entry.level](entry.text)
+def give_workspace_back(workspace: Path, workflow: Workflow,
+                        options: CheckOptions | None = None) -> None:
+    """As root, hand the report, the cache (wherever `--cache` put it) and what git fetched
+    to the workspace's owner."""
+    cache = (options or CheckOptions()).cache_dir(workspace)
+    # Only what lies inside the workspace changes hands.
+    inside = cache is not None and cache.resolve().is_relative_to(workspace.resolve())
+    try:
+        hand_back(workspace, [workspace / OUT_DIR, *([cache] if inside else []), workspace / ".git"],
+                  euid=os.geteuid())
+    except OSError as exc:  # the run's result stands; the runner may have to clean up
+        workflow.warning(f"could not give the workspace's files back to its owner: {exc}")
+
+
+def evaluate_shard(settings: Settings, run_settings: RunSettings, workflow: Workflow,
+                   pull: PullRequest, *, check: CheckRunner | None,
+                   options: CheckOptions | None = None) -> int:
+    """One part of a sharded run: write its partial for the merge job; no comment, no status."""
+    from functools import partial
+
+    from flipgate.shards import Shard
+
+    shard = Shard.parse(settings.shard or "")
+    if check is None:
+        from flipgate.pipeline import run_check as check
+    outcome = run_check_safely(settings, run_settings, workflow, pull,
+                               check=partial(check, shard=shard), options=options)
+    give_workspace_back(settings.workspace, workflow, options)
+    partial_file = settings.workspace / OUT_DIR / "partial.json"
+    workflow.set_output("partial", f"{OUT_DIR}/partial.json" if partial_file.exists() else "")
+    if outcome.exit_code != EXIT_PASS:
+        workflow.error(f"flipgate: shard {shard}: {outcome.description}")
+    else:
+        workflow.info(f"flipgate: shard {shard} written to {OUT_DIR}/partial.json; the merge job "
+                      "posts the comment and the status")
+    return outcome.exit_code
 
 
 def _status_setter(settings: Settings, api: RepoAPI,
@@ -323,7 +386,7 @@ def _status_setter(settings: Settings, api: RepoAPI,
 
 def run_check_safely(settings: Settings, run_settings: RunSettings, workflow: Workflow,
                      pull: PullRequest, *, check: CheckRunner | None,
-                     options: CheckOptions | None = None) -> Outcome:
+                     options: CheckOptions | None = None, e2e: E2ERequest | None = None) -> Outcome:
     """Fetch what is missing and run the check; any failure becomes an `error` outcome.
 
     The check prints a progress line every `options.progress_every` seconds,
@@ -346,7 +409,7 @@ def run_check_safely(settings: Settings, run_settings: RunSettings, workflow: Wo
                                settings=run_settings, config_path=settings.config,
                                out_dir=workspace / OUT_DIR, cache_dir=options.cache_dir(workspace),
                                comment_limit=body_limit(settings.status_context),
-                               progress=progress, concurrency=options.concurrency)
+                               progress=progress, concurrency=options.concurrency, e2e=e2e)
             finally:
                 progress.close()
     except Exception as exc:  # noqa: BLE001 - every failure must end in an error status

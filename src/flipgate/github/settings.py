@@ -48,6 +48,8 @@ class Settings:
     fork_policy: ForkPolicy = ForkPolicy.REQUIRE_COMMAND
     comment_mode: CommentMode = CommentMode.ALWAYS
     pr_number: int | None = None     # which PR a `workflow_dispatch` run evaluates
+    shard: str | None = None  # "i/n": evaluate one part and write a partial, post nothing
+    merge: str | None = None  # a workspace folder of partials: merge them, then comment and status
     # Input name -> value, for the model keys passed as inputs (never printed).
     model_keys: Mapping[str, str] = field(default_factory=dict, repr=False)
 
@@ -97,6 +99,17 @@ class Settings:
             else:
                 problems.append(Problem("input pr-number", None,
                                         f"expected a pull request number, got {pr_text!r}"))
+        shard, merge = input_value(environ, "shard"), input_value(environ, "merge")
+        if shard is not None:
+            from flipgate.shards import Shard
+
+            try:
+                Shard.parse(shard)
+            except InputError as exc:
+                problems.append(Problem("input shard", None, str(exc.problems[0].message)))
+        if shard is not None and merge is not None:
+            problems.append(Problem("input merge", None, "a job either evaluates a shard or merges "
+                                                         "the partials, not both"))
         if problems:
             raise InputError(problems)
 
@@ -116,6 +129,8 @@ class Settings:
             fork_policy=fork_policy,
             comment_mode=comment_mode,
             pr_number=pr_number,
+            shard=shard,
+            merge=merge,
             model_keys=keys,
         )
 
