@@ -7,8 +7,9 @@ from. Unknown keys are errors, so a typo never silently weakens the gate.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
-from dataclasses import dataclass, field
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -126,6 +127,24 @@ class BudgetConfig:
     max_tokens: int | None = None
 
 
+STATUS_SINGLE, STATUS_PER_SUITE = "single", "per-suite"
+STATUS_MODES = (STATUS_SINGLE, STATUS_PER_SUITE)
+SUITE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,62}")  # also a commit status context part
+
+
+@dataclass(frozen=True)
+class Suite:
+    """One generator with its own cases and gate; every field defaults from the top level.
+    The judge, the budget and the concurrency are the run's, shared by every suite."""
+
+    name: str
+    cases: str
+    generator: str | None = None
+    watch: tuple[str, ...] = ()
+    gate: GateConfig = field(default_factory=GateConfig)
+    relevance: RelevanceConfig = field(default_factory=RelevanceConfig)
+
+
 @dataclass(frozen=True)
 class Config:
     source: str = DEFAULT_CONFIG  # how messages name the file
@@ -139,6 +158,30 @@ class Config:
     budget: BudgetConfig = field(default_factory=BudgetConfig)
     concurrency: int = DEFAULT_CONCURRENCY
     directory: str = "."  # the config's directory, relative to the repository or cwd
+    suites: tuple[Suite, ...] = ()  # none: the top level is the one implicit suite
+    status: str = STATUS_SINGLE     # single | per-suite (one commit status per suite)
+    suite: str | None = None        # the suite this config is narrowed to (`for_suite`)
+
+    def for_suite(self, suite: Suite) -> Config:
+        """This configuration as one suite sees it: the suite's generator, cases and gate."""
+        return replace(self, cases=suite.cases, generator=suite.generator, watch=suite.watch,
+                       gate=suite.gate, relevance=suite.relevance, suites=(), suite=suite.name)
+
+    def suite_configs(self, selected: Sequence[str] = ()) -> list[Config]:
+        """Each suite's configuration in the file's order (only `selected`, when given);
+        without `suites:`, the top level alone. An unknown name is bad input."""
+        if not self.suites:
+            if selected:
+                raise InputError(Problem(self.source, None, "--suite needs a 'suites:' section; "
+                                         "this configuration has none"))
+            return [self]
+        names = [suite.name for suite in self.suites]
+        unknown = [name for name in selected if name not in names]
+        if unknown:
+            raise InputError(Problem(self.source, None, f"no suite named {', '.join(unknown)} "
+                                     f"(suites: {', '.join(names)})"))
+        return [self.for_suite(suite) for suite in self.suites
+                if not selected or suite.name in selected]
 
     def path_of(self, relative: str) -> str:
         """A config-relative path, joined to the config's directory (POSIX form)."""
@@ -235,6 +278,17 @@ _SCHEMA: dict[str, Any] = {
         "embedding_batch": _is_positive_int,
     },
     "budget": {"max_requests": _is_positive_int, "max_tokens": _is_positive_int},
+    "status": _one_of(STATUS_MODES),
+    "suites": None,  # checked by _check_suites: a list of suites, or a mapping name -> suite
+}
+
+# What a suite may set; the rest (judge, budget, concurrency) is the run's.
+_SUITE_SCHEMA: dict[str, Any] = {
+    "generator": _is_str,
+    "cases": _is_str,
+    "watch": _is_str_list,
+    "gate": _SCHEMA["gate"],
+    "relevance": {"threshold": _is_unit_interval},
 }
 
 
@@ -262,6 +316,8 @@ def parse_config(text: str, *, source: str = DEFAULT_CONFIG, directory: str = ".
                 problem(here, f"unknown key '{dotted}' (known: {', '.join(schema)})")
                 continue
             rule = schema[key]
+            if rule is None:
+                continue  # a section with its own check
             if isinstance(rule, dict):
                 if not isinstance(value, dict):
                     problem(here, f"'{dotted}' must be a mapping")
@@ -271,8 +327,15 @@ def parse_config(text: str, *, source: str = DEFAULT_CONFIG, directory: str = ".
                 problem(here, f"'{dotted}' {message}")
 
     check_section(data, _SCHEMA, ())
-    if "cases" not in data:
+    suites = _suite_entries(data.get("suites"), problem) if "suites" in data else []
+    for name, values, here in suites:
+        check_section(values, _SUITE_SCHEMA, here)
+        if "cases" not in values and "cases" not in data:
+            problem(here, f"suite '{name}' has no 'cases' (set it here or at the top level)")
+    if "cases" not in data and "suites" not in data:
         problems.append(Problem(source, 1, "missing required key 'cases'"))
+    if data.get("status") == STATUS_PER_SUITE and "suites" not in data:
+        problem(("status",), "'status' per-suite needs a 'suites:' section")
 
     judge_values = data.get("judge") if isinstance(data.get("judge"), dict) else {}
     provider = judge_values.get("provider", "offline")
@@ -304,9 +367,21 @@ def parse_config(text: str, *, source: str = DEFAULT_CONFIG, directory: str = ".
     relevance = section("relevance")
     if "threshold" in relevance:
         relevance["threshold"] = float(relevance["threshold"])
+
+    def suite_of(name: str, values: dict[str, Any]) -> Suite:
+        own_gate = {**gate, **(values.get("gate") or {})}
+        if "blocking_categories" in own_gate:
+            own_gate["blocking_categories"] = tuple(own_gate["blocking_categories"])
+        own_relevance = {**relevance, **(values.get("relevance") or {})}
+        own_relevance["threshold"] = float(own_relevance.get("threshold", RelevanceConfig.threshold))
+        return Suite(name=name, cases=values.get("cases", data.get("cases", "")),
+                     generator=values.get("generator", data.get("generator")),
+                     watch=tuple(values.get("watch", data.get("watch") or ())),
+                     gate=GateConfig(**own_gate), relevance=RelevanceConfig(**own_relevance))
+
     return Config(
         source=source,
-        cases=data["cases"],
+        cases=data.get("cases", ""),
         generator=data.get("generator"),
         watch=tuple(data.get("watch") or ()),
         judge=JudgeConfig(**judge),
@@ -315,7 +390,54 @@ def parse_config(text: str, *, source: str = DEFAULT_CONFIG, directory: str = ".
         budget=BudgetConfig(**section("budget")),
         concurrency=data.get("concurrency", DEFAULT_CONCURRENCY),
         directory=directory,
+        suites=tuple(suite_of(name, values) for name, values, _ in suites),
+        status=data.get("status", STATUS_SINGLE),
     )
+
+
+_Entry = tuple[str, dict[Any, Any], tuple[str, ...]]  # name, settings, where in the file
+
+
+def _suite_entries(value: Any, problem: Callable[[tuple[str, ...], str], None]) -> list[_Entry]:
+    """The suites as (name, settings, path): from a list of mappings with a `name`, or a
+    mapping name -> settings. Names must be unique and fit a commit status context."""
+    here = ("suites",)
+    entries: list[_Entry] = []
+    if isinstance(value, list):
+        for index, item in enumerate(value):
+            where = (*here, str(index))
+            if not isinstance(item, dict) or "name" not in item:
+                problem(where, f"'suites' item {index + 1} must be a mapping with a 'name'")
+                continue
+            entries.append((item["name"], {k: v for k, v in item.items() if k != "name"}, where))
+    elif isinstance(value, dict):
+        for name, item in value.items():
+            where = (*here, str(name))
+            if item is None:
+                item = {}
+            if not isinstance(item, dict):
+                problem(where, f"'suites.{name}' must be a mapping")
+                continue
+            entries.append((name, item, where))
+    else:
+        problem(here, "'suites' must be a list of suites (each with a 'name') or a mapping "
+                      "name -> suite")
+        return []
+    if not value:
+        problem(here, "'suites' names no suite")
+    seen: set[str] = set()
+    valid = []
+    for name, item, where in entries:
+        if not isinstance(name, str) or not SUITE_NAME.fullmatch(name):
+            problem(where, f"suite name {name!r} must be letters, digits, '.', '_' or '-' "
+                           "(at most 63, starting with a letter or digit)")
+            continue
+        if name in seen:
+            problem(where, f"suite '{name}' is named twice")
+            continue
+        seen.add(name)
+        valid.append((name, item, where))
+    return valid
 
 
 def _check_second_opinion(second: dict[Any, Any], judge: dict[Any, Any],

@@ -10,18 +10,26 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from flipgate import gate
-from flipgate.config import DEFAULT_CACHE_DIR, DEFAULT_CONFIG, DEFAULT_OUT_DIR, GITHUB_COMMENT_LIMIT
+from flipgate.config import (
+    DEFAULT_CACHE_DIR,
+    DEFAULT_CONFIG,
+    DEFAULT_OUT_DIR,
+    GITHUB_COMMENT_LIMIT,
+    STATUS_PER_SUITE,
+    Config,
+)
 from flipgate.endpoint_lock import Generator, LockedPair, lock
-from flipgate.errors import IncompleteError
+from flipgate.errors import IncompleteError, InputError, Problem
 from flipgate.gitrefs import Git
 from flipgate.judges import Judges, make_judges
-from flipgate.model import Answer, Case, Conclusion, Report
+from flipgate.model import Answer, Case, Change, Conclusion, Report, SuiteReport
 from flipgate.outputs import write_outputs
 from flipgate.prompty import render_isolated
 from flipgate.refs import (
@@ -31,8 +39,9 @@ from flipgate.refs import (
     describe,
     detect_change,
     generator_path,
+    load_cases_for,
+    load_config_at,
     load_generator,
-    load_inputs,
     require_generator,
 )
 from flipgate.replay import PreparedGenerator, first_failure_cancels, replay
@@ -74,54 +83,52 @@ async def _replay_and_score(*, inputs: Inputs, pair: LockedPair,
                             settings: Settings, judge: Judges) -> Scored:
     from flipgate.llm import make_client
 
-    async with contextlib.aclosing(judge):
-        client = make_client(pair.baseline.endpoint, settings=settings)
-        try:
-            cases = inputs.cases
-            side = {"client": client, "runtime": runtime, "debug": settings.debug}
-            if pair.adopted:
-                candidate = await replay(cases, prepared["candidate"], purpose="candidate", **side)
-                baseline: dict[str, Answer] = dict(candidate)
-            else:
-                baseline, candidate = await first_failure_cancels([
-                    replay(cases, prepared["baseline"], purpose="baseline", **side),
-                    replay(cases, prepared["candidate"], purpose="candidate", **side),
-                ])
-        finally:
-            await client.close()
-        return await score_rows(cases=cases, baseline=baseline, candidate=candidate,
-                                config=inputs.config, judge=judge.first, second=judge.second,
-                                mode=judge.mode, progress=runtime.progress)
+    client = make_client(pair.baseline.endpoint, settings=settings)
+    try:
+        cases = inputs.cases
+        side = {"client": client, "runtime": runtime, "debug": settings.debug}
+        if pair.adopted:
+            candidate = await replay(cases, prepared["candidate"], purpose="candidate", **side)
+            baseline: dict[str, Answer] = dict(candidate)
+        else:
+            baseline, candidate = await first_failure_cancels([
+                replay(cases, prepared["baseline"], purpose="baseline", **side),
+                replay(cases, prepared["candidate"], purpose="candidate", **side),
+            ])
+    finally:
+        await client.close()
+    return await score_rows(cases=cases, baseline=baseline, candidate=candidate,
+                            config=inputs.config, judge=judge.first, second=judge.second,
+                            mode=judge.mode, progress=runtime.progress)
 
 
-async def check(*, repo: Path, base: str, head: str, settings: Settings,
-                config_path: str = DEFAULT_CONFIG, out_dir: Path = Path(DEFAULT_OUT_DIR),
-                cache_dir: Path | None = Path(DEFAULT_CACHE_DIR), judge: str | None = None,
-                comment_limit: int = GITHUB_COMMENT_LIMIT, console: Console | None = None,
-                progress: Progress | None = None) -> CheckResult:
-    """`run_check`, for callers that already run an event loop."""
-    git_repo = open_repo(repo, settings)
-    base_ref, head_ref = git_repo.ref(base), git_repo.ref(head)
-    changed = git_repo.changed(base_ref, head_ref)
-    inputs = load_inputs(git_repo, base_ref, head_ref, config_path, changed=changed)
+@dataclass
+class Planned:
+    """One suite after every check that can refuse the run: skipped (`pair` None) or
+    ready to replay."""
+
+    inputs: Inputs
+    path: str
+    notes: list[str]
+    pair: LockedPair | None = None
+    prepared: dict[str, PreparedGenerator] | None = None
+    change: Change | None = None
+
+
+def plan_suite(git_repo: Repo, base_ref: Ref, head_ref: Ref, inputs: Inputs, *,
+               changed: list[str], settings: Settings) -> Planned:
+    """Detect the suite's change; when it has one, lock its endpoint and render every case."""
     config = inputs.config
     path = generator_path(config)
     base_generator = load_generator(git_repo, base_ref, path)
     head_generator = require_generator(git_repo, head_ref, path)
-
     detected = detect_change(git_repo, base_ref, head_ref, config=config, path=path,
                              changed=changed, base_generator=base_generator,
                              head_generator=head_generator)
     if not detected.relevant:
         note = (f"No change to the generator ({path}), the files it includes, or a watched "
                 "path: nothing to gate, no model was called.")
-        report = build_report(config=config, judge=judge_info(config, judge),
-                              cases=len(inputs.cases), conclusion=Conclusion.SKIPPED,
-                              notes=[note, *inputs.notes, *detected.notes], usage={},
-                              cache={"hits": 0, "misses": 0}, head_sha=head_ref.sha)
-        markdown = write_outputs(report, out_dir, console=console, comment_limit=comment_limit)
-        return CheckResult(report=report, markdown=markdown, exit_code=0)
-
+        return Planned(inputs=inputs, path=path, notes=[note, *inputs.notes, *detected.notes])
     pair = lock(base_generator, head_generator, settings=settings)
     refs = {"baseline": base_ref, "candidate": head_ref}
     sides = {"candidate": pair.candidate} if pair.adopted else \
@@ -130,26 +137,98 @@ async def check(*, repo: Path, base: str, head: str, settings: Settings,
     loaded = frozenset().union(*(p.rendered.loaded for p in prepared.values()))
     change = describe(git_repo, base_ref, head_ref, path=path, files=detected.relevant, pair=pair,
                       inputs=inputs, includes=detected.includes | loaded)
-    notes = [*inputs.notes, *detected.notes, *pair.notes]
+    return Planned(inputs=inputs, path=path, notes=[*inputs.notes, *detected.notes, *pair.notes],
+                   pair=pair, prepared=prepared, change=change)
+
+
+async def check(*, repo: Path, base: str, head: str, settings: Settings,
+                config_path: str = DEFAULT_CONFIG, out_dir: Path = Path(DEFAULT_OUT_DIR),
+                cache_dir: Path | None = Path(DEFAULT_CACHE_DIR), judge: str | None = None,
+                comment_limit: int = GITHUB_COMMENT_LIMIT, console: Console | None = None,
+                progress: Progress | None = None, suites: Sequence[str] = ()) -> CheckResult:
+    """`run_check`, for callers that already run an event loop."""
+    git_repo = open_repo(repo, settings)
+    base_ref, head_ref = git_repo.ref(base), git_repo.ref(head)
+    changed = git_repo.changed(base_ref, head_ref)
+    trusted = load_config_at(git_repo, base_ref, head_ref, config_path)
+    config = trusted.config
+    # Every suite is read, detected, locked and rendered before any request.
+    planned = [plan_suite(git_repo, base_ref, head_ref,
+                          load_cases_for(git_repo, trusted, narrowed, head_ref, changed=changed),
+                          changed=changed, settings=settings)
+               for narrowed in config.suite_configs(suites)]
 
     runtime = Runtime.from_config(config, cache_dir=cache_dir, progress=progress)
-    # The run's judges, built before any generation: a judge that cannot be
-    # set up stops the run before anything is paid for.
-    the_judge = make_judges(config, runtime=runtime, settings=settings, provider=judge)
+    reports: list[Report] = []
+    messages: list[str] = []
+    if all(one.pair is None for one in planned):
+        info = judge_info(config, judge)
+        reports = [build_report(config=one.inputs.config, judge=info, cases=len(one.inputs.cases),
+                                conclusion=Conclusion.SKIPPED, notes=one.notes, usage={},
+                                cache={"hits": 0, "misses": 0}, head_sha=head_ref.sha)
+                   for one in planned]
+    else:
+        # The run's judges, built before any generation: a judge that cannot be
+        # set up stops the run before anything is paid for. One set for every suite.
+        the_judge = make_judges(config, runtime=runtime, settings=settings, provider=judge)
+        async with contextlib.aclosing(the_judge):
+            for one in planned:
+                report, message = await _evaluate(one, runtime=runtime, settings=settings,
+                                                  judge=the_judge, head_sha=head_ref.sha)
+                reports.append(report)
+                if message:
+                    messages.append(message)
+    if config.suites:
+        report = aggregate(config, planned, reports, notes=trusted.notes,
+                           usage=runtime.usage_report(), cache=runtime.cache_stats(),
+                           head_sha=head_ref.sha)
+    else:
+        report = reports[0]
+    markdown = write_outputs(report, out_dir, console=console, comment_limit=comment_limit)
+    return CheckResult(report=report, markdown=markdown, exit_code=gate.exit_code(report.conclusion),
+                       message="; ".join(messages) or None)
+
+
+async def _evaluate(one: Planned, *, runtime: Runtime, settings: Settings, judge: Judges,
+                    head_sha: str) -> tuple[Report, str | None]:
+    """One suite's report: skipped, or replayed and scored (or stopped: `error`)."""
+    config = one.inputs.config
+    cases = len(one.inputs.cases)
+    if one.pair is None or one.prepared is None:
+        return build_report(config=config, judge=judge.info, cases=cases,
+                            conclusion=Conclusion.SKIPPED, notes=one.notes, usage={},
+                            cache={"hits": 0, "misses": 0}, head_sha=head_sha), None
+    notes = list(one.notes)
     message = scored = None
     try:
-        scored = await _replay_and_score(inputs=inputs, pair=pair, prepared=prepared,
-                                         runtime=runtime, settings=settings, judge=the_judge)
+        scored = await _replay_and_score(inputs=one.inputs, pair=one.pair, prepared=one.prepared,
+                                         runtime=runtime, settings=settings, judge=judge)
     except IncompleteError as exc:
         message = str(exc)
         notes.append(stopped_note(message))
-    report = build_report(config=config, judge=the_judge.info, cases=len(inputs.cases),
-                          scored=scored, conclusion=None if scored is not None else Conclusion.ERROR,
-                          notes=notes, change=change, usage=runtime.usage_report(),
-                          cache=runtime.cache_stats(), head_sha=head_ref.sha)
-    markdown = write_outputs(report, out_dir, console=console, comment_limit=comment_limit)
-    return CheckResult(report=report, markdown=markdown, exit_code=gate.exit_code(report.conclusion),
-                       message=message)
+    report = build_report(config=config, judge=judge.info, cases=cases, scored=scored,
+                          conclusion=None if scored is not None else Conclusion.ERROR,
+                          notes=notes, change=one.change, usage=runtime.usage_report(),
+                          cache=runtime.cache_stats(), head_sha=head_sha)
+    return report, message
+
+
+def aggregate(config: Config, planned: Sequence[Planned], reports: Sequence[Report], *,
+              notes: Sequence[str], usage: dict[str, Any], cache: dict[str, int] | None,
+              head_sha: str) -> Report:
+    """Several suites' reports as the run's one: each suite's own report, and the worst
+    conclusion and summed counts on top (gate.worst, gate.add_counts)."""
+    parts = [SuiteReport(name=one.inputs.config.suite or "", report=report)
+             for one, report in zip(planned, reports, strict=True)]
+    for part in parts:  # the run's usage is reported once, on top
+        part.report.usage = part.report.cache = None
+    judge = next((part.report.judge for part in parts if part.evaluated), reports[0].judge)
+    return Report(conclusion=gate.worst(part.report.conclusion for part in parts), judge=judge,
+                  counts=gate.add_counts(part.report.counts for part in parts),
+                  rows=[row for part in parts for row in part.report.rows],
+                  relevance_threshold=config.relevance.threshold, usage=usage, cache=cache,
+                  notes=list(notes), head_sha=head_sha, strict=config.gate.strict, suites=parts,
+                  per_suite_status=config.status == STATUS_PER_SUITE)
 
 
 def run_check(**kwargs: Any) -> CheckResult:
@@ -177,13 +256,19 @@ class ReplayResult:
 async def replay_ref(*, repo: Path, ref: str, settings: Settings,
                      config_path: str = DEFAULT_CONFIG,
                      cache_dir: Path | None = Path(DEFAULT_CACHE_DIR),
-                     progress: Progress | None = None) -> ReplayResult:
-    """Every case's answer from the generator at one ref (configuration and cases of that ref)."""
+                     progress: Progress | None = None, suite: str | None = None) -> ReplayResult:
+    """Every case's answer from the generator at one ref (configuration and cases of that ref);
+    with several suites, the one named `suite` (needed unless there is only one)."""
     from flipgate.llm import make_client
 
     git_repo = open_repo(repo, settings)
     at = git_repo.ref(ref)
-    inputs = load_inputs(git_repo, at, at, config_path)
+    trusted = load_config_at(git_repo, at, at, config_path)
+    narrowed = trusted.config.suite_configs([suite] if suite else [])
+    if len(narrowed) > 1:
+        raise InputError(Problem(trusted.config.source, None, "several suites: name one with "
+                                 f"--suite ({', '.join(c.suite or '' for c in narrowed)})"))
+    inputs = load_cases_for(git_repo, trusted, narrowed[0], at)
     config = inputs.config
     path = generator_path(config)
     generator = require_generator(git_repo, at, path)

@@ -120,6 +120,14 @@ def change_dict(change: Change) -> dict[str, Any]:
     }
 
 
+def suite_dict(report: Report) -> dict[str, Any]:
+    """One suite's part of a several-suite report: its own conclusion, counts and rows."""
+    out = to_dict(report)
+    for name in ("version", "judge", "usage", "cache", "head_sha"):  # the run's, on top
+        out.pop(name, None)
+    return out
+
+
 def to_dict(report: Report) -> dict[str, Any]:
     out: dict[str, Any] = {
         "version": REPORT_VERSION,
@@ -142,6 +150,13 @@ def to_dict(report: Report) -> dict[str, Any]:
             out[name] = value
     if report.notes:
         out["notes"] = list(report.notes)
+    if report.suites:  # several suites: the top level is their aggregate
+        out["suites"] = {part.name: {"evaluated": part.evaluated, **suite_dict(part.report)}
+                         for part in report.suites}
+        for row, suite in zip(out["rows"], (part.name for part in report.suites
+                                            for _ in part.report.rows), strict=True):
+            row["suite"] = suite
+        out["status"] = "per-suite" if report.per_suite_status else "single"
     return out
 
 

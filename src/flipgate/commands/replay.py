@@ -26,9 +26,11 @@ from flipgate.config import DEFAULT_CONFIG
 @cache_options
 @click.option("--repo", "repo", default=".", show_default=True,
               type=click.Path(file_okay=False, exists=True), help="The git repository.")
+@click.option("--suite", default=None, metavar="NAME",
+              help="Which suite's generator and cases, when the config has several suites.")
 @report_failures
 def replay(ref: str, config_path: str, out_path: str, cache_dir: str, no_cache: bool,
-           repo: str) -> None:
+           repo: str, suite: str | None) -> None:
     """Render the generator at REF for every case, ask its model, write the responses JSONL.
 
     Everything is read from git objects at REF (nothing is checked out).
@@ -45,7 +47,7 @@ def replay(ref: str, config_path: str, out_path: str, cache_dir: str, no_cache: 
         result = asyncio.run(replay_ref(repo=Path(repo), ref=ref, settings=settings_from_env(),
                                         config_path=config_path,
                                         cache_dir=cache_dir_or_none(cache_dir, no_cache),
-                                        progress=bar))
+                                        progress=bar, suite=suite))
     finally:
         bar.close()
     write_answers(out_path, result.answers, result.cases)

@@ -42,9 +42,11 @@ def usage_line(usage: dict[str, dict[str, int]] | None, cache: dict[str, int] | 
 @cache_options
 @click.option("--repo", "repo", default=".", show_default=True,
               type=click.Path(file_okay=False, exists=True), help="The git repository.")
+@click.option("--suite", "suites", multiple=True, metavar="NAME",
+              help="Only this suite of the config's `suites:` (repeatable); default: every suite.")
 @report_failures
 def run(base: str, head: str, config_path: str, out_dir: str, judge: str | None,
-        cache_dir: str, no_cache: bool, repo: str) -> None:
+        cache_dir: str, no_cache: bool, repo: str, suites: tuple[str, ...]) -> None:
     """The whole PR check: detect a prompt or model change, replay both refs, gate, render.
 
     Both refs are read from git objects (nothing is checked out); the
@@ -63,7 +65,7 @@ def run(base: str, head: str, config_path: str, out_dir: str, judge: str | None,
         result = run_check(repo=Path(repo), base=base, head=head, settings=settings_from_env(),
                            config_path=config_path,
                            out_dir=Path(out_dir), cache_dir=cache_dir_or_none(cache_dir, no_cache),
-                           judge=judge, console=Console(), progress=bar)
+                           judge=judge, console=Console(), progress=bar, suites=suites)
     finally:
         bar.close()
     if result.message:

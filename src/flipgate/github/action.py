@@ -90,6 +90,9 @@ class Outcome:
     summary: str             # the step summary's Markdown
     regressions: int = 0
     report_path: str = ""
+    # status: per-suite: (suite, state, description), each set as `<context>/<suite>`
+    # besides the run's own status (the worst across suites).
+    suite_statuses: tuple[tuple[str, str, str], ...] = ()
 
 
 def outcome_of_report(report: Report, *, comment: str, exit_code: int, report_path: str,
@@ -110,7 +113,17 @@ def outcome_of_report(report: Report, *, comment: str, exit_code: int, report_pa
     return Outcome(state=gate.commit_state(report.conclusion), description=description,
                    conclusion=report.conclusion.value, exit_code=exit_code, comment=comment,
                    create_comment=True, summary=summary,
-                   regressions=gate.regressions(report.counts), report_path=report_path)
+                   regressions=gate.regressions(report.counts), report_path=report_path,
+                   suite_statuses=suite_statuses(report))
+
+
+def suite_statuses(report: Report) -> tuple[tuple[str, str, str], ...]:
+    """One commit status per suite when the configuration asks for them (`status: per-suite`)."""
+    if not report.per_suite_status:
+        return ()
+    return tuple((part.name, gate.commit_state(part.report.conclusion),
+                  messages.status_description(part.report) if part.evaluated
+                  else messages.NO_CHANGE) for part in report.suites)
 
 
 def outcome_of_failure(exc: BaseException, *, head_sha: str) -> Outcome:
@@ -248,6 +261,8 @@ def evaluate(settings: Settings, run_settings: RunSettings, api: RepoAPI, workfl
         workflow.error(f"could not post the comment: {exc}")
         exit_code = EXIT_INCOMPLETE
     try:
+        for suite, state, description in outcome.suite_statuses:
+            status(state, description, suite=suite)
         status(outcome.state, outcome.description)
     except GitHubError as exc:
         workflow.error(f"could not set the commit status: {exc}")
@@ -266,11 +281,11 @@ def evaluate(settings: Settings, run_settings: RunSettings, api: RepoAPI, workfl
 
 
 def _status_setter(settings: Settings, api: RepoAPI,
-                   pull: PullRequest) -> Callable[[str, str], None]:
-    def set_status(state: str, description: str) -> None:
+                   pull: PullRequest) -> Callable[..., None]:
+    def set_status(state: str, description: str, *, suite: str | None = None) -> None:
+        context = f"{settings.status_context}/{suite}" if suite else settings.status_context
         api.set_status(pull.head_sha, StatusUpdate(state=state, description=description,
-                                                   context=settings.status_context,
-                                                   target_url=settings.run_url))
+                                                   context=context, target_url=settings.run_url))
     return set_status
 
 
