@@ -327,7 +327,7 @@ def parse_config(text: str, *, source: str = DEFAULT_CONFIG, directory: str = ".
                 problem(here, f"'{dotted}' {message}")
 
     check_section(data, _SCHEMA, ())
-    suites = _suite_entries(data.get("suites"), problem) if "suites" in data else []
+    suites = _suite_entries(data.get("suites"), problem, lines) if "suites" in data else []
     for name, values, here in suites:
         check_section(values, _SUITE_SCHEMA, here)
         if "cases" not in values and "cases" not in data:
@@ -398,9 +398,11 @@ def parse_config(text: str, *, source: str = DEFAULT_CONFIG, directory: str = ".
 _Entry = tuple[str, dict[Any, Any], tuple[str, ...]]  # name, settings, where in the file
 
 
-def _suite_entries(value: Any, problem: Callable[[tuple[str, ...], str], None]) -> list[_Entry]:
+def _suite_entries(value: Any, problem: Callable[[tuple[str, ...], str], None],
+                   lines: dict[tuple[str, ...], int]) -> list[_Entry]:
     """The suites as (name, settings, path): from a list of mappings with a `name`, or a
-    mapping name -> settings. Names must be unique and fit a commit status context."""
+    mapping name -> settings. Names must be unique and fit a commit status context.
+    A listed suite's keys are located by its name too, so messages say `suites.NAME.key`."""
     here = ("suites",)
     entries: list[_Entry] = []
     if isinstance(value, list):
@@ -409,7 +411,14 @@ def _suite_entries(value: Any, problem: Callable[[tuple[str, ...], str], None]) 
             if not isinstance(item, dict) or "name" not in item:
                 problem(where, f"'suites' item {index + 1} must be a mapping with a 'name'")
                 continue
-            entries.append((item["name"], {k: v for k, v in item.items() if k != "name"}, where))
+            name = item["name"]
+            if isinstance(name, str) and ("suites", name) not in lines:
+                for path, line in list(lines.items()):
+                    if path[:2] == where:
+                        lines[("suites", name, *path[2:])] = line
+                lines[("suites", name)] = lines.get(where, 1)
+                where = ("suites", name)
+            entries.append((name, {k: v for k, v in item.items() if k != "name"}, where))
     elif isinstance(value, dict):
         for name, item in value.items():
             where = (*here, str(name))
