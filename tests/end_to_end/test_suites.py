@@ -284,3 +284,22 @@ def test_gate_uses_the_named_suites_blocking_categories(tmp_path: Path,
     assert billing_report["counts"]["blocking_regressions"] == \
         top_report["counts"]["regressions_to_review"]
     assert billing.exit_code == 1, billing.output
+
+
+def test_per_suite_statuses_when_no_suite_changed(harness: Harness, server: FakeOpenAI,
+                                                 monkeypatch: pytest.MonkeyPatch,
+                                                 tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "service", status="status: per-suite\n")
+    harness.base = repo.git("rev-parse", "HEAD")
+    harness.head = repo.commit({"README.md": "docs only\n"})
+    harness.repo = repo
+    harness.server.add_pull(PR, base_sha=harness.base, head_sha=harness.head)
+    harness.env["GITHUB_WORKSPACE"] = str(repo.path)
+    harness.pull_event()
+
+    assert Action(harness, monkeypatch).run() == 0, harness.log.getvalue()[-3000:]
+    final = {status["context"]: status for status in harness.server.statuses_for(harness.head)}
+    # A ruleset that requires one suite's status is never left waiting.
+    assert {context: status["state"] for context, status in final.items()} == {
+        "flipgate": "success", "flipgate/support": "success", "flipgate/billing": "success"}
+    assert server.requests == []

@@ -107,7 +107,8 @@ def outcome_of_report(report: Report, *, comment: str, exit_code: int, report_pa
         return Outcome(state=gate.commit_state(report.conclusion), description=messages.NO_CHANGE,
                        conclusion="skipped",
                        exit_code=exit_code, comment=comment, create_comment=False,
-                       summary=summary, report_path=report_path)
+                       summary=summary, report_path=report_path,
+                       suite_statuses=suite_statuses(report))
     description = (shorten(f"could not finish: {message}", messages.STATUS_LIMIT)
                    if message else messages.status_description(report))
     return Outcome(state=gate.commit_state(report.conclusion), description=description,
