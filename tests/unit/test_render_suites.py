@@ -83,3 +83,13 @@ def test_report_json_keeps_the_top_level_schema_and_adds_each_suite() -> None:
     assert out["suites"]["billing"]["conclusion"] == "skipped"
     assert "judge" not in out["suites"]["support"]  # the run's, once, on top
     assert "suites" not in single and "suite" not in single["rows"][0]
+
+
+def test_the_terminal_says_each_suites_conclusion() -> None:
+    from flipgate.terminal import suite_lines
+
+    report = several(("support", make_report([make_row("refund-007", before=5, after=2,
+                                                       rescore=1)])), ("billing", skipped()))
+    assert suite_lines(report) == ["suite support: ❌ blocked: 1 blocking regression",
+                                   "suite billing: not evaluated, nothing of its changed"]
+    assert suite_lines(make_report([])) == []
