@@ -133,6 +133,26 @@ SUITE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,62}")  # also a commit sta
 
 
 @dataclass(frozen=True)
+class EndpointConfig:
+    """`generator.endpoint`: where a generator that names no endpoint sends its requests."""
+
+    provider: str | None = None       # openai | azure
+    base_url: str | None = None
+    azure_endpoint: str | None = None
+    api_version: str | None = None
+    deployment: str | None = None     # the model (azure: the deployment) when the file names none
+    model: str | None = None          # the same, spelled for openai
+
+
+@dataclass(frozen=True)
+class GeneratorOptions:
+    """The mapping form of `generator:` besides its path."""
+
+    endpoint: EndpointConfig | None = None
+    strict_undefined: bool = False    # true: an undefined template variable is an error
+
+
+@dataclass(frozen=True)
 class Suite:
     """One generator with its own cases and gate; every field defaults from the top level.
     The judge, the budget and the concurrency are the run's, shared by every suite."""
@@ -140,6 +160,7 @@ class Suite:
     name: str
     cases: str
     generator: str | None = None
+    generator_options: GeneratorOptions = field(default_factory=GeneratorOptions)
     watch: tuple[str, ...] = ()
     gate: GateConfig = field(default_factory=GateConfig)
     relevance: RelevanceConfig = field(default_factory=RelevanceConfig)
@@ -158,13 +179,15 @@ class Config:
     budget: BudgetConfig = field(default_factory=BudgetConfig)
     concurrency: int = DEFAULT_CONCURRENCY
     directory: str = "."  # the config's directory, relative to the repository or cwd
+    generator_options: GeneratorOptions = field(default_factory=GeneratorOptions)
     suites: tuple[Suite, ...] = ()  # none: the top level is the one implicit suite
     status: str = STATUS_SINGLE     # single | per-suite (one commit status per suite)
     suite: str | None = None        # the suite this config is narrowed to (`for_suite`)
 
     def for_suite(self, suite: Suite) -> Config:
         """This configuration as one suite sees it: the suite's generator, cases and gate."""
-        return replace(self, cases=suite.cases, generator=suite.generator, watch=suite.watch,
+        return replace(self, cases=suite.cases, generator=suite.generator,
+                       generator_options=suite.generator_options, watch=suite.watch,
                        gate=suite.gate, relevance=suite.relevance, suites=(), suite=suite.name)
 
     def suite_configs(self, selected: Sequence[str] = ()) -> list[Config]:
@@ -196,6 +219,13 @@ _Check = Callable[[Any], str | None]
 
 def _is_str(value: Any) -> str | None:
     return None if isinstance(value, str) and value.strip() else "must be a non-empty string"
+
+
+def _is_text(value: Any) -> str | None:
+    """A string; YAML's dates (`api_version: 2024-10-21`) count as their text."""
+    import datetime
+
+    return None if isinstance(value, datetime.date) else _is_str(value)
 
 
 def _is_bool(value: Any) -> str | None:
@@ -242,7 +272,18 @@ def _one_of(choices: tuple[str, ...]) -> _Check:
 _SCHEMA: dict[str, Any] = {
     "version": lambda v: None if v == 1 else "must be 1",
     "cases": _is_str,
-    "generator": _is_str,
+    "generator": {
+        "path": _is_str,
+        "endpoint": {
+            "provider": _one_of(("openai", "azure")),
+            "base_url": _is_str,
+            "azure_endpoint": _is_str,
+            "api_version": _is_text,
+            "deployment": _is_str,
+            "model": _is_str,
+        },
+        "strict_undefined": _is_bool,
+    },
     "watch": _is_str_list,
     "concurrency": _is_positive_int,
     "judge": {
@@ -284,7 +325,7 @@ _SCHEMA: dict[str, Any] = {
 
 # What a suite may set; the rest (judge, budget, concurrency) is the run's.
 _SUITE_SCHEMA: dict[str, Any] = {
-    "generator": _is_str,
+    "generator": _SCHEMA["generator"],  # a path, or the mapping form
     "cases": _is_str,
     "watch": _is_str_list,
     "gate": _SCHEMA["gate"],
@@ -318,6 +359,8 @@ def parse_config(text: str, *, source: str = DEFAULT_CONFIG, directory: str = ".
             rule = schema[key]
             if rule is None:
                 continue  # a section with its own check
+            if key == "generator" and isinstance(value, str):
+                rule = _is_str  # the short form: just the path (at the top or in a suite)
             if isinstance(rule, dict):
                 if not isinstance(value, dict):
                     problem(here, f"'{dotted}' must be a mapping")
@@ -367,6 +410,7 @@ def parse_config(text: str, *, source: str = DEFAULT_CONFIG, directory: str = ".
     relevance = section("relevance")
     if "threshold" in relevance:
         relevance["threshold"] = float(relevance["threshold"])
+    generator, options = _generator_of(data.get("generator"))
 
     def suite_of(name: str, values: dict[str, Any]) -> Suite:
         own_gate = {**gate, **(values.get("gate") or {})}
@@ -374,15 +418,18 @@ def parse_config(text: str, *, source: str = DEFAULT_CONFIG, directory: str = ".
             own_gate["blocking_categories"] = tuple(own_gate["blocking_categories"])
         own_relevance = {**relevance, **(values.get("relevance") or {})}
         own_relevance["threshold"] = float(own_relevance.get("threshold", RelevanceConfig.threshold))
+        own_generator, own_options = ((generator, options) if "generator" not in values
+                                      else _generator_of(values["generator"]))
         return Suite(name=name, cases=values.get("cases", data.get("cases", "")),
-                     generator=values.get("generator", data.get("generator")),
+                     generator=own_generator, generator_options=own_options,
                      watch=tuple(values.get("watch", data.get("watch") or ())),
                      gate=GateConfig(**own_gate), relevance=RelevanceConfig(**own_relevance))
 
     return Config(
         source=source,
         cases=data.get("cases", ""),
-        generator=data.get("generator"),
+        generator=generator,
+        generator_options=options,
         watch=tuple(data.get("watch") or ()),
         judge=JudgeConfig(**judge),
         gate=GateConfig(**gate),
@@ -393,6 +440,17 @@ def parse_config(text: str, *, source: str = DEFAULT_CONFIG, directory: str = ".
         suites=tuple(suite_of(name, values) for name, values, _ in suites),
         status=data.get("status", STATUS_SINGLE),
     )
+
+
+def _generator_of(value: Any) -> tuple[str | None, GeneratorOptions]:
+    """`generator:` as its path and options: a path alone, or the mapping form."""
+    if not isinstance(value, dict):
+        return value, GeneratorOptions()
+    endpoint = value.get("endpoint")
+    return value.get("path"), GeneratorOptions(
+        endpoint=EndpointConfig(**{k: v.isoformat() if hasattr(v, "isoformat") else str(v)
+                                   for k, v in endpoint.items()}) if endpoint else None,
+        strict_undefined=value.get("strict_undefined", False))
 
 
 _Entry = tuple[str, dict[Any, Any], tuple[str, ...]]  # name, settings, where in the file

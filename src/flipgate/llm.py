@@ -168,7 +168,7 @@ class LLM:
         choice = response.choices[0] if response.choices else None
         usage = response.usage
         completion = Completion(
-            content=(choice.message.content if choice and choice.message else None) or "",
+            content=reply_text(choice.message if choice else None),
             finish_reason=choice.finish_reason if choice else None,
             prompt_tokens=(usage.prompt_tokens or 0) if usage else 0,
             completion_tokens=(usage.completion_tokens or 0) if usage else 0,
@@ -226,6 +226,22 @@ class LLM:
 
     def _embedding_key(self, model: str, text: str) -> dict[str, Any]:
         return {"endpoint": self.endpoint.identity(), "embedding_model": model, "input": text}
+
+
+def reply_text(message: Any) -> str:
+    """A reply as text: its content, or, when the model answered with tool calls, each call
+    as `name(arguments)` on its own line, so it can still be judged and diffed."""
+    if message is None:
+        return ""
+    if message.content:
+        return message.content
+    calls = getattr(message, "tool_calls", None) or []
+    lines = []
+    for call in calls:
+        function = getattr(call, "function", None)
+        if function is not None:
+            lines.append(f"tool call: {function.name}({function.arguments or ''})")
+    return "\n".join(lines)
 
 
 def _accepts(validate: Callable[[str], object] | None, content: str) -> bool:

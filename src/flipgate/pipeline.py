@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -31,7 +31,7 @@ from flipgate.gitrefs import Git
 from flipgate.judges import Judges, make_judges
 from flipgate.model import Answer, Case, Change, Conclusion, Report, SuiteReport
 from flipgate.outputs import write_outputs
-from flipgate.prompty import render_isolated
+from flipgate.prompty import Prompty, render_isolated
 from flipgate.refs import (
     Inputs,
     Ref,
@@ -68,14 +68,41 @@ def open_repo(path: Path, settings: Settings) -> Repo:
 
 
 def prepare(repo: Repo, refs: dict[str, Ref], generators: dict[str, Generator],
-            cases: list[Case]) -> dict[str, PreparedGenerator]:
+            cases: list[Case], *, environ: Mapping[str, str],
+            strict_undefined: bool = False) -> dict[str, PreparedGenerator]:
     """Render every case of each side in the sandbox (in parallel child processes)."""
     with ThreadPoolExecutor(max_workers=len(generators)) as pool:
         futures = {side: pool.submit(render_isolated, generator.prompty, cases, repo=repo.path,
-                                     sha=refs[side].sha)
+                                     sha=refs[side].sha, environ=environ,
+                                     strict_undefined=strict_undefined)
                    for side, generator in generators.items()}
         return {side: PreparedGenerator(generator=generators[side], rendered=future.result())
                 for side, future in futures.items()}
+
+
+def undefined_notes(prepared: Mapping[str, PreparedGenerator]) -> list[str]:
+    """A warning per generator whose template met undefined variables (rendered empty,
+    as the reference runtime does), so a typo still shows."""
+    notes = []
+    for prepared_side in prepared.values():
+        undefined = prepared_side.rendered.undefined
+        if not undefined:
+            continue
+        shown = "; ".join(f"'{name}' ({len(ids)} {'case' if len(ids) == 1 else 'cases'}, "
+                          f"e.g. {ids[0]})" for name, ids in sorted(undefined.items())[:10])
+        notes.append(f"Warning: {prepared_side.generator.prompty.source} uses variables that were "
+                     f"undefined and rendered empty: {shown}. Set generator.strict_undefined: true "
+                     "to make this an error.")
+    return notes
+
+
+def lock_generators(repo: Repo, base: Ref, head: Ref, *, config: Config,
+                    base_generator: Prompty | None, head_generator: Prompty,
+                    settings: Settings) -> LockedPair:
+    """The endpoint lock, with the base configuration's generator endpoint and each ref's files."""
+    return lock(base_generator, head_generator, settings=settings,
+                endpoint=config.generator_options.endpoint, config_source=config.source,
+                read_base=repo.reader(base), read_head=repo.reader(head))
 
 
 async def _replay_and_score(*, inputs: Inputs, pair: LockedPair,
@@ -120,25 +147,29 @@ def plan_suite(git_repo: Repo, base_ref: Ref, head_ref: Ref, inputs: Inputs, *,
     """Detect the suite's change; when it has one, lock its endpoint and render every case."""
     config = inputs.config
     path = generator_path(config)
-    base_generator = load_generator(git_repo, base_ref, path)
-    head_generator = require_generator(git_repo, head_ref, path)
-    detected = detect_change(git_repo, base_ref, head_ref, config=config, path=path,
-                             changed=changed, base_generator=base_generator,
-                             head_generator=head_generator)
+    environ = settings.environ
+    base_generator = load_generator(git_repo, base_ref, path, environ=environ)
+    head_generator = require_generator(git_repo, head_ref, path, environ=environ)
+    detected = detect_change(config=config, path=path, changed=changed,
+                             base_generator=base_generator, head_generator=head_generator)
     if not detected.relevant:
         note = (f"No change to the generator ({path}), the files it includes, or a watched "
                 "path: nothing to gate, no model was called.")
         return Planned(inputs=inputs, path=path, notes=[note, *inputs.notes, *detected.notes])
-    pair = lock(base_generator, head_generator, settings=settings)
+    pair = lock_generators(git_repo, base_ref, head_ref, config=config,
+                           base_generator=base_generator.prompty if base_generator else None,
+                           head_generator=head_generator.prompty, settings=settings)
     refs = {"baseline": base_ref, "candidate": head_ref}
     sides = {"candidate": pair.candidate} if pair.adopted else \
         {"baseline": pair.baseline, "candidate": pair.candidate}
-    prepared = prepare(git_repo, refs, sides, inputs.cases)
+    prepared = prepare(git_repo, refs, sides, inputs.cases, environ=environ,
+                       strict_undefined=config.generator_options.strict_undefined)
     loaded = frozenset().union(*(p.rendered.loaded for p in prepared.values()))
     change = describe(git_repo, base_ref, head_ref, path=path, files=detected.relevant, pair=pair,
                       inputs=inputs, includes=detected.includes | loaded)
-    return Planned(inputs=inputs, path=path, notes=[*inputs.notes, *detected.notes, *pair.notes],
-                   pair=pair, prepared=prepared, change=change)
+    notes = [*inputs.notes, *detected.notes, *pair.notes, *undefined_notes(prepared)]
+    return Planned(inputs=inputs, path=path, notes=notes, pair=pair, prepared=prepared,
+                   change=change)
 
 
 async def check(*, repo: Path, base: str, head: str, settings: Settings,
@@ -251,6 +282,7 @@ class ReplayResult:
     answers: dict[str, Answer]
     usage: dict[str, dict[str, int]]
     cache: dict[str, int] | None
+    notes: list[str] = field(default_factory=list)
 
 
 async def replay_ref(*, repo: Path, ref: str, settings: Settings,
@@ -264,16 +296,16 @@ async def replay_ref(*, repo: Path, ref: str, settings: Settings,
     git_repo = open_repo(repo, settings)
     at = git_repo.ref(ref)
     trusted = load_config_at(git_repo, at, at, config_path)
-    narrowed = trusted.config.suite_configs([suite] if suite else [])
-    if len(narrowed) > 1:
-        raise InputError(Problem(trusted.config.source, None, "several suites: name one with "
-                                 f"--suite ({', '.join(c.suite or '' for c in narrowed)})"))
-    inputs = load_cases_for(git_repo, trusted, narrowed[0], at)
+    inputs = load_cases_for(git_repo, trusted, one_suite(trusted.config, suite), at)
     config = inputs.config
     path = generator_path(config)
-    generator = require_generator(git_repo, at, path)
-    pair = lock(generator, generator, settings=settings)  # one ref: its own configuration is trusted
-    prepared = prepare(git_repo, {"generation": at}, {"generation": pair.baseline}, inputs.cases)
+    generator = require_generator(git_repo, at, path, environ=settings.environ).prompty
+    # One ref: its own configuration is the trusted one.
+    pair = lock_generators(git_repo, at, at, config=config, base_generator=generator,
+                           head_generator=generator, settings=settings)
+    prepared = prepare(git_repo, {"generation": at}, {"generation": pair.baseline}, inputs.cases,
+                       environ=settings.environ,
+                       strict_undefined=config.generator_options.strict_undefined)
     runtime = Runtime.from_config(config, cache_dir=cache_dir, progress=progress)
     client = make_client(pair.baseline.endpoint, settings=settings)
     try:
@@ -282,4 +314,44 @@ async def replay_ref(*, repo: Path, ref: str, settings: Settings,
     finally:
         await client.close()
     return ReplayResult(cases=inputs.cases, answers=answers, usage=runtime.usage_report(),
-                        cache=runtime.cache_stats())
+                        cache=runtime.cache_stats(), notes=undefined_notes(prepared))
+
+
+def one_suite(config: Config, suite: str | None) -> Config:
+    """The configuration narrowed to the suite named (to its only suite, or itself without
+    `suites:`); several suites and no name is bad input."""
+    narrowed = config.suite_configs([suite] if suite else [])
+    if len(narrowed) > 1:
+        raise InputError(Problem(config.source, None, "several suites: name one with "
+                                 f"--suite ({', '.join(c.suite or '' for c in narrowed)})"))
+    return narrowed[0]
+
+
+def replay_sample(*, repo: Path, ref: str, settings: Settings, config_path: str | None = None,
+                  generator: str | None = None, suite: str | None = None) -> dict[str, Any]:
+    """`replay --sample`: the request the generator at `ref` would send for its own sample.
+    The generator is `generator` (a repository path) or the configuration's (the suite's)."""
+    from flipgate import gitrefs
+    from flipgate.dryrun import sample_request
+    from flipgate.refs import read_config
+
+    git_repo = open_repo(repo, settings)
+    at = git_repo.ref(ref)
+    config = None
+    if config_path is not None or generator is None:
+        path = gitrefs.safe_path(config_path or DEFAULT_CONFIG)
+        config = read_config(git_repo, at, path)
+        if config is None and generator is None:
+            raise InputError(Problem(path, None, f"not found at git ref {ref} (or name the "
+                                     "Prompty file with --generator)"))
+        if config is not None:
+            config = one_suite(config, suite)
+    if generator is not None:
+        path = gitrefs.safe_path(generator)
+    else:
+        assert config is not None
+        path = generator_path(config)
+    options = config.generator_options if config is not None else None
+    return sample_request(repo=git_repo, ref=at, path=path, environ=settings.environ,
+                          endpoint=options.endpoint if options else None,
+                          strict_undefined=options.strict_undefined if options else False)

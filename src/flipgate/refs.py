@@ -9,7 +9,7 @@ a pull request never weakens the gate that judges it.
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,7 +21,7 @@ from flipgate.errors import InputError, Problem
 from flipgate.escaping import short
 from flipgate.gitrefs import Git
 from flipgate.model import Case, Change
-from flipgate.prompty import Prompty, parse_prompty, referenced_files
+from flipgate.prompty import Inspected, inspect_isolated
 from flipgate.textinput import decode_utf8
 
 
@@ -84,6 +84,12 @@ def _read_config(repo: Repo, ref: Ref, config_path: str) -> tuple[Config, str] |
     text = decode_utf8(data, source)
     directory = posixpath.dirname(config_path) or "."
     return parse_config(text, source=source, directory=directory), text
+
+
+def read_config(repo: Repo, ref: Ref, config_path: str) -> Config | None:
+    """The configuration at a ref, or None when the ref has none."""
+    loaded = _read_config(repo, ref, config_path)
+    return loaded[0] if loaded is not None else None
 
 
 def _head_cases_description(repo: Repo, head: Ref, path: str, base_cases: list[Case]) -> str:
@@ -168,15 +174,20 @@ def generator_path(config: Config) -> str:
     return gitrefs.safe_path(config.path_of(config.generator), source=config.source)
 
 
-def load_generator(repo: Repo, ref: Ref, path: str) -> Prompty | None:
-    """The generator at a ref, or None when the ref has none (the base, before adoption)."""
+def load_generator(repo: Repo, ref: Ref, path: str, *, environ: Mapping[str, str]) -> Inspected | None:
+    """The generator at a ref (parsed, its includes found, in the isolated child), or None
+    when the ref has none (the base, before adoption). This process only reads its bytes."""
     data = repo.read(ref, path)
-    return None if data is None else parse_prompty(data, path=path, source=f"{path}@{ref.label}")
+    if data is None:
+        return None
+    return inspect_isolated(data, path=path, source=f"{path}@{ref.label}", repo=repo.path, sha=ref.sha,
+                            environ=environ)
 
 
-def require_generator(repo: Repo, ref: Ref, path: str) -> Prompty:
+def require_generator(repo: Repo, ref: Ref, path: str, *, environ: Mapping[str, str]) -> Inspected:
     data = repo.read_required(ref, path)
-    return parse_prompty(data, path=path, source=f"{path}@{ref.label}")
+    return inspect_isolated(data, path=path, source=f"{path}@{ref.label}", repo=repo.path, sha=ref.sha,
+                            environ=environ)
 
 
 @dataclass(frozen=True)
@@ -188,12 +199,12 @@ class Detected:
     notes: list[str]
 
 
-def detect_change(repo: Repo, base: Ref, head: Ref, *, config: Config, path: str,
-                  changed: Sequence[str], base_generator: Prompty | None,
-                  head_generator: Prompty) -> Detected:
-    base_files, base_complete = (referenced_files(base_generator, read=repo.reader(base))
+def detect_change(*, config: Config, path: str, changed: Sequence[str],
+                  base_generator: Inspected | None, head_generator: Inspected) -> Detected:
+    """The relevant changed paths, from what the child found each generator reads."""
+    base_files, base_complete = ((base_generator.files, base_generator.complete)
                                  if base_generator is not None else (frozenset(), True))
-    head_files, head_complete = referenced_files(head_generator, read=repo.reader(head))
+    head_files, head_complete = head_generator.files, head_generator.complete
     scope = changes.ChangeScope(generator=path, includes=(base_files | head_files) - {path},
                                 includes_complete=base_complete and head_complete,
                                 watch=config.watch, watch_root=config.directory)

@@ -312,8 +312,24 @@ def test_a_problem_quoting_the_heads_text_reaches_the_terminal_inert(server: Fak
     assert len(result.stderr.splitlines()) == 1
 
 
-def test_a_missing_variable_exits_2_naming_template_line_and_case(server: FakeOpenAI, repo: GitRepo,
-                                                                  tmp_path: Path) -> None:
+def test_a_missing_variable_renders_empty_and_the_run_warns(server: FakeOpenAI, repo: GitRepo,
+                                                             tmp_path: Path) -> None:
+    # As the reference Prompty runtime: undefined is empty and falsy. The typo still shows.
+    repo.commit({"prompts/answer.prompty": PROMPT.replace("{{ query }}", "{{ query }} {{ account }}")})
+    result, report = invoke(repo, tmp_path)
+    assert result.exit_code == 0, result.output
+    warning = next(note for note in report["notes"] if "undefined" in note)
+    assert "prompts/answer.prompty@" in warning and "'account' (3 cases, e.g. refund-007)" in warning
+    assert "generator.strict_undefined: true" in warning
+    assert "account" in comment(tmp_path)
+
+
+def test_a_missing_variable_exits_2_naming_template_line_and_case_when_strict(
+        server: FakeOpenAI, repo: GitRepo, tmp_path: Path) -> None:
+    strict = CONFIG.replace("generator: prompts/answer.prompty\n",
+                            "generator:\n  path: prompts/answer.prompty\n  strict_undefined: true\n")
+    repo.commit({".flipgate.yml": strict}, message="strict")
+    repo.branch("base", "HEAD")
     repo.commit({"prompts/answer.prompty": PROMPT.replace("{{ query }}", "{{ query }} {{ account }}")})
     result, _ = invoke(repo, tmp_path)
     assert result.exit_code == 2, result.output

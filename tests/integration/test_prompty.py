@@ -6,9 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from flipgate.endpoint_lock import trusted_request
 from flipgate.errors import InputError, Problem, SecurityError
 from flipgate.model import Case
-from flipgate.prompty import parse_prompty, referenced_files, render_cases, render_isolated, split_messages
+from flipgate.prompty import parse_prompty, referenced_files, render_cases, render_isolated, split_v1
 
 from support.gitrepo import GitRepo
 
@@ -32,9 +33,10 @@ def prompty(body: str, *, front: str = FRONT, path: str = "prompts/answer.prompt
     return parse_prompty(front + body, path=path)
 
 
-def render(body: str, files: dict[str, str] | None = None, cases=(CASE,), **kwargs):
+def render(body: str, files: dict[str, str] | None = None, cases=(CASE,), *, strict: bool = False,
+           **kwargs):
     data = {name: text.encode() for name, text in (files or {}).items()}
-    return render_cases(prompty(body, **kwargs), list(cases), read=data.get)
+    return render_cases(prompty(body, **kwargs), list(cases), read=data.get, strict_undefined=strict)
 
 
 def only_problem(error: InputError) -> Problem:
@@ -65,32 +67,41 @@ def test_azure_deployment_is_the_model_of_an_azure_generator() -> None:
 
 
 @pytest.mark.parametrize("text, line, message", [
-    ("no front matter\n", 1, "starts with a '---' line"),
     ("---\nmodel: {}\n", 1, "never closed"),
     ("---\nname: ok\nmodel: [\n---\n", 3, "invalid YAML front matter"),
     ("---\n- a list\n---\n", 2, "must be a mapping"),
-    ("---\nname: x\n---\n", 1, "'model' must be a mapping"),
-    ("---\nmodel:\n  configuration:\n    type: anthropic\n    model: m\n---\n", 4,
-     "'model.configuration.type' must be one of openai, azure_openai"),
-    ("---\nmodel:\n  configuration:\n    type: openai\n---\n", 3,
-     "'model.configuration.model' is required"),
-    ("---\nmodel:\n  configuration:\n    type: azure_openai\n---\n", 3,
-     "'model.configuration.azure_deployment' is required"),
-    ("---\nmodel:\n  configuration:\n    type: openai\n    model: m\n    connection: c\n---\n", 6,
-     "unsupported key 'model.configuration.connection'"),
-    ("---\nmodel:\n  configuration:\n    type: openai\n    model: [m]\n---\n", 5,
-     "'model.configuration.model' must be a non-empty string"),
-    ("---\nmodel:\n  api: completion\n  configuration:\n    type: openai\n    model: m\n---\n", 3,
-     "only 'api: chat'"),
+    ("---\nmodel: [a]\n---\n", 2, "'model' must be a mapping"),
     ("---\nmodel:\n  configuration:\n    type: openai\n    model: m\n  parameters: [1]\n---\n", 6,
      "'model.parameters' must be a mapping"),
-    ("---\ntemplate: mustache\nmodel:\n  configuration:\n    type: openai\n    model: m\n---\n", 2,
-     "template format 'mustache' is not supported"),
+    ("---\ntemplate: handlebars\nmodel:\n  configuration:\n    type: openai\n    model: m\n---\n", 2,
+     "template format 'handlebars' is not supported"),
+    ("---\nmodel:\n  id: m\n  provider: anthropic\n---\n", 4, "model.provider 'anthropic' is not supported"),
+    ("---\ninputs: 3\nmodel: m\n---\n", 2, "'inputs' must be a mapping or a list"),
     (b"---\nname: \xff\n---\n", 2, "not valid UTF-8"),
 ])
 def test_bad_front_matter_names_file_and_line(text: str | bytes, line: int, message: str) -> None:
     with pytest.raises(InputError) as caught:
         parse_prompty(text, path="p.prompty", source="p.prompty@abc")
+    problem = caught.value.problems[0]
+    assert isinstance(problem, Problem)
+    assert (problem.path, problem.line) == ("p.prompty@abc", line)
+    assert message in problem.message
+
+
+@pytest.mark.parametrize("text, line, message", [
+    ("---\nmodel:\n  configuration:\n    type: anthropic\n    model: m\n---\n", 4,
+     "model.configuration.type 'anthropic' is not a provider flipgate calls"),
+    ("---\nmodel:\n  configuration:\n    type: openai\n    model: m\n    connection: c\n---\n", 6,
+     "unsupported key 'model.configuration.connection'"),
+    ("---\nmodel:\n  configuration:\n    type: openai\n    model: [m]\n---\n", 5,
+     "'model.configuration.model' must be text"),
+    ("---\nmodel:\n  api: completion\n  configuration:\n    type: openai\n    model: m\n---\n", 3,
+     "a 'completion' generator is not a chat completion"),
+])
+def test_configurations_flipgate_cannot_call_are_bad_input(text: str, line: int, message: str) -> None:
+    with pytest.raises(InputError) as caught:
+        trusted_request(parse_prompty(text, path="p.prompty", source="p.prompty@abc"), environ={},
+                        endpoint=None, read={}.get)
     problem = caught.value.problems[0]
     assert isinstance(problem, Problem)
     assert (problem.path, problem.line) == ("p.prompty@abc", line)
@@ -150,11 +161,12 @@ def test_body_splits_into_messages_with_case_fields_as_variables() -> None:
     ("Just text", [("system", "Just text")]),
     ("  User :\nq", [("user", "q")]),
     ("# system:\nrules\n#user:\nq", [("system", "rules"), ("user", "q")]),
-    ("system:\n\nuser:\nq", [("user", "q")]),   # an empty message is dropped
     ("user: inline text\n", [("system", "user: inline text")]),  # a role line stands alone
+    ("user:\nq\nassistant:\n", [("user", "q")]),   # a trailing role with no message is dropped
+    ("function:\nf", [("function", "f")]),
 ])
 def test_role_lines(text: str, expected: list[tuple[str, str]]) -> None:
-    assert [(m["role"], m["content"]) for m in split_messages(text)] == expected
+    assert [(m["role"], m["content"]) for m in split_v1(text)] == expected
 
 
 def test_case_data_can_never_start_a_message() -> None:
@@ -232,7 +244,7 @@ def test_includes_come_from_the_git_ref_not_the_work_tree(tmp_path: Path) -> Non
 
 def test_a_missing_variable_names_template_line_and_case() -> None:
     with pytest.raises(InputError) as caught:
-        render("system:\nHello\nuser:\n{{ query }} for {{ account_number }}\n")
+        render("system:\nHello\nuser:\n{{ query }} for {{ account_number }}\n", strict=True)
     problem = only_problem(caught.value)
     assert str(problem) == ("prompts/answer.prompty:15: 'account_number' is undefined "
                             "(case refund-007)")
@@ -240,14 +252,15 @@ def test_a_missing_variable_names_template_line_and_case() -> None:
 
 def test_a_missing_variable_in_an_include_names_the_include() -> None:
     with pytest.raises(InputError) as caught:
-        render("user:\n{% include 'part.j2' %}\n", {"prompts/part.j2": "line one\n{{ nothing }}\n"})
+        render("user:\n{% include 'part.j2' %}\n", {"prompts/part.j2": "line one\n{{ nothing }}\n"},
+               strict=True)
     assert str(only_problem(caught.value)) == "prompts/part.j2:2: 'nothing' is undefined (case refund-007)"
 
 
 def test_one_problem_for_many_cases_lists_them() -> None:
     cases = [Case(id=f"c{i}", query="q", context="c") for i in range(5)]
     with pytest.raises(InputError) as caught:
-        render("user:\n{{ nope }}\n", cases=cases)
+        render("user:\n{{ nope }}\n", cases=cases, strict=True)
     assert only_problem(caught.value).message == "'nope' is undefined (cases c0, c1, c2 and 2 more)"
 
 
@@ -262,3 +275,13 @@ def test_syntax_errors_name_file_and_line(body: str, files: dict[str, str], wher
     assert not isinstance(caught.value, SecurityError)
     assert (problem.path, problem.line) == where
     assert problem.message.startswith("template syntax error")
+
+
+def test_undefined_variables_render_empty_and_are_reported_like_the_reference() -> None:
+    cases = [CASE, Case(id="c2", query="q", context="c", extra={"override": "Be brief."})]
+    rendered = render("system:\n{% if override %}{{ override }}{% else %}Default.{% endif %}\n"
+                      "user:\n{{ query }}{{ typo_name }}\n", cases=cases)
+    assert rendered.messages["refund-007"][0]["content"] == "Default."
+    assert rendered.messages["c2"][0]["content"] == "Be brief."
+    assert rendered.messages["c2"][1]["content"] == "q"
+    assert dict(rendered.undefined) == {"override": ("refund-007",), "typo_name": ("refund-007", "c2")}

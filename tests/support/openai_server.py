@@ -29,7 +29,8 @@ azure-ai-evaluation's ``# Data`` block, and recorded on the request.
 Scripting (plain callables; every one has a default)
 ----------------------------------------------------
 - ``on_generation(fn)``: ``fn(body) -> str | dict``. A dict may carry
-  ``content`` and ``finish_reason`` (e.g. ``"length"``). Default: a
+  ``content`` and ``finish_reason`` (e.g. ``"length"``), or ``tool_calls``
+  (``[(name, arguments), ...]``: the reply calls those tools). Default: a
   deterministic text made from the model and the last user message.
 - ``on_groundedness(fn)``: ``fn(query, context, response, call_index)``.
 - ``on_relevance(fn)``: ``fn(response, call_index)``.
@@ -467,7 +468,16 @@ class FakeOpenAI:
                 reply = script(inputs.context, inputs.response, call_index)
             else:
                 reply = script(inputs.response, call_index)
-        content, finish_reason = _reply_content(record.kind, reply)
+        message: dict[str, Any]
+        if isinstance(reply, dict) and "tool_calls" in reply:  # a generation that calls tools
+            calls = [{"id": f"call_{i}", "type": "function",
+                      "function": {"name": name, "arguments": json.dumps(arguments)}}
+                     for i, (name, arguments) in enumerate(reply["tool_calls"])]
+            content, finish_reason = "", "tool_calls"
+            message = {"role": "assistant", "content": None, "refusal": None, "tool_calls": calls}
+        else:
+            content, finish_reason = _reply_content(record.kind, reply)
+            message = {"role": "assistant", "content": content, "refusal": None}
         prompt_tokens = _tokens(_messages_text(body))
         completion_tokens = _tokens(content)
         extra = {"system_fingerprint": self.system_fingerprint} if self.system_fingerprint else {}
@@ -478,7 +488,7 @@ class FakeOpenAI:
             "created": int(time.time()),
             "model": body.get("model") or record.deployment or "unknown",
             "choices": [{"index": 0, "finish_reason": finish_reason, "logprobs": None,
-                         "message": {"role": "assistant", "content": content, "refusal": None}}],
+                         "message": message}],
             "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
                       "total_tokens": prompt_tokens + completion_tokens},
         })

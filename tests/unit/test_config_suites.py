@@ -109,3 +109,23 @@ def test_suite_problems_name_the_file_and_line(text: str, expected: str) -> None
 
 def test_without_suites_cases_stay_required() -> None:
     assert messages("generator: g\n") == ["cfg.yml:1: missing required key 'cases'"]
+
+
+def test_a_suites_generator_may_take_the_mapping_form() -> None:
+    config = parse_config("""\
+cases: c.jsonl
+generator: {path: prompts/a.prompty, strict_undefined: true}
+suites:
+  plain: {}
+  own:
+    generator:
+      path: prompts/b.prompty
+      endpoint: {provider: azure, deployment: gpt-4o-mini}
+""")
+    plain, own = config.suite_configs()
+    assert plain.generator == "prompts/a.prompty" and plain.generator_options.strict_undefined
+    assert own.generator == "prompts/b.prompty" and not own.generator_options.strict_undefined
+    assert own.generator_options.endpoint is not None
+    assert own.generator_options.endpoint.deployment == "gpt-4o-mini"
+    assert any(m.startswith("cfg.yml:4: unknown key 'suites.own.generator.bogus'")
+               for m in messages("cases: c\nsuites:\n  own:\n    generator: {bogus: 1}\n"))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import sys
 from pathlib import Path
 
@@ -13,24 +14,30 @@ from flipgate.commands.common import (
     cache_options,
     report_failures,
     settings_from_env,
+    visible,
 )
 from flipgate.config import DEFAULT_CONFIG
 
 
 @click.command("replay")
 @click.option("--ref", required=True, help="The git ref whose generator answers, e.g. main.")
-@click.option("--config", "config_path", default=DEFAULT_CONFIG, show_default=True,
-              help="Configuration file, a path inside the repository (read from the ref).")
-@click.option("--out", "out_path", required=True, type=click.Path(dir_okay=False),
-              help="Where the responses JSONL goes.")
+@click.option("--config", "config_path", default=None,
+              help=f"Configuration file, a path inside the repository (read from the ref; "
+                   f"default {DEFAULT_CONFIG}).")
+@click.option("--out", "out_path", type=click.Path(dir_okay=False),
+              help="Where the responses JSONL goes (required unless --sample).")
+@click.option("--sample", is_flag=True,
+              help="Send nothing: print the request the generator would send for its own sample.")
+@click.option("--generator", "generator", default=None,
+              help="With --sample: a Prompty file of the ref to use instead of the config's generator.")
 @cache_options
 @click.option("--repo", "repo", default=".", show_default=True,
               type=click.Path(file_okay=False, exists=True), help="The git repository.")
 @click.option("--suite", default=None, metavar="NAME",
               help="Which suite's generator and cases, when the config has several suites.")
 @report_failures
-def replay(ref: str, config_path: str, out_path: str, cache_dir: str, no_cache: bool,
-           repo: str, suite: str | None) -> None:
+def replay(ref: str, config_path: str | None, out_path: str | None, sample: bool, generator: str | None,
+           cache_dir: str, no_cache: bool, repo: str, suite: str | None) -> None:
     """Render the generator at REF for every case, ask its model, write the responses JSONL.
 
     Everything is read from git objects at REF (nothing is checked out).
@@ -39,17 +46,29 @@ def replay(ref: str, config_path: str, out_path: str, cache_dir: str, no_cache: 
     """
     from flipgate import progress
     from flipgate.commands.run import usage_line
-    from flipgate.pipeline import replay_ref
+    from flipgate.errors import InputError
+    from flipgate.pipeline import replay_ref, replay_sample
     from flipgate.replay import write_answers
 
+    if sample:
+        request = replay_sample(repo=Path(repo), ref=ref, settings=settings_from_env(),
+                                config_path=config_path, generator=generator, suite=suite)
+        click.echo(json.dumps(request, indent=2, ensure_ascii=False))
+        return
+    if out_path is None:
+        raise InputError("replay needs --out (where the responses go), or --sample for a dry run")
+    if generator is not None:
+        raise InputError("--generator goes with --sample; a replay uses the configuration's generator")
     bar = progress.for_stream("generating", sys.stderr)
     try:
         result = asyncio.run(replay_ref(repo=Path(repo), ref=ref, settings=settings_from_env(),
-                                        config_path=config_path,
+                                        config_path=config_path or DEFAULT_CONFIG,
                                         cache_dir=cache_dir_or_none(cache_dir, no_cache),
                                         progress=bar, suite=suite))
     finally:
         bar.close()
+    for note in result.notes:
+        click.echo(f"flipgate: {visible(note)}", err=True)
     write_answers(out_path, result.answers, result.cases)
     truncated = [case_id for case_id, answer in result.answers.items()
                  if answer.finish_reason == "length"]

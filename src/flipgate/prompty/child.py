@@ -1,0 +1,281 @@
+"""The isolated child: all parsing and rendering of a generator happens here.
+
+A generator (and what it includes) may come from a pull request. Parsing its
+YAML, compiling its templates, finding its includes and rendering it all
+take time and memory the author controls, so none of it runs in flipgate's
+own process: the parent hands the file's bytes to a child process with
+memory and CPU limits and a wall-clock timeout, and reads back plain JSON.
+The parent itself only reads bytes and checks their size.
+
+Size caps (see `sandbox.Limits`): the generator file and each template it
+includes at most `max_template_bytes` (512 KB), all of them together at most
+`max_total_template_bytes` (1 MB), at most `max_files` (200) templates;
+`timeout_seconds` (30 s) of wall clock and `memory_bytes` (1 GiB) of address
+space per child. The caps are set so that parsing what they allow fits well
+inside the time limit; anything larger is refused with a message before
+it is parsed.
+
+The child gets an allowlisted environment (enough to start Python and run
+git), never the run's credentials.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from flipgate.errors import InputError, Problem, SecurityError
+from flipgate.model import Case
+from flipgate.prompty.frontmatter import InputSpec, Prompty, data_files, inherit, parse_prompty, with_inputs
+from flipgate.prompty.render import Rendered, referenced_files, render_values
+from flipgate.sandbox import Limits
+
+# What the child may see of the environment: enough to start Python and run git.
+# An allowlist, because secrets hide under any name (GH_PAT, DATABASE_URL, a proxy
+# URL with a password, ...).
+_CHILD_VARIABLES = frozenset({
+    "PATH", "HOME", "LANG", "LANGUAGE", "TZ", "TMPDIR", "TEMP", "TMP",
+    "PYTHONPATH", "PYTHONHOME", "PYTHONIOENCODING", "PYTHONUTF8", "PYTHONDONTWRITEBYTECODE",
+    "SYSTEMROOT", "SYSTEMDRIVE", "WINDIR", "COMSPEC", "PATHEXT",
+})
+
+
+def child_environment(environ: Mapping[str, str]) -> dict[str, str]:
+    """The variables the child gets: never the run's credentials."""
+    return {name: value for name, value in environ.items()
+            if name.upper() in _CHILD_VARIABLES or name.upper().startswith("LC_")}
+
+
+@dataclasses.dataclass(frozen=True)
+class Inspected:
+    """A generator parsed in the child, and the files it can load (see `referenced_files`)."""
+
+    prompty: Prompty
+    files: frozenset[str]
+    complete: bool
+
+
+def check_size(data: bytes, *, source: str, limits: Limits) -> None:
+    """The parent's only look at a generator's content: its size."""
+    if len(data) > limits.max_template_bytes:
+        raise InputError(Problem(source, None,
+                                 f"is {len(data):,} bytes; a generator may be at most "
+                                 f"{limits.max_template_bytes:,} bytes (templates it includes "
+                                 f"at most {limits.max_total_template_bytes:,} together)"))
+
+
+def _run_child(request: dict[str, Any], *, source: str, limits: Limits,
+               environ: Mapping[str, str], what: str) -> dict[str, Any]:
+    request["limits"] = dataclasses.asdict(limits)
+    command = [sys.executable, "-c", "from flipgate.prompty.child import main; main()"]
+    try:
+        result = subprocess.run(command, input=json.dumps(request).encode("utf-8"),
+                                capture_output=True, timeout=limits.timeout_seconds, check=False,
+                                env=child_environment(environ))
+    except subprocess.TimeoutExpired:
+        raise SecurityError(Problem(source, None,
+                                    f"{what} took longer than {limits.timeout_seconds:g}s "
+                                    "(a template too large, or one that loops without end?); "
+                                    "stopped")) from None
+    try:
+        answer = json.loads(result.stdout.decode("utf-8"))
+    except ValueError:
+        answer = None
+    if not isinstance(answer, dict):
+        raise SecurityError(Problem(source, None,
+                                    f"{what} exceeded its memory or CPU limit and was stopped "
+                                    f"(exit status {result.returncode})"))
+    if "error" in answer:
+        problems = [Problem(p, line, message) for p, line, message in answer["problems"]]
+        raise (SecurityError if answer["error"] == "security" else InputError)(problems)
+    return answer
+
+
+def inspect_isolated(data: bytes, *, path: str, source: str, repo: str | os.PathLike[str], sha: str,
+                     environ: Mapping[str, str], limits: Limits = Limits()) -> Inspected:
+    """Parse a generator and find the files it includes, in the child."""
+    check_size(data, source=source, limits=limits)
+    answer = _run_child({"job": "inspect", "path": path, "source": source,
+                         "text": data.decode("utf-8", "surrogateescape"), "repo": str(repo), "sha": sha},
+                        source=source, limits=limits, environ=environ, what="reading the generator")
+    return Inspected(prompty=_prompty_from_json(answer["prompty"]), files=frozenset(answer["files"]),
+                     complete=answer["complete"])
+
+
+def sample_isolated(data: bytes, *, path: str, source: str, repo: str | os.PathLike[str], sha: str,
+                    environ: Mapping[str, str], limits: Limits = Limits(),
+                    strict_undefined: bool = False) -> tuple[Prompty, Rendered]:
+    """Parse a generator and render its own sample (`replay --sample`), in one child."""
+    check_size(data, source=source, limits=limits)
+    answer = _run_child({"job": "sample", "path": path, "source": source,
+                         "text": data.decode("utf-8", "surrogateescape"), "repo": str(repo), "sha": sha,
+                         "strict_undefined": strict_undefined},
+                        source=source, limits=limits, environ=environ, what="rendering the sample")
+    return _prompty_from_json(answer["prompty"]), _rendered_from_json(answer)
+
+
+def render_isolated(prompty: Prompty, cases: Sequence[Case], *, repo: str | os.PathLike[str],
+                    sha: str, environ: Mapping[str, str] | None = None, limits: Limits = Limits(),
+                    strict_undefined: bool = False) -> Rendered:
+    """Every case's messages, rendered in the child (which reads included files from
+    the same git ref itself). A child that runs out of time or memory is a
+    SecurityError: the template, not the machine, is at fault."""
+    values = {case.id: prompty.with_defaults(case.template_vars()) for case in cases}
+    return render_values_isolated(prompty, values, repo=repo, sha=sha, environ=environ or {},
+                                  limits=limits, strict_undefined=strict_undefined)
+
+
+def render_values_isolated(prompty: Prompty, values: Mapping[str, Mapping[str, Any]], *,
+                           repo: str | os.PathLike[str], sha: str, environ: Mapping[str, str],
+                           limits: Limits = Limits(), strict_undefined: bool = False) -> Rendered:
+    answer = _run_child({"job": "render", "path": prompty.path, "source": prompty.source,
+                         "text": prompty.text, "repo": str(repo), "sha": sha,
+                         "values": {key: dict(v) for key, v in values.items()},
+                         "strict_undefined": strict_undefined},
+                        source=prompty.source, limits=limits, environ=environ, what="rendering")
+    return _rendered_from_json(answer)
+
+
+def _rendered_from_json(answer: dict[str, Any]) -> Rendered:
+    messages = {key: tuple(dict(m) for m in items) for key, items in answer["messages"].items()}
+    return Rendered(messages=messages, loaded=frozenset(answer["loaded"]),
+                    undefined={name: tuple(ids) for name, ids in answer["undefined"].items()})
+
+
+# --- the Prompty as JSON, across the process boundary ---------------------------------
+
+def _prompty_to_json(prompty: Prompty) -> dict[str, Any]:
+    fields = dataclasses.asdict(prompty)
+    fields["key_lines"] = [[list(key), line] for key, line in prompty.key_lines.items()]
+    fields["aliases"] = [[list(k), list(v)] for k, v in prompty.aliases.items()]
+    return fields
+
+
+def _prompty_from_json(fields: dict[str, Any]) -> Prompty:
+    fields = dict(fields)
+    fields["key_lines"] = {tuple(key): line for key, line in fields["key_lines"]}
+    fields["aliases"] = {tuple(k): tuple(v) for k, v in fields["aliases"]}
+    fields["inputs"] = tuple(InputSpec(**spec) for spec in fields["inputs"])
+    return Prompty(**fields)
+
+
+def _plain_json(prompty: Prompty) -> None:
+    """Front matter values must survive JSON unchanged (no dates or binary in parameters)."""
+    for name, value in prompty.parameters.items():
+        try:
+            json.dumps(value, allow_nan=False)
+        except (TypeError, ValueError):
+            raise InputError(Problem(prompty.source, prompty.line_of("model", "parameters", name),
+                                     f"model.parameters.{name} must be plain JSON data")) from None
+    for label, value in (("sample", prompty.sample),
+                         *((f"inputs.{s.name}", [s.default, s.example]) for s in prompty.inputs)):
+        try:
+            json.dumps(value, allow_nan=False)
+        except (TypeError, ValueError):
+            raise InputError(Problem(prompty.source, prompty.line_of(*label.split(".")),
+                                     f"'{label}' must be plain JSON data")) from None
+
+
+# --- the child's side -------------------------------------------------------------------
+
+def _set_limits(limits: Limits) -> None:
+    try:
+        import resource
+    except ImportError:  # not POSIX: the parent's timeout still applies
+        return
+    for which, value in ((resource.RLIMIT_AS, limits.memory_bytes),
+                         (resource.RLIMIT_CPU, int(limits.timeout_seconds) + 1)):
+        try:
+            _, hard = resource.getrlimit(which)
+            if hard != resource.RLIM_INFINITY:
+                value = min(value, hard)
+            resource.setrlimit(which, (value, hard))
+        except (ValueError, OSError):
+            pass
+
+
+def with_bases(prompty: Prompty, read: Any, depth: int = 0) -> Prompty:
+    """A v1 file with `base:` inherits that file's settings (from the same ref)."""
+    import posixpath
+
+    if prompty.base is None:
+        return prompty
+    where = Problem(prompty.source, prompty.line_of("base"), "")
+    path = posixpath.normpath(posixpath.join(posixpath.dirname(prompty.path), prompty.base))
+    if depth > 4 or path.startswith("../") or path == "..":
+        raise InputError(dataclasses.replace(where, message=f"base {prompty.base!r} is not a Prompty "
+                                             "file of this repository (or bases nest too deeply)"))
+    data = read(path)
+    if data is None:
+        raise InputError(dataclasses.replace(where, message=f"base {prompty.base!r} is not in this git ref"))
+    base = with_bases(parse_prompty(data, path=path, source=path), read, depth + 1)
+    return inherit(prompty, base)
+
+
+def _referenced_json(prompty: Prompty, reference: str, read: Any) -> Any:
+    from flipgate.endpoint_lock import load_file_reference
+
+    return load_file_reference(reference, prompty=prompty, read=read, what="inputs")
+
+
+def _job(request: dict[str, Any], limits: Limits) -> dict[str, Any]:
+    from pathlib import Path
+
+    from flipgate import gitrefs
+
+    repo, sha = Path(request["repo"]), request["sha"]
+
+    def read(path: str) -> bytes | None:
+        return gitrefs.read(repo, sha, path)
+
+    parsed = parse_prompty(request["text"].encode("utf-8", "surrogateescape"),
+                           path=request["path"], source=request["source"])
+    extra_files = data_files(parsed)
+    prompty = with_bases(parsed, read)
+    if prompty.inputs_file is not None:
+        prompty = with_inputs(prompty, _referenced_json(prompty, prompty.inputs_file, read))
+    if request["job"] == "inspect":
+        _plain_json(prompty)
+        files, complete = referenced_files(prompty, read=read, limits=limits)
+        files = files | extra_files | data_files(prompty)
+        return {"prompty": _prompty_to_json(prompty), "files": sorted(files), "complete": complete}
+    if request["job"] == "sample":
+        from flipgate.dryrun import sample_values
+
+        _plain_json(prompty)
+        values = {"sample": sample_values(prompty, read=read)}
+    else:
+        values = request["values"]
+    rendered = render_values(prompty, values, read=read, limits=limits,
+                             strict_undefined=request["strict_undefined"])
+    out = {"messages": {k: list(v) for k, v in rendered.messages.items()},
+           "loaded": sorted(rendered.loaded),
+           "undefined": {k: list(v) for k, v in rendered.undefined.items()}}
+    if request["job"] == "sample":
+        out["prompty"] = _prompty_to_json(prompty)
+    return out
+
+
+def main() -> None:
+    """JSON in on stdin, JSON out on stdout."""
+    request = json.loads(sys.stdin.buffer.read().decode("utf-8"))
+    limits = Limits(**request["limits"])
+    _set_limits(limits)
+    source = request["source"]
+    try:
+        out = _job(request, limits)
+    except InputError as exc:
+        out = {"error": "security" if isinstance(exc, SecurityError) else "input",
+               "problems": [[p.path, p.line, p.message] if isinstance(p, Problem) else
+                            [source, None, str(p)] for p in exc.problems]}
+    except MemoryError:
+        out = {"error": "security", "problems": [[source, None, "ran out of memory; stopped"]]}
+    except RecursionError:
+        out = {"error": "security", "problems": [[source, None, "nests too deeply; stopped"]]}
+    sys.stdout.write(json.dumps(out))
+    sys.stdout.flush()

@@ -1,0 +1,405 @@
+"""Rendering a generator's messages for every case, in Jinja2's sandbox or Mustache.
+
+The template comes from a pull request, so it is untrusted:
+
+- Jinja2 bodies render in `ImmutableSandboxedEnvironment`, hardened as
+  `sandbox.py` describes (templates that reach for Python internals are
+  refused, with file and line, before anything renders; operations that
+  allocate without bound are checked);
+- Mustache bodies render with pystache over plain JSON data, with no
+  partials: a tag can reach nothing but the inputs;
+- `{% include %}` / `{% extends %}` / `{% import %}` resolve, relative to the
+  including file, only to files of the same git ref inside the repository
+  (read through a callable, never from the work tree);
+- `child.py` runs all of this in a child process with memory and CPU limits
+  and a wall-clock timeout.
+
+Undefined variables render as the reference runtimes render them (empty and
+falsy); every name that was undefined for some case is reported, so a typo
+still shows. `strict_undefined` makes them errors instead.
+
+Line numbers in messages are the file's own: the front matter becomes a
+template comment of the same height, so the body renders exactly as the
+reference's (which drops the front matter and the blank lines after it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any
+
+from flipgate.errors import InputError, Problem, SecurityError
+from flipgate.model import Case
+from flipgate.prompty.frontmatter import Prompty, split_front_matter
+from flipgate.prompty.messages import (
+    Message,
+    expand_rich_inputs,
+    mark_data,
+    split_v1,
+    split_v2,
+    thread_marks,
+)
+from flipgate.sandbox import Limits, Refused, check_template, make_environment
+from flipgate.textinput import decode_utf8
+
+Reader = Callable[[str], "bytes | None"]
+
+
+@dataclass(frozen=True)
+class Rendered:
+    """Every case's messages, every file the templates read (the generator included),
+    and each variable that was undefined, with the cases where it was."""
+
+    messages: Mapping[str, tuple[Message, ...]]
+    loaded: frozenset[str]
+    undefined: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+
+def renderable_body(prompty: Prompty) -> str:
+    """The body as the template engine sees it: the front matter (and the blank lines the
+    reference drops after it) folded into a comment, so every line keeps its number."""
+    return template_body(prompty.template, mustache=prompty.format == "mustache")
+
+
+def template_body(text: str, *, mustache: bool = False) -> str:
+    """`text` (front matter already blanked) without its leading blank lines, which become
+    a Jinja2 comment of the same height (Mustache has no multi-line comment: dropped)."""
+    stripped = text.lstrip()
+    height = "\n" * text[:len(text) - len(stripped)].count("\n")
+    return stripped if mustache or not height else "{#" + height + "#}" + stripped
+
+
+def _recording_undefined(seen: set[str]) -> type:
+    """Jinja2's default Undefined (empty, falsy), noting each missing top-level name."""
+    from jinja2 import Undefined
+    from jinja2.exceptions import SecurityError as SandboxRefusal
+    from jinja2.utils import missing
+
+    class Recording(Undefined):
+        __slots__ = ()
+
+        def __init__(self, hint: Any = None, obj: Any = missing, name: Any = None,
+                     exc: Any = None) -> None:
+            if exc is SandboxRefusal:  # the sandbox's "unsafe" placeholder: refuse, never render ""
+                raise SandboxRefusal(hint)
+            kwargs = {} if exc is None else {"exc": exc}
+            super().__init__(hint, obj, name, **kwargs)
+            if obj is missing and isinstance(name, str):
+                seen.add(name)
+
+    return Recording
+
+
+def _included_source(text: str, name: str) -> str:
+    """An included template; another Prompty file contributes its body (as the reference's
+    loader does), its front matter blanked."""
+    if not name.endswith(".prompty"):
+        return text
+    front, _, body_start = split_front_matter(text, name)
+    if front is None:
+        return text
+    lines = text.split("\n")
+    return template_body("\n" * body_start + "\n".join(lines[body_start:]))
+
+
+def _check_sizes(name: str, data: bytes, loaded: int, limits: Limits) -> None:
+    """Refuse a template before parsing it when it, or all loaded so far, is too large."""
+    if len(data) > limits.max_template_bytes:
+        raise Refused(f"template {name!r} is {len(data):,} bytes; more than the "
+                      f"{limits.max_template_bytes:,} a template may be")
+    if loaded + len(data) > limits.max_total_template_bytes:
+        raise Refused(f"the generator and the templates it includes are more than "
+                      f"{limits.max_total_template_bytes:,} bytes together (at {name!r})")
+
+
+class _RefLoader:
+    """Templates of one git ref, by repository path; remembers what it loaded."""
+
+    def __init__(self, main: Prompty, read: Reader, limits: Limits):
+        from jinja2 import BaseLoader
+
+        self.main, self.read, self.limits = main, read, limits
+        self.sources: dict[str, str] = {main.path: renderable_body(main)}
+        self.raw: dict[str, bytes | None] = {}
+        owner = self
+
+        class Loader(BaseLoader):
+            def get_source(self, environment: Any, template: str) -> tuple[str, str, Callable[[], bool]]:
+                return owner.get_source(environment, template)
+
+        self.jinja_loader = Loader()
+
+    def read_cached(self, name: str) -> bytes | None:
+        if name not in self.raw:
+            self.raw[name] = self.read(name)
+        return self.raw[name]
+
+    def get_source(self, environment: Any, name: str) -> tuple[str, str, Callable[[], bool]]:
+        from jinja2 import TemplateNotFound
+
+        if name not in self.sources:
+            if len(self.sources) >= self.limits.max_files:
+                raise Refused(f"more than {self.limits.max_files} templates loaded")
+            try:
+                data = self.read_cached(name)
+            except InputError as exc:
+                raise Refused(str(exc)) from None
+            if data is None:
+                raise TemplateNotFound(name)
+            _check_sizes(name, data, sum(len(s) for s in self.sources.values()), self.limits)
+            self.sources[name] = _included_source(decode_utf8(data, name), name)
+        source = self.sources[name]
+        check_template(environment, source, name=name)
+        return source, name, lambda: True
+
+
+# --- static discovery of included files ---------------------------------------------
+
+def referenced_files(prompty: Prompty, *, read: Reader, limits: Limits = Limits()) -> tuple[frozenset[str], bool]:
+    """Files the generator can load (itself, includes, parents, imports), without rendering.
+
+    Returns (paths, complete): `complete` is False when a template computes a
+    name at run time or does not parse, so the set may miss files. Missing
+    files are still listed (one appearing at the other ref is a change).
+    """
+    from jinja2 import TemplateSyntaxError, meta
+
+    if prompty.format == "mustache":  # no partials: nothing else is ever read
+        return frozenset({prompty.path}), True
+    env = make_environment(None, limits)
+    found: dict[str, bool] = {}
+    complete = True
+    total = len(prompty.text.encode("utf-8", "surrogateescape"))
+    queue = [(prompty.path, renderable_body(prompty))]
+    while queue:
+        name, source = queue.pop()
+        found[name] = True
+        try:
+            ast = env.parse(source, name, name)
+        except (TemplateSyntaxError, RecursionError):  # rendering reports either, located
+            complete = False
+            continue
+        for reference in meta.find_referenced_templates(ast):
+            if reference is None:
+                complete = False
+                continue
+            try:
+                path = env.join_path(reference, name)
+            except Refused:
+                complete = False
+                continue
+            if path in found or len(found) >= limits.max_files:
+                continue
+            found[path] = True
+            try:
+                data = read(path)
+            except InputError:
+                data = None
+            if data is not None:
+                try:
+                    _check_sizes(path, data, total, limits)
+                except Refused as exc:
+                    raise InputError(Problem(name, None, str(exc))) from None
+                total += len(data)
+                try:
+                    queue.append((path, _included_source(decode_utf8(data, path), path)))
+                except InputError:
+                    complete = False
+    return frozenset(found), complete
+
+
+def _template_line(tb: TracebackType | None, files: Iterable[str]) -> tuple[str | None, int | None]:
+    """The innermost template frame of a traceback (Jinja2 rewrites them to template lines)."""
+    known = set(files)
+    where: tuple[str | None, int | None] = (None, None)
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename in known:
+            where = (tb.tb_frame.f_code.co_filename, tb.tb_lineno)
+        tb = tb.tb_next
+    return where
+
+
+def _classify(exc: BaseException, *, loader: _RefLoader) -> tuple[type[InputError], Problem]:
+    """Anything a render raised, as (InputError or SecurityError, a located problem)."""
+    from jinja2 import TemplateNotFound, TemplateSyntaxError, UndefinedError
+    from jinja2.exceptions import SecurityError as JinjaSecurityError
+
+    if isinstance(exc, InputError):
+        first = exc.problems[0] if exc.problems else str(exc)
+        problem = first if isinstance(first, Problem) else Problem(loader.main.path, None, str(first))
+        return type(exc), problem
+    path, line = _template_line(exc.__traceback__, loader.sources)
+    path = path or loader.main.path
+    if isinstance(exc, TemplateSyntaxError):
+        return InputError, Problem(exc.filename or path, exc.lineno,
+                                   f"template syntax error: {exc.message}")
+    if isinstance(exc, TemplateNotFound):
+        return InputError, Problem(path, line, f"included template '{exc.name}' is not in this git ref")
+    if isinstance(exc, UndefinedError):
+        return InputError, Problem(path, line, str(exc.message))
+    security = {Refused: str(exc), JinjaSecurityError: f"refused by the sandbox: {exc}",
+                OverflowError: f"refused by the sandbox: {exc}",
+                RecursionError: "templates nest too deeply, or include or call each other without end",
+                MemoryError: "rendering ran out of memory"}
+    for kind, message in security.items():
+        if isinstance(exc, kind):
+            return SecurityError, Problem(path, line, message)
+    if type(exc).__module__.startswith("pystache"):
+        return InputError, Problem(path, None, f"mustache template error: {exc}")
+    return InputError, Problem(path, line, f"template error: {type(exc).__name__}: {exc}")
+
+
+def _checked_template(prompty: Prompty, env: Any, loader: _RefLoader, limits: Limits) -> Any:
+    """The compiled generator, after every template it names has been checked."""
+    from jinja2 import TemplateNotFound
+
+    try:
+        template = env.get_template(prompty.path)
+        paths, _ = referenced_files(prompty, read=loader.read_cached, limits=limits)
+        for path in sorted(paths - {prompty.path}):
+            try:
+                env.get_template(path)
+            except TemplateNotFound:
+                pass  # reported by the render that needs it ("ignore missing" may not)
+    except InputError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - every failure becomes a located problem
+        kind, problem = _classify(exc, loader=loader)
+        raise kind(problem) from None
+    return template
+
+
+def _stream(template: Any, variables: Mapping[str, Any], limits: Limits) -> str:
+    parts: list[str] = []
+    size = 0
+    stream = template.generate(dict(variables))
+    try:
+        for piece in stream:
+            size += len(piece)
+            if size > limits.max_output_chars:
+                raise Refused(f"the rendered prompt is longer than {limits.max_output_chars} characters")
+            parts.append(piece)
+    finally:
+        stream.close()
+    return "".join(parts)
+
+
+def _chevron_escape(text: str) -> str:
+    """HTML escaping as the reference's Mustache library does it (no `'`)."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
+
+
+class _Mustache:
+    """pystache over plain data: no partials, no file system, nothing but the inputs.
+    A missing name renders empty (as the reference's library does) and is noted in `seen`."""
+
+    def __init__(self, source: str, *, strict: bool, limits: Limits, seen: set[str]):
+        import pystache
+        from pystache.context import KeyNotFoundError
+        from pystache.renderengine import context_get
+
+        class Renderer(pystache.Renderer):
+            def _make_resolve_context(self) -> Callable[[Any, str], Any]:
+                def resolve(stack: Any, name: str) -> Any:
+                    try:
+                        return context_get(stack, name)
+                    except KeyNotFoundError:
+                        if strict:
+                            raise
+                        seen.add(name)
+                        return ""
+                return resolve
+
+        self.source, self.limits = source, limits
+        self.renderer = Renderer(partials={}, escape=_chevron_escape, string_encoding="utf-8",
+                                 missing_tags="ignore")
+
+    def render(self, variables: Mapping[str, Any]) -> str:
+        text = self.renderer.render(self.source, dict(variables))
+        if len(text) > self.limits.max_output_chars:
+            raise Refused(f"the rendered prompt is longer than {self.limits.max_output_chars} characters")
+        return text
+
+
+def _variables(prompty: Prompty, values: Mapping[str, Any],
+               marks: Mapping[str, str]) -> dict[str, Any]:
+    """What the template sees: the values with role-like data lines marked, and each
+    rich (thread, media) input replaced by its marker."""
+    variables = mark_data(dict(values))
+    for mark, name in marks.items():
+        variables[name] = mark
+    return variables
+
+
+def _messages(prompty: Prompty, text: str, *, values: Mapping[str, Any], marks: Mapping[str, str],
+              read: Reader) -> list[Message]:
+    if prompty.version == 1:
+        directory = prompty.path.rpartition("/")[0] or "."
+        return split_v1(text, directory=directory, read=read)
+    messages = split_v2(text, attributes=not prompty.strict_roles)
+    return expand_rich_inputs(messages, marks, values, prompty.rich_inputs)
+
+
+def render_values(prompty: Prompty, values: Mapping[str, Mapping[str, Any]], *, read: Reader,
+                  limits: Limits = Limits(), strict_undefined: bool = False) -> Rendered:
+    """Render the messages for each set of input values (by id) in-process
+    (see child.py for untrusted input).
+
+    Every template the generator names is checked before the first render;
+    rendering problems are collected across ids, one line per distinct
+    problem with the ids it hit.
+    """
+    from jinja2 import StrictUndefined
+
+    loader = _RefLoader(prompty, read, limits)
+    seen: set[str] = set()
+    if prompty.format == "mustache":
+        engine: Any = _Mustache(loader.sources[prompty.path], strict=strict_undefined, limits=limits,
+                                seen=seen)
+        render = engine.render
+    else:
+        undefined = StrictUndefined if strict_undefined else _recording_undefined(seen)
+        env = make_environment(loader.jinja_loader, limits, undefined=undefined,
+                               keep_trailing_newline=prompty.version == 2)
+        template = _checked_template(prompty, env, loader, limits)
+        render = lambda variables: _stream(template, variables, limits)  # noqa: E731
+
+    messages: dict[str, tuple[Message, ...]] = {}
+    undefined_in: dict[str, list[str]] = {}
+    failures: dict[tuple[type[InputError], Problem], list[str]] = {}
+    for key, raw in values.items():
+        marks = thread_marks(prompty.rich_inputs)
+        seen.clear()
+        try:
+            text = render(_variables(prompty, raw, marks))
+            split = _messages(prompty, text, values=raw, marks=marks, read=loader.read_cached)
+        except Exception as exc:  # noqa: BLE001
+            failures.setdefault(_classify(exc, loader=loader), []).append(key)
+            continue
+        for name in sorted(seen):
+            undefined_in.setdefault(name, []).append(key)
+        if not split:
+            failures.setdefault((InputError, Problem(prompty.path, None, "renders no message")), []).append(key)
+            continue
+        messages[key] = tuple(split)
+    if failures:
+        problems = []
+        for (_, problem), ids in failures.items():
+            shown = ", ".join(ids[:3]) + (f" and {len(ids) - 3} more" if len(ids) > 3 else "")
+            label = "cases" if len(ids) > 1 else "case"
+            problems.append(Problem(problem.path, problem.line, f"{problem.message} ({label} {shown})"))
+        kind = SecurityError if any(k is SecurityError for k, _ in failures) else InputError
+        raise kind(problems)
+    read_files = {name for name, data in loader.raw.items() if data is not None}  # images too
+    return Rendered(messages=messages, loaded=frozenset(loader.sources) | read_files,
+                    undefined={name: tuple(ids) for name, ids in undefined_in.items()})
+
+
+def render_cases(prompty: Prompty, cases: Sequence[Case], *, read: Reader,
+                 limits: Limits = Limits(), strict_undefined: bool = False) -> Rendered:
+    """Every case's messages, by case id; a case's fields are the template's variables
+    (v2 input defaults fill the ones a case lacks)."""
+    values = {case.id: prompty.with_defaults(case.template_vars()) for case in cases}
+    return render_values(prompty, values, read=read, limits=limits, strict_undefined=strict_undefined)
