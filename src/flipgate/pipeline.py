@@ -46,7 +46,14 @@ from flipgate.refs import (
 )
 from flipgate.replay import PreparedGenerator, first_failure_cancels, replay
 from flipgate.runtime import Runtime
-from flipgate.scoring import Scored, build_report, judge_info, score_rows, stopped_note
+from flipgate.scoring import (
+    Scored,
+    build_report,
+    build_suites_report,
+    judge_info,
+    score_rows,
+    stopped_note,
+)
 from flipgate.settings import Settings
 
 if TYPE_CHECKING:
@@ -210,9 +217,12 @@ async def check(*, repo: Path, base: str, head: str, settings: Settings,
                 if message:
                     messages.append(message)
     if config.suites:
-        report = aggregate(config, planned, reports, notes=trusted.notes,
-                           usage=runtime.usage_report(), cache=runtime.cache_stats(),
-                           head_sha=head_ref.sha)
+        report = build_suites_report(
+            [SuiteReport(name=one.inputs.config.suite or "", report=part)
+             for one, part in zip(planned, reports, strict=True)],
+            notes=trusted.notes, usage=runtime.usage_report(), cache=runtime.cache_stats(),
+            head_sha=head_ref.sha, relevance_threshold=config.relevance.threshold,
+            strict=config.gate.strict, per_suite_status=config.status == STATUS_PER_SUITE)
     else:
         report = reports[0]
     markdown = write_outputs(report, out_dir, console=console, comment_limit=comment_limit)
@@ -242,24 +252,6 @@ async def _evaluate(one: Planned, *, runtime: Runtime, settings: Settings, judge
                           notes=notes, change=one.change, usage=runtime.usage_report(),
                           cache=runtime.cache_stats(), head_sha=head_sha)
     return report, message
-
-
-def aggregate(config: Config, planned: Sequence[Planned], reports: Sequence[Report], *,
-              notes: Sequence[str], usage: dict[str, Any], cache: dict[str, int] | None,
-              head_sha: str) -> Report:
-    """Several suites' reports as the run's one: each suite's own report, and the worst
-    conclusion and summed counts on top (gate.worst, gate.add_counts)."""
-    parts = [SuiteReport(name=one.inputs.config.suite or "", report=report)
-             for one, report in zip(planned, reports, strict=True)]
-    for part in parts:  # the run's usage is reported once, on top
-        part.report.usage = part.report.cache = None
-    judge = next((part.report.judge for part in parts if part.evaluated), reports[0].judge)
-    return Report(conclusion=gate.worst(part.report.conclusion for part in parts), judge=judge,
-                  counts=gate.add_counts(part.report.counts for part in parts),
-                  rows=[row for part in parts for row in part.report.rows],
-                  relevance_threshold=config.relevance.threshold, usage=usage, cache=cache,
-                  notes=list(notes), head_sha=head_sha, strict=config.gate.strict, suites=parts,
-                  per_suite_status=config.status == STATUS_PER_SUITE)
 
 
 def run_check(**kwargs: Any) -> CheckResult:
