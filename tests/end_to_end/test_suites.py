@@ -303,3 +303,19 @@ def test_per_suite_statuses_when_no_suite_changed(harness: Harness, server: Fake
     assert {context: status["state"] for context, status in final.items()} == {
         "flipgate": "success", "flipgate/support": "success", "flipgate/billing": "success"}
     assert server.requests == []
+
+
+def test_a_suite_that_cannot_finish_makes_the_run_unfinished(server: FakeOpenAI,
+                                                             tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    config = CONFIG.format(status="") + "budget: {max_requests: 3}\n"
+    repo.commit({".flipgate.yml": config}, message="a small budget")
+    repo.branch("base", "HEAD")
+    repo.commit({"prompts/support.prompty": PROMPT.format(name="support", model="gen-support",
+                                                          system=GENEROUS)})
+    result, report, comment = invoke(repo, tmp_path)
+    assert result.exit_code == 3, result.output
+    assert report["conclusion"] == "error"
+    assert report["suites"]["support"]["conclusion"] == "error"
+    assert report["suites"]["billing"]["conclusion"] == "skipped"
+    assert "could not finish" in comment and "Not evaluated" in comment
