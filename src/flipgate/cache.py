@@ -35,7 +35,14 @@ class Cache:
         return self.root / key[:2] / f"{key}.json"
 
     def get(self, request: Mapping[str, Any]) -> Any | None:
-        path = self._path(cache_key(request))
+        return self.get_digest(cache_key(request))
+
+    def put(self, request: Mapping[str, Any], value: Any) -> None:
+        self.put_digest(cache_key(request), value)
+
+    def get_digest(self, key: str) -> Any | None:
+        """The entry stored under a `cache_key` digest, or None."""
+        path = self._path(key)
         try:
             value = json.loads(path.read_text(encoding="utf-8"))["value"]
         except (OSError, ValueError, KeyError, TypeError):
@@ -44,8 +51,8 @@ class Cache:
         self.hits += 1
         return value
 
-    def put(self, request: Mapping[str, Any], value: Any) -> None:
-        path = self._path(cache_key(request))
+    def put_digest(self, key: str, value: Any) -> None:
+        path = self._path(key)
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
         try:

@@ -22,7 +22,9 @@ DEFAULT_OUT_DIR = "flipgate-out"        # report.json and comment.md
 DEFAULT_CACHE_DIR = ".flipgate-cache"   # model replies
 DEFAULT_CONCURRENCY = 8                 # model calls in flight at once, for the whole run
 DEFAULT_TIMEOUT_SECONDS = 60.0          # per model request (the openai client's own timeout)
-DEFAULT_MAX_RETRIES = 3                 # the openai client's own retries
+DEFAULT_MAX_RETRIES = 3                 # retries of a 5xx, timeout or lost connection
+DEFAULT_MAX_WAIT = 600.0                # seconds one request may spend waiting out 429s
+DEFAULT_COMPLETION_CEILING = 4096       # budget: worst case of a request without max_tokens
 DEFAULT_EMBEDDING_BATCH = 2048          # OpenAI's /embeddings takes at most 2048 inputs
 DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_QUESTIONS = 3                   # questions the relevance judge invents per answer
@@ -66,7 +68,8 @@ class JudgeConfig:
     api_version: str | None = None
     reasoning: bool = False
     timeout: float = DEFAULT_TIMEOUT_SECONDS
-    max_retries: int = DEFAULT_MAX_RETRIES
+    max_retries: int = DEFAULT_MAX_RETRIES  # other transient failures (5xx, timeouts), per request
+    max_wait: float = DEFAULT_MAX_WAIT  # seconds a request may spend waiting out 429s
     seed: int | None = None          # sent with every judge request when set
     second_opinion: SecondOpinionConfig | None = None
 
@@ -94,13 +97,13 @@ def second_judge(judge: JudgeConfig, provider: str | None = None) -> JudgeConfig
                            reasoning=judge.reasoning if second.reasoning is None else second.reasoning,
                            timeout=second.timeout or judge.timeout,
                            max_retries=judge.max_retries if second.max_retries is None
-                           else second.max_retries, seed=judge.seed)
+                           else second.max_retries, max_wait=judge.max_wait, seed=judge.seed)
     return JudgeConfig(provider=second.provider, model=second.model or OFFLINE_MODEL,
                        base_url=second.base_url, azure_endpoint=second.azure_endpoint,
                        api_version=second.api_version, reasoning=bool(second.reasoning),
                        timeout=second.timeout or judge.timeout,
                        max_retries=judge.max_retries if second.max_retries is None
-                       else second.max_retries, seed=judge.seed)
+                       else second.max_retries, max_wait=judge.max_wait, seed=judge.seed)
 
 
 @dataclass(frozen=True)
@@ -125,6 +128,8 @@ class RelevanceConfig:
 class BudgetConfig:
     max_requests: int | None = None
     max_tokens: int | None = None
+    # The worst case assumed for a request that sets no max_tokens / max_completion_tokens.
+    completion_ceiling: int = DEFAULT_COMPLETION_CEILING
 
 
 STATUS_SINGLE, STATUS_PER_SUITE = "single", "per-suite"
@@ -296,6 +301,7 @@ _SCHEMA: dict[str, Any] = {
         "reasoning": _is_bool,
         "timeout": _is_positive_number,
         "max_retries": _is_count,
+        "max_wait": _is_positive_number,
         "seed": _is_int,
         "second_opinion": {
             "model": _is_str,
@@ -318,9 +324,10 @@ _SCHEMA: dict[str, Any] = {
         "questions": _is_positive_int,
         "embedding_batch": _is_positive_int,
     },
-    "budget": {"max_requests": _is_positive_int, "max_tokens": _is_positive_int},
+    "budget": {"max_requests": _is_positive_int, "max_tokens": _is_positive_int,
+               "completion_ceiling": _is_positive_int},
     "status": _one_of(STATUS_MODES),
-    "suites": None,  # checked by _check_suites: a list of suites, or a mapping name -> suite
+    "suites": None,  # checked by _suite_entries: a list of suites, or a mapping name -> suite
 }
 
 # What a suite may set; the rest (judge, budget, concurrency) is the run's.

@@ -1,9 +1,14 @@
 """The one door to language models: chat completions and embeddings.
 
 Every model call of every command (judging, generating) goes through `LLM`,
-which adds what the openai client does not: one concurrency limit shared by
-the whole run, the on-disk cache, the request/token budget and usage totals.
-Retries (honouring Retry-After) and timeouts are the openai client's own.
+which adds what the openai client does not: one adaptive concurrency limit
+shared by the whole run (pacing.py), the on-disk cache, single flight for
+identical requests, the hard request/token budget (budget.py) and usage
+totals. The openai client keeps auth, endpoints (Azure's deployment URLs)
+and timeouts; retries are done here, so every wait happens outside the
+concurrency slot: 429s until `judge.max_wait`, other transient failures a
+counted number of times, anything else once. Bodies are sent prepared
+through the client's low-level `post` and replies read as plain dicts.
 
 The openai package is imported lazily, so `flipgate --help` never pays for it.
 """
@@ -11,24 +16,37 @@ The openai package is imported lazily, so `flipgate --help` never pays for it.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+import base64
+import importlib
+import json
+import random
+import struct
+import sys
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit
 
-from flipgate.cache import Cache
+from flipgate.budget import Budget, BudgetExceeded, chat_worst_case, embedding_worst_case
+from flipgate.cache import Cache, cache_key
 from flipgate.config import (
-    DEFAULT_CONCURRENCY,
     DEFAULT_EMBEDDING_BATCH,
     DEFAULT_MAX_RETRIES,
+    DEFAULT_MAX_WAIT,
     DEFAULT_OPENAI_BASE_URL,
     DEFAULT_TIMEOUT_SECONDS,
 )
-from flipgate.errors import IncompleteError, InputError
+from flipgate.errors import InputError
+from flipgate.pacing import LONGEST_PAUSE, Limiter, retry_after
 from flipgate.settings import Settings
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
+
+__all__ = ["LLM", "Budget", "BudgetExceeded", "Completion", "Endpoint", "LazyClient", "Limiter",
+           "RetryPolicy", "Usage", "azure_endpoint", "is_api_error", "make_client", "openai_endpoint"]
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -66,34 +84,6 @@ class Completion:
     system_fingerprint: str | None = None  # the provider's backend configuration, if it says
 
 
-class BudgetExceeded(IncompleteError):
-    pass
-
-
-@dataclass
-class Budget:
-    """Stops a run before it spends more than the configuration allows."""
-
-    max_requests: int | None = None
-    max_tokens: int | None = None
-    requests: int = 0
-    tokens: int = 0
-
-    def reserve_request(self) -> None:
-        if self.max_requests is not None and self.requests >= self.max_requests:
-            raise BudgetExceeded(
-                f"budget.max_requests ({self.max_requests}) reached after {self.requests} "
-                f"requests and {self.tokens} tokens; stopped before spending more")
-        if self.max_tokens is not None and self.tokens >= self.max_tokens:
-            raise BudgetExceeded(
-                f"budget.max_tokens ({self.max_tokens}) reached after {self.requests} "
-                f"requests and {self.tokens} tokens; stopped before spending more")
-        self.requests += 1
-
-    def spend_tokens(self, tokens: int) -> None:
-        self.tokens += tokens
-
-
 @dataclass
 class Usage:
     requests: int = 0
@@ -107,34 +97,23 @@ class Usage:
                 "embedding_requests": self.embedding_requests}
 
 
-@dataclass
-class Limiter:
-    """One concurrency limit for the whole run, with the peak it reached."""
+@dataclass(frozen=True)
+class RetryPolicy:
+    """429s are retried until `max_wait` seconds have passed since the first try;
+    other transient failures (5xx, timeouts, lost connections) `max_retries` times.
+    Any other error (400, 401, 403, 404, ...) is sent once and raised."""
 
-    limit: int = DEFAULT_CONCURRENCY
-    active: int = 0
-    peak: int = 0
-    _semaphore: asyncio.Semaphore | None = field(default=None, repr=False)
-
-    async def __aenter__(self) -> None:
-        if self._semaphore is None:
-            self._semaphore = asyncio.Semaphore(self.limit)
-        await self._semaphore.acquire()
-        self.active += 1
-        self.peak = max(self.peak, self.active)
-
-    async def __aexit__(self, *exc: object) -> None:
-        self.active -= 1
-        assert self._semaphore is not None
-        self._semaphore.release()
+    max_retries: int = DEFAULT_MAX_RETRIES
+    max_wait: float = DEFAULT_MAX_WAIT
 
 
 class LLM:
-    """Chat completions and embeddings against one endpoint, cached and limited."""
+    """Chat completions and embeddings against one endpoint, cached, paced and capped."""
 
-    def __init__(self, client: AsyncOpenAI, endpoint: Endpoint, *, limiter: Limiter,
+    def __init__(self, client: AsyncOpenAI | LazyClient, endpoint: Endpoint, *, limiter: Limiter,
                  cache: Cache | None = None, budget: Budget | None = None,
-                 usage: Usage | None = None,
+                 usage: Usage | None = None, retry: RetryPolicy | None = None,
+                 flights: dict[str, _Flight] | None = None,
                  embedding_batch: int = DEFAULT_EMBEDDING_BATCH):
         self.client = client
         self.endpoint = endpoint
@@ -142,6 +121,9 @@ class LLM:
         self.cache = cache
         self.budget = budget or Budget()
         self.usage = usage if usage is not None else Usage()
+        self.retry = retry or RetryPolicy()
+        # Identical requests in flight at once share one call (pass one dict for the whole run).
+        self.flights: dict[str, _Flight] = flights if flights is not None else {}
         self.embedding_batch = embedding_batch
 
     async def chat(self, *, model: str, messages: Sequence[Mapping[str, str]],
@@ -158,34 +140,42 @@ class LLM:
         body: dict[str, Any] = {"model": model, "messages": [dict(m) for m in messages],
                                 **dict(params or {})}
         key = {"endpoint": self.endpoint.identity(), "body": body, "tag": dict(cache_tag or {})}
-        if self.cache is not None and (hit := self.cache.get(key)) is not None:
+        digest = cache_key(key)
+        if self.cache is not None and (hit := self.cache.get_digest(digest)) is not None:
             if _accepts(validate, hit.get("content", "")):
                 return Completion(**hit, cached=True)
+        return await _single_flight(self.flights, digest,
+                                    lambda: self._complete(body, digest=digest, validate=validate))
 
-        async with self.limiter:
-            self.budget.reserve_request()
-            response = await self.client.chat.completions.create(**body)
-        choice = response.choices[0] if response.choices else None
-        usage = response.usage
+    async def _complete(self, body: dict[str, Any], *, digest: str,
+                        validate: Callable[[str], object] | None) -> Completion:
+        worst_case = chat_worst_case(body, completion_ceiling=self.budget.completion_ceiling)
+        reply = await self._post("/chat/completions", body, worst_case=worst_case,
+                                 spent=_chat_tokens)
+        choices = reply.get("choices") or [{}]
+        choice = choices[0] if isinstance(choices[0], dict) else {}
+        message = choice.get("message") if isinstance(choice.get("message"), dict) else {}
+        usage = reply.get("usage") if isinstance(reply.get("usage"), dict) else {}
         completion = Completion(
-            content=reply_text(choice.message if choice else None),
-            finish_reason=choice.finish_reason if choice else None,
-            prompt_tokens=(usage.prompt_tokens or 0) if usage else 0,
-            completion_tokens=(usage.completion_tokens or 0) if usage else 0,
-            model=getattr(response, "model", None) or None,
-            system_fingerprint=getattr(response, "system_fingerprint", None) or None,
+            content=reply_text(message),
+            finish_reason=choice.get("finish_reason"),
+            prompt_tokens=_count(usage.get("prompt_tokens")),
+            completion_tokens=_count(usage.get("completion_tokens")),
+            model=reply.get("model") if isinstance(reply.get("model"), str) and reply.get("model") else None,
+            system_fingerprint=(reply.get("system_fingerprint")
+                                if isinstance(reply.get("system_fingerprint"), str)
+                                and reply.get("system_fingerprint") else None),
         )
         self.usage.requests += 1
         self.usage.prompt_tokens += completion.prompt_tokens
         self.usage.completion_tokens += completion.completion_tokens
-        self.budget.spend_tokens(completion.prompt_tokens + completion.completion_tokens)
         if self.cache is not None and _accepts(validate, completion.content):
-            self.cache.put(key, {"content": completion.content,
-                                 "finish_reason": completion.finish_reason,
-                                 "prompt_tokens": completion.prompt_tokens,
-                                 "completion_tokens": completion.completion_tokens,
-                                 "model": completion.model,
-                                 "system_fingerprint": completion.system_fingerprint})
+            self.cache.put_digest(digest, {"content": completion.content,
+                                           "finish_reason": completion.finish_reason,
+                                           "prompt_tokens": completion.prompt_tokens,
+                                           "completion_tokens": completion.completion_tokens,
+                                           "model": completion.model,
+                                           "system_fingerprint": completion.system_fingerprint})
         return completion
 
     async def embed(self, *, model: str, texts: Sequence[str]) -> list[list[float]]:
@@ -205,18 +195,18 @@ class LLM:
                 missing.append(text)
 
         async def one_batch(batch: list[str]) -> None:
-            async with self.limiter:
-                self.budget.reserve_request()
-                response = await self.client.embeddings.create(model=model, input=batch)
-            if len(response.data) != len(batch):
-                raise ValueError(f"embeddings: asked for {len(batch)} vectors, got {len(response.data)}")
+            reply = await self._post("/embeddings", {"model": model, "input": batch,
+                                                      "encoding_format": "base64"},
+                                     worst_case=embedding_worst_case(batch), spent=_embedding_tokens)
+            data = reply.get("data")
+            if not isinstance(data, list) or len(data) != len(batch):
+                got = len(data) if isinstance(data, list) else 0
+                raise ValueError(f"embeddings: asked for {len(batch)} vectors, got {got}")
             self.usage.embedding_requests += 1
-            tokens = response.usage.total_tokens if response.usage else 0
-            self.usage.prompt_tokens += tokens or 0
-            self.budget.spend_tokens(tokens or 0)
-            for item in sorted(response.data, key=lambda d: d.index):
-                text = batch[item.index]
-                vectors[text] = list(item.embedding)
+            self.usage.prompt_tokens += _embedding_tokens(reply) or 0
+            for item in data:
+                text = batch[item["index"]]
+                vectors[text] = _vector(item["embedding"])
                 if self.cache is not None:
                     self.cache.put(self._embedding_key(model, text), vectors[text])
 
@@ -227,20 +217,176 @@ class LLM:
     def _embedding_key(self, model: str, text: str) -> dict[str, Any]:
         return {"endpoint": self.endpoint.identity(), "embedding_model": model, "input": text}
 
+    async def _post(self, path: str, body: dict[str, Any], *, worst_case: int,
+                    spent: Callable[[dict[str, Any]], int | None]) -> dict[str, Any]:
+        """Send one prepared body until it succeeds or the retry policy gives up.
 
-def reply_text(message: Any) -> str:
-    """A reply as text: its content, or, when the model answered with tool calls, each call
-    as `name(arguments)` on its own line, so it can still be judged and diffed."""
-    if message is None:
+        Every wait (a 429's pause, a backoff) happens outside the concurrency
+        slot. The budget holds the request's worst case while it is in flight.
+        """
+        import openai
+
+        client = self.client.get() if isinstance(self.client, LazyClient) else self.client
+        first_try = self.limiter.clock()
+        failures = 0
+        while True:
+            sent_at = await self.limiter.acquire()
+            backoff = 0.0
+            try:
+                self.budget.reserve(worst_case)
+                try:
+                    response = await client.post(
+                        path, body=body, cast_to=_raw_response_type(client),
+                        options={"max_retries": 0})
+                    reply = _json_object(response)
+                except openai.RateLimitError as exc:
+                    self.budget.cancel(worst_case)
+                    pause = self.limiter.throttled(sent_at=sent_at, headers=exc.response.headers)
+                    waited = self.limiter.clock() - first_try
+                    if waited + pause > self.retry.max_wait:
+                        _explain(exc, f"still rate limited after waiting {waited:.0f}s "
+                                      f"(judge.max_wait is {self.retry.max_wait:g}s)")
+                        raise
+                    continue
+                except openai.APIStatusError as exc:
+                    self.budget.settle(worst_case, spent=0)
+                    if not _transient(exc.status_code) or failures >= self.retry.max_retries:
+                        _explain(exc, _after(failures))
+                        raise
+                    failures += 1
+                    told = retry_after(exc.response.headers)
+                    backoff = min(told, LONGEST_PAUSE) if told else _backoff(failures)
+                    continue
+                except (openai.APIConnectionError, ValueError) as exc:
+                    # Sent, and maybe worked on: counted at its worst case.
+                    self.budget.settle(worst_case, spent=None)
+                    if isinstance(exc, ValueError) or failures >= self.retry.max_retries:
+                        _explain(exc, _after(failures))
+                        raise
+                    failures += 1
+                    backoff = _backoff(failures)
+                    continue
+                except BaseException:
+                    self.budget.settle(worst_case, spent=None)  # cancelled mid-flight: spent
+                    raise
+                self.budget.settle(worst_case, spent=spent(reply))
+                self.limiter.succeeded(response.headers)
+                return reply
+            finally:
+                self.limiter.release()
+                if backoff:
+                    await asyncio.sleep(backoff)
+
+
+@dataclass
+class _Flight:
+    task: asyncio.Future[Any]
+    waiters: int = 0
+
+
+async def _single_flight(flights: dict[str, _Flight], key: str,
+                         call: Callable[[], Awaitable[T]]) -> T:
+    """Run `call` once for every caller asking with the same key at the same time.
+
+    The call is cancelled only when every caller waiting on it is.
+    """
+    flight = flights.get(key)
+    if flight is None:
+        flight = _Flight(asyncio.ensure_future(call()))
+        flights[key] = flight
+
+        def forget(task: asyncio.Future[Any]) -> None:
+            if flights.get(key) is flight:
+                del flights[key]
+            if not task.cancelled():
+                task.exception()  # retrieved here; every waiter still sees it
+
+        flight.task.add_done_callback(forget)
+    flight.waiters += 1
+    try:
+        return await asyncio.shield(flight.task)
+    except asyncio.CancelledError:
+        if flight.waiters == 1 and not flight.task.done():
+            flight.task.cancel()
+        raise
+    finally:
+        flight.waiters -= 1
+
+
+def _raw_response_type(client: Any) -> type:
+    """The HTTP library's response class the SDK was built on: asking for it returns
+    the reply undecoded (headers included), skipping the SDK's model parsing."""
+    http = next(cls for cls in type(client._client).__mro__ if not cls.__module__.startswith("openai"))
+    return importlib.import_module(http.__module__.split(".")[0]).Response
+
+
+def _json_object(response: Any) -> dict[str, Any]:
+    try:
+        reply = json.loads(response.content)
+    except ValueError as exc:
+        raise ValueError(f"the reply is not JSON: {exc}") from None
+    if not isinstance(reply, dict):
+        raise ValueError("the reply is not a JSON object")
+    return reply
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+
+
+def _chat_tokens(reply: dict[str, Any]) -> int | None:
+    usage = reply.get("usage")
+    if not isinstance(usage, dict) or "prompt_tokens" not in usage:
+        return None  # unknown: the budget counts the worst case
+    return _count(usage.get("prompt_tokens")) + _count(usage.get("completion_tokens"))
+
+
+def _embedding_tokens(reply: dict[str, Any]) -> int | None:
+    usage = reply.get("usage")
+    if not isinstance(usage, dict) or "total_tokens" not in usage:
+        return None
+    return _count(usage.get("total_tokens"))
+
+
+def _vector(value: Any) -> list[float]:
+    """An embedding as floats, whether sent as a list or as base64 little-endian float32."""
+    if isinstance(value, str):
+        raw = base64.b64decode(value)
+        return list(struct.unpack(f"<{len(raw) // 4}f", raw))
+    return [float(x) for x in value]
+
+
+def _transient(status: int) -> bool:
+    return status >= 500 or status in (408, 409)
+
+
+def _backoff(failures: int) -> float:
+    return min(0.5 * 2 ** (failures - 1), 8.0) * (0.75 + 0.25 * random.random())
+
+
+def _after(failures: int) -> str:
+    return f"after {failures} retr{'y' if failures == 1 else 'ies'}" if failures else ""
+
+
+def _explain(exc: BaseException, how: str) -> None:
+    """Say on the error how hard it was tried, for the one-line account (`describe_api_error`)."""
+    exc.flipgate_retries = how  # type: ignore[attr-defined]
+
+
+def reply_text(message: Mapping[str, Any] | None) -> str:
+    """A reply (a plain-dict message) as text: its content, or, when the model answered with
+    tool calls, each call as `name(arguments)` on its own line, so it can still be judged
+    and diffed."""
+    if not message:
         return ""
-    if message.content:
-        return message.content
-    calls = getattr(message, "tool_calls", None) or []
+    content = message.get("content")
+    if isinstance(content, str) and content:
+        return content
     lines = []
-    for call in calls:
-        function = getattr(call, "function", None)
-        if function is not None:
-            lines.append(f"tool call: {function.name}({function.arguments or ''})")
+    for call in message.get("tool_calls") or []:
+        function = call.get("function") if isinstance(call, dict) else None
+        if isinstance(function, dict):
+            lines.append(f"tool call: {function.get('name')}({function.get('arguments') or ''})")
     return "\n".join(lines)
 
 
@@ -277,18 +423,57 @@ def make_client(endpoint: Endpoint, *, settings: Settings, timeout: float = DEFA
 
     The key comes only from the environment, never from a file the PR controls.
     """
+    key = _api_key(endpoint, settings)
     import openai  # lazy: keeps `flipgate --help` fast
 
+    if endpoint.kind == "azure":
+        return openai.AsyncAzureOpenAI(azure_endpoint=endpoint.base_url, api_key=key,
+                                       api_version=endpoint.api_version,
+                                       timeout=timeout, max_retries=max_retries)
+    return openai.AsyncOpenAI(base_url=endpoint.base_url, api_key=key,
+                              timeout=timeout, max_retries=max_retries)
+
+
+def _api_key(endpoint: Endpoint, settings: Settings) -> str:
     if endpoint.kind == "azure":
         key = settings.azure_openai_api_key
         if not key:
             raise InputError("azure needs AZURE_OPENAI_API_KEY in the environment")
-        return openai.AsyncAzureOpenAI(azure_endpoint=endpoint.base_url, api_key=key,
-                                       api_version=endpoint.api_version,
-                                       timeout=timeout, max_retries=max_retries)
+        return key
     key = settings.openai_api_key
     if not key:
         raise InputError("openai needs OPENAI_API_KEY in the environment "
                          "(any value works for a local OpenAI-compatible server)")
-    return openai.AsyncOpenAI(base_url=endpoint.base_url, api_key=key,
-                              timeout=timeout, max_retries=max_retries)
+    return key
+
+
+class LazyClient:
+    """An openai client built (and the SDK imported) only when a request is really sent,
+    so a run whose every reply is cached never loads the SDK."""
+
+    def __init__(self, endpoint: Endpoint, *, settings: Settings,
+                 timeout: float = DEFAULT_TIMEOUT_SECONDS, max_retries: int = DEFAULT_MAX_RETRIES):
+        _api_key(endpoint, settings)  # a missing key is bad input now, before any work
+        self.endpoint, self.settings = endpoint, settings
+        self.timeout, self.max_retries = timeout, max_retries
+        self._client: AsyncOpenAI | None = None
+
+    def get(self) -> AsyncOpenAI:
+        if self._client is None:
+            self._client = make_client(self.endpoint, settings=self.settings, timeout=self.timeout,
+                                       max_retries=self.max_retries)
+        return self._client
+
+    async def close(self) -> None:
+        if self._client is not None:
+            await self._client.close()
+
+    def is_closed(self) -> bool:
+        """True when no connection is open: never built, or built and closed."""
+        return self._client is None or self._client.is_closed()
+
+
+def is_api_error(exc: BaseException) -> bool:
+    """An error from the openai client (if the SDK was never imported, none can be)."""
+    openai = sys.modules.get("openai")
+    return openai is not None and isinstance(exc, openai.OpenAIError)

@@ -265,6 +265,8 @@ class Report:
     # Requests and tokens per purpose ("judge", "baseline", ...), and cache hits and misses.
     usage: dict[str, Any] | None = None
     cache: dict[str, int] | None = None
+    budget: dict[str, Any] | None = None  # spent, reserved and refused (budget.py)
+    scheduling: dict[str, int] | None = None  # concurrency reached and 429s seen (pacing.py)
     notes: list[str] = field(default_factory=list)
     head_sha: str | None = None
     categories: dict[str, CategoryInfo] = field(default_factory=dict)

@@ -55,6 +55,7 @@ from flipgate.scoring import (
     stopped_note,
 )
 from flipgate.settings import Settings
+from flipgate.shards import Shard, write_partial
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -68,6 +69,7 @@ class CheckResult:
     markdown: str                # comment.md as written: the comment to post
     exit_code: int
     message: str | None = None   # why the run stopped early (exit 3), for stderr
+    partial: Path | None = None  # a shard's partial.json, instead of report.json and comment.md
 
 
 def open_repo(path: Path, settings: Settings) -> Repo:
@@ -115,9 +117,9 @@ def lock_generators(repo: Repo, base: Ref, head: Ref, *, config: Config,
 async def _replay_and_score(*, inputs: Inputs, pair: LockedPair,
                             prepared: dict[str, PreparedGenerator], runtime: Runtime,
                             settings: Settings, judge: Judges) -> Scored:
-    from flipgate.llm import make_client
+    from flipgate.llm import LazyClient
 
-    client = make_client(pair.baseline.endpoint, settings=settings)
+    client = LazyClient(pair.baseline.endpoint, settings=settings)
     try:
         cases = inputs.cases
         side = {"client": client, "runtime": runtime, "debug": settings.debug}
@@ -144,15 +146,22 @@ class Planned:
     inputs: Inputs
     path: str
     notes: list[str]
+    total: int = 0                    # the suite's cases, before a shard took its part
+    positions: list[int] = field(default_factory=list)  # where the part's cases stood
     pair: LockedPair | None = None
     prepared: dict[str, PreparedGenerator] | None = None
     change: Change | None = None
 
 
 def plan_suite(git_repo: Repo, base_ref: Ref, head_ref: Ref, inputs: Inputs, *,
-               changed: list[str], settings: Settings) -> Planned:
-    """Detect the suite's change; when it has one, lock its endpoint and render every case."""
+               changed: list[str], settings: Settings, shard: Shard | None = None) -> Planned:
+    """Detect the suite's change; when it has one, lock its endpoint and render every case
+    (with `shard`, only the shard's part of the suite's cases)."""
     config = inputs.config
+    total = len(inputs.cases)
+    positions = list(range(total))
+    if shard is not None:
+        inputs.cases, positions = shard.select(inputs.cases)
     path = generator_path(config)
     environ = settings.environ
     base_generator = load_generator(git_repo, base_ref, path, environ=environ)
@@ -162,7 +171,8 @@ def plan_suite(git_repo: Repo, base_ref: Ref, head_ref: Ref, inputs: Inputs, *,
     if not detected.relevant:
         note = (f"No change to the generator ({path}), the files it includes, or a watched "
                 "path: nothing to gate, no model was called.")
-        return Planned(inputs=inputs, path=path, notes=[note, *inputs.notes, *detected.notes])
+        return Planned(inputs=inputs, path=path, notes=[note, *inputs.notes, *detected.notes],
+                       total=total, positions=positions)
     pair = lock_generators(git_repo, base_ref, head_ref, config=config,
                            base_generator=base_generator.prompty if base_generator else None,
                            head_generator=head_generator.prompty, settings=settings)
@@ -176,24 +186,30 @@ def plan_suite(git_repo: Repo, base_ref: Ref, head_ref: Ref, inputs: Inputs, *,
                       inputs=inputs, includes=detected.includes | loaded)
     notes = [*inputs.notes, *detected.notes, *pair.notes, *undefined_notes(prepared)]
     return Planned(inputs=inputs, path=path, notes=notes, pair=pair, prepared=prepared,
-                   change=change)
+                   change=change, total=total, positions=positions)
 
 
 async def check(*, repo: Path, base: str, head: str, settings: Settings,
                 config_path: str = DEFAULT_CONFIG, out_dir: Path = Path(DEFAULT_OUT_DIR),
                 cache_dir: Path | None = Path(DEFAULT_CACHE_DIR), judge: str | None = None,
                 comment_limit: int = GITHUB_COMMENT_LIMIT, console: Console | None = None,
-                progress: Progress | None = None, suites: Sequence[str] = ()) -> CheckResult:
-    """`run_check`, for callers that already run an event loop."""
+                progress: Progress | None = None, suites: Sequence[str] = (),
+                shard: Shard | None = None) -> CheckResult:
+    """`run_check`, for callers that already run an event loop. `suites`: only those of the
+    config's suites. With `shard`, only that part of the cases is evaluated and a partial is
+    written for `flipgate merge`."""
     git_repo = open_repo(repo, settings)
     base_ref, head_ref = git_repo.ref(base), git_repo.ref(head)
     changed = git_repo.changed(base_ref, head_ref)
     trusted = load_config_at(git_repo, base_ref, head_ref, config_path)
     config = trusted.config
+    if shard is not None and config.suites:
+        raise InputError(Problem(config.source, None, "--shard does not yet split a "
+                                 "configuration with 'suites:'; run its suites unsharded"))
     # Every suite is read, detected, locked and rendered before any request.
     planned = [plan_suite(git_repo, base_ref, head_ref,
                           load_cases_for(git_repo, trusted, narrowed, head_ref, changed=changed),
-                          changed=changed, settings=settings)
+                          changed=changed, settings=settings, shard=shard)
                for narrowed in config.suite_configs(suites)]
 
     runtime = Runtime.from_config(config, cache_dir=cache_dir, progress=progress)
@@ -225,9 +241,22 @@ async def check(*, repo: Path, base: str, head: str, settings: Settings,
             strict=config.gate.strict, per_suite_status=config.status == STATUS_PER_SUITE)
     else:
         report = reports[0]
+    runtime.fill_report(report)
+    message = "; ".join(messages) or None
+    if shard is not None:
+        [one] = planned  # a configuration without suites (refused above otherwise)
+        path = write_partial(report, out_dir, shard=shard, positions=one.positions,
+                             total=one.total,
+                             fingerprint={"base_sha": base_ref.sha, "head_sha": head_ref.sha,
+                                          "configuration": config_path, "cases": one.total,
+                                          "judge": f"{report.judge.provider}/{report.judge.model}"},
+                             stopped=message is not None)
+        # Judge errors on rows are part of the result; only a part that stopped fails its job.
+        return CheckResult(report=report, markdown="", message=message, partial=path,
+                           exit_code=3 if message is not None else 0)
     markdown = write_outputs(report, out_dir, console=console, comment_limit=comment_limit)
     return CheckResult(report=report, markdown=markdown, exit_code=gate.exit_code(report.conclusion),
-                       message="; ".join(messages) or None)
+                       message=message)
 
 
 async def _evaluate(one: Planned, *, runtime: Runtime, settings: Settings, judge: Judges,
@@ -283,7 +312,7 @@ async def replay_ref(*, repo: Path, ref: str, settings: Settings,
                      progress: Progress | None = None, suite: str | None = None) -> ReplayResult:
     """Every case's answer from the generator at one ref (configuration and cases of that ref);
     with several suites, the one named `suite` (needed unless there is only one)."""
-    from flipgate.llm import make_client
+    from flipgate.llm import LazyClient
 
     git_repo = open_repo(repo, settings)
     at = git_repo.ref(ref)
@@ -299,7 +328,7 @@ async def replay_ref(*, repo: Path, ref: str, settings: Settings,
                        environ=settings.environ,
                        strict_undefined=config.generator_options.strict_undefined)
     runtime = Runtime.from_config(config, cache_dir=cache_dir, progress=progress)
-    client = make_client(pair.baseline.endpoint, settings=settings)
+    client = LazyClient(pair.baseline.endpoint, settings=settings)
     try:
         answers = await replay(inputs.cases, prepared["generation"], client=client, runtime=runtime,
                                purpose="generation", debug=settings.debug)

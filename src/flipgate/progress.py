@@ -4,17 +4,22 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable
 from typing import Protocol, TextIO
 
 
 class Progress(Protocol):
     def add(self, total: int) -> None: ...
     def advance(self, n: int = 1) -> None: ...
+    def show(self, detail: Callable[[], str]) -> None: ...
     def close(self) -> None: ...
 
 
 class Silent:
     def add(self, total: int) -> None:
+        pass
+
+    def show(self, detail: Callable[[], str]) -> None:
         pass
 
     def advance(self, n: int = 1) -> None:
@@ -32,9 +37,14 @@ class PeriodicLines:
         self.label, self.stream, self.every, self.clock = label, stream or sys.stderr, every, clock
         self.total = self.done = 0
         self.started = self.last = clock()
+        self.detail: Callable[[], str] | None = None
 
     def add(self, total: int) -> None:
         self.total += total
+
+    def show(self, detail: Callable[[], str]) -> None:
+        """Add `detail()` (e.g. the current concurrency and 429 count) to every line."""
+        self.detail = detail
 
     def advance(self, n: int = 1) -> None:
         self.done += n
@@ -44,7 +54,8 @@ class PeriodicLines:
             self._line(now)
 
     def _line(self, now: float) -> None:
-        print(f"{self.label}: {self.done}/{self.total} ({now - self.started:.0f}s)",
+        extra = f", {self.detail()}" if self.detail is not None else ""
+        print(f"{self.label}: {self.done}/{self.total} ({now - self.started:.0f}s{extra})",
               file=self.stream, flush=True)
 
     def close(self) -> None:
@@ -62,9 +73,14 @@ class Bar:
 
         self._progress = RichProgress(TextColumn("{task.description}"), BarColumn(),
                                       MofNCompleteColumn(), TimeElapsedColumn(),
+                                      TextColumn("{task.fields[detail]}"),
                                       console=Console(file=stream or sys.stderr), transient=True)
-        self._task = self._progress.add_task(label, total=0)
+        self._task = self._progress.add_task(label, total=0, detail="")
+        self._detail: Callable[[], str] | None = None
         self._progress.start()
+
+    def show(self, detail: Callable[[], str]) -> None:
+        self._detail = detail
 
     def add(self, total: int) -> None:
         task = self._progress.tasks[0]
@@ -72,6 +88,8 @@ class Bar:
 
     def advance(self, n: int = 1) -> None:
         self._progress.advance(self._task, n)
+        if self._detail is not None:
+            self._progress.update(self._task, detail=self._detail())
 
     def close(self) -> None:
         self._progress.stop()

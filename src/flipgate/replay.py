@@ -1,9 +1,10 @@
 """Generation: every case's rendered messages through one side's model.
 
-All cases run concurrently under the run's shared limit (the LLM door holds
-it); retries and timeouts are the openai client's own. Replies are cached by
-the full request, so an unchanged side costs nothing on the next run. A case
-that still fails after the client's retries stops the run (exit 3) naming
+A fixed pool of workers pulls the cases (workpool.py) under the run's shared
+limit; the LLM door retries (429s until `judge.max_wait`, other transient
+failures a counted number of times). Replies are cached by the full request,
+so an unchanged side costs nothing on the next run. A case that still fails
+after those retries stops the run (exit 3) naming
 the case; the budget stops it before spending more, saying how far it got.
 """
 
@@ -17,13 +18,16 @@ from typing import TYPE_CHECKING, Any
 
 from flipgate.endpoint_lock import Generator
 from flipgate.errors import FlipgateError, IncompleteError
-from flipgate.llm import LLM, BudgetExceeded, Endpoint
+from flipgate.llm import BudgetExceeded, Endpoint
 from flipgate.model import Answer, Case
 from flipgate.prompty import Message, Rendered
 from flipgate.runtime import Runtime
+from flipgate.workpool import map_bounded, pool_size
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
+
+    from flipgate.llm import LazyClient
 
 GENERATION_TAG = {"kind": "generation"}
 
@@ -75,8 +79,9 @@ async def first_failure_cancels(awaitables: Sequence[Awaitable[Any]]) -> list[An
     return [t.result() for t in tasks]
 
 
-async def replay(cases: Sequence[Case], generator: PreparedGenerator, *, client: AsyncOpenAI,
-                 runtime: Runtime, purpose: str, debug: bool = False) -> dict[str, Answer]:
+async def replay(cases: Sequence[Case], generator: PreparedGenerator, *,
+                 client: AsyncOpenAI | LazyClient, runtime: Runtime, purpose: str,
+                 debug: bool = False) -> dict[str, Answer]:
     """Every case's answer from one side's generator, by case id.
 
     `purpose` ("baseline", "candidate") names the side in usage totals and
@@ -84,8 +89,7 @@ async def replay(cases: Sequence[Case], generator: PreparedGenerator, *, client:
     and usage, and the run's shared limit, cache and budget. `debug` lets the
     client's own exception through, with its traceback.
     """
-    side_llm = LLM(client, generator.endpoint, limiter=runtime.limiter, cache=runtime.cache,
-                   budget=runtime.budget, usage=runtime.usage_for(purpose))
+    side_llm = runtime.llm(client, generator.endpoint, purpose=purpose)
     answers: dict[str, Answer] = {}
     runtime.progress.add(len(cases))
 
@@ -109,7 +113,7 @@ async def replay(cases: Sequence[Case], generator: PreparedGenerator, *, client:
                                   finish_reason=completion.finish_reason)
         runtime.progress.advance()
 
-    await first_failure_cancels([one(case) for case in cases])
+    await map_bounded(one, cases, workers=pool_size(runtime.limiter.limit))
     return {case.id: answers[case.id] for case in cases}
 
 

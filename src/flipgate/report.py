@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -123,12 +124,13 @@ def change_dict(change: Change) -> dict[str, Any]:
 def suite_dict(report: Report) -> dict[str, Any]:
     """One suite's part of a several-suite report: its own conclusion, counts and rows."""
     out = to_dict(report)
-    for name in ("version", "judge", "usage", "cache", "head_sha"):  # the run's, on top
+    for name in ("version", "judge", "usage", "budget", "scheduling", "cache", "head_sha"):
         out.pop(name, None)
     return out
 
 
-def to_dict(report: Report) -> dict[str, Any]:
+def to_dict(report: Report, *, rows: bool = True) -> dict[str, Any]:
+    """The contract's report.json as a dict (`rows=False`: an empty list in their place)."""
     out: dict[str, Any] = {
         "version": REPORT_VERSION,
         "conclusion": report.conclusion.value,
@@ -136,15 +138,14 @@ def to_dict(report: Report) -> dict[str, Any]:
         "counts": counts_dict(report.counts),
         "categories": {name: asdict(info) for name, info in report.categories.items()},
         "strict": report.strict,
-        "rows": [row_to_dict(row, second_opinion=report.judge.second_opinion)
-                 for row in report.rows],
+        "rows": list(row_dicts(report)) if rows else [],
         "relevance_threshold": report.relevance_threshold,
     }
     if report.fluency is not None:
         out["fluency"] = asdict(report.fluency)
     if report.change is not None:
         out["change"] = change_dict(report.change)
-    for name in ("usage", "cache", "head_sha"):
+    for name in ("usage", "budget", "scheduling", "cache", "head_sha"):
         value = getattr(report, name)
         if value is not None:
             out[name] = value
@@ -153,17 +154,47 @@ def to_dict(report: Report) -> dict[str, Any]:
     if report.suites:  # several suites: the top level is their aggregate
         out["suites"] = {part.name: {"evaluated": part.evaluated, **suite_dict(part.report)}
                          for part in report.suites}
-        for row, suite in zip(out["rows"], (part.name for part in report.suites
-                                            for _ in part.report.rows), strict=True):
-            row["suite"] = suite
         out["status"] = "per-suite" if report.per_suite_status else "single"
     return out
+
+
+def row_dicts(report: Report) -> Iterator[dict[str, Any]]:
+    """The top level's rows; with several suites, each names its suite."""
+    second = report.judge.second_opinion
+    if not report.suites:
+        for row in report.rows:
+            yield row_to_dict(row, second_opinion=second)
+        return
+    for part in report.suites:
+        for row in part.report.rows:
+            yield {**row_to_dict(row, second_opinion=second), "suite": part.name}
 
 
 def write_json(report: Report, path: str | os.PathLike[str]) -> None:
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f".{target.name}.tmp")
-    tmp.write_text(json.dumps(to_dict(report), indent=2, ensure_ascii=False) + "\n",
-                   encoding="utf-8")
+    with tmp.open("w", encoding="utf-8") as handle:
+        for chunk in _json_chunks(report):
+            handle.write(chunk)
     os.replace(tmp, target)
+
+
+def _json_chunks(report: Report):
+    """`json.dumps(to_dict(report), indent=2)` plus a newline, written a row at a time, so
+    a 100,000-row report never exists twice in memory (as dicts and as one string)."""
+    def dumps(value: Any, depth: int) -> str:
+        return json.dumps(value, indent=2, ensure_ascii=False).replace("\n", "\n" + "  " * depth)
+
+    head = to_dict(report, rows=False)
+    yield "{"
+    for position, (key, value) in enumerate(head.items()):
+        yield ("," if position else "") + f"\n  {json.dumps(key)}: "
+        if key != "rows" or not report.rows:
+            yield dumps(value, 1)
+            continue
+        yield "["
+        for index, row in enumerate(row_dicts(report)):
+            yield ("," if index else "") + "\n    " + dumps(row, 2)
+        yield "\n  ]"
+    yield "\n}\n"

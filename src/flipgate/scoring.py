@@ -5,9 +5,9 @@ real second scoring when the candidate newly fell to ungrounded (the same
 judge again, a second-opinion judge, or both), one statement-level request
 for a flip a reviewer must read, and fluency only when the row is tied in an
 answering bucket. Every answer is checked for text addressed to the judge
-before any verdict is read. Rows run concurrently with
-no barrier between them, beside one batched relevance pass for every answer
-of the run; the shared concurrency limit lives in the LLM layer.
+before any verdict is read. A fixed pool of workers pulls rows (no barrier
+between rows, memory bounded by the pool), beside one batched relevance pass
+for every answer of the run; the shared concurrency limit lives in the LLM layer.
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ from flipgate.model import (
     SuiteReport,
 )
 from flipgate.progress import Progress
+from flipgate.workpool import map_bounded, pool_size
 
 
 async def _guard(call: Awaitable[Score], progress: Progress) -> Score:
@@ -153,18 +154,21 @@ class Scored:
 async def score_rows(*, cases: Sequence[Case], baseline: Mapping[str, Answer],
                      candidate: Mapping[str, Answer], config: Config, judge: Judge,
                      progress: Progress, second: Judge | None = None,
-                     mode: str = gate.SAME_JUDGE) -> Scored:
-    """Every row, classified. `second` is the second-opinion judge that `mode` asks for."""
+                     mode: str = gate.SAME_JUDGE, workers: int | None = None) -> Scored:
+    """Every row, classified, `workers` rows at a time (default: enough for
+    `config.concurrency` requests in flight). `second` is the second-opinion judge
+    that `mode` asks for."""
     if mode != gate.SAME_JUDGE and second is None:
         raise ValueError(f"confirmation mode {mode} needs a second-opinion judge")
+    workers = workers or pool_size(config.concurrency)
     n = len(cases)
     progress.add(4 * n)  # groundedness and relevance for both sides
     relevance_items = [(case, answers[case.id].response)
                        for answers in (baseline, candidate) for case in cases]
-    *judged, relevances = await asyncio.gather(
-        *(_judge_row(judge, case, baseline[case.id], candidate[case.id], second=second, mode=mode,
-                     progress=progress)
-          for case in cases),
+    judged, relevances = await asyncio.gather(
+        map_bounded(lambda case: _judge_row(judge, case, baseline[case.id], candidate[case.id],
+                                            second=second, mode=mode, progress=progress),
+                    cases, workers=workers),
         _relevance(judge, relevance_items, progress))
 
     policy = gate.Policy(min_cases=config.gate.min_cases_per_category, strict=config.gate.strict,

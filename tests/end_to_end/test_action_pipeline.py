@@ -298,3 +298,46 @@ def test_a_command_naming_a_commit_outside_the_pull_request_runs_nothing(
     assert pipeline.openai.requests == [] and harness.server.statuses == []
     [reply] = harness.replies()
     assert "Nothing was run" in reply and "not a commit of this pull request" in reply
+
+
+def test_end_to_end_shard_jobs_then_a_merge_job_post_one_comment_and_status(pipeline: Pipeline) -> None:
+    harness = pipeline.harness
+    harness.pull_event()
+    out = harness.repo.path / "flipgate-out"
+    parts = harness.repo.path / "parts"
+    for i in (1, 2):
+        pipeline.monkeypatch.setenv("INPUT_SHARD", f"{i}/2")
+        assert pipeline.run() == 0
+        assert harness.own_comments() == [] and harness.server.statuses_for(harness.head) == []
+        (parts / f"flipgate-part-{i}").mkdir(parents=True)
+        (out / "partial.json").rename(parts / f"flipgate-part-{i}" / "partial.json")
+    assert harness.outputs()["partial"] == "flipgate-out/partial.json"
+
+    pipeline.monkeypatch.delenv("INPUT_SHARD")
+    harness.env.pop("INPUT_SHARD", None)
+    harness.env["INPUT_MERGE"] = "parts"
+    generated = len(pipeline.openai.chat_requests("generation"))
+    assert pipeline.run() == 1  # as the unsharded run: one blocking regression
+    assert len(pipeline.openai.chat_requests("generation")) == generated  # the merge asks no model
+    [comment] = harness.own_comments()
+    assert BLOCKED in comment["body"] and "refund-007" in comment["body"]
+    assert harness.final_status()["state"] == "failure"
+    report = json.loads((out / "report.json").read_text())
+    assert report["counts"]["blocking_regressions"] == 1 and report["counts"]["cases"] == 2
+
+
+def test_a_merge_of_partials_for_an_older_head_is_refused(pipeline: Pipeline) -> None:
+    harness = pipeline.harness
+    harness.pull_event()
+    pipeline.monkeypatch.setenv("INPUT_SHARD", "1/1")
+    assert pipeline.run() == 0
+    pipeline.monkeypatch.delenv("INPUT_SHARD")
+    harness.env.pop("INPUT_SHARD", None)
+    harness.head = harness.repo.commit({"README.md": "a later push\n"})
+    harness.server.push(PR, harness.head)
+    harness.pull_event()
+    harness.env["INPUT_MERGE"] = "flipgate-out"
+    assert pipeline.run() == 2
+    assert harness.final_status()["state"] == "error"
+    [comment] = harness.own_comments()
+    assert "was made for head sha" in comment["body"]

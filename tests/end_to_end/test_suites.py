@@ -319,3 +319,14 @@ def test_a_suite_that_cannot_finish_makes_the_run_unfinished(server: FakeOpenAI,
     assert report["suites"]["support"]["conclusion"] == "error"
     assert report["suites"]["billing"]["conclusion"] == "skipped"
     assert "could not finish" in comment and "Not evaluated" in comment
+
+
+def test_shards_refuse_a_configuration_with_suites_before_any_request(server: FakeOpenAI,
+                                                                      tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    repo.commit({"prompts/support.prompty": PROMPT.format(name="support", model="gen-support",
+                                                          system=GENEROUS)})
+    result, report, _ = invoke(repo, tmp_path, "--shard", "1/2")
+    assert result.exit_code == 2
+    assert "--shard does not yet split a configuration with 'suites:'" in result.output
+    assert server.requests == [] and report is None

@@ -139,7 +139,7 @@ def test_a_failure_after_retries_names_the_case(openai_server) -> None:
     with pytest.raises(IncompleteError) as caught:
         run(prepared(), runtime_for(concurrency=1), cases=CASES[:1], max_retries=2)
     assert "generating the baseline answer for case 'case-0' failed after retries" in str(caught.value)
-    assert len(openai_server.chat_requests("generation")) == 3  # the client's own retries
+    assert len(openai_server.chat_requests("generation")) == 3  # as many retries as the client has
 
 
 def test_the_clients_own_retries_recover(openai_server) -> None:

@@ -62,7 +62,14 @@ Faults and timing
   requests of ``kind`` (or ``"any"``) get that HTTP error. ``retry_after``
   (seconds) is sent as ``Retry-After``; without it the server sends
   ``retry-after-ms: 1`` so the client's own retries stay fast in tests.
-- ``latency``: seconds every request waits before answering (threads
+- ``rate_limit(rate, burst, retry_after=True, headers=True)``: a token
+  bucket in front of every route, like a provider's requests-per-second
+  limit: ``burst`` requests at once, refilled at ``rate`` a second; a
+  request that finds it empty gets 429 (counted in ``rate_limited``).
+  With ``retry_after`` the 429 says when a token is back (``retry-after-ms``
+  and a whole-second ``Retry-After``); with ``headers`` every reply carries
+  ``x-ratelimit-limit/remaining/reset-requests`` as OpenAI sends them.
+- ``latency``: seconds every request waits (after it is recorded) before answering (threads
   overlap, so concurrent requests really run concurrently).
 - ``peak_concurrency``: most requests in flight at once, measured here.
 
@@ -88,7 +95,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
@@ -133,6 +140,7 @@ class Recorded:
     inputs: JudgeInputs | None = None
     deployment: str | None = None
     status: int | None = None  # set when the reply is sent
+    received_at: float = field(default_factory=time.monotonic)
 
     @property
     def model(self) -> str | None:
@@ -149,6 +157,40 @@ class _Fault:
     status: int
     remaining: int
     retry_after: float | None
+
+
+@dataclass
+class TokenBucket:
+    """`burst` requests at once, refilled at `rate` a second (see ``rate_limit``)."""
+
+    rate: float
+    burst: int
+    retry_after: bool = True
+    headers: bool = True
+    tokens: float = 0.0
+    stamp: float = 0.0
+
+    def __post_init__(self) -> None:
+        self.tokens, self.stamp = float(self.burst), time.monotonic()
+
+    def take(self) -> tuple[bool, dict[str, str]]:
+        """(admitted, headers to send); call under the server's lock."""
+        now = time.monotonic()
+        self.tokens = min(float(self.burst), self.tokens + (now - self.stamp) * self.rate)
+        self.stamp = now
+        admitted = self.tokens >= 1.0
+        if admitted:
+            self.tokens -= 1.0
+        headers: dict[str, str] = {}
+        if self.headers:
+            headers.update({"x-ratelimit-limit-requests": str(self.burst),
+                            "x-ratelimit-remaining-requests": str(int(self.tokens)),
+                            "x-ratelimit-reset-requests": f"{(self.burst - self.tokens) / self.rate:.3f}s"})
+        if not admitted and self.retry_after:
+            wait = (1.0 - self.tokens) / self.rate
+            headers.update({"retry-after-ms": str(max(1, math.ceil(wait * 1000))),
+                            "Retry-After": str(max(1, math.ceil(wait)))})
+        return admitted, headers
 
 
 def _messages_text(body: Any) -> str:
@@ -298,6 +340,8 @@ class FakeOpenAI:
         self.latency: float = 0.0
         self.peak_concurrency = 0
         self._active = 0
+        self.bucket: TokenBucket | None = None
+        self.rate_limited = 0
         self._faults: dict[str, list[_Fault]] = {}
         self._calls: Counter[tuple[str, str | None, JudgeInputs]] = Counter()
         self.system_fingerprint: str | None = "fp_loopback"
@@ -363,6 +407,12 @@ class FakeOpenAI:
         with self._lock:
             self._faults.setdefault(kind, []).append(_Fault(status, times, retry_after))
 
+    def rate_limit(self, rate: float, burst: int, *, retry_after: bool = True,
+                   headers: bool = True) -> None:
+        with self._lock:
+            self.bucket = TokenBucket(rate=rate, burst=burst, retry_after=retry_after,
+                                      headers=headers)
+
     # -- inspection
     def chat_requests(self, kind: str | None = None) -> list[Recorded]:
         with self._lock:
@@ -379,6 +429,7 @@ class FakeOpenAI:
             self.requests.clear()
             self._calls.clear()
             self.peak_concurrency = 0
+            self.rate_limited = 0
 
     # -- handling
     def _wsgi(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterator[bytes]:
@@ -394,8 +445,6 @@ class FakeOpenAI:
         return response(environ, start_response)
 
     def _handle(self, request: Request) -> Response:
-        if self.latency:
-            time.sleep(self.latency)
         path = request.path
         deployment = None
         route = None
@@ -415,8 +464,17 @@ class FakeOpenAI:
                           inputs=extract_inputs(body) if kind in JUDGE_KINDS else None)
         with self._lock:
             self.requests.append(record)
+            admitted, limit_headers = self.bucket.take() if self.bucket else (True, {})
+            if not admitted:
+                self.rate_limited += 1
 
-        response = self._route(request, record, route)
+        if self.latency:  # recorded on arrival, answered after the latency
+            time.sleep(self.latency)
+        if admitted:
+            response = self._route(request, record, route)
+        else:
+            response = _error(429, "Rate limit reached for requests", "rate_limit_exceeded")
+        response.headers.extend(limit_headers)
         record.status = response.status_code
         return response
 

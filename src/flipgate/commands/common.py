@@ -83,6 +83,13 @@ def cache_options(command: F) -> F:
                         help="Where model replies are cached.")(command)
 
 
+def shard_option(command: F) -> F:
+    return click.option(
+        "--shard", default=None, metavar="I/N",
+        help="Evaluate only part I of N of the cases (by case id) and write a partial "
+             "(partial.json) for `flipgate merge`.")(command)
+
+
 def cache_dir_or_none(cache_dir: str, no_cache: bool) -> Path | None:
     return None if no_cache else Path(cache_dir)
 

@@ -18,6 +18,7 @@ from flipgate.commands.common import (
     read_config,
     report_failures,
     settings_from_env,
+    shard_option,
     visible,
 )
 from flipgate.config import DEFAULT_OUT_DIR
@@ -40,10 +41,11 @@ from flipgate.config import DEFAULT_OUT_DIR
 @click.option("--suite", default=None, metavar="NAME",
               help="Gate with this suite's settings (blocking categories, thresholds) from the "
                    "config's `suites:`; default: the top level's.")
+@shard_option
 @report_failures
 def gate(cases_path: str, baseline_path: str, candidate_path: str, config_path: str | None,
          judge: str | None, out_dir: str, cache_dir: str, no_cache: bool,
-         concurrency: int | None, suite: str | None) -> None:
+         concurrency: int | None, suite: str | None, shard: str | None) -> None:
     """Score two answer sets for the same cases with a pinned judge and gate them.
 
     Exits 0 when the gate passes, 1 on a confirmed regression in a blocking
@@ -61,6 +63,7 @@ def gate(cases_path: str, baseline_path: str, candidate_path: str, config_path: 
     from flipgate.outputs import write_outputs
     from flipgate.runtime import Runtime
     from flipgate.scoring import Scored, build_report, score_rows, stopped_note
+    from flipgate.shards import Shard, digest, write_partial
 
     config = read_config(config_path)
     if config is None:
@@ -74,10 +77,15 @@ def gate(cases_path: str, baseline_path: str, candidate_path: str, config_path: 
         config = dataclasses.replace(config, concurrency=concurrency)
     cases = load_cases(cases_path)
     baseline, candidate = load_answer_sets(cases, cases_path, [baseline_path, candidate_path])
+    part = Shard.parse(shard) if shard else None
+    total = len(cases)
+    if part is not None:
+        cases, positions = part.select(cases)
 
     runtime = Runtime.from_config(config, cache_dir=cache_dir_or_none(cache_dir, no_cache))
     the_judge = make_judges(config, runtime=runtime, settings=settings_from_env(), provider=judge)
     bar = progress.for_stream("judging", sys.stderr)
+    runtime.attach(bar)
 
     async def score() -> Scored:
         async with contextlib.aclosing(the_judge):
@@ -97,9 +105,25 @@ def gate(cases_path: str, baseline_path: str, candidate_path: str, config_path: 
                           conclusion=Conclusion.ERROR if stopped is not None else None,
                           notes=[stopped_note(stopped)] if stopped is not None else [],
                           usage=runtime.usage_report() or None, cache=runtime.cache_stats())
-    write_outputs(report, Path(out_dir), console=Console())
+    runtime.fill_report(report)
     if stopped is not None:
         click.echo(f"flipgate: error: {visible(stopped)}", err=True)
+    if part is not None:
+        fingerprint = {"configuration": digest(repr(config)), "cases": digest(_bytes(cases_path)),
+                       "baseline": digest(_bytes(baseline_path)),
+                       "candidate": digest(_bytes(candidate_path)),
+                       "judge": f"{report.judge.provider}/{report.judge.model}"}
+        path = write_partial(report, out_dir, shard=part, positions=positions, total=total,
+                             fingerprint=fingerprint, stopped=stopped is not None)
+        click.echo(f"wrote {path} (shard {part}: {len(cases)} of {total} cases); "
+                   "`flipgate merge` turns the partials into the report", err=True)
+        # Judge errors on rows are part of the result; only a part that stopped fails its job.
+        sys.exit(3 if stopped is not None else 0)
+    write_outputs(report, Path(out_dir), console=Console())
     click.echo(f"wrote {Path(out_dir) / 'report.json'} and {Path(out_dir) / 'comment.md'}",
                err=True)
     sys.exit(gate_core.exit_code(report.conclusion))
+
+
+def _bytes(path: str | None) -> bytes | None:
+    return Path(path).read_bytes() if path is not None and Path(path).is_file() else None

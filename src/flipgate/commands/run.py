@@ -13,6 +13,7 @@ from flipgate.commands.common import (
     judge_option,
     report_failures,
     settings_from_env,
+    shard_option,
     visible,
 )
 from flipgate.config import DEFAULT_CONFIG, DEFAULT_OUT_DIR
@@ -44,9 +45,11 @@ def usage_line(usage: dict[str, dict[str, int]] | None, cache: dict[str, int] | 
               type=click.Path(file_okay=False, exists=True), help="The git repository.")
 @click.option("--suite", "suites", multiple=True, metavar="NAME",
               help="Only this suite of the config's `suites:` (repeatable); default: every suite.")
+@shard_option
 @report_failures
 def run(base: str, head: str, config_path: str, out_dir: str, judge: str | None,
-        cache_dir: str, no_cache: bool, repo: str, suites: tuple[str, ...]) -> None:
+        cache_dir: str, no_cache: bool, repo: str, suites: tuple[str, ...],
+        shard: str | None) -> None:
     """The whole PR check: detect a prompt or model change, replay both refs, gate, render.
 
     Both refs are read from git objects (nothing is checked out); the
@@ -59,17 +62,23 @@ def run(base: str, head: str, config_path: str, out_dir: str, judge: str | None,
 
     from flipgate import progress
     from flipgate.pipeline import run_check
+    from flipgate.shards import Shard
 
     bar = progress.for_stream("replaying and judging", sys.stderr)
     try:
         result = run_check(repo=Path(repo), base=base, head=head, settings=settings_from_env(),
                            config_path=config_path,
                            out_dir=Path(out_dir), cache_dir=cache_dir_or_none(cache_dir, no_cache),
-                           judge=judge, console=Console(), progress=bar, suites=suites)
+                           judge=judge, console=Console(), progress=bar, suites=suites,
+                           shard=Shard.parse(shard) if shard else None)
     finally:
         bar.close()
     if result.message:
         click.echo(f"flipgate: error: {visible(result.message)}", err=True)
     click.echo(usage_line(result.report.usage, result.report.cache), err=True)
-    click.echo(f"wrote {Path(out_dir) / 'report.json'} and {Path(out_dir) / 'comment.md'}", err=True)
+    if result.partial is not None:
+        click.echo(f"wrote {result.partial} (shard {shard}); `flipgate merge` turns the partials "
+                   "into the report", err=True)
+    else:
+        click.echo(f"wrote {Path(out_dir) / 'report.json'} and {Path(out_dir) / 'comment.md'}", err=True)
     sys.exit(result.exit_code)

@@ -245,6 +245,12 @@ def react(api: RepoAPI, workflow: Workflow, command: RunCommand, content: str) -
 
 def evaluate(settings: Settings, run_settings: RunSettings, api: RepoAPI, workflow: Workflow,
              pull: PullRequest, *, check: CheckRunner | None) -> int:
+    if settings.shard is not None:
+        return evaluate_shard(settings, run_settings, workflow, pull, check=check)
+    if settings.merge is not None:
+        from flipgate.shards import merged_check
+
+        check = merged_check(settings.workspace / settings.merge)
     login = api.own_login()
     status = _status_setter(settings, api, pull)
     status("pending", messages.pending_description(pull))
@@ -279,6 +285,28 @@ def evaluate(settings: Settings, run_settings: RunSettings, api: RepoAPI, workfl
     if outcome.state != "success":
         workflow.error(f"flipgate: {outcome.description}")
     return exit_code
+
+
+def evaluate_shard(settings: Settings, run_settings: RunSettings, workflow: Workflow,
+                   pull: PullRequest, *, check: CheckRunner | None) -> int:
+    """One part of a sharded run: write its partial for the merge job; no comment, no status."""
+    from functools import partial
+
+    from flipgate.shards import Shard
+
+    shard = Shard.parse(settings.shard or "")
+    if check is None:
+        from flipgate.pipeline import run_check as check
+    outcome = run_check_safely(settings, run_settings, workflow, pull,
+                               check=partial(check, shard=shard))
+    partial_file = settings.workspace / OUT_DIR / "partial.json"
+    workflow.set_output("partial", f"{OUT_DIR}/partial.json" if partial_file.exists() else "")
+    if outcome.exit_code != EXIT_PASS:
+        workflow.error(f"flipgate: shard {shard}: {outcome.description}")
+    else:
+        workflow.info(f"flipgate: shard {shard} written to {OUT_DIR}/partial.json; the merge job "
+                      "posts the comment and the status")
+    return outcome.exit_code
 
 
 def _status_setter(settings: Settings, api: RepoAPI,

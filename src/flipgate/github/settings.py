@@ -42,6 +42,8 @@ class Settings:
     config: str = DEFAULT_CONFIG
     status_context: str = DEFAULT_STATUS_CONTEXT
     fork_policy: ForkPolicy = ForkPolicy.REQUIRE_COMMAND
+    shard: str | None = None  # "i/n": evaluate one part and write a partial, post nothing
+    merge: str | None = None  # a workspace folder of partials: merge them, then comment and status
     # Input name -> value, for the model keys passed as inputs (never printed).
     model_keys: Mapping[str, str] = field(default_factory=dict, repr=False)
 
@@ -87,6 +89,17 @@ class Settings:
             problems.append(Problem("input fork-policy", None,
                                     f"expected {choices}, got {policy_text!r}"))
             fork_policy = ForkPolicy.REQUIRE_COMMAND
+        shard, merge = input_value(environ, "shard"), input_value(environ, "merge")
+        if shard is not None:
+            from flipgate.shards import Shard
+
+            try:
+                Shard.parse(shard)
+            except InputError as exc:
+                problems.append(Problem("input shard", None, str(exc.problems[0].message)))
+        if shard is not None and merge is not None:
+            problems.append(Problem("input merge", None, "a job either evaluates a shard or merges "
+                                                         "the partials, not both"))
         if problems:
             raise InputError(problems)
 
@@ -104,6 +117,8 @@ class Settings:
             config=input_value(environ, "config") or DEFAULT_CONFIG,
             status_context=input_value(environ, "status-context") or DEFAULT_STATUS_CONTEXT,
             fork_policy=fork_policy,
+            shard=shard,
+            merge=merge,
             model_keys=keys,
         )
 

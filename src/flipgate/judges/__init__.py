@@ -97,16 +97,16 @@ def make_second_judge(config: Config, *, runtime: Runtime, settings: Settings,
 def _llm_judge(config: Config, judge: JudgeConfig, *, provider: str, runtime: Runtime,
                settings: Settings, info: JudgeInfo, purpose: str) -> Judge:
     from flipgate.judges.openai_judge import OpenAIJudge
-    from flipgate.llm import LLM, azure_endpoint, make_client, openai_endpoint
+    from flipgate.llm import LazyClient, RetryPolicy, azure_endpoint, openai_endpoint
 
     endpoint = (openai_endpoint(judge.base_url, settings=settings) if provider == "openai"
                 else azure_endpoint(judge.azure_endpoint, judge.api_version, deployment=judge.model,
                                     settings=settings))
-    client = make_client(endpoint, settings=settings, timeout=judge.timeout,
-                         max_retries=judge.max_retries)
-    llm = LLM(client, endpoint, limiter=runtime.limiter, cache=runtime.cache,
-              budget=runtime.budget, usage=runtime.usage_for(purpose),
-              embedding_batch=config.relevance.embedding_batch)
+    client = LazyClient(endpoint, settings=settings, timeout=judge.timeout,
+                        max_retries=judge.max_retries)
+    llm = runtime.llm(client, endpoint, purpose=purpose,
+                      retry=RetryPolicy(max_retries=judge.max_retries, max_wait=judge.max_wait),
+                      embedding_batch=config.relevance.embedding_batch)
     llm_judge = OpenAIJudge(llm, info=info, reasoning=judge.reasoning,
                             questions=config.relevance.questions, seed=judge.seed)
     if judge.engine != AZURE_ENGINE:

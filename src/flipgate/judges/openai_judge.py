@@ -4,17 +4,16 @@ Every request is a chat completion in JSON mode to the pinned judge model,
 with the inputs verbatim in the messages (prompts.py). A reply that breaks
 its rubric's shape is asked again once, with the very same request (the
 `LLM` never caches a rejected reply, so the second ask reaches the server);
-if it is still bad, or the API fails after the client's own retries, the
+if it is still bad, or the API fails after the LLM door's retries, the
 row gets a judge error. Nothing here raises for one row's failure, except
 `flipgate.llm.BudgetExceeded`, which stops the run.
 """
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from flipgate.config import DEFAULT_QUESTIONS
@@ -27,8 +26,9 @@ from flipgate.judges.replies import (
     read_score,
     read_statements,
 )
-from flipgate.llm import LLM
+from flipgate.llm import LLM, is_api_error
 from flipgate.model import Case, JudgeInfo, Relevance, Score, Statements
+from flipgate.workpool import map_bounded, pool_size
 
 if TYPE_CHECKING:
     import openai
@@ -51,7 +51,9 @@ def describe_api_error(exc: openai.OpenAIError, *, retries: int) -> str:
     """A one-line account of an API failure that survived the client's retries."""
     import openai
 
-    after = f" after {retries} retr{'y' if retries == 1 else 'ies'}" if retries else ""
+    told = getattr(exc, "flipgate_retries", None)  # how hard flipgate's LLM door tried
+    after = (f" {told}" if told else "") if told is not None else \
+        (f" after {retries} retr{'y' if retries == 1 else 'ies'}" if retries else "")
     if isinstance(exc, openai.APITimeoutError):
         return f"request timed out{after}"
     if isinstance(exc, openai.APIConnectionError):
@@ -70,6 +72,21 @@ def mean_cosine(questions: Sequence[Sequence[float]], query: Sequence[float]) ->
         return sum(x * y for x, y in zip(a, b, strict=True)) / norm if norm else 0.0
 
     return sum(cosine(q, query) for q in questions) / len(questions) if questions else 0.0
+
+
+def _batches(groups: Iterable[list[int]], *, cost: Callable[[int], int], size: int) -> Iterator[list[int]]:
+    """Whole groups into batches of at most `size` texts (a group larger than that goes alone)."""
+    batch: list[int] = []
+    used = 0
+    for group in groups:
+        need = sum(cost(index) for index in group)
+        if batch and used + need > size:
+            yield batch
+            batch, used = [], 0
+        batch.extend(group)
+        used += need
+    if batch:
+        yield batch
 
 
 class OpenAIJudge:
@@ -124,32 +141,56 @@ class OpenAIJudge:
         return await self._score("fluency", prompts.fluency_messages(response=response), sample=0)
 
     async def relevance(self, items: Sequence[tuple[Case, str]]) -> list[Relevance]:
-        """One questions call per distinct answer, then one batched embedding pass."""
-        import openai
+        """One questions call per distinct answer, then batched embeddings.
 
+        A batch holds whole cases (both answers' questions and their query) up
+        to the provider's input limit, so a small run is one request, and each
+        batch's vectors are reduced to its items' scores as soon as it returns:
+        no run holds more vectors than one batch per request in flight.
+        """
+        workers = pool_size(self.llm.limiter.limit)
         answers = list(dict.fromkeys(response for _, response in items if response.strip()))
-        replies = await asyncio.gather(*(self._questions_for(answer) for answer in answers))
+        replies = await map_bounded(self._questions_for, answers, workers=workers)
         readings: dict[str, Questions | str] = dict(zip(answers, replies, strict=True))
 
-        texts: list[str] = []
-        for case, response in items:
+        results: list[Relevance | None] = [None] * len(items)
+        embedded: dict[str, list[int]] = {}  # case id -> its items that need vectors
+        for index, (case, response) in enumerate(items):
             reading = readings.get(response)
             if isinstance(reading, Questions) and not reading.noncommittal and case.query.strip():
-                texts.extend((*reading.questions, case.query))
-        vectors: dict[str, list[float]] = {}
-        embedding_error = None
-        if texts:
-            try:
-                embedded = await self.llm.embed(model=self._info.embedding_model or "", texts=texts)
-                vectors = dict(zip(texts, embedded, strict=True))
-            except openai.OpenAIError as exc:
-                retries = getattr(self.llm.client, "max_retries", 0)
-                embedding_error = f"relevance embeddings: {describe_api_error(exc, retries=retries)}"
-            except ValueError as exc:  # the provider returned the wrong number of vectors
-                embedding_error = f"relevance embeddings: {exc}"
+                embedded.setdefault(case.id, []).append(index)
+            else:
+                results[index] = self._relevance_of(case, response, reading, {}, None)
 
-        return [self._relevance_of(case, response, readings.get(response), vectors, embedding_error)
-                for case, response in items]
+        def texts_of(index: int) -> tuple[str, ...]:
+            case, response = items[index]
+            reading = readings[response]
+            assert isinstance(reading, Questions)
+            return (*reading.questions, case.query)
+
+        async def one_batch(batch: list[int]) -> None:
+            texts = list(dict.fromkeys(text for index in batch for text in texts_of(index)))
+            vectors, error = await self._embed(texts)
+            for index in batch:
+                case, response = items[index]
+                results[index] = self._relevance_of(case, response, readings[response], vectors, error)
+
+        batches = _batches(embedded.values(), cost=lambda index: len(texts_of(index)),
+                           size=self.llm.embedding_batch)
+        await map_bounded(one_batch, batches, workers=workers)
+        return [result for result in results if result is not None]
+
+    async def _embed(self, texts: list[str]) -> tuple[dict[str, list[float]], str | None]:
+        try:
+            vectors = await self.llm.embed(model=self._info.embedding_model or "", texts=texts)
+        except Exception as exc:  # noqa: BLE001 - API errors become the batch's error
+            if not is_api_error(exc):
+                if isinstance(exc, ValueError):  # the provider returned the wrong number of vectors
+                    return {}, f"relevance embeddings: {exc}"
+                raise
+            retries = getattr(self.llm.client, "max_retries", 0)
+            return {}, f"relevance embeddings: {describe_api_error(exc, retries=retries)}"
+        return dict(zip(texts, vectors, strict=True)), None
 
     async def aclose(self) -> None:
         await self.llm.client.close()
@@ -170,8 +211,6 @@ class OpenAIJudge:
     async def _ask(self, metric: str, messages: list[dict[str, str]], *,
                    read: Callable[[str], T], sample: int, max_tokens: int = MAX_TOKENS) -> T:
         """Ask once; a reply that breaks the rubric is asked again, exactly once."""
-        import openai
-
         # The rubric's version and the hash of its text are part of the key: a
         # verdict cached under another rubric is never reused.
         tag = {"rubric": RUBRIC_VERSION, "rubric_hash": prompts.text_hash(messages[0]["content"]),
@@ -182,7 +221,9 @@ class OpenAIJudge:
                 completion = await self.llm.chat(model=self._info.model, messages=messages,
                                                  params=self._params(max_tokens), cache_tag=tag,
                                                  validate=read)
-            except openai.OpenAIError as exc:
+            except Exception as exc:
+                if not is_api_error(exc):
+                    raise
                 retries = getattr(self.llm.client, "max_retries", 0)
                 raise JudgeFailure(f"{metric} judge: {describe_api_error(exc, retries=retries)}") \
                     from exc

@@ -1,0 +1,35 @@
+"""`flipgate merge`: the report of one run from the partials of its shards."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from flipgate.commands.common import report_failures
+from flipgate.config import DEFAULT_OUT_DIR
+
+
+@click.command("merge")
+@click.argument("partials", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("--out", "out_dir", default=DEFAULT_OUT_DIR, show_default=True,
+              type=click.Path(file_okay=False), help="Where report.json and comment.md go.")
+@report_failures
+def merge(partials: tuple[str, ...], out_dir: str) -> None:
+    """Combine the partial.json of every shard (`--shard i/n`) into one report.
+
+    Writes report.json and comment.md and exits as the unsharded run would
+    (0, 1 or 3). Partials of different configurations, cases, judges, answer
+    files or refs, a shard given twice or a missing shard are bad input (2).
+    """
+    from rich.console import Console
+
+    from flipgate import gate as gate_core
+    from flipgate.outputs import write_outputs
+    from flipgate.shards import merge as merge_partials
+
+    report = merge_partials([Path(p) for p in partials])
+    write_outputs(report, Path(out_dir), console=Console())
+    click.echo(f"wrote {Path(out_dir) / 'report.json'} and {Path(out_dir) / 'comment.md'}", err=True)
+    sys.exit(gate_core.exit_code(report.conclusion))

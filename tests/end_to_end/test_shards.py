@@ -1,0 +1,173 @@
+"""`--shard i/n` then `flipgate merge`: the verdicts, counts and exit code of one run."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from flipgate.cli import cli
+from flipgate.shards import Shard
+
+from support.gitrepo import GitRepo
+from support.openai_server import FakeOpenAI
+
+CONFIG = """version: 1
+cases: eval/cases.jsonl
+generator: prompts/answer.prompty
+judge:
+  provider: openai
+  model: judge-pinned
+gate:
+  blocking_categories: [pricing]
+  strict: true  # a handful of cases: the same judge's re-score may block
+"""
+PROMPT = """---
+name: answer
+model:
+  api: chat
+  configuration:
+    type: openai
+    model: gpt-4o-mini
+---
+system:
+You answer bank questions.
+user:
+{{ query }}
+Context: {{ context }}
+"""
+CASES = [{"id": f"case-{i}", "query": f"What about item {i}?",
+          "context": f"Item {i} costs {i + 1} dollars and ships in 2 days.",
+          "category": ("pricing", "policy", "general")[i % 3]} for i in range(24)]
+
+
+def generation(body: dict) -> str:
+    """Grounded answers; the generous head prompt invents a fee for every fourth case."""
+    context = body["messages"][-1]["content"].split("Context: ", 1)[1]
+    number = int(context.split()[1])
+    if "generously" in body["messages"][0]["content"] and number % 4 == 0:
+        return context + " A 75 dollar handling fee applies."
+    return context
+
+
+@pytest.fixture
+def repo(tmp_path: Path, openai_server: FakeOpenAI) -> GitRepo:
+    openai_server.on_generation(generation)
+    repo = GitRepo.create(tmp_path / "repo")
+    repo.commit({".flipgate.yml": CONFIG, "prompts/answer.prompty": PROMPT,
+                 "eval/cases.jsonl": "".join(json.dumps(c) + "\n" for c in CASES)}, message="base")
+    repo.branch("base", "HEAD")
+    repo.commit({"prompts/answer.prompty": PROMPT.replace("questions.", "questions generously.")})
+    return repo
+
+
+def run(repo: GitRepo, out: Path, *extra: str):
+    return CliRunner().invoke(cli, ["run", "--repo", str(repo.path), "--base", "base", "--head", "HEAD",
+                                    "--out", str(out), "--no-cache", *extra])
+
+
+def rows(report: dict) -> dict[str, tuple[str, bool]]:
+    return {row["id"]: (row["verdict"], row["blocking"]) for row in report["rows"]}
+
+
+def test_the_shards_cover_every_case_once() -> None:
+    ids = [case["id"] for case in CASES]
+    owners = [[i for i in range(1, 5) if Shard(i, 4).holds(case_id)] for case_id in ids]
+    assert all(len(owner) == 1 for owner in owners)
+    assert len({owner[0] for owner in owners}) == 4  # every shard gets work here
+
+
+def test_four_shards_merge_into_the_unsharded_run(repo: GitRepo, tmp_path: Path) -> None:
+    whole = run(repo, tmp_path / "whole")
+    assert whole.exit_code == 1, whole.output
+    expected = json.loads((tmp_path / "whole" / "report.json").read_text())
+
+    partials = []
+    for i in range(1, 5):
+        shard = run(repo, tmp_path / f"shard-{i}", "--shard", f"{i}/4")
+        assert shard.exit_code == 0, shard.output  # a shard that finished; the merge decides
+        assert not (tmp_path / f"shard-{i}" / "report.json").exists()
+        partials.append(str(tmp_path / f"shard-{i}" / "partial.json"))
+
+    merged = CliRunner().invoke(cli, ["merge", *reversed(partials), "--out", str(tmp_path / "merged")])
+    assert merged.exit_code == whole.exit_code, merged.output
+    report = json.loads((tmp_path / "merged" / "report.json").read_text())
+    assert [row["id"] for row in report["rows"]] == [row["id"] for row in expected["rows"]]
+    assert rows(report) == rows(expected)
+    assert report["counts"] == expected["counts"] and report["conclusion"] == expected["conclusion"]
+    assert report["head_sha"] == expected["head_sha"]
+    comment = (tmp_path / "merged" / "comment.md").read_text()
+    assert "case-4" in comment and "Merged from 4 shards." in comment
+
+
+def test_merge_refuses_a_partial_of_another_head(repo: GitRepo, tmp_path: Path) -> None:
+    for i in (1, 2):
+        assert run(repo, tmp_path / f"shard-{i}", "--shard", f"{i}/2").exit_code == 0
+    repo.commit({"README.md": "a later push\n"})
+    assert run(repo, tmp_path / "late", "--shard", "2/2").exit_code == 0
+
+    merged = CliRunner().invoke(cli, ["merge", str(tmp_path / "shard-1" / "partial.json"),
+                                      str(tmp_path / "late" / "partial.json"), "--out", str(tmp_path / "m")])
+    assert merged.exit_code == 2
+    assert "different head sha" in merged.output and "cannot be merged" in merged.output
+    assert not (tmp_path / "m" / "report.json").exists()
+
+    missing = CliRunner().invoke(cli, ["merge", str(tmp_path / "shard-1" / "partial.json")])
+    assert missing.exit_code == 2 and "missing the partial of shard 2/2" in missing.output
+
+
+@pytest.mark.parametrize("text", ["0/4", "5/4", "1", "a/b", "1/0"])
+def test_a_bad_shard_is_bad_input(repo: GitRepo, tmp_path: Path, text: str) -> None:
+    result = run(repo, tmp_path / "out", "--shard", text)
+    assert result.exit_code == 2 and "--shard must be i/n" in result.output
+
+
+def gate_args(directory: Path, candidate: str, out: Path) -> list[str]:
+    return ["gate", "--cases", str(directory / "cases.jsonl"), "--baseline", str(directory / "b.jsonl"),
+            "--candidate", str(directory / candidate), "--config", str(directory / "flipgate.yml"),
+            "--out", str(out), "--no-cache"]
+
+
+def test_gate_shards_merge_too_and_refuse_other_answers(openai_server: FakeOpenAI, tmp_path: Path) -> None:
+    with (tmp_path / "cases.jsonl").open("w") as cases, (tmp_path / "b.jsonl").open("w") as base, \
+            (tmp_path / "c.jsonl").open("w") as cand, (tmp_path / "d.jsonl").open("w") as other:
+        for case in CASES:
+            cases.write(json.dumps(case) + "\n")
+            base.write(json.dumps({"id": case["id"], "response": case["context"]}) + "\n")
+            number = int(case["context"].split()[1])
+            invented = case["context"] + (" A 75 dollar fee applies." if number % 4 == 0 else "")
+            cand.write(json.dumps({"id": case["id"], "response": invented}) + "\n")
+            other.write(json.dumps({"id": case["id"], "response": case["context"]}) + "\n")
+    (tmp_path / "flipgate.yml").write_text(CONFIG.replace("generator: prompts/answer.prompty\n", "")
+                                           .replace("eval/cases.jsonl", "cases.jsonl"))
+    whole = CliRunner().invoke(cli, gate_args(tmp_path, "c.jsonl", tmp_path / "whole"))
+    expected = json.loads((tmp_path / "whole" / "report.json").read_text())
+    for i in range(1, 4):
+        shard = CliRunner().invoke(cli, [*gate_args(tmp_path, "c.jsonl", tmp_path / f"s{i}"), "--shard", f"{i}/3"])
+        assert shard.exit_code == 0, shard.output
+    partials = [str(tmp_path / f"s{i}" / "partial.json") for i in range(1, 4)]
+    merged = CliRunner().invoke(cli, ["merge", *partials, "--out", str(tmp_path / "merged")])
+    assert merged.exit_code == whole.exit_code == 1
+    report = json.loads((tmp_path / "merged" / "report.json").read_text())
+    assert rows(report) == rows(expected) and report["counts"] == expected["counts"]
+
+    CliRunner().invoke(cli, [*gate_args(tmp_path, "d.jsonl", tmp_path / "other"), "--shard", "3/3"])
+    refused = CliRunner().invoke(cli, ["merge", *partials[:2], str(tmp_path / "other" / "partial.json")])
+    assert refused.exit_code == 2 and "different candidate" in refused.output
+
+
+def test_judge_errors_on_rows_are_a_result_the_merge_reports_as_exit_3(repo: GitRepo, tmp_path: Path,
+                                                                       openai_server: FakeOpenAI) -> None:
+    openai_server.fail("relevance", status=400, times=10_000)  # refused, sent once: row errors
+    whole = run(repo, tmp_path / "whole")
+    assert whole.exit_code == 3
+    for i in (1, 2):
+        assert run(repo, tmp_path / f"s{i}", "--shard", f"{i}/2").exit_code == 0
+    merged = CliRunner().invoke(cli, ["merge", str(tmp_path / "s1" / "partial.json"),
+                                      str(tmp_path / "s2" / "partial.json"), "--out", str(tmp_path / "m")])
+    assert merged.exit_code == 3
+    report = json.loads((tmp_path / "m" / "report.json").read_text())
+    expected = json.loads((tmp_path / "whole" / "report.json").read_text())
+    assert report["counts"] == expected["counts"] and report["conclusion"] == "error"

@@ -1,0 +1,140 @@
+"""The adaptive limit's decisions and the rate-limit header readers, on a fake clock."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from flipgate.pacing import Limiter, parse_duration, rate_limit_pause, rate_window, retry_after
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.mark.parametrize("text, seconds", [
+    ("1s", 1.0), ("6m0s", 360.0), ("20ms", 0.02), ("1h2m3.5s", 3723.5), ("0.5", 0.5),
+    ("", None), ("soon", None), ("5x", None), ("-1", None), (None, None),
+])
+def test_reset_durations_read_as_openai_writes_them(text, seconds) -> None:
+    assert parse_duration(text) == (pytest.approx(seconds) if seconds is not None else None)
+
+
+@pytest.mark.parametrize("headers, seconds", [
+    ({"retry-after-ms": "250", "retry-after": "9"}, 0.25),  # milliseconds win
+    ({"retry-after": "3"}, 3.0),
+    ({"retry-after": "Wed, 21 Oct 2015 07:28:10 GMT"}, 10.0),  # a date, 10 s ahead of `now`
+    ({"retry-after": "whenever"}, None),
+    ({}, None),
+])
+def test_retry_after_in_every_form(headers, seconds) -> None:
+    now = 1445412480.0  # 07:28:00 GMT that day
+    assert retry_after(headers, now=lambda: now) == seconds
+
+
+def test_a_429_without_any_hint_backs_off_doubling_and_capped() -> None:
+    pauses = [rate_limit_pause({}, streak=n) for n in range(10)]
+    assert 0.18 <= pauses[0] <= 0.25
+    assert all(later > earlier for earlier, later in zip(pauses[:5], pauses[1:6], strict=True))
+    assert max(pauses) <= 8.0
+
+
+def test_a_429_waits_for_the_exhausted_window_to_reset() -> None:
+    headers = {"x-ratelimit-remaining-requests": "0", "x-ratelimit-reset-requests": "2s",
+               "x-ratelimit-remaining-tokens": "100", "x-ratelimit-reset-tokens": "9s"}
+    assert rate_limit_pause(headers, streak=0) == 2.0
+
+
+def test_the_refill_rate_comes_from_limit_remaining_and_reset() -> None:
+    window = rate_window({"x-ratelimit-limit-requests": "60", "x-ratelimit-remaining-requests": "0",
+                          "x-ratelimit-reset-requests": "3s"}, "requests")
+    assert window is not None and window.refill_rate == pytest.approx(20.0)
+
+
+def test_a_429_halves_the_limit_once_per_round_trip_and_successes_grow_it_back() -> None:
+    clock = Clock()
+    limiter = Limiter(limit=8, clock=clock)
+    early = clock()
+    clock.now += 1
+    limiter.throttled(sent_at=early, headers={"retry-after-ms": "1"})
+    assert limiter.current == 4
+    # Requests sent before that cut come back 429 too: no further cut.
+    for _ in range(5):
+        limiter.throttled(sent_at=early, headers={"retry-after-ms": "1"})
+    assert limiter.current == 4
+    clock.now += 1
+    limiter.throttled(sent_at=clock.now, headers={"retry-after-ms": "1"})
+    assert limiter.current == 2
+    for _ in range(4):
+        limiter.throttled(sent_at=clock.now + 1, headers={})
+        clock.now += 2
+    assert limiter.current == 1 and limiter.lowest == 1  # never below one
+    assert limiter.rate_limited == 11
+    # Additive increase: one more slot per window of `current` successes.
+    grown = []
+    for _ in range(1 + 2 + 3 + 4 + 5 + 6 + 7 + 3):
+        limiter.succeeded()
+        grown.append(limiter.current)
+    assert grown[0] == 2 and grown[2] == 3 and limiter.current == 8
+    assert "concurrency 8/8, 429s 11" == limiter.describe()
+
+
+def test_a_429_pauses_every_new_send_for_the_whole_run() -> None:
+    clock = Clock()
+    limiter = Limiter(limit=4, clock=clock)
+    pause = limiter.throttled(sent_at=clock(), headers={"retry-after": "2"})
+    assert pause == 2.0 and limiter.resume_at == clock() + 2
+
+
+def test_few_requests_left_spaces_the_sends_at_the_refill_rate() -> None:
+    clock = Clock()
+    limiter = Limiter(limit=8, clock=clock)
+    limiter.succeeded({"x-ratelimit-limit-requests": "20", "x-ratelimit-remaining-requests": "17",
+                       "x-ratelimit-reset-requests": "0.25s"})
+    assert limiter.spacing == 0  # plenty left: no pacing
+    limiter.succeeded({"x-ratelimit-limit-requests": "20", "x-ratelimit-remaining-requests": "2",
+                       "x-ratelimit-reset-requests": "0.9s"})
+    assert limiter.spacing == pytest.approx(0.055)  # 18 back in 0.9 s: 20 a second, and a margin
+    limiter.succeeded({"x-ratelimit-limit-requests": "20", "x-ratelimit-remaining-requests": "0",
+                       "x-ratelimit-reset-requests": "1s"})
+    assert limiter.resume_at == pytest.approx(clock() + 0.05)  # until one request comes back
+    limiter.succeeded({"x-ratelimit-remaining-requests": "0", "x-ratelimit-reset-requests": "1s"})
+    assert limiter.resume_at == pytest.approx(clock() + 1.0)  # no limit header: the full reset
+
+
+def test_waiting_tasks_take_slots_only_up_to_the_current_limit() -> None:
+    async def scenario() -> list[int]:
+        limiter = Limiter(limit=4)
+        seen: list[int] = []
+
+        async def one() -> None:
+            async with limiter:
+                seen.append(limiter.active)
+                await asyncio.sleep(0.01)
+
+        limiter.current = 2
+        await asyncio.gather(*(one() for _ in range(10)))
+        return seen
+
+    seen = asyncio.run(scenario())
+    assert len(seen) == 10 and max(seen) == 2
+
+
+def test_a_cancelled_waiter_does_not_lose_a_wake_up() -> None:
+    async def scenario() -> int:
+        limiter = Limiter(limit=1)
+        await limiter.acquire()
+        first = asyncio.ensure_future(limiter.acquire())
+        second = asyncio.ensure_future(limiter.acquire())
+        await asyncio.sleep(0)
+        limiter.release()  # wakes `first`...
+        first.cancel()  # ...which is cancelled before it runs
+        await asyncio.wait_for(second, timeout=1)  # `second` still gets the slot
+        return limiter.active
+
+    assert asyncio.run(scenario()) == 1
