@@ -55,7 +55,7 @@ from flipgate.scoring import (
     stopped_note,
 )
 from flipgate.settings import Settings
-from flipgate.shards import Shard, write_partial
+from flipgate.shards import Shard, SuitePart, write_partial
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -203,9 +203,6 @@ async def check(*, repo: Path, base: str, head: str, settings: Settings,
     changed = git_repo.changed(base_ref, head_ref)
     trusted = load_config_at(git_repo, base_ref, head_ref, config_path)
     config = trusted.config
-    if shard is not None and config.suites:
-        raise InputError(Problem(config.source, None, "--shard does not yet split a "
-                                 "configuration with 'suites:'; run its suites unsharded"))
     # Every suite is read, detected, locked and rendered before any request.
     planned = [plan_suite(git_repo, base_ref, head_ref,
                           load_cases_for(git_repo, trusted, narrowed, head_ref, changed=changed),
@@ -244,13 +241,19 @@ async def check(*, repo: Path, base: str, head: str, settings: Settings,
     runtime.fill_report(report)
     message = "; ".join(messages) or None
     if shard is not None:
-        [one] = planned  # a configuration without suites (refused above otherwise)
-        path = write_partial(report, out_dir, shard=shard, positions=one.positions,
-                             total=one.total,
-                             fingerprint={"base_sha": base_ref.sha, "head_sha": head_ref.sha,
-                                          "configuration": config_path, "cases": one.total,
-                                          "judge": f"{report.judge.provider}/{report.judge.model}"},
-                             stopped=message is not None)
+        # Each suite's cases are split alike; a partial keeps the suites apart.
+        fingerprint: dict[str, Any] = {"base_sha": base_ref.sha, "head_sha": head_ref.sha,
+                                       "configuration": config_path}
+        if config.suites:  # the suites selected (--suite): a merge needs the same ones
+            fingerprint["suites"] = [one.inputs.config.suite for one in planned]
+        fingerprint.update(cases=sum(one.total for one in planned),
+                           judge=f"{report.judge.provider}/{report.judge.model}")
+        path = write_partial(report, out_dir, shard=shard, positions=planned[0].positions,
+                             total=fingerprint["cases"], fingerprint=fingerprint,
+                             stopped=message is not None,
+                             suites=[SuitePart(part.name, part.report, one.total, one.positions)
+                                     for one, part in zip(planned, report.suites, strict=True)]
+                             if config.suites else [])
         # Judge errors on rows are part of the result; only a part that stopped fails its job.
         return CheckResult(report=report, markdown="", message=message, partial=path,
                            exit_code=3 if message is not None else 0)

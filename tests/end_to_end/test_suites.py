@@ -321,12 +321,42 @@ def test_a_suite_that_cannot_finish_makes_the_run_unfinished(server: FakeOpenAI,
     assert "could not finish" in comment and "Not evaluated" in comment
 
 
-def test_shards_refuse_a_configuration_with_suites_before_any_request(server: FakeOpenAI,
-                                                                      tmp_path: Path) -> None:
+def test_shards_split_each_suite_and_merge_into_the_unsharded_run(server: FakeOpenAI,
+                                                                  tmp_path: Path) -> None:
     repo = make_repo(tmp_path / "repo")
-    repo.commit({"prompts/support.prompty": PROMPT.format(name="support", model="gen-support",
-                                                          system=GENEROUS)})
-    result, report, _ = invoke(repo, tmp_path, "--shard", "1/2")
-    assert result.exit_code == 2
-    assert "--shard does not yet split a configuration with 'suites:'" in result.output
-    assert server.requests == [] and report is None
+    repo.commit({
+        "prompts/support.prompty": PROMPT.format(name="support", model="gen-support",
+                                                 system=GENEROUS),
+        "prompts/billing.prompty": PROMPT.format(name="billing", model="gen-billing",
+                                                 system=GENEROUS + " Mention fees."),
+    })
+    whole, whole_report, _ = invoke(repo, tmp_path, "--judge", "offline")
+
+    def shard(spec: str, *suites: str) -> Path:
+        out = tmp_path / f"shard-{spec.replace('/', 'of')}-{'-'.join(suites)}"
+        result = CliRunner().invoke(cli, [
+            "run", "--repo", str(repo.path), "--base", "base", "--head", "HEAD", "--out", str(out),
+            "--no-cache", "--judge", "offline", "--shard", spec,
+            *(arg for name in suites for arg in ("--suite", name))])
+        assert result.exit_code == 0, result.output
+        return out / "partial.json"
+
+    partials = [str(shard(f"{i}/3")) for i in (1, 2, 3)]
+    merged = CliRunner().invoke(cli, ["merge", *reversed(partials), "--out", str(tmp_path / "m")])
+    report = json.loads((tmp_path / "m" / "report.json").read_text())
+    assert merged.exit_code == whole.exit_code, merged.output
+    assert report["conclusion"] == whole_report["conclusion"]
+    assert report["counts"] == whole_report["counts"]
+    for name in ("support", "billing"):
+        mine, theirs = report["suites"][name], whole_report["suites"][name]
+        assert (mine["conclusion"], mine["counts"]) == (theirs["conclusion"], theirs["counts"])
+        assert [(r["id"], r["verdict"]) for r in mine["rows"]] == \
+            [(r["id"], r["verdict"]) for r in theirs["rows"]]
+    assert [(r["id"], r["suite"]) for r in report["rows"]] == \
+        [(r["id"], r["suite"]) for r in whole_report["rows"]]
+    assert "## Suite support · " in (tmp_path / "m" / "comment.md").read_text()
+
+    other = shard("3/3", "support")  # a different selection of suites
+    refused = CliRunner().invoke(cli, ["merge", *partials[:2], str(other)])
+    assert refused.exit_code == 2
+    assert "was made from a different suites (['support'])" in refused.output
