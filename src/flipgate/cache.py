@@ -3,6 +3,8 @@
 Safe under concurrency and interruption: entries are written to a temporary
 file in the same directory and moved into place with an atomic rename, so a
 reader sees either nothing or a whole entry. A corrupt entry is a miss.
+Entries are created 0666 less the umask (0644 under the usual 022), not
+mkstemp's 0600, so whoever saves the cache (actions/cache) can read them.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
+import secrets
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -54,7 +56,7 @@ class Cache:
     def put_digest(self, key: str, value: Any) -> None:
         path = self._path(key)
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
+        fd, tmp = _new_file(path.parent)
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
                 json.dump({"value": value}, handle, ensure_ascii=False)
@@ -65,3 +67,13 @@ class Cache:
 
     def stats(self) -> dict[str, int]:
         return {"hits": self.hits, "misses": self.misses}
+
+
+def _new_file(directory: Path) -> tuple[int, Path]:
+    """A new, uniquely named file in `directory`, open for writing, its mode left to the umask."""
+    while True:
+        tmp = directory / f".tmp-{secrets.token_hex(8)}.json"
+        try:
+            return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666), tmp
+        except FileExistsError:
+            continue

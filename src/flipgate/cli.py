@@ -19,6 +19,7 @@ _COMMANDS = {
     "gate": ("flipgate.commands.gate", "gate", "Score two answer sets with a pinned judge and gate them."),
     "replay": ("flipgate.commands.replay", "replay", "Render the generator at a git ref for every case."),
     "run": ("flipgate.commands.run", "run", "The whole PR check on a local checkout."),
+    "record": ("flipgate.commands.record", "record", "Build or extend the cases from logged traffic."),
     "merge": ("flipgate.commands.merge", "merge", "Combine the partials of a sharded run into one report."),
     "calibrate": ("flipgate.commands.calibrate", "calibrate",
                   "Check the judge against human labels, or write a labels file to fill in."),

@@ -158,6 +158,18 @@ class GeneratorOptions:
 
 
 @dataclass(frozen=True)
+class E2EConfig:
+    """The end-to-end run's live retrieval, trusted only from the base ref's configuration."""
+
+    command: str | None = None     # query on stdin, context on stdout
+    url: str | None = None         # or: POST {"query", "id", "category"} -> {"context"}
+    headers: tuple[tuple[str, str], ...] = ()  # for `url`; ${env:NAME} of names in `env`
+    timeout: float = 30.0
+    env: tuple[str, ...] = ()      # the only variables (secrets) the retrieval receives
+    enabled: bool = True           # false: only `flipgate run --e2e` runs it, never the action
+
+
+@dataclass(frozen=True)
 class Suite:
     """One generator with its own cases and gate; every field defaults from the top level.
     The judge, the budget and the concurrency are the run's, shared by every suite."""
@@ -182,6 +194,7 @@ class Config:
     gate: GateConfig = field(default_factory=GateConfig)
     relevance: RelevanceConfig = field(default_factory=RelevanceConfig)
     budget: BudgetConfig = field(default_factory=BudgetConfig)
+    e2e: E2EConfig | None = None
     concurrency: int = DEFAULT_CONCURRENCY
     directory: str = "."  # the config's directory, relative to the repository or cwd
     generator_options: GeneratorOptions = field(default_factory=GeneratorOptions)
@@ -326,6 +339,17 @@ _SCHEMA: dict[str, Any] = {
     },
     "budget": {"max_requests": _is_positive_int, "max_tokens": _is_positive_int,
                "completion_ceiling": _is_positive_int},
+    "e2e": {
+        "command": _is_str,
+        "url": lambda v: None if isinstance(v, str) and v.startswith(("http://", "https://"))
+        else "must be an http:// or https:// URL",
+        "headers": lambda v: None if isinstance(v, dict) and all(
+            isinstance(k, str) and isinstance(x, str) for k, x in v.items())
+        else "must map header names to strings",
+        "timeout": _is_positive_number,
+        "env": _is_str_list,
+        "enabled": _is_bool,
+    },
     "status": _one_of(STATUS_MODES),
     "suites": None,  # checked by _suite_entries: a list of suites, or a mapping name -> suite
 }
@@ -396,6 +420,10 @@ def parse_config(text: str, *, source: str = DEFAULT_CONFIG, directory: str = ".
     second_values = judge_values.get("second_opinion")
     if isinstance(second_values, dict):
         _check_second_opinion(second_values, judge_values, problem)
+    e2e_values = data.get("e2e")
+    if isinstance(e2e_values, dict) and ("command" in e2e_values) == ("url" in e2e_values):
+        problem(("e2e",), "'e2e' needs exactly one of 'command' (query on stdin, context on "
+                          "stdout) and 'url' (an HTTP retrieval endpoint)")
     if problems:
         raise InputError(problems)
 
@@ -432,6 +460,13 @@ def parse_config(text: str, *, source: str = DEFAULT_CONFIG, directory: str = ".
                      watch=tuple(values.get("watch", data.get("watch") or ())),
                      gate=GateConfig(**own_gate), relevance=RelevanceConfig(**own_relevance))
 
+    e2e = None
+    if "e2e" in data:
+        values = section("e2e")
+        e2e = E2EConfig(command=values.get("command"), url=values.get("url"),
+                        headers=tuple((values.get("headers") or {}).items()),
+                        timeout=float(values.get("timeout", E2EConfig.timeout)),
+                        env=tuple(values.get("env") or ()), enabled=values.get("enabled", True))
     return Config(
         source=source,
         cases=data.get("cases", ""),
@@ -442,6 +477,7 @@ def parse_config(text: str, *, source: str = DEFAULT_CONFIG, directory: str = ".
         gate=GateConfig(**gate),
         relevance=RelevanceConfig(**relevance),
         budget=BudgetConfig(**section("budget")),
+        e2e=e2e,
         concurrency=data.get("concurrency", DEFAULT_CONCURRENCY),
         directory=directory,
         suites=tuple(suite_of(name, values) for name, values, _ in suites),

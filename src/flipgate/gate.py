@@ -227,6 +227,13 @@ def build_row(case: Case, baseline: Side, candidate: Side, *,
     )
 
 
+def retrieval_drift(frozen: Verdict, live: Verdict | None) -> bool:
+    """The end-to-end verdict (live retrieval) differs from the frozen one: the change behaves
+    differently on what retrieval returns today, so look at retrieval first. A side that
+    could not be judged is an error, not drift. Drift never blocks."""
+    return live is not None and Verdict.ERROR not in (frozen, live) and frozen is not live
+
+
 def is_flagged(row: Row) -> bool:
     """An answer that addresses its grader: a person reads the row, whatever its verdict."""
     return bool(row.candidate.manipulation or row.baseline.manipulation)

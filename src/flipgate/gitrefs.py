@@ -159,3 +159,16 @@ def _path_text(raw: bytes) -> str:
     """
     return raw.decode("utf-8", "backslashreplace")
 
+
+
+def export_tree(repo: Path, sha: str, destination: Path, *, git: Git = Git()) -> Path:
+    """The files of commit `sha` written under `destination` (git archive), for a trusted
+    command of that commit to run in. Never used for the head ref: its files are data."""
+    import io
+    import tarfile
+
+    result = git.run(repo, "archive", "--format=tar", "--end-of-options", sha)
+    destination.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(fileobj=io.BytesIO(result.stdout)) as archive:
+        archive.extractall(destination, filter="data")  # no links or paths out of `destination`
+    return destination

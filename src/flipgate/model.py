@@ -253,6 +253,45 @@ class Change:
     cases_diff: str | None = None
 
 
+@dataclass(frozen=True)
+class E2ERow:
+    """One case of the end-to-end run: live retrieval, both versions, compared with the frozen run."""
+
+    id: str
+    category: str
+    query: str
+    frozen_verdict: Verdict
+    e2e_verdict: Verdict | None      # None: live retrieval failed for this case
+    drift: bool                      # the verdicts differ: look at retrieval first
+    live_context: str | None
+    context_changed: bool
+    context_diff: str                # frozen vs live, '' when equal
+    error: str | None = None
+
+
+@dataclass
+class E2EReport:
+    """The end-to-end run: a section of the report and the comment; it never blocks."""
+
+    rows: list[E2ERow]
+    date: str                        # the day the live contexts are cached for (UTC)
+    retrieval: str                   # what fetched them, e.g. "command `python r.py`"
+    stopped: str | None = None       # why it could not finish, when it could not
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def drift(self) -> list[E2ERow]:
+        return [row for row in self.rows if row.drift]
+
+    @property
+    def changed_contexts(self) -> int:
+        return sum(row.context_changed for row in self.rows)
+
+    @property
+    def retrieval_errors(self) -> int:
+        return sum(row.error is not None and row.e2e_verdict is None for row in self.rows)
+
+
 @dataclass
 class Report:
     conclusion: Conclusion
@@ -271,6 +310,7 @@ class Report:
     head_sha: str | None = None
     categories: dict[str, CategoryInfo] = field(default_factory=dict)
     strict: bool = False  # gate.strict: the same-judge re-score may block below the minimum
+    e2e: E2EReport | None = None     # the end-to-end run, when it ran
     # Several suites: each one's own report (a suite nothing of which changed is
     # `skipped`); the fields above are then the aggregate. Empty: one implicit suite.
     suites: list[SuiteReport] = field(default_factory=list)

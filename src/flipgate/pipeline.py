@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Mapping, Sequence
+import dataclasses
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,11 +26,12 @@ from flipgate.config import (
     STATUS_PER_SUITE,
     Config,
 )
+from flipgate.e2e.run import E2ERequest, e2e_wanted
 from flipgate.endpoint_lock import Generator, LockedPair, lock
 from flipgate.errors import IncompleteError, InputError, Problem
 from flipgate.gitrefs import Git
 from flipgate.judges import Judges, make_judges
-from flipgate.model import Answer, Case, Change, Conclusion, Report, SuiteReport
+from flipgate.model import Answer, Case, Change, Conclusion, E2EReport, Report, Row, SuiteReport
 from flipgate.outputs import write_outputs
 from flipgate.prompty import Prompty, render_isolated
 from flipgate.refs import (
@@ -138,6 +140,31 @@ async def _replay_and_score(*, inputs: Inputs, pair: LockedPair,
                             mode=judge.mode, progress=runtime.progress)
 
 
+async def _end_to_end(*, repo: Repo, base: Ref, inputs: Inputs, pair: LockedPair,
+                      refs: dict[str, Ref], sides: dict[str, Generator], frozen: list[Row],
+                      runtime: Runtime, settings: Settings, judge: str | None,
+                      request: E2ERequest, cache_dir: Path | None,
+                      environ: Mapping[str, str]) -> E2EReport:
+    """The end-to-end run: the same generation and judging as the frozen run, on live contexts."""
+    from flipgate.e2e.run import run_e2e
+
+    async def gate_cases(live_cases: list[Case]) -> list[Row]:
+        prepared = await asyncio.to_thread(
+            prepare, repo, refs, sides, live_cases, environ=environ,
+            strict_undefined=inputs.config.generator_options.strict_undefined)
+        live_judge = make_judges(inputs.config, runtime=runtime, settings=settings, provider=judge)
+        scored = await _replay_and_score(inputs=dataclasses.replace(inputs, cases=live_cases),
+                                         pair=pair, prepared=prepared, runtime=runtime,
+                                         settings=settings, judge=live_judge)
+        return scored.rows
+
+    assert inputs.config.e2e is not None
+    return await run_e2e(config=inputs.config.e2e, source=inputs.config.source, repo=repo.path,
+                         git=repo.git, base_sha=base.sha, cases=inputs.cases, frozen=frozen,
+                         request=request, cache_dir=cache_dir, limit=inputs.config.concurrency,
+                         gate_cases=gate_cases, progress=runtime.progress)
+
+
 @dataclass
 class Planned:
     """One suite after every check that can refuse the run: skipped (`pair` None) or
@@ -151,10 +178,13 @@ class Planned:
     pair: LockedPair | None = None
     prepared: dict[str, PreparedGenerator] | None = None
     change: Change | None = None
+    refs: dict[str, Ref] = field(default_factory=dict)
+    sides: dict[str, Generator] = field(default_factory=dict)
 
 
 def plan_suite(git_repo: Repo, base_ref: Ref, head_ref: Ref, inputs: Inputs, *,
-               changed: list[str], settings: Settings, shard: Shard | None = None) -> Planned:
+               changed: list[str], settings: Settings, shard: Shard | None = None,
+               with_e2e: bool = False) -> Planned:
     """Detect the suite's change; when it has one, lock its endpoint and render every case
     (with `shard`, only the shard's part of the suite's cases)."""
     config = inputs.config
@@ -171,7 +201,10 @@ def plan_suite(git_repo: Repo, base_ref: Ref, head_ref: Ref, inputs: Inputs, *,
     if not detected.relevant:
         note = (f"No change to the generator ({path}), the files it includes, or a watched "
                 "path: nothing to gate, no model was called.")
-        return Planned(inputs=inputs, path=path, notes=[note, *inputs.notes, *detected.notes],
+        more = (["No end-to-end run either: with nothing to gate there is no frozen verdict to "
+                 "compare with."] if with_e2e else [])
+        return Planned(inputs=inputs, path=path,
+                       notes=[note, *inputs.notes, *detected.notes, *more],
                        total=total, positions=positions)
     pair = lock_generators(git_repo, base_ref, head_ref, config=config,
                            base_generator=base_generator.prompty if base_generator else None,
@@ -186,7 +219,7 @@ def plan_suite(git_repo: Repo, base_ref: Ref, head_ref: Ref, inputs: Inputs, *,
                       inputs=inputs, includes=detected.includes | loaded)
     notes = [*inputs.notes, *detected.notes, *pair.notes, *undefined_notes(prepared)]
     return Planned(inputs=inputs, path=path, notes=notes, pair=pair, prepared=prepared,
-                   change=change, total=total, positions=positions)
+                   change=change, total=total, positions=positions, refs=refs, sides=sides)
 
 
 async def check(*, repo: Path, base: str, head: str, settings: Settings,
@@ -194,20 +227,30 @@ async def check(*, repo: Path, base: str, head: str, settings: Settings,
                 cache_dir: Path | None = Path(DEFAULT_CACHE_DIR), judge: str | None = None,
                 comment_limit: int = GITHUB_COMMENT_LIMIT, console: Console | None = None,
                 progress: Progress | None = None, suites: Sequence[str] = (),
-                shard: Shard | None = None) -> CheckResult:
+                shard: Shard | None = None, e2e: E2ERequest | None = None) -> CheckResult:
     """`run_check`, for callers that already run an event loop. `suites`: only those of the
     config's suites. With `shard`, only that part of the cases is evaluated and a partial is
-    written for `flipgate merge`."""
+    written for `flipgate merge`. `e2e`: also the end-to-end run (live retrieval), asked for
+    at the edge; it never changes the exit code (a configuration without suites only)."""
     git_repo = open_repo(repo, settings)
     base_ref, head_ref = git_repo.ref(base), git_repo.ref(head)
     changed = git_repo.changed(base_ref, head_ref)
     trusted = load_config_at(git_repo, base_ref, head_ref, config_path)
     config = trusted.config
+    with_e2e = e2e_wanted(config, trusted=trusted.from_base, request=e2e) and not config.suites
+    environ = settings.environ
     # Every suite is read, detected, locked and rendered before any request.
     planned = [plan_suite(git_repo, base_ref, head_ref,
                           load_cases_for(git_repo, trusted, narrowed, head_ref, changed=changed),
-                          changed=changed, settings=settings, shard=shard)
+                          changed=changed, settings=settings, shard=shard, with_e2e=with_e2e)
                for narrowed in config.suite_configs(suites)]
+
+    async def end_to_end(one: Planned, frozen: list[Row]) -> E2EReport:
+        assert e2e is not None and one.pair is not None
+        return await _end_to_end(repo=git_repo, base=base_ref, inputs=one.inputs, pair=one.pair,
+                                 refs=one.refs, sides=one.sides, frozen=frozen, runtime=runtime,
+                                 settings=settings, judge=judge, request=e2e,
+                                 cache_dir=cache_dir, environ=environ)
 
     runtime = Runtime.from_config(config, cache_dir=cache_dir, progress=progress)
     reports: list[Report] = []
@@ -225,7 +268,8 @@ async def check(*, repo: Path, base: str, head: str, settings: Settings,
         async with contextlib.aclosing(the_judge):
             for one in planned:
                 report, message = await _evaluate(one, runtime=runtime, settings=settings,
-                                                  judge=the_judge, head_sha=head_ref.sha)
+                                                  judge=the_judge, head_sha=head_ref.sha,
+                                                  end_to_end=end_to_end if with_e2e else None)
                 reports.append(report)
                 if message:
                     messages.append(message)
@@ -263,7 +307,9 @@ async def check(*, repo: Path, base: str, head: str, settings: Settings,
 
 
 async def _evaluate(one: Planned, *, runtime: Runtime, settings: Settings, judge: Judges,
-                    head_sha: str) -> tuple[Report, str | None]:
+                    head_sha: str,
+                    end_to_end: Callable[[Planned, list[Row]], Awaitable[E2EReport]] | None = None,
+                    ) -> tuple[Report, str | None]:
     """One suite's report: skipped, or replayed and scored (or stopped: `error`)."""
     config = one.inputs.config
     cases = len(one.inputs.cases)
@@ -279,10 +325,16 @@ async def _evaluate(one: Planned, *, runtime: Runtime, settings: Settings, judge
     except IncompleteError as exc:
         message = str(exc)
         notes.append(stopped_note(message))
+        if end_to_end is not None:
+            notes.append("No end-to-end run: the frozen run it is compared with could not finish.")
+    live = None
+    if end_to_end is not None and scored is not None:
+        live = await end_to_end(one, scored.rows)
     report = build_report(config=config, judge=judge.info, cases=cases, scored=scored,
                           conclusion=None if scored is not None else Conclusion.ERROR,
                           notes=notes, change=one.change, usage=runtime.usage_report(),
                           cache=runtime.cache_stats(), head_sha=head_sha)
+    report.e2e = live
     return report, message
 
 

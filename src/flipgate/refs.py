@@ -74,6 +74,7 @@ class Inputs:
     notes: list[str] = field(default_factory=list)
     config_diff: str | None = None
     cases_diff: str | None = None
+    from_base: bool = True   # False when adopting: the head's configuration, never trusted to run
 
 
 def _read_config(repo: Repo, ref: Ref, config_path: str) -> tuple[Config, str] | None:
@@ -111,6 +112,7 @@ class TrustedConfig:
     source_ref: Ref
     notes: list[str]
     config_diff: str | None = None
+    from_base: bool = True  # False when adopting: the head's configuration
 
 
 def load_config_at(repo: Repo, base: Ref, head: Ref, config_path: str) -> TrustedConfig:
@@ -139,7 +141,7 @@ def load_config_at(repo: Repo, base: Ref, head: Ref, config_path: str) -> Truste
             notes.append(f"This pull request changes {config_path}; the base's configuration "
                          "judges it (a pull request cannot change the gate that judges it).")
     return TrustedConfig(config=trusted[0], source_ref=source_ref, notes=notes,
-                         config_diff=config_diff)
+                         config_diff=config_diff, from_base=source_ref is base)
 
 
 def load_cases_for(repo: Repo, trusted: TrustedConfig, config: Config, head: Ref, *,
@@ -156,7 +158,7 @@ def load_cases_for(repo: Repo, trusted: TrustedConfig, config: Config, head: Ref
         notes.append(f"This pull request changes {cases_path} ({cases_diff}); the base's cases "
                      "are replayed.")
     return Inputs(config=config, cases=cases, notes=notes, config_diff=trusted.config_diff,
-                  cases_diff=cases_diff)
+                  cases_diff=cases_diff, from_base=trusted.from_base)
 
 
 def load_inputs(repo: Repo, base: Ref, head: Ref, config_path: str, *,

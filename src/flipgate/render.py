@@ -30,7 +30,7 @@ from flipgate import gate
 from flipgate.config import GITHUB_COMMENT_LIMIT, STEP_SUMMARY_LIMIT
 from flipgate.escaping import cell, cell_list, clear_cell_cache, escape_md, fence, number, plural
 from flipgate.gate import Kind, Tier
-from flipgate.model import Bucket, Change, Relevance, Report, Row, Score, Side, Statements
+from flipgate.model import Bucket, Change, E2EReport, Relevance, Report, Row, Score, Side, Statements
 
 MARKER = "<!-- flipgate -->"
 TEMPLATE = "comment.md.j2"
@@ -336,6 +336,50 @@ def _sections(view: View, plan: Plan) -> list[Section]:
     return out
 
 
+@dataclass(frozen=True)
+class E2ERowView:
+    id: str
+    category: str
+    frozen: str
+    live: str
+    diff: str
+
+
+@dataclass(frozen=True)
+class E2EView:
+    """The end-to-end section: drift rows (capped like the lesser tables) and their diffs."""
+
+    retrieval: str
+    date: str
+    rows: tuple[E2ERowView, ...]
+    drift_total: int
+    changed_contexts: int
+    retrieval_errors: int
+    cases: int
+    stopped: str | None
+    diff_limit: int | None
+
+    @property
+    def left_out(self) -> int:
+        return self.drift_total - len(self.rows)
+
+
+def e2e_view(e2e: E2EReport | None, plan: Plan) -> E2EView | None:
+    if e2e is None:
+        return None
+    drift = e2e.drift
+    cap = plan.caps.get(Tier.WORTH_READING)   # drift rows are worth reading, never blocking
+    shown = drift if cap is None else drift[:cap]
+    return E2EView(
+        retrieval=e2e.retrieval, date=e2e.date,
+        rows=tuple(E2ERowView(id=row.id, category=row.category, frozen=row.frozen_verdict.value,
+                              live=row.e2e_verdict.value if row.e2e_verdict else "—",
+                              diff=row.context_diff) for row in shown),
+        drift_total=len(drift), changed_contexts=e2e.changed_contexts,
+        retrieval_errors=e2e.retrieval_errors, cases=len(e2e.rows), stopped=e2e.stopped,
+        diff_limit=None if plan.diff_limit is None else min(plan.diff_limit, 4_000))
+
+
 # --------------------------------------------------------------------------
 # Rendering
 # --------------------------------------------------------------------------
@@ -422,6 +466,7 @@ def _render(view: View, plan: Plan, blocks: dict[_BlockKey, str], max_chars: int
         usage_columns=columns,
         usage_rows=usage_rows,
         cache=report.cache if isinstance(report.cache, Mapping) else None,
+        e2e=e2e_view(report.e2e, plan),
         plan=plan,
     )
     return text.rstrip("\n") + "\n"

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from flipgate import gate
-from flipgate.model import Change, Counts, JudgeInfo, Relevance, Report, Row, Score, Side
+from flipgate.model import Change, Counts, E2EReport, JudgeInfo, Relevance, Report, Row, Score, Side
 
 REPORT_VERSION = 1
 
@@ -104,6 +104,27 @@ def row_to_dict(row: Row, *, second_opinion: str | None = None) -> dict[str, Any
     return out
 
 
+def e2e_to_dict(e2e: E2EReport) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "date": e2e.date,
+        "retrieval": e2e.retrieval,
+        "counts": {"cases": len(e2e.rows), "drift": len(e2e.drift),
+                   "changed_contexts": e2e.changed_contexts, "retrieval_errors": e2e.retrieval_errors},
+        "rows": [{"id": row.id, "category": row.category, "query": row.query,
+                  "frozen_verdict": row.frozen_verdict.value,
+                  "e2e_verdict": row.e2e_verdict.value if row.e2e_verdict is not None else None,
+                  "drift": row.drift, "live_context": row.live_context,
+                  "context_changed": row.context_changed, "context_diff": row.context_diff,
+                  **({"error": row.error} if row.error else {})}
+                 for row in e2e.rows],
+    }
+    if e2e.stopped:
+        out["stopped"] = e2e.stopped
+    if e2e.notes:
+        out["notes"] = list(e2e.notes)
+    return out
+
+
 def counts_dict(counts: Counts) -> dict[str, int]:
     """`cases`, then every kind's count (0 when none), in the kinds' order."""
     return {"cases": counts.cases, **{kind.count_field: counts[kind.count_field] for kind in gate.KINDS}}
@@ -151,6 +172,8 @@ def to_dict(report: Report, *, rows: bool = True) -> dict[str, Any]:
             out[name] = value
     if report.notes:
         out["notes"] = list(report.notes)
+    if report.e2e is not None:
+        out["e2e"] = e2e_to_dict(report.e2e)
     if report.suites:  # several suites: the top level is their aggregate
         out["suites"] = {part.name: {"evaluated": part.evaluated, **suite_dict(part.report)}
                          for part in report.suites}

@@ -477,3 +477,25 @@ def test_the_summary_stays_within_1_mib_with_what_earlier_steps_wrote(
 
 
 # -- the real pipeline, end to end -------------------------------------------------------
+
+
+# -- the end-to-end run ------------------------------------------------------------------
+
+def test_a_same_repository_pull_request_asks_for_the_end_to_end_run_if_the_base_enables_it(
+        harness: Harness, check: RecordingCheck) -> None:
+    harness.pull_event()
+    harness.run(check, SEARCH_KEY="s-1")
+    request = check.calls[0]["e2e"]
+    assert request is not None and request.required is False   # the base's e2e: decides
+    assert request.environ["SEARCH_KEY"] == "s-1" and re.fullmatch(r"\d{4}-\d\d-\d\d", request.date)
+
+
+def test_a_forks_pull_request_gets_the_end_to_end_run_only_once_approved(
+        harness: Harness, check: RecordingCheck) -> None:
+    harness.pull_event(event_name="pull_request_target", fork=True)
+    harness.run(check)
+    assert check.calls == []                                    # waiting for a maintainer
+    harness.server.add_pull(PR, base_sha=harness.base, head_sha=harness.head, fork=True)
+    harness.comment_event("/flipgate run")
+    harness.run(check)
+    assert check.calls[0]["e2e"] is not None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 
 import click
@@ -19,4 +20,6 @@ def action() -> None:
     """
     from flipgate.github.action import main
 
+    # Files written into the workspace stay readable by its owner and by actions/cache.
+    os.umask(0o022)
     sys.exit(main())

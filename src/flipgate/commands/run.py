@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -18,6 +19,9 @@ from flipgate.commands.common import (
 )
 from flipgate.config import DEFAULT_CONFIG, DEFAULT_OUT_DIR
 
+if TYPE_CHECKING:
+    from flipgate.model import E2EReport
+
 
 def usage_line(usage: dict[str, dict[str, int]] | None, cache: dict[str, int] | None) -> str:
     """One line for stderr: requests and tokens per purpose, and cache hits and misses."""
@@ -30,6 +34,20 @@ def usage_line(usage: dict[str, dict[str, int]] | None, cache: dict[str, int] | 
     if cache is not None:
         line += f" | cache: {cache.get('hits', 0)} hits, {cache.get('misses', 0)} misses"
     return line
+
+
+def e2e_line(e2e: E2EReport) -> str:
+    """One line for stderr on the end-to-end run."""
+    if e2e.stopped and not e2e.rows:
+        return f"end-to-end: did not run ({e2e.stopped})"
+    drift = e2e.drift
+    line = (f"end-to-end: {len(e2e.rows)} rows, {e2e.changed_contexts} live contexts differ, "
+            f"{len(drift)} retrieval drift" + (f" ({', '.join(r.id for r in drift[:5])})" if drift else ""))
+    if e2e.retrieval_errors:
+        line += f", {e2e.retrieval_errors} retrieval errors"
+    if e2e.stopped:
+        line += f"; stopped: {e2e.stopped}"
+    return line + " (never blocks)"
 
 
 @click.command("run")
@@ -46,10 +64,13 @@ def usage_line(usage: dict[str, dict[str, int]] | None, cache: dict[str, int] | 
 @click.option("--suite", "suites", multiple=True, metavar="NAME",
               help="Only this suite of the config's `suites:` (repeatable); default: every suite.")
 @shard_option
+@click.option("--e2e", is_flag=True,
+              help="Also the end-to-end run: live retrieval (the base config's e2e:) for both "
+                   "versions, compared with the frozen run. It never changes the exit code.")
 @report_failures
 def run(base: str, head: str, config_path: str, out_dir: str, judge: str | None,
         cache_dir: str, no_cache: bool, repo: str, suites: tuple[str, ...],
-        shard: str | None) -> None:
+        shard: str | None, e2e: bool) -> None:
     """The whole PR check: detect a prompt or model change, replay both refs, gate, render.
 
     Both refs are read from git objects (nothing is checked out); the
@@ -58,23 +79,36 @@ def run(base: str, head: str, config_path: str, out_dir: str, judge: str | None,
     model. Exits 1 when the gate blocks, 2 on bad input or a refused pull
     request, 3 when it could not finish.
     """
+    from datetime import UTC, datetime
+
     from rich.console import Console
 
     from flipgate import progress
+    from flipgate.e2e.run import E2ERequest
+    from flipgate.errors import InputError
     from flipgate.pipeline import run_check
     from flipgate.shards import Shard
 
+    if e2e and shard:
+        # A shard's partial holds frozen rows only; the end-to-end run compares whole runs.
+        raise InputError("--e2e runs on the whole suite; it cannot be combined with --shard")
+    settings = settings_from_env()
+    # The retrieval's listed variables come from the same snapshot of the environment.
+    request = (E2ERequest(environ=settings.environ, date=datetime.now(UTC).date().isoformat())
+               if e2e else None)
     bar = progress.for_stream("replaying and judging", sys.stderr)
     try:
-        result = run_check(repo=Path(repo), base=base, head=head, settings=settings_from_env(),
+        result = run_check(repo=Path(repo), base=base, head=head, settings=settings,
                            config_path=config_path,
                            out_dir=Path(out_dir), cache_dir=cache_dir_or_none(cache_dir, no_cache),
                            judge=judge, console=Console(), progress=bar, suites=suites,
-                           shard=Shard.parse(shard) if shard else None)
+                           shard=Shard.parse(shard) if shard else None, e2e=request)
     finally:
         bar.close()
     if result.message:
         click.echo(f"flipgate: error: {visible(result.message)}", err=True)
+    if result.report.e2e is not None:
+        click.echo(visible(e2e_line(result.report.e2e)), err=True)
     click.echo(usage_line(result.report.usage, result.report.cache), err=True)
     if result.partial is not None:
         click.echo(f"wrote {result.partial} (shard {shard}); `flipgate merge` turns the partials "

@@ -1,8 +1,8 @@
 """`flipgate action`: the Docker action's entrypoint, a plain sequence of steps.
 
 settings -> decide -> (command: permission, pin the head) -> pending status ->
-fetch the SHAs if missing -> run the check -> comment -> final status ->
-step summary and outputs -> exit code.
+fetch the SHAs if missing -> run the check -> hand what it wrote back to the
+workspace's owner -> comment -> final status -> step summary and outputs -> exit code.
 
 Everything with a side effect is passed in (`check`, `connect_api`, `git`,
 the environment and the log stream), so tests run the real sequence against
@@ -17,12 +17,14 @@ import sys
 import traceback
 from collections.abc import Callable, MutableMapping, Sequence
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Protocol, TextIO
 from urllib.parse import urlsplit
 
 from flipgate import gate, render
 from flipgate.config import DEFAULT_CACHE_DIR, DEFAULT_OUT_DIR
+from flipgate.e2e.run import E2ERequest
 from flipgate.errors import (
     EXIT_BAD_INPUT,
     EXIT_INCOMPLETE,
@@ -44,9 +46,11 @@ from flipgate.github.event import (
     RunCommand,
     UsageCommand,
     decide,
+    e2e_allowed,
     load_event,
     may_command,
 )
+from flipgate.github.ownership import hand_back
 from flipgate.github.pinning import Commit, Unpinned, pin_head
 from flipgate.github.settings import Settings, export_model_keys
 from flipgate.github.sticky import BODY_LIMIT, Published, publish
@@ -183,15 +187,27 @@ def main(environ: MutableMapping[str, str] | None = None, *, check: CheckRunner 
             pull = obey(settings, api, workflow, activity)
             if pull is None:
                 return EXIT_PASS
-            exit_code = evaluate(settings, run_settings, api, workflow, pull, check=check)
+            exit_code = evaluate(settings, run_settings, api, workflow, pull, check=check,
+                                 e2e=_e2e_request(settings, run_settings, pull, approved=True))
             react(api, workflow, activity, "rocket" if exit_code in (0, 1) else "confused")
             return exit_code
         assert isinstance(activity, RunCheck)
-        return evaluate(settings, run_settings, api, workflow, activity.pull, check=check)
+        return evaluate(settings, run_settings, api, workflow, activity.pull, check=check,
+                        e2e=_e2e_request(settings, run_settings, activity.pull, approved=False))
     except GitHubError as exc:
         workflow.error(f"GitHub API: {exc}")
         workflow.set_output("conclusion", "error")  # exit 3: could not finish
         return EXIT_INCOMPLETE
+
+
+def _e2e_request(settings: Settings, run_settings: RunSettings, pull: PullRequest, *,
+                 approved: bool) -> E2ERequest | None:
+    """The end-to-end run, asked for only when this pull request may have it; the pipeline
+    then runs it only if the base's configuration enables it."""
+    if not e2e_allowed(pull, approved=approved, fork_policy=settings.fork_policy):
+        return None
+    return E2ERequest(environ=run_settings.environ, date=datetime.now(UTC).date().isoformat(),
+                      required=False)
 
 
 def await_command(settings: Settings, api: RepoAPI, workflow: Workflow,
@@ -244,18 +260,20 @@ def react(api: RepoAPI, workflow: Workflow, command: RunCommand, content: str) -
 
 
 def evaluate(settings: Settings, run_settings: RunSettings, api: RepoAPI, workflow: Workflow,
-             pull: PullRequest, *, check: CheckRunner | None) -> int:
+             pull: PullRequest, *, check: CheckRunner | None, e2e: E2ERequest | None = None) -> int:
     if settings.shard is not None:
         return evaluate_shard(settings, run_settings, workflow, pull, check=check)
     if settings.merge is not None:
         from flipgate.shards import merged_check
 
         check = merged_check(settings.workspace / settings.merge)
+        e2e = None  # a merge of partials has no end-to-end run to add
     login = api.own_login()
     status = _status_setter(settings, api, pull)
     status("pending", messages.pending_description(pull))
 
-    outcome = run_check_safely(settings, run_settings, workflow, pull, check=check)
+    outcome = run_check_safely(settings, run_settings, workflow, pull, check=check, e2e=e2e)
+    give_workspace_back(settings.workspace, workflow)
 
     exit_code = outcome.exit_code
     try:
@@ -287,6 +305,15 @@ def evaluate(settings: Settings, run_settings: RunSettings, api: RepoAPI, workfl
     return exit_code
 
 
+def give_workspace_back(workspace: Path, workflow: Workflow) -> None:
+    """As root, hand the report, the cache and what git fetched to the workspace's owner."""
+    try:
+        hand_back(workspace, [workspace / OUT_DIR, workspace / CACHE_DIR, workspace / ".git"],
+                  euid=os.geteuid())
+    except OSError as exc:  # the run's result stands; the runner may have to clean up
+        workflow.warning(f"could not give the workspace's files back to its owner: {exc}")
+
+
 def evaluate_shard(settings: Settings, run_settings: RunSettings, workflow: Workflow,
                    pull: PullRequest, *, check: CheckRunner | None) -> int:
     """One part of a sharded run: write its partial for the merge job; no comment, no status."""
@@ -299,6 +326,7 @@ def evaluate_shard(settings: Settings, run_settings: RunSettings, workflow: Work
         from flipgate.pipeline import run_check as check
     outcome = run_check_safely(settings, run_settings, workflow, pull,
                                check=partial(check, shard=shard))
+    give_workspace_back(settings.workspace, workflow)
     partial_file = settings.workspace / OUT_DIR / "partial.json"
     workflow.set_output("partial", f"{OUT_DIR}/partial.json" if partial_file.exists() else "")
     if outcome.exit_code != EXIT_PASS:
@@ -319,7 +347,8 @@ def _status_setter(settings: Settings, api: RepoAPI,
 
 
 def run_check_safely(settings: Settings, run_settings: RunSettings, workflow: Workflow,
-                     pull: PullRequest, *, check: CheckRunner | None) -> Outcome:
+                     pull: PullRequest, *, check: CheckRunner | None,
+                     e2e: E2ERequest | None = None) -> Outcome:
     """Fetch what is missing and run the check; any failure becomes an `error` outcome."""
     workspace = settings.workspace
     with workflow.group(f"flipgate: #{pull.number} {short(pull.base_sha)}..{short(pull.head_sha)}"):
@@ -333,7 +362,7 @@ def run_check_safely(settings: Settings, run_settings: RunSettings, workflow: Wo
                 result = check(repo=workspace, base=pull.base_sha, head=pull.head_sha,
                                settings=run_settings, config_path=settings.config,
                                out_dir=workspace / OUT_DIR, cache_dir=workspace / CACHE_DIR,
-                               comment_limit=BODY_LIMIT)
+                               comment_limit=BODY_LIMIT, e2e=e2e)
         except Exception as exc:  # noqa: BLE001 - every failure must end in an error status
             if not isinstance(exc, FlipgateError):
                 workflow.info(traceback.format_exc())

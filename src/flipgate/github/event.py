@@ -180,6 +180,13 @@ def decide_pull(pull: PullRequest, *, event_name: str,
     return AwaitCommand(pull)
 
 
+def e2e_allowed(pull: PullRequest, *, approved: bool, fork_policy: ForkPolicy) -> bool:
+    """May this run include the end-to-end run (when the base configuration enables it)?
+    It runs only base code, but spends money on retrieval and generation: a fork's head
+    under `require-command` gets it only once a maintainer's `/flipgate run` approved it."""
+    return not pull.fork or approved or fork_policy is ForkPolicy.RUN
+
+
 # -- the decision ------------------------------------------------------------
 
 def decide(event_name: str, payload: Mapping[str, Any], *,

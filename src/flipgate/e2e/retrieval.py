@@ -1,0 +1,228 @@
+"""Live retrieval for the end-to-end run: a command or an HTTP endpoint, cached per day.
+
+Only the base ref's configuration names a retriever, and a command runs in an
+export of the base commit's files: nothing of the pull request is executed.
+The command is split like a shell would split it but never run by a shell; it
+gets the query on stdin and prints the context on stdout (one trailing newline
+is dropped). Its environment holds PATH, locale, HOME (its own directory),
+FLIPGATE_CASE_ID and FLIPGATE_CATEGORY, and only the variables `e2e.env` lists.
+An endpoint gets `POST {"query", "id", "category"}` and answers
+`{"context": "..."}` or the context as plain text.
+
+A context is cached per (query, retriever, UTC date): a rerun the same day asks
+the retriever nothing. Failures are never cached.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+import re
+import shlex
+import signal
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+from flipgate.cache import Cache
+from flipgate.config import E2EConfig
+from flipgate.errors import InputError, Problem
+from flipgate.model import Case
+from flipgate.progress import Progress, Silent
+
+if TYPE_CHECKING:
+    import httpx
+
+MAX_CONTEXT_BYTES = 1024 * 1024
+_BASIC_ENV = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "SYSTEMROOT")
+_ENV_REF = re.compile(r"\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+class RetrievalError(Exception):
+    """The retriever failed for one case (exit status, timeout, bad reply)."""
+
+
+class Retriever(Protocol):
+    description: str   # for the report and the comment
+    identity: str      # what the cache key holds of the retriever
+
+    async def fetch(self, case: Case) -> str: ...
+
+
+def _drop_final_newline(text: str) -> str:
+    if text.endswith("\r\n"):
+        return text[:-2]
+    return text[:-1] if text.endswith("\n") else text
+
+
+def command_environment(environ: Mapping[str, str], listed: Sequence[str], *, home: Path) -> dict[str, str]:
+    """What the retrieval command may see: basics, and the listed variables only."""
+    env = {name: environ[name] for name in (*_BASIC_ENV, *listed) if name in environ}
+    env["HOME"] = str(home)
+    return env
+
+
+@dataclass
+class CommandRetriever:
+    argv: list[str]
+    cwd: Path
+    env: Mapping[str, str]
+    timeout: float
+    description: str = ""
+    identity: str = ""
+
+    async def fetch(self, case: Case) -> str:
+        env = {**self.env, "FLIPGATE_CASE_ID": case.id, "FLIPGATE_CATEGORY": case.category}
+        try:
+            process = await asyncio.create_subprocess_exec(
+                *self.argv, cwd=self.cwd, env=env, stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+                start_new_session=True)  # its own process group, so a timeout ends all of it
+        except OSError as exc:
+            raise RetrievalError(f"cannot start {self.argv[0]!r}: {exc.strerror}") from None
+        try:
+            out, err = await asyncio.wait_for(process.communicate(case.query.encode("utf-8")),
+                                              self.timeout)
+        except TimeoutError:
+            _kill_group(process)
+            await process.wait()
+            raise RetrievalError(f"timed out after {self.timeout:g} s") from None
+        if process.returncode != 0:
+            last = err.decode("utf-8", "replace").strip().splitlines()
+            raise RetrievalError(f"exited with status {process.returncode}"
+                                 + (f": {last[-1][:300]}" if last else ""))
+        if len(out) > MAX_CONTEXT_BYTES:
+            raise RetrievalError(f"printed more than {MAX_CONTEXT_BYTES:,} bytes")
+        try:
+            return _drop_final_newline(out.decode("utf-8"))
+        except UnicodeDecodeError:
+            raise RetrievalError("printed text that is not UTF-8") from None
+
+
+def _kill_group(process: asyncio.subprocess.Process) -> None:
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+@dataclass
+class HttpRetriever:
+    url: str
+    headers: Mapping[str, str]
+    timeout: float
+    client: httpx.AsyncClient | None   # passed in; None only to check the configuration
+    description: str = ""
+    identity: str = ""
+
+    async def fetch(self, case: Case) -> str:
+        import httpx
+
+        if self.client is None:
+            raise RetrievalError("no HTTP client was given")
+        try:
+            response = await self.client.post(
+                self.url, json={"query": case.query, "id": case.id, "category": case.category},
+                headers=dict(self.headers), timeout=self.timeout)
+        except httpx.TimeoutException:
+            raise RetrievalError(f"timed out after {self.timeout:g} s") from None
+        except httpx.HTTPError as exc:
+            raise RetrievalError(f"request failed: {type(exc).__name__}") from None
+        if response.status_code >= 300:
+            raise RetrievalError(f"HTTP {response.status_code}")
+        if len(response.content) > MAX_CONTEXT_BYTES:
+            raise RetrievalError(f"answered more than {MAX_CONTEXT_BYTES:,} bytes")
+        if response.headers.get("content-type", "").startswith("application/json"):
+            try:
+                body = response.json()
+            except ValueError:
+                raise RetrievalError("answered invalid JSON") from None
+            context = body.get("context") if isinstance(body, dict) else None
+            if not isinstance(context, str):
+                raise RetrievalError("answered JSON without a string 'context'")
+            return context
+        return response.text
+
+
+def _expand_headers(headers: Sequence[tuple[str, str]], environ: Mapping[str, str],
+                    listed: Sequence[str], source: str) -> dict[str, str]:
+    """Header values with ${env:NAME} expanded, for names `e2e.env` lists only."""
+    out = {}
+    for name, value in headers:
+        unlisted = [v for v in _ENV_REF.findall(value) if v not in listed]
+        if unlisted:
+            raise InputError(Problem(source, None, f"e2e.headers.{name} uses ${{env:{unlisted[0]}}}, "
+                                                   "which is not listed in e2e.env"))
+        out[name] = _ENV_REF.sub(lambda m: environ.get(m.group(1), ""), value)
+    return out
+
+
+def make_retriever(config: E2EConfig, *, source: str, workdir: Path | None,
+                   environ: Mapping[str, str], http_client: httpx.AsyncClient | None = None) -> Retriever:
+    """The retriever the (base) configuration names. `workdir`: the base commit's files."""
+    if config.command is not None:
+        try:
+            argv = shlex.split(config.command)
+        except ValueError as exc:
+            raise InputError(Problem(source, None, f"e2e.command cannot be split: {exc}")) from None
+        if not argv or workdir is None:
+            raise InputError(Problem(source, None, "e2e.command is empty"))
+        return CommandRetriever(argv=argv, cwd=workdir, timeout=config.timeout,
+                                env=command_environment(environ, config.env, home=workdir),
+                                description=f"command `{config.command}`",
+                                identity=f"command:{config.command}")
+    assert config.url is not None
+    headers = _expand_headers(config.headers, environ, config.env, source)
+    return HttpRetriever(url=config.url, headers=headers, timeout=config.timeout, client=http_client,
+                         description=f"POST {config.url}", identity=f"url:{config.url}")
+
+
+def check_retriever(config: E2EConfig, *, source: str, environ: Mapping[str, str]) -> None:
+    """Raise the problems make_retriever would, before the run spends anything."""
+    make_retriever(config, source=source, workdir=Path("."), environ=environ)
+
+
+@dataclass(frozen=True)
+class LiveContext:
+    context: str | None
+    error: str | None = None
+    cached: bool = False
+
+
+def retriever_hash(retriever: Retriever) -> str:
+    return hashlib.sha256(retriever.identity.encode("utf-8")).hexdigest()
+
+
+async def fetch_all(cases: Sequence[Case], retriever: Retriever, *, cache: Cache | None, date: str,
+                    limit: int, progress: Progress | None = None) -> dict[str, LiveContext]:
+    """Every case's live context (or its error), at most `limit` retrievals at once."""
+    semaphore = asyncio.Semaphore(limit)
+    digest = retriever_hash(retriever)
+    progress = progress or Silent()
+    progress.add(len(cases))
+
+    async def one(case: Case) -> LiveContext:
+        try:
+            return await fetch_one(case)
+        finally:
+            progress.advance()
+
+    async def fetch_one(case: Case) -> LiveContext:
+        key = {"kind": "live-context", "retriever": digest, "query": case.query, "date": date}
+        if cache is not None:
+            hit = cache.get(key)
+            if isinstance(hit, str):
+                return LiveContext(context=hit, cached=True)
+        async with semaphore:
+            try:
+                context = await retriever.fetch(case)
+            except RetrievalError as exc:
+                return LiveContext(context=None, error=f"live retrieval failed: {exc}")
+        if cache is not None:
+            cache.put(key, context)
+        return LiveContext(context=context)
+
+    results = await asyncio.gather(*(one(case) for case in cases))
+    return {case.id: result for case, result in zip(cases, results, strict=True)}

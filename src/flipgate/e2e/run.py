@@ -1,0 +1,97 @@
+"""The end-to-end run as a few steps: fetch live contexts, gate both versions on them, compare.
+
+Generation and judging are passed in (`gate_cases`), so this module knows
+nothing of refs, templates or judges, and the pipeline keeps one way of doing
+them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import tempfile
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from flipgate import gitrefs
+from flipgate.cache import Cache
+from flipgate.config import Config, E2EConfig
+from flipgate.e2e.compare import compare
+from flipgate.e2e.retrieval import check_retriever, fetch_all, make_retriever
+from flipgate.errors import FlipgateError, InputError, Problem
+from flipgate.gitrefs import Git
+from flipgate.model import Case, E2EReport, Row
+from flipgate.progress import Progress
+
+GateCases = Callable[[list[Case]], Awaitable[list[Row]]]   # generate and judge both versions
+CACHE_SUBDIR = "live-contexts"
+
+
+@dataclass(frozen=True)
+class E2ERequest:
+    """Asked for at the edge: by `flipgate run --e2e` (required: no `e2e:` is an error) or by
+    the action (only when the base configuration enables it)."""
+
+    environ: Mapping[str, str]    # where the variables `e2e.env` lists come from
+    date: str                     # today, UTC (YYYY-MM-DD): the live contexts' cache day
+    required: bool = True
+
+
+def e2e_wanted(config: Config, *, trusted: bool, request: E2ERequest | None) -> bool:
+    """Whether a run includes the end-to-end run. `trusted`: `config` is the base's (not the
+    head's, when adopting). `flipgate run --e2e` without a trusted `e2e:` section is an error
+    (exit 2, before anything is spent); the action just goes without."""
+    if request is None:
+        return False
+    e2e = config.e2e if trusted else None
+    if e2e is None:
+        if request.required:
+            why = "the base has no configuration yet" if not trusted else "it has no 'e2e:' section"
+            raise InputError(Problem(config.source, None, "--e2e needs the live retrieval named in "
+                                                          f"the base's configuration, and {why}"))
+        return False
+    if not e2e.enabled and not request.required:
+        return False
+    check_retriever(e2e, source=config.source, environ=request.environ)
+    return True
+
+
+async def run_e2e(*, config: E2EConfig, source: str, repo: Path, git: Git, base_sha: str,
+                  cases: Sequence[Case], frozen: Sequence[Row], request: E2ERequest,
+                  cache_dir: Path | None, limit: int, gate_cases: GateCases,
+                  progress: Progress | None = None) -> E2EReport:
+    """Fetch every case's live context with the base's retriever, gate both versions on them,
+    and compare each row with the frozen run. Never raises for a failure of its own: a
+    stopped end-to-end run is reported as such, since it never blocks."""
+    import httpx
+
+    cache = Cache(cache_dir / CACHE_SUBDIR) if cache_dir is not None else None
+    description = f"command `{config.command}`" if config.command is not None else f"POST {config.url}"
+    try:
+        with tempfile.TemporaryDirectory(prefix="flipgate-e2e-") as scratch:
+            workdir = None
+            if config.command is not None:
+                workdir = gitrefs.export_tree(repo, base_sha, Path(scratch) / "base", git=git)
+            async with httpx.AsyncClient(follow_redirects=False) as client:
+                retriever = make_retriever(config, source=source, workdir=workdir,
+                                           environ=request.environ, http_client=client)
+                live = await fetch_all(cases, retriever, cache=cache, date=request.date, limit=limit,
+                                       progress=progress)
+    except FlipgateError as exc:
+        return E2EReport(rows=[], date=request.date, retrieval=description,
+                         stopped=f"live retrieval could not start: {exc}")
+    live_cases = [dataclasses.replace(case, context=live[case.id].context)
+                  for case in cases if live[case.id].context is not None]
+    stopped = None
+    e2e_rows = {}
+    if live_cases:
+        try:
+            e2e_rows = {row.id: row for row in await gate_cases(live_cases)}
+        except FlipgateError as exc:
+            stopped = str(exc)
+    rows = compare(cases, frozen={row.id: row for row in frozen}, live=live, e2e=e2e_rows,
+                   date=request.date, not_judged=f"the end-to-end run stopped: {stopped}" if stopped else None)
+    cached = sum(context.cached for context in live.values())
+    notes = [f"{cached} of {len(cases)} live contexts came from today's cache."] if cached else []
+    return E2EReport(rows=rows, date=request.date, retrieval=description, stopped=stopped,
+                     notes=notes)
