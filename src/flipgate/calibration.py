@@ -24,10 +24,11 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from flipgate.cases import json_objects
 from flipgate.errors import InputError, Problem
 from flipgate.model import Bucket
 from flipgate.textinput import decode_utf8
@@ -186,13 +187,6 @@ def calibrate(sides: Sequence[JudgedSide], labels: Sequence[Label], *,
 
 # --- reading the files ----------------------------------------------------------
 
-def _json_lines(text: str) -> Iterable[tuple[int, str]]:
-    for number, line in enumerate(text.split("\n"), start=1):
-        line = line.removesuffix("\r")
-        if line.strip():
-            yield number, line
-
-
 def read_report_sides(data: bytes | str, *, source: str) -> list[JudgedSide]:
     """Every answer the report's judge put in a bucket (sides with a judge error are left out)."""
     text = decode_utf8(data, source)
@@ -219,19 +213,10 @@ def read_report_sides(data: bytes | str, *, source: str) -> list[JudgedSide]:
 
 def read_labels(data: bytes | str, *, source: str) -> list[Label]:
     """The labels file: `{"id", "side", "label"}` a line; an empty label is not labelled yet."""
-    text = decode_utf8(data, source)
     problems: list[Problem] = []
     labels: list[Label] = []
     seen: dict[tuple[str, str], int] = {}
-    for number, line in _json_lines(text):
-        try:
-            value = json.loads(line)
-        except json.JSONDecodeError as exc:
-            problems.append(Problem(source, number, f"invalid JSON: {exc.msg} (column {exc.colno})"))
-            continue
-        if not isinstance(value, dict):
-            problems.append(Problem(source, number, "each line must be a JSON object"))
-            continue
+    for number, value in json_objects(data, source, problems):
         row_id, side, label = value.get("id"), value.get("side"), value.get("label")
         if not isinstance(row_id, str) or not row_id:
             problems.append(Problem(source, number, "field 'id' must be a non-empty string"))

@@ -21,7 +21,7 @@ _CASE_FIELDS = ("id", "query", "context")
 _KNOWN_CASE_FIELDS = {"id", "query", "context", "category", "ground_truth"}
 
 
-def _objects(data: bytes, source: str, problems: list[Problem]) -> Iterator[tuple[int, dict[str, Any]]]:
+def json_objects(data: bytes | str, source: str, problems: list[Problem]) -> Iterator[tuple[int, dict[str, Any]]]:
     """(line, object) for each non-blank line that holds a JSON object."""
     text = decode_utf8(data, source)
     seen_any = False
@@ -60,7 +60,7 @@ def parse_cases(data: bytes, *, source: str) -> list[Case]:
     problems: list[Problem] = []
     cases: list[Case] = []
     first_line: dict[str, int] = {}
-    for number, obj in _objects(data, source, problems):
+    for number, obj in json_objects(data, source, problems):
         values: dict[str, str | None] = {}
         bad = False
         for name, required in (("id", True), ("query", True), ("context", True),
@@ -97,7 +97,7 @@ def parse_responses_located(data: bytes, *, source: str) -> tuple[dict[str, Answ
     problems: list[Problem] = []
     answers: dict[str, Answer] = {}
     lines: dict[str, int] = {}
-    for number, obj in _objects(data, source, problems):
+    for number, obj in json_objects(data, source, problems):
         case_id = _string_field(obj, "id", required=True)
         response = _string_field(obj, "response", required=True)
         finish = obj.get("finish_reason")

@@ -7,8 +7,9 @@ from. Unknown keys are errors, so a typo never silently weakens the gate.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
-from dataclasses import dataclass, field
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -131,6 +132,11 @@ class BudgetConfig:
     completion_ceiling: int = DEFAULT_COMPLETION_CEILING
 
 
+STATUS_SINGLE, STATUS_PER_SUITE = "single", "per-suite"
+STATUS_MODES = (STATUS_SINGLE, STATUS_PER_SUITE)
+SUITE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,62}")  # also a commit status context part
+
+
 @dataclass(frozen=True)
 class EndpointConfig:
     """`generator.endpoint`: where a generator that names no endpoint sends its requests."""
@@ -164,6 +170,20 @@ class E2EConfig:
 
 
 @dataclass(frozen=True)
+class Suite:
+    """One generator with its own cases and gate; every field defaults from the top level.
+    The judge, the budget and the concurrency are the run's, shared by every suite."""
+
+    name: str
+    cases: str
+    generator: str | None = None
+    generator_options: GeneratorOptions = field(default_factory=GeneratorOptions)
+    watch: tuple[str, ...] = ()
+    gate: GateConfig = field(default_factory=GateConfig)
+    relevance: RelevanceConfig = field(default_factory=RelevanceConfig)
+
+
+@dataclass(frozen=True)
 class Config:
     source: str = DEFAULT_CONFIG  # how messages name the file
     # Paths as written, relative to the config's directory (POSIX, for git refs too).
@@ -178,6 +198,31 @@ class Config:
     concurrency: int = DEFAULT_CONCURRENCY
     directory: str = "."  # the config's directory, relative to the repository or cwd
     generator_options: GeneratorOptions = field(default_factory=GeneratorOptions)
+    suites: tuple[Suite, ...] = ()  # none: the top level is the one implicit suite
+    status: str = STATUS_SINGLE     # single | per-suite (one commit status per suite)
+    suite: str | None = None        # the suite this config is narrowed to (`for_suite`)
+
+    def for_suite(self, suite: Suite) -> Config:
+        """This configuration as one suite sees it: the suite's generator, cases and gate."""
+        return replace(self, cases=suite.cases, generator=suite.generator,
+                       generator_options=suite.generator_options, watch=suite.watch,
+                       gate=suite.gate, relevance=suite.relevance, suites=(), suite=suite.name)
+
+    def suite_configs(self, selected: Sequence[str] = ()) -> list[Config]:
+        """Each suite's configuration in the file's order (only `selected`, when given);
+        without `suites:`, the top level alone. An unknown name is bad input."""
+        if not self.suites:
+            if selected:
+                raise InputError(Problem(self.source, None, "--suite needs a 'suites:' section; "
+                                         "this configuration has none"))
+            return [self]
+        names = [suite.name for suite in self.suites]
+        unknown = [name for name in selected if name not in names]
+        if unknown:
+            raise InputError(Problem(self.source, None, f"no suite named {', '.join(unknown)} "
+                                     f"(suites: {', '.join(names)})"))
+        return [self.for_suite(suite) for suite in self.suites
+                if not selected or suite.name in selected]
 
     def path_of(self, relative: str) -> str:
         """A config-relative path, joined to the config's directory (POSIX form)."""
@@ -305,6 +350,17 @@ _SCHEMA: dict[str, Any] = {
         "env": _is_str_list,
         "enabled": _is_bool,
     },
+    "status": _one_of(STATUS_MODES),
+    "suites": None,  # checked by _suite_entries: a list of suites, or a mapping name -> suite
+}
+
+# What a suite may set; the rest (judge, budget, concurrency) is the run's.
+_SUITE_SCHEMA: dict[str, Any] = {
+    "generator": _SCHEMA["generator"],  # a path, or the mapping form
+    "cases": _is_str,
+    "watch": _is_str_list,
+    "gate": _SCHEMA["gate"],
+    "relevance": {"threshold": _is_unit_interval},
 }
 
 
@@ -332,8 +388,10 @@ def parse_config(text: str, *, source: str = DEFAULT_CONFIG, directory: str = ".
                 problem(here, f"unknown key '{dotted}' (known: {', '.join(schema)})")
                 continue
             rule = schema[key]
-            if key == "generator" and not path and isinstance(value, str):
-                rule = _is_str  # the short form: just the path
+            if rule is None:
+                continue  # a section with its own check
+            if key == "generator" and isinstance(value, str):
+                rule = _is_str  # the short form: just the path (at the top or in a suite)
             if isinstance(rule, dict):
                 if not isinstance(value, dict):
                     problem(here, f"'{dotted}' must be a mapping")
@@ -343,8 +401,15 @@ def parse_config(text: str, *, source: str = DEFAULT_CONFIG, directory: str = ".
                 problem(here, f"'{dotted}' {message}")
 
     check_section(data, _SCHEMA, ())
-    if "cases" not in data:
+    suites = _suite_entries(data.get("suites"), problem, lines) if "suites" in data else []
+    for name, values, here in suites:
+        check_section(values, _SUITE_SCHEMA, here)
+        if "cases" not in values and "cases" not in data:
+            problem(here, f"suite '{name}' has no 'cases' (set it here or at the top level)")
+    if "cases" not in data and "suites" not in data:
         problems.append(Problem(source, 1, "missing required key 'cases'"))
+    if data.get("status") == STATUS_PER_SUITE and "suites" not in data:
+        problem(("status",), "'status' per-suite needs a 'suites:' section")
 
     judge_values = data.get("judge") if isinstance(data.get("judge"), dict) else {}
     provider = judge_values.get("provider", "offline")
@@ -380,15 +445,21 @@ def parse_config(text: str, *, source: str = DEFAULT_CONFIG, directory: str = ".
     relevance = section("relevance")
     if "threshold" in relevance:
         relevance["threshold"] = float(relevance["threshold"])
-    generator = data.get("generator")
-    options = GeneratorOptions()
-    if isinstance(generator, dict):
-        endpoint = generator.get("endpoint")
-        options = GeneratorOptions(
-            endpoint=EndpointConfig(**{k: v.isoformat() if hasattr(v, "isoformat") else str(v)
-                                       for k, v in endpoint.items()}) if endpoint else None,
-            strict_undefined=generator.get("strict_undefined", False))
-        generator = generator.get("path")
+    generator, options = _generator_of(data.get("generator"))
+
+    def suite_of(name: str, values: dict[str, Any]) -> Suite:
+        own_gate = {**gate, **(values.get("gate") or {})}
+        if "blocking_categories" in own_gate:
+            own_gate["blocking_categories"] = tuple(own_gate["blocking_categories"])
+        own_relevance = {**relevance, **(values.get("relevance") or {})}
+        own_relevance["threshold"] = float(own_relevance.get("threshold", RelevanceConfig.threshold))
+        own_generator, own_options = ((generator, options) if "generator" not in values
+                                      else _generator_of(values["generator"]))
+        return Suite(name=name, cases=values.get("cases", data.get("cases", "")),
+                     generator=own_generator, generator_options=own_options,
+                     watch=tuple(values.get("watch", data.get("watch") or ())),
+                     gate=GateConfig(**own_gate), relevance=RelevanceConfig(**own_relevance))
+
     e2e = None
     if "e2e" in data:
         values = section("e2e")
@@ -398,7 +469,7 @@ def parse_config(text: str, *, source: str = DEFAULT_CONFIG, directory: str = ".
                         env=tuple(values.get("env") or ()), enabled=values.get("enabled", True))
     return Config(
         source=source,
-        cases=data["cases"],
+        cases=data.get("cases", ""),
         generator=generator,
         generator_options=options,
         watch=tuple(data.get("watch") or ()),
@@ -409,7 +480,74 @@ def parse_config(text: str, *, source: str = DEFAULT_CONFIG, directory: str = ".
         e2e=e2e,
         concurrency=data.get("concurrency", DEFAULT_CONCURRENCY),
         directory=directory,
+        suites=tuple(suite_of(name, values) for name, values, _ in suites),
+        status=data.get("status", STATUS_SINGLE),
     )
+
+
+def _generator_of(value: Any) -> tuple[str | None, GeneratorOptions]:
+    """`generator:` as its path and options: a path alone, or the mapping form."""
+    if not isinstance(value, dict):
+        return value, GeneratorOptions()
+    endpoint = value.get("endpoint")
+    return value.get("path"), GeneratorOptions(
+        endpoint=EndpointConfig(**{k: v.isoformat() if hasattr(v, "isoformat") else str(v)
+                                   for k, v in endpoint.items()}) if endpoint else None,
+        strict_undefined=value.get("strict_undefined", False))
+
+
+_Entry = tuple[str, dict[Any, Any], tuple[str, ...]]  # name, settings, where in the file
+
+
+def _suite_entries(value: Any, problem: Callable[[tuple[str, ...], str], None],
+                   lines: dict[tuple[str, ...], int]) -> list[_Entry]:
+    """The suites as (name, settings, path): from a list of mappings with a `name`, or a
+    mapping name -> settings. Names must be unique and fit a commit status context.
+    A listed suite's keys are located by its name too, so messages say `suites.NAME.key`."""
+    here = ("suites",)
+    entries: list[_Entry] = []
+    if isinstance(value, list):
+        for index, item in enumerate(value):
+            where = (*here, str(index))
+            if not isinstance(item, dict) or "name" not in item:
+                problem(where, f"'suites' item {index + 1} must be a mapping with a 'name'")
+                continue
+            name = item["name"]
+            if isinstance(name, str) and ("suites", name) not in lines:
+                for path, line in list(lines.items()):
+                    if path[:2] == where:
+                        lines[("suites", name, *path[2:])] = line
+                lines[("suites", name)] = lines.get(where, 1)
+                where = ("suites", name)
+            entries.append((name, {k: v for k, v in item.items() if k != "name"}, where))
+    elif isinstance(value, dict):
+        for name, item in value.items():
+            where = (*here, str(name))
+            if item is None:
+                item = {}
+            if not isinstance(item, dict):
+                problem(where, f"'suites.{name}' must be a mapping")
+                continue
+            entries.append((name, item, where))
+    else:
+        problem(here, "'suites' must be a list of suites (each with a 'name') or a mapping "
+                      "name -> suite")
+        return []
+    if not value:
+        problem(here, "'suites' names no suite")
+    seen: set[str] = set()
+    valid = []
+    for name, item, where in entries:
+        if not isinstance(name, str) or not SUITE_NAME.fullmatch(name):
+            problem(where, f"suite name {name!r} must be letters, digits, '.', '_' or '-' "
+                           "(at most 63, starting with a letter or digit)")
+            continue
+        if name in seen:
+            problem(where, f"suite '{name}' is named twice")
+            continue
+        seen.add(name)
+        valid.append((name, item, where))
+    return valid
 
 
 def _check_second_opinion(second: dict[Any, Any], judge: dict[Any, Any],

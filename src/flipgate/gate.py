@@ -419,6 +419,29 @@ def conclude(counts: Counts) -> Conclusion:
     return Conclusion.SUCCESS
 
 
+# Worst first: one suite that could not finish makes the run unfinished, one that
+# blocks makes it blocked; a run passes when each evaluated suite passed, and is
+# skipped only when no suite needed gating.
+_SEVERITY = (Conclusion.ERROR, Conclusion.FAILURE, Conclusion.SUCCESS, Conclusion.SKIPPED)
+
+
+def worst(conclusions: Iterable[Conclusion]) -> Conclusion:
+    """Several suites' conclusions as the run's one conclusion (and so one exit code
+    and one commit state); no suite at all is skipped."""
+    found = set(conclusions)
+    return next((conclusion for conclusion in _SEVERITY if conclusion in found), Conclusion.SKIPPED)
+
+
+def add_counts(parts: Iterable[Counts]) -> Counts:
+    """Several suites' counts as one: every field summed, `cases` included."""
+    total = Counts(cases=0)
+    for part in parts:
+        total.update(part)
+    for field_name in ("cases", *(kind.count_field for kind in KINDS)):
+        total.setdefault(field_name, 0)
+    return total
+
+
 def exit_code(conclusion: Conclusion) -> int:
     return {
         Conclusion.SUCCESS: EXIT_PASS,

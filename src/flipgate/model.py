@@ -311,3 +311,17 @@ class Report:
     categories: dict[str, CategoryInfo] = field(default_factory=dict)
     strict: bool = False  # gate.strict: the same-judge re-score may block below the minimum
     e2e: E2EReport | None = None     # the end-to-end run, when it ran
+    # Several suites: each one's own report (a suite nothing of which changed is
+    # `skipped`); the fields above are then the aggregate. Empty: one implicit suite.
+    suites: list[SuiteReport] = field(default_factory=list)
+    per_suite_status: bool = False  # status: per-suite, one commit status per suite
+
+
+@dataclass
+class SuiteReport:
+    name: str
+    report: Report
+
+    @property
+    def evaluated(self) -> bool:
+        return self.report.conclusion is not Conclusion.SKIPPED

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +23,7 @@ from flipgate.config import (
     DEFAULT_CONFIG,
     DEFAULT_OUT_DIR,
     GITHUB_COMMENT_LIMIT,
+    STATUS_PER_SUITE,
     Config,
 )
 from flipgate.e2e.run import E2ERequest, e2e_wanted
@@ -30,7 +31,7 @@ from flipgate.endpoint_lock import Generator, LockedPair, lock
 from flipgate.errors import IncompleteError, InputError, Problem
 from flipgate.gitrefs import Git
 from flipgate.judges import Judges, make_judges
-from flipgate.model import Answer, Case, Conclusion, E2EReport, Report, Row
+from flipgate.model import Answer, Case, Change, Conclusion, E2EReport, Report, Row, SuiteReport
 from flipgate.outputs import write_outputs
 from flipgate.prompty import Prompty, render_isolated
 from flipgate.refs import (
@@ -40,15 +41,23 @@ from flipgate.refs import (
     describe,
     detect_change,
     generator_path,
+    load_cases_for,
+    load_config_at,
     load_generator,
-    load_inputs,
     require_generator,
 )
 from flipgate.replay import PreparedGenerator, first_failure_cancels, replay
 from flipgate.runtime import Runtime
-from flipgate.scoring import Scored, build_report, judge_info, score_rows, stopped_note
+from flipgate.scoring import (
+    Scored,
+    build_report,
+    build_suites_report,
+    judge_info,
+    score_rows,
+    stopped_note,
+)
 from flipgate.settings import Settings
-from flipgate.shards import Shard, write_partial
+from flipgate.shards import Shard, SuitePart, write_partial
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -117,27 +126,27 @@ async def _replay_and_score(*, inputs: Inputs, pair: LockedPair,
                             settings: Settings, judge: Judges) -> Scored:
     from flipgate.llm import LazyClient
 
-    async with contextlib.aclosing(judge):
-        # One cheap request to the judge (and its embeddings model) before any
-        # generation: a wrong key, endpoint or model stops the run here.
-        await judge.probe()
-        client = LazyClient(pair.baseline.endpoint, settings=settings)
-        try:
-            cases = inputs.cases
-            side = {"client": client, "runtime": runtime, "debug": settings.debug}
-            if pair.adopted:
-                candidate = await replay(cases, prepared["candidate"], purpose="candidate", **side)
-                baseline: dict[str, Answer] = dict(candidate)
-            else:
-                baseline, candidate = await first_failure_cancels([
-                    replay(cases, prepared["baseline"], purpose="baseline", **side),
-                    replay(cases, prepared["candidate"], purpose="candidate", **side),
-                ])
-        finally:
-            await client.close()
-        return await score_rows(cases=cases, baseline=baseline, candidate=candidate,
-                                config=inputs.config, judge=judge.first, second=judge.second,
-                                mode=judge.mode, progress=runtime.progress)
+    # One cheap request to the judge (and its embeddings model) before any
+    # generation: a wrong key, endpoint or model stops the run here. Cached like
+    # any reply, so a later suite's probe sends nothing again.
+    await judge.probe()
+    client = LazyClient(pair.baseline.endpoint, settings=settings)
+    try:
+        cases = inputs.cases
+        side = {"client": client, "runtime": runtime, "debug": settings.debug}
+        if pair.adopted:
+            candidate = await replay(cases, prepared["candidate"], purpose="candidate", **side)
+            baseline: dict[str, Answer] = dict(candidate)
+        else:
+            baseline, candidate = await first_failure_cancels([
+                replay(cases, prepared["baseline"], purpose="baseline", **side),
+                replay(cases, prepared["candidate"], purpose="candidate", **side),
+            ])
+    finally:
+        await client.close()
+    return await score_rows(cases=cases, baseline=baseline, candidate=candidate,
+                            config=inputs.config, judge=judge.first, second=judge.second,
+                            mode=judge.mode, progress=runtime.progress)
 
 
 async def _end_to_end(*, repo: Repo, base: Ref, inputs: Inputs, pair: LockedPair,
@@ -165,46 +174,37 @@ async def _end_to_end(*, repo: Repo, base: Ref, inputs: Inputs, pair: LockedPair
                          gate_cases=gate_cases, progress=runtime.progress)
 
 
-async def check(*, repo: Path, base: str, head: str, settings: Settings,
-                config_path: str = DEFAULT_CONFIG, out_dir: Path = Path(DEFAULT_OUT_DIR),
-                cache_dir: Path | None = Path(DEFAULT_CACHE_DIR), judge: str | None = None,
-                comment_limit: int = GITHUB_COMMENT_LIMIT, console: Console | None = None,
-                progress: Progress | None = None, concurrency: int | None = None,
-                shard: Shard | None = None, e2e: E2ERequest | None = None) -> CheckResult:
-    """`run_check`, for callers that already run an event loop. `concurrency` (`--concurrency`)
-    wins over the configuration's. With `shard`, only that part of the cases is evaluated and a
-    partial is written for `flipgate merge`. `e2e`: also the end-to-end run (live retrieval),
-    asked for at the edge; it never changes the exit code."""
-    git_repo = open_repo(repo, settings)
-    base_ref, head_ref = git_repo.ref(base), git_repo.ref(head)
-    changed = git_repo.changed(base_ref, head_ref)
-    inputs = load_inputs(git_repo, base_ref, head_ref, config_path, changed=changed)
-    inputs.config = config = with_concurrency(inputs.config, concurrency)
-    with_e2e = e2e_wanted(config, trusted=inputs.from_base, request=e2e)
+@dataclass
+class Planned:
+    """One suite after every check that can refuse the run: skipped (`pair` None) or
+    ready to replay."""
+
+    inputs: Inputs
+    path: str
+    notes: list[str]
+    total: int = 0                    # the suite's cases, before a shard took its part
+    positions: list[int] = field(default_factory=list)  # where the part's cases stood
+    pair: LockedPair | None = None
+    prepared: dict[str, PreparedGenerator] | None = None
+    change: Change | None = None
+    refs: dict[str, Ref] = field(default_factory=dict)
+    sides: dict[str, Generator] = field(default_factory=dict)
+
+
+def plan_suite(git_repo: Repo, base_ref: Ref, head_ref: Ref, inputs: Inputs, *,
+               changed: list[str], settings: Settings, shard: Shard | None = None,
+               with_e2e: bool = False) -> Planned:
+    """Detect the suite's change; when it has one, lock its endpoint and render every case
+    (with `shard`, only the shard's part of the suite's cases)."""
+    config = inputs.config
     total = len(inputs.cases)
     positions = list(range(total))
     if shard is not None:
         inputs.cases, positions = shard.select(inputs.cases)
-
-    def finish(report: Report, *, message: str | None = None) -> CheckResult:
-        """Write report.json and comment.md, or a shard's partial.json."""
-        if shard is not None:
-            path = write_partial(report, out_dir, shard=shard, positions=positions, total=total,
-                                 fingerprint={"base_sha": base_ref.sha, "head_sha": head_ref.sha,
-                                              "configuration": config_path, "cases": total,
-                                              "judge": f"{report.judge.provider}/{report.judge.model}"},
-                                 stopped=message is not None)
-            # Judge errors on rows are part of the result; only a part that stopped fails its job.
-            return CheckResult(report=report, markdown="", message=message, partial=path,
-                               exit_code=3 if message is not None else 0)
-        markdown = write_outputs(report, out_dir, console=console, comment_limit=comment_limit)
-        return CheckResult(report=report, markdown=markdown,
-                           exit_code=gate.exit_code(report.conclusion), message=message)
     path = generator_path(config)
     environ = settings.environ
     base_generator = load_generator(git_repo, base_ref, path, environ=environ)
     head_generator = require_generator(git_repo, head_ref, path, environ=environ)
-
     detected = detect_change(config=config, path=path, changed=changed,
                              base_generator=base_generator, head_generator=head_generator)
     if not detected.relevant:
@@ -212,12 +212,9 @@ async def check(*, repo: Path, base: str, head: str, settings: Settings,
                 "path: nothing to gate, no model was called.")
         more = (["No end-to-end run either: with nothing to gate there is no frozen verdict to "
                  "compare with."] if with_e2e else [])
-        report = build_report(config=config, judge=judge_info(config, judge),
-                              cases=len(inputs.cases), conclusion=Conclusion.SKIPPED,
-                              notes=[note, *inputs.notes, *detected.notes, *more], usage={},
-                              cache={"hits": 0, "misses": 0}, head_sha=head_ref.sha)
-        return finish(report)
-
+        return Planned(inputs=inputs, path=path,
+                       notes=[note, *inputs.notes, *detected.notes, *more],
+                       total=total, positions=positions)
     pair = lock_generators(git_repo, base_ref, head_ref, config=config,
                            base_generator=base_generator.prompty if base_generator else None,
                            head_generator=head_generator.prompty, settings=settings)
@@ -230,33 +227,126 @@ async def check(*, repo: Path, base: str, head: str, settings: Settings,
     change = describe(git_repo, base_ref, head_ref, path=path, files=detected.relevant, pair=pair,
                       inputs=inputs, includes=detected.includes | loaded)
     notes = [*inputs.notes, *detected.notes, *pair.notes, *undefined_notes(prepared)]
+    return Planned(inputs=inputs, path=path, notes=notes, pair=pair, prepared=prepared,
+                   change=change, total=total, positions=positions, refs=refs, sides=sides)
+
+
+async def check(*, repo: Path, base: str, head: str, settings: Settings,
+                config_path: str = DEFAULT_CONFIG, out_dir: Path = Path(DEFAULT_OUT_DIR),
+                cache_dir: Path | None = Path(DEFAULT_CACHE_DIR), judge: str | None = None,
+                comment_limit: int = GITHUB_COMMENT_LIMIT, console: Console | None = None,
+                progress: Progress | None = None, concurrency: int | None = None,
+                suites: Sequence[str] = (), shard: Shard | None = None,
+                e2e: E2ERequest | None = None) -> CheckResult:
+    """`run_check`, for callers that already run an event loop. `concurrency` (`--concurrency`)
+    wins over the configuration's. `suites`: only those of the config's suites. With `shard`,
+    only that part of the cases is evaluated and a partial is written for `flipgate merge`.
+    `e2e`: also the end-to-end run (live retrieval), asked for at the edge; it never changes
+    the exit code (a configuration without suites only)."""
+    git_repo = open_repo(repo, settings)
+    base_ref, head_ref = git_repo.ref(base), git_repo.ref(head)
+    changed = git_repo.changed(base_ref, head_ref)
+    trusted = load_config_at(git_repo, base_ref, head_ref, config_path)
+    config = with_concurrency(trusted.config, concurrency)
+    with_e2e = e2e_wanted(config, trusted=trusted.from_base, request=e2e) and not config.suites
+    environ = settings.environ
+    # Every suite is read, detected, locked and rendered before any request.
+    planned = [plan_suite(git_repo, base_ref, head_ref,
+                          load_cases_for(git_repo, trusted, narrowed, head_ref, changed=changed),
+                          changed=changed, settings=settings, shard=shard, with_e2e=with_e2e)
+               for narrowed in config.suite_configs(suites)]
+
+    async def end_to_end(one: Planned, frozen: list[Row]) -> E2EReport:
+        assert e2e is not None and one.pair is not None
+        return await _end_to_end(repo=git_repo, base=base_ref, inputs=one.inputs, pair=one.pair,
+                                 refs=one.refs, sides=one.sides, frozen=frozen, runtime=runtime,
+                                 settings=settings, judge=judge, request=e2e,
+                                 cache_dir=cache_dir, environ=environ)
 
     runtime = Runtime.from_config(config, cache_dir=cache_dir, progress=progress)
-    # The run's judges, built before any generation: a judge that cannot be
-    # set up stops the run before anything is paid for.
-    the_judge = make_judges(config, runtime=runtime, settings=settings, provider=judge)
+    reports: list[Report] = []
+    messages: list[str] = []
+    if all(one.pair is None for one in planned):
+        info = judge_info(config, judge)
+        reports = [build_report(config=one.inputs.config, judge=info, cases=len(one.inputs.cases),
+                                conclusion=Conclusion.SKIPPED, notes=one.notes, usage={},
+                                cache={"hits": 0, "misses": 0}, head_sha=head_ref.sha)
+                   for one in planned]
+    else:
+        # The run's judges, built before any generation: a judge that cannot be
+        # set up stops the run before anything is paid for. One set for every suite.
+        the_judge = make_judges(config, runtime=runtime, settings=settings, provider=judge)
+        async with contextlib.aclosing(the_judge):
+            for one in planned:
+                report, message = await _evaluate(one, runtime=runtime, settings=settings,
+                                                  judge=the_judge, head_sha=head_ref.sha,
+                                                  end_to_end=end_to_end if with_e2e else None)
+                reports.append(report)
+                if message:
+                    messages.append(message)
+    if config.suites:
+        report = build_suites_report(
+            [SuiteReport(name=one.inputs.config.suite or "", report=part)
+             for one, part in zip(planned, reports, strict=True)],
+            notes=trusted.notes, usage=runtime.usage_report(), cache=runtime.cache_stats(),
+            head_sha=head_ref.sha, relevance_threshold=config.relevance.threshold,
+            strict=config.gate.strict, per_suite_status=config.status == STATUS_PER_SUITE)
+    else:
+        report = reports[0]
+    runtime.fill_report(report)
+    message = "; ".join(messages) or None
+    if shard is not None:
+        # Each suite's cases are split alike; a partial keeps the suites apart.
+        fingerprint: dict[str, Any] = {"base_sha": base_ref.sha, "head_sha": head_ref.sha,
+                                       "configuration": config_path}
+        if config.suites:  # the suites selected (--suite): a merge needs the same ones
+            fingerprint["suites"] = [one.inputs.config.suite for one in planned]
+        fingerprint.update(cases=sum(one.total for one in planned),
+                           judge=f"{report.judge.provider}/{report.judge.model}")
+        path = write_partial(report, out_dir, shard=shard, positions=planned[0].positions,
+                             total=fingerprint["cases"], fingerprint=fingerprint,
+                             stopped=message is not None,
+                             suites=[SuitePart(part.name, part.report, one.total, one.positions)
+                                     for one, part in zip(planned, report.suites, strict=True)]
+                             if config.suites else [])
+        # Judge errors on rows are part of the result; only a part that stopped fails its job.
+        return CheckResult(report=report, markdown="", message=message, partial=path,
+                           exit_code=3 if message is not None else 0)
+    markdown = write_outputs(report, out_dir, console=console, comment_limit=comment_limit)
+    return CheckResult(report=report, markdown=markdown, exit_code=gate.exit_code(report.conclusion),
+                       message=message)
+
+
+async def _evaluate(one: Planned, *, runtime: Runtime, settings: Settings, judge: Judges,
+                    head_sha: str,
+                    end_to_end: Callable[[Planned, list[Row]], Awaitable[E2EReport]] | None = None,
+                    ) -> tuple[Report, str | None]:
+    """One suite's report: skipped, or replayed and scored (or stopped: `error`)."""
+    config = one.inputs.config
+    cases = len(one.inputs.cases)
+    if one.pair is None or one.prepared is None:
+        return build_report(config=config, judge=judge.info, cases=cases,
+                            conclusion=Conclusion.SKIPPED, notes=one.notes, usage={},
+                            cache={"hits": 0, "misses": 0}, head_sha=head_sha), None
+    notes = list(one.notes)
     message = scored = None
     try:
-        scored = await _replay_and_score(inputs=inputs, pair=pair, prepared=prepared,
-                                         runtime=runtime, settings=settings, judge=the_judge)
+        scored = await _replay_and_score(inputs=one.inputs, pair=one.pair, prepared=one.prepared,
+                                         runtime=runtime, settings=settings, judge=judge)
     except IncompleteError as exc:
         message = str(exc)
         notes.append(stopped_note(message))
-        if with_e2e:
+        if end_to_end is not None:
             notes.append("No end-to-end run: the frozen run it is compared with could not finish.")
     live = None
-    if with_e2e and scored is not None:
-        assert e2e is not None
-        live = await _end_to_end(repo=git_repo, base=base_ref, inputs=inputs, pair=pair, refs=refs,
-                                 sides=sides, frozen=scored.rows, runtime=runtime, settings=settings,
-                                 judge=judge, request=e2e, cache_dir=cache_dir, environ=environ)
-    report = build_report(config=config, judge=the_judge.info, cases=len(inputs.cases),
-                          scored=scored, conclusion=None if scored is not None else Conclusion.ERROR,
-                          notes=notes, change=change, usage=runtime.usage_report(),
-                          cache=runtime.cache_stats(), head_sha=head_ref.sha)
+    if end_to_end is not None and scored is not None:
+        live = await end_to_end(one, scored.rows)
+    report = build_report(config=config, judge=judge.info, cases=cases, scored=scored,
+                          conclusion=None if scored is not None else Conclusion.ERROR,
+                          notes=notes, change=one.change, usage=runtime.usage_report(),
+                          cache=runtime.cache_stats(), head_sha=head_sha)
     report.e2e = live
-    runtime.fill_report(report)
-    return finish(report, message=message)
+    return report, message
 
 
 def run_check(**kwargs: Any) -> CheckResult:
@@ -285,15 +375,18 @@ class ReplayResult:
 async def replay_ref(*, repo: Path, ref: str, settings: Settings,
                      config_path: str = DEFAULT_CONFIG,
                      cache_dir: Path | None = Path(DEFAULT_CACHE_DIR),
-                     progress: Progress | None = None,
+                     progress: Progress | None = None, suite: str | None = None,
                      concurrency: int | None = None) -> ReplayResult:
-    """Every case's answer from the generator at one ref (configuration and cases of that ref)."""
+    """Every case's answer from the generator at one ref (configuration and cases of that ref);
+    with several suites, the one named `suite` (needed unless there is only one)."""
     from flipgate.llm import LazyClient
 
     git_repo = open_repo(repo, settings)
     at = git_repo.ref(ref)
-    inputs = load_inputs(git_repo, at, at, config_path)
-    config = with_concurrency(inputs.config, concurrency)
+    trusted = load_config_at(git_repo, at, at, config_path)
+    inputs = load_cases_for(git_repo, trusted,
+                            with_concurrency(one_suite(trusted.config, suite), concurrency), at)
+    config = inputs.config
     path = generator_path(config)
     generator = require_generator(git_repo, at, path, environ=settings.environ).prompty
     # One ref: its own configuration is the trusted one.
@@ -313,10 +406,20 @@ async def replay_ref(*, repo: Path, ref: str, settings: Settings,
                         cache=runtime.cache_stats(), notes=undefined_notes(prepared))
 
 
+def one_suite(config: Config, suite: str | None) -> Config:
+    """The configuration narrowed to the suite named (to its only suite, or itself without
+    `suites:`); several suites and no name is bad input."""
+    narrowed = config.suite_configs([suite] if suite else [])
+    if len(narrowed) > 1:
+        raise InputError(Problem(config.source, None, "several suites: name one with "
+                                 f"--suite ({', '.join(c.suite or '' for c in narrowed)})"))
+    return narrowed[0]
+
+
 def replay_sample(*, repo: Path, ref: str, settings: Settings, config_path: str | None = None,
-                  generator: str | None = None) -> dict[str, Any]:
+                  generator: str | None = None, suite: str | None = None) -> dict[str, Any]:
     """`replay --sample`: the request the generator at `ref` would send for its own sample.
-    The generator is `generator` (a repository path) or the configuration's."""
+    The generator is `generator` (a repository path) or the configuration's (the suite's)."""
     from flipgate import gitrefs
     from flipgate.dryrun import sample_request
     from flipgate.refs import read_config
@@ -330,6 +433,8 @@ def replay_sample(*, repo: Path, ref: str, settings: Settings, config_path: str 
         if config is None and generator is None:
             raise InputError(Problem(path, None, f"not found at git ref {ref} (or name the "
                                      "Prompty file with --generator)"))
+        if config is not None:
+            config = one_suite(config, suite)
     if generator is not None:
         path = gitrefs.safe_path(generator)
     else:

@@ -104,10 +104,19 @@ def _head_cases_description(repo: Repo, head: Ref, path: str, base_cases: list[C
     return changes.describe_cases_change(base_cases, head_cases) or "only formatting changed"
 
 
-def load_inputs(repo: Repo, base: Ref, head: Ref, config_path: str, *,
-                changed: Collection[str] = ()) -> Inputs:
-    """Configuration and cases from the base ref; notes and diffs when the PR changes them
-    (`changed`: the paths that differ between the refs)."""
+@dataclass(frozen=True)
+class TrustedConfig:
+    """The configuration that judges the run, and the ref its cases are read from."""
+
+    config: Config
+    source_ref: Ref
+    notes: list[str]
+    config_diff: str | None = None
+    from_base: bool = True  # False when adopting: the head's configuration
+
+
+def load_config_at(repo: Repo, base: Ref, head: Ref, config_path: str) -> TrustedConfig:
+    """The base's configuration (the head's only when the base has none yet)."""
     config_path = gitrefs.safe_path(config_path)
     trusted = _read_config(repo, base, config_path)
     notes: list[str] = []
@@ -131,17 +140,33 @@ def load_inputs(repo: Repo, base: Ref, head: Ref, config_path: str, *,
                                           after_label=f"{config_path}@{head.label}")
             notes.append(f"This pull request changes {config_path}; the base's configuration "
                          "judges it (a pull request cannot change the gate that judges it).")
-    config = trusted[0]
+    return TrustedConfig(config=trusted[0], source_ref=source_ref, notes=notes,
+                         config_diff=config_diff, from_base=source_ref is base)
+
+
+def load_cases_for(repo: Repo, trusted: TrustedConfig, config: Config, head: Ref, *,
+                   changed: Collection[str] = ()) -> Inputs:
+    """One suite's cases (`config`: the trusted configuration, narrowed to the suite)."""
+    source_ref = trusted.source_ref
+    notes = list(trusted.notes)
     cases_path = gitrefs.safe_path(config.path_of(config.cases), source=config.source)
     cases_data = repo.read_required(source_ref, cases_path)
     cases = parse_cases(cases_data, source=f"{cases_path}@{source_ref.label}")
     cases_diff = None
-    if source_ref is base and cases_path in changed:
+    if source_ref.sha != head.sha and cases_path in changed:
         cases_diff = _head_cases_description(repo, head, cases_path, cases)
         notes.append(f"This pull request changes {cases_path} ({cases_diff}); the base's cases "
                      "are replayed.")
-    return Inputs(config=config, cases=cases, notes=notes, config_diff=config_diff,
-                  cases_diff=cases_diff, from_base=source_ref is base)
+    return Inputs(config=config, cases=cases, notes=notes, config_diff=trusted.config_diff,
+                  cases_diff=cases_diff, from_base=trusted.from_base)
+
+
+def load_inputs(repo: Repo, base: Ref, head: Ref, config_path: str, *,
+                changed: Collection[str] = ()) -> Inputs:
+    """Configuration and cases from the base ref; notes and diffs when the PR changes them
+    (`changed`: the paths that differ between the refs). One implicit suite."""
+    trusted = load_config_at(repo, base, head, config_path)
+    return load_cases_for(repo, trusted, trusted.config, head, changed=changed)
 
 
 def generator_path(config: Config) -> str:

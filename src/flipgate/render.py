@@ -298,9 +298,10 @@ class View:
     report: Report
     sections: Mapping[str, tuple[RowView, ...]]
     change: ChangeView | None
+    suite: str | None = None  # one suite's part of a several-suite comment
 
 
-def build_view(report: Report) -> View:
+def build_view(report: Report, suite: str | None = None) -> View:
     sections: dict[str, list[RowView]] = {kind.name: [] for kind in gate.KINDS}
     for row in report.rows:
         kinds = gate.kinds_of(row)
@@ -310,7 +311,7 @@ def build_view(report: Report) -> View:
             for kind in kinds:
                 sections[kind.name].append(shown)
     return View(report=report, sections={key: tuple(rows) for key, rows in sections.items()},
-                change=change_view(report.change))
+                change=change_view(report.change), suite=suite)
 
 
 # --------------------------------------------------------------------------
@@ -522,7 +523,8 @@ def _render(view: View, plan: Plan, blocks: dict[_BlockKey, str], max_chars: int
     columns, usage_rows = usage_table(report.usage)
     blocking = [(name, info) for name, info in report.categories.items() if info.blocking]
     text = environment().get_template(TEMPLATE).render(
-        marker=MARKER,
+        marker="" if view.suite else MARKER,
+        suite=view.suite,
         conclusion=report.conclusion.value,
         judge=report.judge,
         blocking_categories=blocking,
@@ -569,12 +571,41 @@ def _cannot_fit(view: View, plan: Plan, max_chars: int) -> bool:
     return False
 
 
-def render_within(report: Report, max_chars: int) -> str:
-    """The most detailed rendering of `report` whose size stays within `max_chars`."""
+def render_within(report: Report, max_chars: int, *, suite: str | None = None) -> str:
+    """The most detailed rendering of `report` whose size stays within `max_chars`
+    (`suite`: the report is that suite's section of a several-suite comment)."""
+    if report.suites and suite is None:
+        return _render_suites(report, max_chars)
     try:
-        return _render_within(build_view(report), max_chars)
+        return _render_within(build_view(report, suite), max_chars).lstrip("\n")
     finally:
         clear_cell_cache()
+
+
+def _render_suites(report: Report, max_chars: int) -> str:
+    """A several-suite comment: the aggregate on top, naming the suites that were not
+    evaluated, then one section per evaluated suite. The room left after the top is
+    shared out smallest section first, so a short section leaves its rest to the others."""
+    evaluated = [part for part in report.suites if part.evaluated]
+    top = str(environment().get_template(TABLES_TEMPLATE).module.suites_top(
+        marker=MARKER, conclusion=report.conclusion.value, counts=report.counts,
+        counts_sentence=counts_sentence(report.counts),
+        evaluated=[(part.name, part.report.conclusion.value) for part in evaluated],
+        skipped=[part.name for part in report.suites if not part.evaluated],
+        head_sha=report.head_sha, notes=tuple(report.notes),
+    )).rstrip("\n") + "\n"
+    separator = "\n"
+    room = max_chars - _size(top) - _size(separator) * len(evaluated)
+    if room < 0:
+        raise ValueError(f"max_chars={max_chars:,} is too small for even the shortest comment")
+    full = {part.name: _size(render_within(part.report, room, suite=part.name))
+            for part in evaluated}
+    texts: dict[str, str] = {}
+    for index, part in enumerate(sorted(evaluated, key=lambda one: full[one.name])):
+        share = room // (len(evaluated) - index)
+        texts[part.name] = render_within(part.report, share, suite=part.name)
+        room -= _size(texts[part.name])
+    return top + "".join(separator + texts[part.name] for part in evaluated)
 
 
 def _render_within(view: View, max_chars: int) -> str:

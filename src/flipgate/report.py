@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -141,6 +142,14 @@ def change_dict(change: Change) -> dict[str, Any]:
     }
 
 
+def suite_dict(report: Report) -> dict[str, Any]:
+    """One suite's part of a several-suite report: its own conclusion, counts and rows."""
+    out = to_dict(report)
+    for name in ("version", "judge", "usage", "budget", "scheduling", "cache", "head_sha"):
+        out.pop(name, None)
+    return out
+
+
 def to_dict(report: Report, *, rows: bool = True) -> dict[str, Any]:
     """The contract's report.json as a dict (`rows=False`: an empty list in their place)."""
     out: dict[str, Any] = {
@@ -150,8 +159,7 @@ def to_dict(report: Report, *, rows: bool = True) -> dict[str, Any]:
         "counts": counts_dict(report.counts),
         "categories": {name: asdict(info) for name, info in report.categories.items()},
         "strict": report.strict,
-        "rows": [row_to_dict(row, second_opinion=report.judge.second_opinion)
-                 for row in report.rows] if rows else [],
+        "rows": list(row_dicts(report)) if rows else [],
         "relevance_threshold": report.relevance_threshold,
     }
     if report.fluency is not None:
@@ -166,7 +174,23 @@ def to_dict(report: Report, *, rows: bool = True) -> dict[str, Any]:
         out["notes"] = list(report.notes)
     if report.e2e is not None:
         out["e2e"] = e2e_to_dict(report.e2e)
+    if report.suites:  # several suites: the top level is their aggregate
+        out["suites"] = {part.name: {"evaluated": part.evaluated, **suite_dict(part.report)}
+                         for part in report.suites}
+        out["status"] = "per-suite" if report.per_suite_status else "single"
     return out
+
+
+def row_dicts(report: Report) -> Iterator[dict[str, Any]]:
+    """The top level's rows; with several suites, each names its suite."""
+    second = report.judge.second_opinion
+    if not report.suites:
+        for row in report.rows:
+            yield row_to_dict(row, second_opinion=second)
+        return
+    for part in report.suites:
+        for row in part.report.rows:
+            yield {**row_to_dict(row, second_opinion=second), "suite": part.name}
 
 
 def write_json(report: Report, path: str | os.PathLike[str]) -> None:
@@ -193,8 +217,7 @@ def _json_chunks(report: Report):
             yield dumps(value, 1)
             continue
         yield "["
-        for index, row in enumerate(report.rows):
-            yield ("," if index else "") + "\n    " + dumps(
-                row_to_dict(row, second_opinion=report.judge.second_opinion), 2)
+        for index, row in enumerate(row_dicts(report)):
+            yield ("," if index else "") + "\n    " + dumps(row, 2)
         yield "\n  ]"
     yield "\n}\n"

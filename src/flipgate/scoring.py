@@ -36,6 +36,7 @@ from flipgate.model import (
     Row,
     Score,
     Statements,
+    SuiteReport,
 )
 from flipgate.progress import JUDGING, Progress
 from flipgate.replay import first_failure_cancels
@@ -244,6 +245,24 @@ def build_report(*, config: Config, judge: JudgeInfo, cases: int, scored: Scored
                   relevance_threshold=config.relevance.threshold, change=change,
                   usage=usage, cache=cache, notes=list(notes), head_sha=head_sha,
                   categories=categories(rows, config), strict=config.gate.strict)
+
+
+def build_suites_report(parts: Sequence[SuiteReport], *, notes: Sequence[str] = (),
+                        usage: dict[str, Any] | None = None, cache: dict[str, int] | None = None,
+                        head_sha: str | None = None, relevance_threshold: float = 0.7,
+                        strict: bool = False, per_suite_status: bool = False) -> Report:
+    """Several suites' reports as the run's one: each suite's own report under `suites`, the
+    worst conclusion and the summed counts on top (gate.worst, gate.add_counts). The run's
+    usage and cache are reported once, on top."""
+    for part in parts:
+        part.report.usage = part.report.cache = None
+    judge = next((part.report.judge for part in parts if part.evaluated), parts[0].report.judge)
+    return Report(conclusion=gate.worst(part.report.conclusion for part in parts), judge=judge,
+                  counts=gate.add_counts(part.report.counts for part in parts),
+                  rows=[row for part in parts for row in part.report.rows],
+                  relevance_threshold=relevance_threshold, usage=usage, cache=cache,
+                  notes=list(notes), head_sha=head_sha, strict=strict, suites=list(parts),
+                  per_suite_status=per_suite_status)
 
 
 def stopped_note(message: str) -> str:

@@ -77,28 +77,52 @@ def digest(data: bytes | str | None) -> str | None:
 
 # --- writing a partial ----------------------------------------------------------------
 
+@dataclass(frozen=True)
+class SuitePart:
+    """One suite's part in a shard of a several-suite run."""
+
+    name: str
+    report: Report
+    total: int                 # the suite's cases, before the shard took its part
+    positions: Sequence[int]   # where the part's cases stood among them
+
+
+def _report_state(report: Report) -> dict[str, Any]:
+    return {
+        "conclusion": report.conclusion.value,
+        "judge": dataclasses.asdict(report.judge),
+        "relevance_threshold": report.relevance_threshold,
+        "notes": list(report.notes),
+        "change": dataclasses.asdict(report.change) if report.change is not None else None,
+        **{name: getattr(report, name) for name in
+           ("usage", "budget", "scheduling", "cache", "head_sha")},
+    }
+
+
 def write_partial(report: Report, out_dir: str | os.PathLike[str], *, shard: Shard,
                   positions: Sequence[int], total: int, fingerprint: Mapping[str, Any],
-                  stopped: bool = False) -> Path:
-    """`stopped`: the part could not finish (budget, API), so the merged run cannot either."""
-    state = {
+                  stopped: bool = False, suites: Sequence[SuitePart] = ()) -> Path:
+    """`stopped`: the part could not finish (budget, API), so the merged run cannot either.
+    With `suites`, each suite's part is kept apart (its rows, positions and report)."""
+    state: dict[str, Any] = {
         "flipgate_partial": PARTIAL_VERSION,
         "stopped": stopped,
         "shard": {"index": shard.index, "count": shard.count},
         "fingerprint": dict(fingerprint),
         "cases": total,
-        "positions": list(positions) if report.rows else [],
-        "report": {
-            "conclusion": report.conclusion.value,
-            "judge": dataclasses.asdict(report.judge),
-            "relevance_threshold": report.relevance_threshold,
-            "notes": list(report.notes),
-            "change": dataclasses.asdict(report.change) if report.change is not None else None,
-            **{name: getattr(report, name) for name in
-               ("usage", "budget", "scheduling", "cache", "head_sha")},
-        },
-        "rows": [dataclasses.asdict(row) for row in report.rows],
+        "positions": list(positions) if report.rows and not suites else [],
+        "report": _report_state(report),
+        "rows": [] if suites else [dataclasses.asdict(row) for row in report.rows],
     }
+    if suites:
+        state["suites"] = [{"name": part.name, "cases": part.total,
+                            "stopped": part.report.conclusion is Conclusion.ERROR
+                            and not part.report.rows,
+                            "positions": list(part.positions) if part.report.rows else [],
+                            "report": _report_state(part.report),
+                            "rows": [dataclasses.asdict(row) for row in part.report.rows]}
+                           for part in suites]
+        state["layout"] = {"strict": report.strict, "per_suite_status": report.per_suite_status}
     target = Path(out_dir) / PARTIAL_FILE
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f".{target.name}.tmp")
@@ -197,23 +221,32 @@ def merge(paths: Sequence[str | os.PathLike[str]]) -> Report:
     if missing:
         raise InputError(f"merge: missing the partial of shard {', '.join(f'{i}/{count}' for i in missing)}")
 
-    placed = sorted((position, _row(row)) for _, state in states
-                    for position, row in zip(state["positions"], state["rows"], strict=True))
-    rows = [row for _, row in placed]
-    parts = [state["report"] for _, state in states]
-    notes = list(dict.fromkeys(note for part in parts for note in part["notes"]))
-    conclusions = {Conclusion(part["conclusion"]) for part in parts}
-    counts = gate.count(rows, cases=first["cases"])
-    if any(state["stopped"] for _, state in states):
-        conclusion = Conclusion.ERROR  # a part could not finish: neither can the run
-    elif conclusions == {Conclusion.SKIPPED}:
-        conclusion, counts = Conclusion.SKIPPED, gate.count([], cases=first["cases"])
+    if ("suites" in first) != all("suites" in state for _, state in states) or (
+            "suites" in first and any([part["name"] for part in state["suites"]]
+                                      != [part["name"] for part in first["suites"]]
+                                      for _, state in states)):
+        raise InputError("merge: the partials were made for different suite selections "
+                         "(--suite); partials of different runs cannot be merged")
+    stopped = any(state["stopped"] for _, state in states)
+    if "suites" not in first:
+        report = _merge_part([state for _, state in states], cases=first["cases"],
+                             stopped=stopped)
     else:
-        conclusion = gate.conclude(counts)
-    report = Report(conclusion=conclusion, judge=JudgeInfo(**parts[0]["judge"]), counts=counts,
-                    rows=rows, fluency=gate.fluency_summary(rows),
-                    relevance_threshold=parts[0]["relevance_threshold"], notes=notes,
-                    change=_change(parts[0]["change"]), head_sha=parts[0]["head_sha"])
+        from flipgate.model import SuiteReport
+        from flipgate.scoring import build_suites_report
+
+        suites = [SuiteReport(part["name"], _merge_part(
+            [state["suites"][index] for _, state in states], cases=part["cases"],
+            stopped=any(state["suites"][index]["stopped"] for _, state in states)))
+            for index, part in enumerate(first["suites"])]
+        top = [state["report"] for _, state in states]
+        report = build_suites_report(
+            suites, notes=list(dict.fromkeys(note for part in top for note in part["notes"])),
+            head_sha=top[0]["head_sha"], relevance_threshold=top[0]["relevance_threshold"],
+            strict=first["layout"]["strict"], per_suite_status=first["layout"]["per_suite_status"])
+        if stopped and report.conclusion is not Conclusion.ERROR:
+            report.conclusion = Conclusion.ERROR
+    parts = [state["report"] for _, state in states]
     for name in ("usage", "cache"):
         if any(part[name] is not None for part in parts):
             total: dict[str, Any] = {}
@@ -222,6 +255,27 @@ def merge(paths: Sequence[str | os.PathLike[str]]) -> Report:
             setattr(report, name, total)
     report.notes.append(f"Merged from {count} shards.")
     return report
+
+
+def _merge_part(states: Sequence[Mapping[str, Any]], *, cases: int, stopped: bool) -> Report:
+    """One run's (or one suite's) report from its parts: rows back in the cases' order."""
+    placed = sorted((position, _row(row)) for state in states
+                    for position, row in zip(state["positions"], state["rows"], strict=True))
+    rows = [row for _, row in placed]
+    parts = [state["report"] for state in states]
+    notes = list(dict.fromkeys(note for part in parts for note in part["notes"]))
+    conclusions = {Conclusion(part["conclusion"]) for part in parts}
+    counts = gate.count(rows, cases=cases)
+    if stopped:
+        conclusion = Conclusion.ERROR  # a part could not finish: neither can the run
+    elif conclusions == {Conclusion.SKIPPED}:
+        conclusion, counts = Conclusion.SKIPPED, gate.count([], cases=cases)
+    else:
+        conclusion = gate.conclude(counts)
+    return Report(conclusion=conclusion, judge=JudgeInfo(**parts[0]["judge"]), counts=counts,
+                  rows=rows, fluency=gate.fluency_summary(rows),
+                  relevance_threshold=parts[0]["relevance_threshold"], notes=notes,
+                  change=_change(parts[0]["change"]), head_sha=parts[0]["head_sha"])
 
 
 def merged_check(folder: str | os.PathLike[str]):

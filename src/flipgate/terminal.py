@@ -136,6 +136,13 @@ def conclusion_line(report: Report) -> tuple[str, str]:
     return "✅ passed: no blocking regression", "bold green"
 
 
+def suite_lines(report: Report) -> list[str]:
+    """One line per suite of a several-suite run (names come from the base's config)."""
+    return [f"suite {part.name}: " + (conclusion_line(part.report)[0] if part.evaluated
+                                      else "not evaluated, nothing of its changed")
+            for part in report.suites]
+
+
 def judge_line(report: Report) -> Text:
     judge = report.judge
     if judge.lexical:
@@ -163,5 +170,7 @@ def print_summary(report: Report, console: Console) -> None:
             console.print(Text(f"… and {left_out:,} more rows in report.json and comment.md"))
         console.print(judge_line(report))
         console.print(Text(counts_line(report)))
+    for line in suite_lines(report):
+        console.print(Text(line))
     line, style = conclusion_line(report)
     console.print(Text(line, style=style))

@@ -125,6 +125,11 @@ def load_yaml_located(text: str, *, source: str, first_line: int = 1,
                 key = (*path, str(key_node.value))
                 lines[key] = key_node.start_mark.line + first_line
                 walk(value_node, key)
+        elif isinstance(current, yaml.SequenceNode):  # items by index: ("suites", "0")
+            for index, item_node in enumerate(current.value):
+                key = (*path, str(index))
+                lines[key] = item_node.start_mark.line + first_line
+                walk(item_node, key)
 
     if node is not None:
         walk(node, ())

@@ -86,6 +86,8 @@ def cache_options(command: F) -> F:
 def concurrency_option(command: F) -> F:
     return click.option("--concurrency", type=click.IntRange(min=1), default=None,
                         help="Model calls in flight at once (default: the config's, else 8).")(command)
+
+
 def shard_option(command: F) -> F:
     return click.option(
         "--shard", default=None, metavar="I/N",

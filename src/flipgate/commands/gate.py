@@ -38,11 +38,14 @@ from flipgate.config import DEFAULT_OUT_DIR
               type=click.Path(file_okay=False), help="Where report.json and comment.md go.")
 @cache_options
 @concurrency_option
+@click.option("--suite", default=None, metavar="NAME",
+              help="Gate with this suite's settings (blocking categories, thresholds) from the "
+                   "config's `suites:`; default: the top level's.")
 @shard_option
 @report_failures
 def gate(cases_path: str, baseline_path: str, candidate_path: str, config_path: str | None,
          judge: str | None, out_dir: str, cache_dir: str, no_cache: bool,
-         concurrency: int | None, shard: str | None) -> None:
+         concurrency: int | None, suite: str | None, shard: str | None) -> None:
     """Score two answer sets for the same cases with a pinned judge and gate them.
 
     Exits 0 when the gate passes, 1 on a confirmed regression in a blocking
@@ -68,6 +71,8 @@ def gate(cases_path: str, baseline_path: str, candidate_path: str, config_path: 
         if judge is None:
             click.echo("flipgate: no .flipgate.yml here and no --judge: using the offline "
                        "lexical judge (not an LLM)", err=True)
+    if suite is not None:
+        config = config.suite_configs([suite])[0]
     if concurrency is not None:
         config = dataclasses.replace(config, concurrency=concurrency)
     cases = load_cases(cases_path)

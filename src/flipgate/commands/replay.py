@@ -35,9 +35,12 @@ from flipgate.config import DEFAULT_CONFIG
 @concurrency_option
 @click.option("--repo", "repo", default=".", show_default=True,
               type=click.Path(file_okay=False, exists=True), help="The git repository.")
+@click.option("--suite", default=None, metavar="NAME",
+              help="Which suite's generator and cases, when the config has several suites.")
 @report_failures
 def replay(ref: str, config_path: str | None, out_path: str | None, sample: bool, generator: str | None,
-           cache_dir: str, no_cache: bool, concurrency: int | None, repo: str) -> None:
+           cache_dir: str, no_cache: bool, concurrency: int | None, repo: str,
+           suite: str | None) -> None:
     """Render the generator at REF for every case, ask its model, write the responses JSONL.
 
     Everything is read from git objects at REF (nothing is checked out).
@@ -52,7 +55,7 @@ def replay(ref: str, config_path: str | None, out_path: str | None, sample: bool
 
     if sample:
         request = replay_sample(repo=Path(repo), ref=ref, settings=settings_from_env(),
-                                config_path=config_path, generator=generator)
+                                config_path=config_path, generator=generator, suite=suite)
         click.echo(json.dumps(request, indent=2, ensure_ascii=False))
         return
     if out_path is None:
@@ -64,7 +67,7 @@ def replay(ref: str, config_path: str | None, out_path: str | None, sample: bool
         result = asyncio.run(replay_ref(repo=Path(repo), ref=ref, settings=settings_from_env(),
                                         config_path=config_path or DEFAULT_CONFIG,
                                         cache_dir=cache_dir_or_none(cache_dir, no_cache),
-                                        progress=bar, concurrency=concurrency))
+                                        progress=bar, concurrency=concurrency, suite=suite))
     finally:
         bar.close()
     for note in result.notes:

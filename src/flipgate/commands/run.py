@@ -64,14 +64,16 @@ def e2e_line(e2e: E2EReport) -> str:
 @concurrency_option
 @click.option("--repo", "repo", default=".", show_default=True,
               type=click.Path(file_okay=False, exists=True), help="The git repository.")
+@click.option("--suite", "suites", multiple=True, metavar="NAME",
+              help="Only this suite of the config's `suites:` (repeatable); default: every suite.")
 @shard_option
 @click.option("--e2e", is_flag=True,
               help="Also the end-to-end run: live retrieval (the base config's e2e:) for both "
                    "versions, compared with the frozen run. It never changes the exit code.")
 @report_failures
 def run(base: str, head: str, config_path: str, out_dir: str, judge: str | None,
-        cache_dir: str, no_cache: bool, concurrency: int | None, repo: str, shard: str | None,
-        e2e: bool) -> None:
+        cache_dir: str, no_cache: bool, concurrency: int | None, repo: str,
+        suites: tuple[str, ...], shard: str | None, e2e: bool) -> None:
     """The whole PR check: detect a prompt or model change, replay both refs, gate, render.
 
     Both refs are read from git objects (nothing is checked out); the
@@ -103,6 +105,7 @@ def run(base: str, head: str, config_path: str, out_dir: str, judge: str | None,
                            config_path=config_path,
                            out_dir=Path(out_dir), cache_dir=cache_dir_or_none(cache_dir, no_cache),
                            judge=judge, console=Console(), progress=bar, concurrency=concurrency,
+                           suites=suites,
                            shard=Shard.parse(shard) if shard else None, e2e=request)
     finally:
         bar.close()

@@ -111,6 +111,9 @@ class Outcome:
     report_path: str = ""
     report: Report | None = None   # None: the check failed before it had one
     headline: str = ""       # the log's last line when the state is not success
+    # status: per-suite: (suite, state, description), each set as `<context>/<suite>`
+    # besides the run's own status (the worst across suites).
+    suite_statuses: tuple[tuple[str, str, str], ...] = ()
 
 
 def outcome_of_report(report: Report, *, comment: str, exit_code: int, report_path: str,
@@ -127,13 +130,23 @@ def outcome_of_report(report: Report, *, comment: str, exit_code: int, report_pa
                        conclusion="skipped",
                        exit_code=exit_code, comment=comment, create_comment=False,
                        summary=summary, fingerprint=fingerprint, report_path=report_path,
-                       report=report)
+                       report=report, suite_statuses=suite_statuses(report))
     headline = f"could not finish: {message}" if message else messages.status_description(report)
     return Outcome(state=gate.commit_state(report.conclusion),
                    description=shorten(headline, messages.STATUS_LIMIT), headline=headline,
                    conclusion=report.conclusion.value, exit_code=exit_code, comment=comment,
                    create_comment=True, summary=summary, fingerprint=fingerprint, report=report,
-                   regressions=gate.regressions(report.counts), report_path=report_path)
+                   regressions=gate.regressions(report.counts), report_path=report_path,
+                   suite_statuses=suite_statuses(report))
+
+
+def suite_statuses(report: Report) -> tuple[tuple[str, str, str], ...]:
+    """One commit status per suite when the configuration asks for them (`status: per-suite`)."""
+    if not report.per_suite_status:
+        return ()
+    return tuple((part.name, gate.commit_state(part.report.conclusion),
+                  messages.status_description(part.report) if part.evaluated
+                  else messages.NO_CHANGE) for part in report.suites)
 
 
 def outcome_of_failure(exc: BaseException, *, head_sha: str) -> Outcome:
@@ -311,6 +324,8 @@ def evaluate(settings: Settings, run_settings: RunSettings, api: RepoAPI, workfl
         workflow.error(f"could not post the comment: {exc}")
         exit_code = EXIT_INCOMPLETE
     try:
+        for suite, state, description in outcome.suite_statuses:
+            status(state, description, suite=suite)
         status(outcome.state, outcome.description)
     except GitHubError as exc:
         workflow.error(f"could not set the commit status: {exc}")
@@ -337,6 +352,8 @@ def write_verdicts(workflow: Workflow, report: Report) -> None:
     for entry in joblog.row_entries(report):
         {joblog.Level.INFO: workflow.info, joblog.Level.WARNING: workflow.warning,
          joblog.Level.ERROR: workflow.error}[entry.level](entry.text)
+
+
 def give_workspace_back(workspace: Path, workflow: Workflow,
                         options: CheckOptions | None = None) -> None:
     """As root, hand the report, the cache (wherever `--cache` put it) and what git fetched
@@ -376,11 +393,11 @@ def evaluate_shard(settings: Settings, run_settings: RunSettings, workflow: Work
 
 
 def _status_setter(settings: Settings, api: RepoAPI,
-                   pull: PullRequest) -> Callable[[str, str], None]:
-    def set_status(state: str, description: str) -> None:
+                   pull: PullRequest) -> Callable[..., None]:
+    def set_status(state: str, description: str, *, suite: str | None = None) -> None:
+        context = f"{settings.status_context}/{suite}" if suite else settings.status_context
         api.set_status(pull.head_sha, StatusUpdate(state=state, description=description,
-                                                   context=settings.status_context,
-                                                   target_url=settings.run_url))
+                                                   context=context, target_url=settings.run_url))
     return set_status
 
 
