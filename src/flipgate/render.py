@@ -138,6 +138,8 @@ def statements_ratio(statements: Statements | None) -> str:
     """"1 of 3 statements supported": the judge's denominator, shown with its numerator."""
     if statements is None or statements.error or not statements.items:
         return ""
+    if not statements.total:  # every statement was "not a claim": no ratio to speak of
+        return "no checkable claim"
     return f"{statements.supported} of {plural(statements.total, 'statement')} supported"
 
 

@@ -8,7 +8,8 @@ import pytest
 
 from flipgate.evidence import lexical_statements
 from flipgate.judges.replies import JudgeReplyError, read_statements
-from flipgate.model import StatementLabel, Statements
+from flipgate.model import Statement, StatementLabel, Statements
+from flipgate.render import statements_ratio
 
 CONTEXT = "Refunds are issued within 30 days of the request.\nA replacement card is free."
 ANSWER = "Refunds are issued within 30 days.\nThey cost a $12 fee. Anything else?"
@@ -69,3 +70,13 @@ def test_the_offline_judge_splits_and_labels_lexically() -> None:
         {"text": s.text, "label": s.label.value, "span": s.span} for s in items]}),
         answer=ANSWER, context=CONTEXT)
     assert again == items
+
+
+@pytest.mark.parametrize(("labels", "shown"), [
+    ((), ""),
+    ((StatementLabel.NOT_A_CLAIM,), "no checkable claim"),
+    ((StatementLabel.SUPPORTED, StatementLabel.UNSUPPORTED, StatementLabel.NOT_A_CLAIM), "1 of 2 statements supported"),
+])
+def test_the_ratio_names_the_claims_only(labels, shown) -> None:
+    items = tuple(Statement(text=f"s{i}", label=label, span=None) for i, label in enumerate(labels))
+    assert statements_ratio(Statements(items=items)) == shown
