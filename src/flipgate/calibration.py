@@ -31,7 +31,7 @@ from typing import Any
 from flipgate.cases import json_objects
 from flipgate.errors import InputError, Problem
 from flipgate.model import Bucket
-from flipgate.textinput import decode_utf8
+from flipgate.report import read_report_json
 
 SIDES = ("baseline", "candidate")
 BUCKETS = tuple(bucket.value for bucket in Bucket)
@@ -189,14 +189,7 @@ def calibrate(sides: Sequence[JudgedSide], labels: Sequence[Label], *,
 
 def read_report_sides(data: bytes | str, *, source: str) -> list[JudgedSide]:
     """Every answer the report's judge put in a bucket (sides with a judge error are left out)."""
-    text = decode_utf8(data, source)
-    try:
-        report = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(Problem(source, exc.lineno, f"invalid JSON: {exc.msg}")) from None
-    rows = report.get("rows") if isinstance(report, dict) else None
-    if not isinstance(rows, list):
-        raise InputError(Problem(source, None, "not a flipgate report.json: it has no 'rows' list"))
+    rows = read_report_json(data, source=source)["rows"]
     sides: list[JudgedSide] = []
     for index, row in enumerate(rows):
         if not isinstance(row, dict) or not isinstance(row.get("id"), str):

@@ -21,27 +21,30 @@ _CASE_FIELDS = ("id", "query", "context")
 _KNOWN_CASE_FIELDS = {"id", "query", "context", "category", "ground_truth"}
 
 
-def json_objects(data: bytes | str, source: str, problems: list[Problem]) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(line, object) for each non-blank line that holds a JSON object."""
+def json_lines(data: bytes | str, source: str, problems: list[Problem]) -> Iterator[tuple[int, Any]]:
+    """(line, value) for each non-blank JSONL line; a line that is not JSON is a problem."""
     text = decode_utf8(data, source)
-    seen_any = False
     # A JSONL line ends at "\n" only: str.splitlines() would also split at U+2028,
     # U+2029 and NEL, which JSON allows unescaped inside a string.
     for number, line in enumerate(text.split("\n"), start=1):
         line = line.removesuffix("\r")
         if not line.strip():
             continue
-        seen_any = True
         try:
-            value = json.loads(line)
+            yield number, json.loads(line)
         except json.JSONDecodeError as exc:
             problems.append(Problem(source, number, f"invalid JSON: {exc.msg} (column {exc.colno})"))
-            continue
+
+
+def json_objects(data: bytes | str, source: str, problems: list[Problem]) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line, object) for each non-blank line that holds a JSON object."""
+    text = decode_utf8(data, source)
+    for number, value in json_lines(text, source, problems):
         if not isinstance(value, dict):
             problems.append(Problem(source, number, "each line must be a JSON object"))
             continue
         yield number, value
-    if not seen_any:
+    if not text.strip():
         problems.append(Problem(source, None, "is empty: expected one JSON object per line"))
 
 

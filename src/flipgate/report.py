@@ -10,7 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from flipgate import gate
+from flipgate.errors import InputError, Problem
 from flipgate.model import Change, Counts, E2EReport, JudgeInfo, Relevance, Report, Row, Score, Side
+from flipgate.textinput import decode_utf8
 
 REPORT_VERSION = 1
 
@@ -221,3 +223,14 @@ def _json_chunks(report: Report):
             yield ("," if index else "") + "\n    " + dumps(row, 2)
         yield "\n  ]"
     yield "\n}\n"
+
+
+def read_report_json(data: bytes | str, *, source: str) -> dict[str, Any]:
+    """A report.json read back (by calibrate and record): a JSON object with a `rows` list."""
+    try:
+        report = json.loads(decode_utf8(data, source))
+    except json.JSONDecodeError as exc:
+        raise InputError(Problem(source, exc.lineno, f"invalid JSON: {exc.msg}")) from None
+    if not isinstance(report, dict) or not isinstance(report.get("rows"), list):
+        raise InputError(Problem(source, 1, "not a flipgate report.json: it has no 'rows' list"))
+    return report

@@ -30,8 +30,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from flipgate.cases import json_lines
 from flipgate.errors import InputError, Problem
-from flipgate.recording.sources import Observation, Reading, json_lines, parse_timestamp
+from flipgate.recording.sources import Observation, Reading, parse_timestamp
 from flipgate.textinput import decode_utf8
 
 OPERATION = "gen_ai.operation.name"

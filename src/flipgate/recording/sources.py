@@ -8,15 +8,15 @@ problems naming the file and line.
 
 from __future__ import annotations
 
-import json
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from flipgate.cases import json_lines
 from flipgate.errors import InputError, Problem
-from flipgate.textinput import decode_utf8
+from flipgate.report import read_report_json
 
 FIELDS = ("query", "context", "category", "id", "timestamp")
 DEFAULT_FIELDS: dict[str, str] = {name: name for name in FIELDS}
@@ -130,20 +130,6 @@ def parse_timestamp(value: Any) -> datetime | None:
     return None
 
 
-def json_lines(data: bytes, source: str, problems: list[Problem]) -> Iterator[tuple[int, Any]]:
-    """(line, value) for each non-blank JSONL line; a line that is not JSON is a problem."""
-    text = decode_utf8(data, source)
-    # Split at "\n" only: JSON strings may hold U+2028 and friends unescaped.
-    for number, line in enumerate(text.split("\n"), start=1):
-        line = line.removesuffix("\r")
-        if not line.strip():
-            continue
-        try:
-            yield number, json.loads(line)
-        except json.JSONDecodeError as exc:
-            problems.append(Problem(source, number, f"invalid JSON: {exc.msg} (column {exc.colno})"))
-
-
 def _text(value: Any, name: str) -> str | None | Exception:
     if not found(value) or value is None:
         return None
@@ -198,13 +184,7 @@ def read_jsonl(data: bytes, *, source: str, fields: Mapping[str, str] | None = N
 def read_report(data: bytes, *, source: str) -> Reading:
     """A previous report.json: the live contexts of its end-to-end run (and any row that
     carries its `query` and `context`) become observations."""
-    text = decode_utf8(data, source)
-    try:
-        report = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(Problem(source, exc.lineno, f"invalid JSON: {exc.msg}")) from None
-    if not isinstance(report, dict) or not isinstance(report.get("rows"), list):
-        raise InputError(Problem(source, 1, "not a flipgate report.json (no 'rows' list)"))
+    report = read_report_json(data, source=source)
     reading = Reading()
     e2e = report.get("e2e") if isinstance(report.get("e2e"), dict) else {}
     when = parse_timestamp(e2e.get("date")) if e2e else None
