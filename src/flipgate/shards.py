@@ -107,7 +107,9 @@ def write_partial(report: Report, out_dir: str | os.PathLike[str], *, shard: Sha
     state: dict[str, Any] = {
         "flipgate_partial": PARTIAL_VERSION,
         "stopped": stopped,
-        "shard": {"index": shard.index, "count": shard.count},
+        # The contract's one-string form of what the shards must share, beside the fields.
+        "shard": {"index": shard.index, "count": shard.count,
+                  "fingerprint": digest(json.dumps(fingerprint, sort_keys=True, default=str))},
         "fingerprint": dict(fingerprint),
         "cases": total,
         "positions": list(positions) if report.rows and not suites else [],

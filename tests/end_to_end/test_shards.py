@@ -108,6 +108,13 @@ def test_merge_refuses_a_partial_of_another_head(repo: GitRepo, tmp_path: Path) 
     repo.commit({"README.md": "a later push\n"})
     assert run(repo, tmp_path / "late", "--shard", "2/2").exit_code == 0
 
+    # The contract's shard block: index, count and one fingerprint string the shards of a run share.
+    shard_blocks = [json.loads((tmp_path / d / "partial.json").read_text())["shard"]
+                    for d in ("shard-1", "shard-2", "late")]
+    assert [(b["index"], b["count"]) for b in shard_blocks] == [(1, 2), (2, 2), (2, 2)]
+    assert all(isinstance(b["fingerprint"], str) and len(b["fingerprint"]) == 64 for b in shard_blocks)
+    assert shard_blocks[0]["fingerprint"] == shard_blocks[1]["fingerprint"] != shard_blocks[2]["fingerprint"]
+
     merged = CliRunner().invoke(cli, ["merge", str(tmp_path / "shard-1" / "partial.json"),
                                       str(tmp_path / "late" / "partial.json"), "--out", str(tmp_path / "m")])
     assert merged.exit_code == 2
