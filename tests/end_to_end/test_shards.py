@@ -93,6 +93,10 @@ def test_four_shards_merge_into_the_unsharded_run(repo: GitRepo, tmp_path: Path)
 
     merged = CliRunner().invoke(cli, ["merge", *reversed(partials), "--out", str(tmp_path / "merged")])
     assert merged.exit_code == whole.exit_code, merged.output
+    folders = [str(Path(p).parent) for p in partials]  # the contract: partial files or their folders
+    by_folder = CliRunner().invoke(cli, ["merge", *folders, "--out", str(tmp_path / "by-folder")])
+    assert by_folder.exit_code == whole.exit_code, by_folder.output
+    assert (tmp_path / "by-folder" / "report.json").read_text() == (tmp_path / "merged" / "report.json").read_text()
     report = json.loads((tmp_path / "merged" / "report.json").read_text())
     assert [row["id"] for row in report["rows"]] == [row["id"] for row in expected["rows"]]
     assert rows(report) == rows(expected)

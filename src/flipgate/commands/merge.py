@@ -12,12 +12,14 @@ from flipgate.config import DEFAULT_OUT_DIR
 
 
 @click.command("merge")
-@click.argument("partials", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.argument("partials", nargs=-1, required=True, type=click.Path())
 @click.option("--out", "out_dir", default=DEFAULT_OUT_DIR, show_default=True,
               type=click.Path(file_okay=False), help="Where report.json and comment.md go.")
 @report_failures
 def merge(partials: tuple[str, ...], out_dir: str) -> None:
     """Combine the partial.json of every shard (`--shard i/n`) into one report.
+
+    Each PARTIAL is a partial.json or the folder a shard wrote it to.
 
     Writes report.json and comment.md and exits as the unsharded run would
     (0, 1 or 3). Partials of different configurations, cases, judges, answer
@@ -27,9 +29,10 @@ def merge(partials: tuple[str, ...], out_dir: str) -> None:
 
     from flipgate import gate as gate_core
     from flipgate.outputs import write_outputs
+    from flipgate.shards import PARTIAL_FILE
     from flipgate.shards import merge as merge_partials
 
-    report = merge_partials([Path(p) for p in partials])
+    report = merge_partials([Path(p) / PARTIAL_FILE if Path(p).is_dir() else Path(p) for p in partials])
     write_outputs(report, Path(out_dir), console=Console())
     click.echo(f"wrote {Path(out_dir) / 'report.json'} and {Path(out_dir) / 'comment.md'}", err=True)
     sys.exit(gate_core.exit_code(report.conclusion))
