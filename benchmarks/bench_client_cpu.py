@@ -77,7 +77,7 @@ def main() -> int:
     try:
         base_url = server.stdout.readline().strip()
         os.environ.update(OPENAI_BASE_URL=base_url, OPENAI_API_KEY="bench")
-        from flipgate.llm import LLM, Limiter, make_client, openai_endpoint
+        from flipgate.llm.client import LLM, Limiter, make_client, openai_endpoint
         from flipgate.settings import Settings
 
         settings = Settings.from_environ(os.environ)

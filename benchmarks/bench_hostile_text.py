@@ -15,7 +15,7 @@ import argparse
 import time
 from collections.abc import Callable
 
-from flipgate.evidence import analyse, split_statements
+from flipgate.verdict.evidence import analyse, split_statements
 from flipgate.judges.offline import fluency_heuristic, grade_groundedness
 from flipgate.model import Case
 

@@ -30,12 +30,12 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from bench_gate import write_inputs  # noqa: E402
 
-from flipgate.cases import load_answer_sets, load_cases  # noqa: E402
-from flipgate.config import load_config  # noqa: E402
-from flipgate.llm import Budget, Limiter  # noqa: E402
-from flipgate.pacing import rate_limit_pause  # noqa: E402
-from flipgate.runtime import Runtime  # noqa: E402
-from flipgate.scoring import score_rows  # noqa: E402
+from flipgate.config.cases import load_answer_sets, load_cases  # noqa: E402
+from flipgate.config.schema import load_config  # noqa: E402
+from flipgate.llm.client import Budget, Limiter  # noqa: E402
+from flipgate.llm.pacing import rate_limit_pause  # noqa: E402
+from flipgate.llm.runtime import Runtime  # noqa: E402
+from flipgate.run.scoring import score_rows  # noqa: E402
 from flipgate.settings import Settings  # noqa: E402
 
 from support.openai_server import FakeOpenAI  # noqa: E402

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from flipgate.github import action
-from flipgate.github.messages import NO_CHANGE, STATUS_LIMIT, WAITING_FOR_COMMAND
+from flipgate.github.texts import NO_CHANGE, STATUS_LIMIT, WAITING_FOR_COMMAND
 from flipgate.github.sticky import marked_fingerprint, sha_marker, with_markers
 
 from support.action_harness import BLOCKED, COULD_NOT_FINISH, PR, Harness

@@ -221,7 +221,7 @@ def test_failing_retrieval_is_reported_per_row_and_never_blocks(server: FakeOpen
 def test_the_action_runs_it_only_when_the_base_enables_it(server: FakeOpenAI, tmp_path: Path, retrieval_log: Path,
                                                          enabled: bool, runs: bool) -> None:
     from flipgate.e2e.run import E2ERequest
-    from flipgate.pipeline import run_check
+    from flipgate.run.pipeline import run_check
 
     repo = GitRepo.create(tmp_path / "r")
     repo.commit({".flipgate.yml": CONFIG + f"  enabled: {str(enabled).lower()}\n",

@@ -16,7 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 from flipgate.cli import cli
-from flipgate.evidence import split_statements
+from flipgate.verdict.evidence import split_statements
 
 from support.gfm import details_text, read, to_html
 

@@ -15,7 +15,7 @@ from typing import Any
 from click.testing import CliRunner
 
 from flipgate.cli import cli
-from flipgate.evidence import cut_text
+from flipgate.verdict.evidence import cut_text
 
 CONTEXT = "Refunds are issued within 30 days of the request."
 FAITHFUL = "Refunds are issued within 30 days of the request."

@@ -116,7 +116,7 @@ def test_the_cases_it_writes_are_what_gate_reads(tmp_path: Path) -> None:
     otel.write_text(json.dumps(export(distinct_traces("policy", 3))), encoding="utf-8")
     out = tmp_path / "cases.jsonl"
     assert run([str(otel), "--out", str(out)])[0] == 0
-    from flipgate.cases import load_cases
+    from flipgate.config.cases import load_cases
 
     cases = load_cases(out)
     assert len(cases) == 3 and {c.category for c in cases} == {"uncategorized"}

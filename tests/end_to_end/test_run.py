@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from flipgate import pipeline
+from flipgate.run import pipeline
 from flipgate.cli import cli
 from flipgate.judges import make_judges
-from flipgate.pipeline import run_check
+from flipgate.run.pipeline import run_check
 
 from support.factories import settings_now
 from support.gitrepo import GitRepo

@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from flipgate.cli import cli
-from flipgate.shards import Shard
+from flipgate.run.shards import Shard
 
 from support.gitrepo import GitRepo
 from support.openai_server import FakeOpenAI

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from flipgate.cli import cli
 from flipgate.github import action
-from flipgate.github.messages import NO_CHANGE
+from flipgate.github.texts import NO_CHANGE
 
 from support.action_harness import PR, Harness
 from support.gitrepo import GitRepo

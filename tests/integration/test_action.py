@@ -16,12 +16,12 @@ import pytest
 
 from flipgate.errors import IncompleteError, InputError, Problem
 from flipgate.github import action
-from flipgate.github.messages import NO_CHANGE, STATUS_LIMIT, WAITING_FOR_COMMAND
+from flipgate.github.texts import NO_CHANGE, STATUS_LIMIT, WAITING_FOR_COMMAND
 from flipgate.github.sticky import BODY_LIMIT, marked_fingerprint, marked_sha, with_markers
-from flipgate.gitrefs import Git
+from flipgate.git.repository import Git
 from flipgate.model import Conclusion, Report
-from flipgate.outputs import write_outputs
-from flipgate.render import render_comment
+from flipgate.output.write import write_outputs
+from flipgate.output.comment import render_comment
 from flipgate.settings import Settings
 
 from support.action_harness import (

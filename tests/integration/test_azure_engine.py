@@ -9,13 +9,13 @@ from typing import Any
 
 import pytest
 
-from flipgate.config import Config, JudgeConfig, RelevanceConfig
+from flipgate.config.schema import Config, JudgeConfig, RelevanceConfig
 from flipgate.judges import make_judge
 from flipgate.judges.azure_eval import read_result
 from flipgate.judges.base import Judge
-from flipgate.llm import Budget, BudgetExceeded, Limiter
+from flipgate.llm.client import Budget, BudgetExceeded, Limiter
 from flipgate.model import Case, Score
-from flipgate.runtime import Runtime
+from flipgate.llm.runtime import Runtime
 
 from support.factories import settings_now
 from support.openai_server import FakeOpenAI

@@ -11,8 +11,8 @@ import httpx
 import pytest
 from werkzeug.wrappers import Request, Response
 
-from flipgate.cache import Cache
-from flipgate.config import E2EConfig, parse_config
+from flipgate.llm.cache import Cache
+from flipgate.config.schema import E2EConfig, parse_config
 from flipgate.e2e.retrieval import (
     CommandRetriever,
     LiveContext,

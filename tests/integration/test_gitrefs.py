@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from flipgate import gitrefs
+from flipgate.git import repository as gitrefs
 from flipgate.errors import InputError, SecurityError
 from flipgate.github import action
-from flipgate.gitrefs import Git
+from flipgate.git.repository import Git
 from flipgate.settings import Settings
 
 from support.gitrepo import GitRepo

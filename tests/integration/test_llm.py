@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from flipgate.cache import Cache
-from flipgate.llm import LLM, Budget, BudgetExceeded, Limiter, make_client, openai_endpoint
+from flipgate.llm.cache import Cache
+from flipgate.llm.client import LLM, Budget, BudgetExceeded, Limiter, make_client, openai_endpoint
 
 from support.factories import settings_now
 

@@ -6,8 +6,8 @@ import asyncio
 
 import pytest
 
-from flipgate.budget import Budget
-from flipgate.llm import LLM, Limiter, RetryPolicy, make_client, openai_endpoint
+from flipgate.llm.budget import Budget
+from flipgate.llm.client import LLM, Limiter, RetryPolicy, make_client, openai_endpoint
 
 from support.factories import settings_now
 

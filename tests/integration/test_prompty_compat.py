@@ -123,9 +123,9 @@ def reference_request(venvs: Path, file: Path, inputs: dict[str, Any], version: 
 
 
 def flipgate_request(repo: GitRepo, sha: str, path: str) -> dict[str, Any]:
-    from flipgate.dryrun import sample_request
-    from flipgate.gitrefs import Git
-    from flipgate.refs import Ref, Repo
+    from flipgate.run.sample import sample_request
+    from flipgate.git.repository import Git
+    from flipgate.run.refs import Ref, Repo
 
     return sample_request(repo=Repo(repo.path, Git()), ref=Ref(sha, sha), path=path, environ=ENV)
 
@@ -140,7 +140,7 @@ def _without_nonces(request: dict[str, Any]) -> dict[str, Any]:
 
 def compare(name: str, repo: GitRepo, sha: str, venvs: Path) -> tuple[str, str]:
     """(outcome, detail): identical | refused | different | reference-fails."""
-    from flipgate.dryrun import sample_values
+    from flipgate.run.sample import sample_values
 
     file = repo.path / name
     try:

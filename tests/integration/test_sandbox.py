@@ -10,7 +10,7 @@ import pytest
 from flipgate.errors import SecurityError
 from flipgate.model import Case
 from flipgate.prompty import child_environment, parse_prompty, render_cases, render_isolated
-from flipgate.sandbox import Limits
+from flipgate.prompty.sandbox import Limits
 
 from support.gitrepo import GitRepo
 

@@ -17,11 +17,11 @@ from typing import Any
 
 import pytest
 
-from flipgate import gate
+from flipgate.verdict import gate
 from flipgate.github import action
 from flipgate.github.sticky import context_marker
 from flipgate.model import Report
-from flipgate.render import render_comment
+from flipgate.output.comment import render_comment
 
 from support.factories import make_report, make_row, one_of_each
 from support.github_server import ACTIONS_BOT, FakeGitHub
@@ -50,7 +50,7 @@ COULD_NOT_FINISH = "## ⚠️ flipgate could not finish"
 
 @dataclass
 class RecordingCheck:
-    """Stands in for flipgate.pipeline.run_check: returns a report or raises, records calls."""
+    """Stands in for flipgate.run.pipeline.run_check: returns a report or raises, records calls."""
 
     server: FakeGitHub
     outcome: Report | Exception = field(default_factory=lambda: make_report([make_row(

@@ -10,7 +10,7 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from flipgate import gate
+from flipgate.verdict import gate
 from flipgate.model import (
     Case,
     Change,

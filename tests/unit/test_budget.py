@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from flipgate.budget import Budget, BudgetExceeded, chat_worst_case, embedding_worst_case
+from flipgate.llm.budget import Budget, BudgetExceeded, chat_worst_case, embedding_worst_case
 
 
 def body(content: str, **params) -> dict:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from flipgate.cache import Cache, cache_key
+from flipgate.llm.cache import Cache, cache_key
 
 
 def test_key_ignores_key_order_but_not_content() -> None:

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from flipgate import calibration
+from flipgate.calibration import agreement as calibration
 from flipgate.errors import InputError
 
 U, N, P, G = "ungrounded", "non_answer", "partial", "grounded"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from flipgate.cases import load_answer_sets, parse_cases, parse_responses, write_responses
+from flipgate.config.cases import load_answer_sets, parse_cases, parse_responses, write_responses
 from flipgate.errors import InputError
 from flipgate.model import Answer
 

@@ -6,7 +6,7 @@ from dataclasses import asdict
 
 import pytest
 
-from flipgate.changes import (
+from flipgate.verdict.changes import (
     ChangeScope,
     describe_cases_change,
     describe_change,
@@ -15,7 +15,7 @@ from flipgate.changes import (
     unified,
 )
 from flipgate.model import Case
-from flipgate.report import change_dict
+from flipgate.output.report import change_dict
 
 SCOPE = ChangeScope(generator="prompts/answer.prompty",
                     includes=frozenset({"prompts/partials/rules.j2", "shared/tone.j2"}),

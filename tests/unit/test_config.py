@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from flipgate.config import load_config, parse_config
+from flipgate.config.schema import load_config, parse_config
 from flipgate.errors import InputError
 
 FULL = """\

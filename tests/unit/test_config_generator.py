@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from flipgate.config import EndpointConfig, parse_config
-from flipgate.endpoint_lock import check_adopted_config
+from flipgate.config.schema import EndpointConfig, parse_config
+from flipgate.generator.endpoint_lock import check_adopted_config
 from flipgate.errors import InputError, SecurityError
 
 MAPPING = """cases: c.jsonl

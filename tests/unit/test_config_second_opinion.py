@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from flipgate.config import DEFAULT_MIN_CASES_PER_CATEGORY, parse_config, second_judge
+from flipgate.config.schema import DEFAULT_MIN_CASES_PER_CATEGORY, parse_config, second_judge
 from flipgate.errors import InputError
 from flipgate.judges import describe, rescore_mode
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from flipgate.config import STATUS_PER_SUITE, STATUS_SINGLE, GateConfig, parse_config
+from flipgate.config.schema import STATUS_PER_SUITE, STATUS_SINGLE, GateConfig, parse_config
 from flipgate.errors import InputError
 
 TOP = """\

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from flipgate import gate
+from flipgate.verdict import gate
 from flipgate.e2e.compare import compare
 from flipgate.e2e.retrieval import LiveContext
 from flipgate.model import Case, Row, Score, Side, Verdict

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from flipgate.model import E2EReport, E2ERow, Verdict
-from flipgate.render import GITHUB_COMMENT_LIMIT, render_comment
-from flipgate.report import to_dict
+from flipgate.output.comment import GITHUB_COMMENT_LIMIT, render_comment
+from flipgate.output.report import to_dict
 
 from support.factories import make_report, make_row
 from support.gfm import to_html

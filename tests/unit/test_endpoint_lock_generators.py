@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from flipgate.config import EndpointConfig
-from flipgate.endpoint_lock import lock
+from flipgate.config.schema import EndpointConfig
+from flipgate.generator.endpoint_lock import lock
 from flipgate.errors import InputError, SecurityError
 from flipgate.prompty import parse_prompty
 from flipgate.settings import Settings

@@ -6,8 +6,8 @@ from decimal import Decimal
 
 import pytest
 
-from flipgate.evidence import Kind, analyse, content_words, find_unsupported, split_statements, stem
-from flipgate.figures import extract_figures
+from flipgate.verdict.evidence import Kind, analyse, content_words, find_unsupported, split_statements, stem
+from flipgate.verdict.figures import extract_figures
 from flipgate.model import Evidence
 
 CARD_FAQ = (

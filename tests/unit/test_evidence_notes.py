@@ -7,10 +7,10 @@ import json
 
 from rich.console import Console
 
-from flipgate import render
+from flipgate.output import comment as render
 from flipgate.model import Evidence
-from flipgate.report import to_dict
-from flipgate.terminal import print_summary
+from flipgate.output.report import to_dict
+from flipgate.output.terminal import print_summary
 
 from support.factories import make_report, make_row
 

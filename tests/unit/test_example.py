@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from flipgate import gate
-from flipgate.cases import load_answer_sets, load_cases
-from flipgate.config import Config, load_config
-from flipgate.evidence import find_unsupported
+from flipgate.verdict import gate
+from flipgate.config.cases import load_answer_sets, load_cases
+from flipgate.config.schema import Config, load_config
+from flipgate.verdict.evidence import find_unsupported
 from flipgate.judges.offline import OfflineJudge
 from flipgate.model import Case, Conclusion, Evidence, Row, Verdict
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from flipgate import gate
+from flipgate.verdict import gate
 from flipgate.errors import EXIT_BLOCKED, EXIT_INCOMPLETE, EXIT_PASS
 from flipgate.model import Conclusion, Counts
 

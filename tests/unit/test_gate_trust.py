@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from flipgate import gate
+from flipgate.verdict import gate
 from flipgate.model import Case, Counts, Row, Score, Side, Verdict
 
 

@@ -26,7 +26,7 @@ from flipgate.github.event import (
     may_command,
     parse_command,
 )
-from flipgate.github.settings import Settings, export_model_keys
+from flipgate.github.inputs import Settings, export_model_keys
 
 PAYLOADS = Path(__file__).resolve().parents[1] / "fixtures" / "github"
 BASE, HEAD = "a" * 40, "c" * 40

@@ -5,8 +5,8 @@ from __future__ import annotations
 import cmarkgfm
 import pytest
 
-from flipgate.escaping import inline_code
-from flipgate.github.messages import (
+from flipgate.text.escaping import inline_code
+from flipgate.github.texts import (
     STATUS_LIMIT,
     code_block,
     could_not_run_comment,

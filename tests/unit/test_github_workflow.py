@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from flipgate.config import STEP_SUMMARY_LIMIT
+from flipgate.config.schema import STEP_SUMMARY_LIMIT
 from flipgate.github.workflow import Workflow, command, fit_summary, output_entry
 
 from support.runner_log import runner_commands

@@ -10,9 +10,9 @@ from decimal import Decimal
 
 import pytest
 
-from flipgate import evidence
-from flipgate.evidence import EVIDENCE_LIMIT, analyse, cut_text, find_unsupported, split_statements
-from flipgate.figures import MAX_FIGURE_DIGITS, extract_figures, figure_supported, same_fact
+from flipgate.verdict import evidence
+from flipgate.verdict.evidence import EVIDENCE_LIMIT, analyse, cut_text, find_unsupported, split_statements
+from flipgate.verdict.figures import MAX_FIGURE_DIGITS, extract_figures, figure_supported, same_fact
 from flipgate.judges.offline import fluency_heuristic, grade_groundedness
 from flipgate.model import Case
 
@@ -120,7 +120,7 @@ def test_one_answer_the_offline_relevance_cannot_read_fails_only_its_own_row(
         monkeypatch: pytest.MonkeyPatch) -> None:
     import asyncio
 
-    from flipgate.config import Config
+    from flipgate.config.schema import Config
     from flipgate.judges import offline
 
     real = offline.lexical_relevance

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from flipgate import gate
-from flipgate.config import Config
+from flipgate.verdict import gate
+from flipgate.config.schema import Config
 from flipgate.judges.offline import (
     OfflineJudge,
     fluency_heuristic,
@@ -18,8 +18,8 @@ from flipgate.judges.offline import (
     lexical_relevance,
 )
 from flipgate.model import Answer, Case, Verdict
-from flipgate.progress import Silent
-from flipgate.scoring import score_rows
+from flipgate.output.progress import Silent
+from flipgate.run.scoring import score_rows
 
 REPLACEMENT = Case(
     id="replacement-card-fee",

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from flipgate.pacing import Limiter, parse_duration, rate_limit_pause, rate_window, retry_after
+from flipgate.llm.pacing import Limiter, parse_duration, rate_limit_pause, rate_window, retry_after
 
 
 class Clock:

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from flipgate.progress import LOG_EVERY, PeriodicLines, Phase, duration, for_stream, status_line
+from flipgate.output.progress import LOG_EVERY, PeriodicLines, Phase, duration, for_stream, status_line
 
 
 @pytest.mark.parametrize(("seconds", "text"), [(0, "0s"), (42.4, "42s"), (65, "1m05s"),
@@ -67,7 +67,7 @@ def test_a_log_gets_a_line_every_ten_seconds() -> None:
 
 
 def test_a_terminal_gets_one_bar_per_phase() -> None:
-    from flipgate.progress import Bar
+    from flipgate.output.progress import Bar
 
     bar = Bar(stream=io.StringIO())
     bar.watch(lambda: (3, 400))

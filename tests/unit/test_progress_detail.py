@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import io
 
-from flipgate.budget import Budget
-from flipgate.pacing import Limiter
-from flipgate.progress import PeriodicLines
-from flipgate.runtime import Runtime
+from flipgate.llm.budget import Budget
+from flipgate.llm.pacing import Limiter
+from flipgate.output.progress import PeriodicLines
+from flipgate.llm.runtime import Runtime
 
 
 def test_each_line_shows_the_limit_in_force_and_the_429s() -> None:

@@ -10,7 +10,7 @@ import pytest
 from jinja2.exceptions import SecurityError, UndefinedError
 
 from flipgate.model import Conclusion
-from flipgate.render import (
+from flipgate.output.comment import (
     GITHUB_COMMENT_LIMIT,
     MARKER,
     STEP_SUMMARY_LIMIT,
@@ -284,7 +284,7 @@ def test_the_comment_environment_fails_on_an_undefined_name_and_leaves_escaping_
 def test_the_templates_live_inside_the_package() -> None:
     import flipgate
 
-    assert templates_dir() == Path(flipgate.__file__).resolve().parent / "templates"
+    assert templates_dir() == Path(flipgate.__file__).resolve().parent / "output" / "templates"
     assert sorted(p.name for p in templates_dir().glob("*.j2")) == [
         "_tables.md.j2", "calibration.md.j2", "comment.md.j2"]
 

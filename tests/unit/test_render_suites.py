@@ -3,11 +3,11 @@ and report.json's `suites` beside the unchanged top-level schema."""
 
 from __future__ import annotations
 
-from flipgate import gate
-from flipgate.config import GITHUB_COMMENT_LIMIT
+from flipgate.verdict import gate
+from flipgate.config.schema import GITHUB_COMMENT_LIMIT
 from flipgate.model import Conclusion, Report, SuiteReport
-from flipgate.render import MARKER, render_comment
-from flipgate.report import to_dict
+from flipgate.output.comment import MARKER, render_comment
+from flipgate.output.report import to_dict
 
 from support.factories import make_judge, make_report, make_row
 from support.gfm import consistent_tables, read
@@ -86,7 +86,7 @@ def test_report_json_keeps_the_top_level_schema_and_adds_each_suite() -> None:
 
 
 def test_the_terminal_says_each_suites_conclusion() -> None:
-    from flipgate.terminal import suite_lines
+    from flipgate.output.terminal import suite_lines
 
     report = several(("support", make_report([make_row("refund-007", before=5, after=2,
                                                        rescore=1)])), ("billing", skipped()))

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from flipgate.report import to_dict, write_json
+from flipgate.output.report import to_dict, write_json
 
 from support.factories import make_report, make_row, one_of_each
 

@@ -6,8 +6,8 @@ import pytest
 
 from flipgate.judges.replies import strip_lead_in
 from flipgate.model import Evidence
-from flipgate.review import closest_sentence, mark_answer, review, word_diff
-from flipgate.review_md import diff, inline, marked_answer
+from flipgate.output.review import closest_sentence, mark_answer, review, word_diff
+from flipgate.output.review_md import diff, inline, marked_answer
 
 from support.gfm import read, to_html
 
@@ -93,7 +93,7 @@ def test_judge_boilerplate_lead_ins_are_stripped(reason: str, kept: str) -> None
 
 
 def test_a_judge_listing_thousands_of_claims_marks_at_most_max_claims_quickly() -> None:
-    from flipgate.review import MAX_CLAIMS
+    from flipgate.output.review import MAX_CLAIMS
 
     answer = "e.g. " * 200_000  # a megabyte the PR's prompt could produce
     evidence = Evidence(unsupported_statements=("e.g.",) * 200_000,

@@ -8,12 +8,12 @@ import io
 import pytest
 from rich.console import Console
 
-from flipgate import gate
-from flipgate.github.messages import status_description
+from flipgate.verdict import gate
+from flipgate.github.texts import status_description
 from flipgate.model import Verdict
-from flipgate.render import render_comment
-from flipgate.report import to_dict
-from flipgate.terminal import print_summary
+from flipgate.output.comment import render_comment
+from flipgate.output.report import to_dict
+from flipgate.output.terminal import print_summary
 
 from support.factories import make_report, make_row
 from support.gfm import read

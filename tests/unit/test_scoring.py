@@ -7,11 +7,11 @@ from collections.abc import Sequence
 
 import pytest
 
-from flipgate.config import Config, GateConfig
+from flipgate.config.schema import Config, GateConfig
 from flipgate.errors import IncompleteError
 from flipgate.model import Answer, Case, Conclusion, JudgeInfo, Relevance, Score, Statements, Verdict
-from flipgate.progress import Silent
-from flipgate.scoring import build_report, score_rows
+from flipgate.output.progress import Silent
+from flipgate.run.scoring import build_report, score_rows
 
 from support.factories import make_judge
 

@@ -8,7 +8,7 @@ import pytest
 from rich.console import Console
 
 from flipgate.model import Conclusion
-from flipgate.terminal import MAX_ROWS, print_summary
+from flipgate.output.terminal import MAX_ROWS, print_summary
 
 from support.factories import make_judge, make_report, make_row, one_of_each
 

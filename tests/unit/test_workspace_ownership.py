@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from flipgate.cache import Cache
+from flipgate.llm.cache import Cache
 from flipgate.github.ownership import hand_back
 
 RUNNER = 1001

@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from flipgate.commands.common import report_failures
-from flipgate.config import DEFAULT_OUT_DIR
+from flipgate.config.schema import DEFAULT_OUT_DIR
 
 
 def _read(path: str) -> bytes:
@@ -40,7 +40,7 @@ def calibrate(report_path: str | None, labels_path: str | None, template_path: s
     """
     from rich.console import Console
 
-    from flipgate import calibration
+    from flipgate.calibration import agreement as calibration
     from flipgate.errors import InputError
 
     if template_path is not None:
@@ -66,7 +66,7 @@ def calibrate(report_path: str | None, labels_path: str | None, template_path: s
     directory.mkdir(parents=True, exist_ok=True)
     (directory / "calibration.json").write_text(
         json.dumps(calibration.to_dict(result), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    from flipgate.calibration_output import print_calibration, render_markdown
+    from flipgate.calibration.summary import print_calibration, render_markdown
 
     (directory / "calibration.md").write_text(render_markdown(result), encoding="utf-8")
     print_calibration(result, Console())

@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 import click
 
-from flipgate.config import DEFAULT_CACHE_DIR, DEFAULT_CONFIG, PROVIDERS, Config, load_config
+from flipgate.config.schema import DEFAULT_CACHE_DIR, DEFAULT_CONFIG, PROVIDERS, Config, load_config
 from flipgate.errors import EXIT_INCOMPLETE, FlipgateError
 from flipgate.settings import Settings
 

@@ -22,7 +22,7 @@ from flipgate.commands.common import (
     shard_option,
     visible,
 )
-from flipgate.config import DEFAULT_OUT_DIR
+from flipgate.config.schema import DEFAULT_OUT_DIR
 
 
 @click.command("gate")
@@ -53,17 +53,17 @@ def gate(cases_path: str, baseline_path: str, candidate_path: str, config_path: 
     """
     from rich.console import Console
 
-    from flipgate import gate as gate_core
-    from flipgate import progress
-    from flipgate.cases import load_answer_sets, load_cases
-    from flipgate.config import Config
+    from flipgate.verdict import gate as gate_core
+    from flipgate.output import progress
+    from flipgate.config.cases import load_answer_sets, load_cases
+    from flipgate.config.schema import Config
     from flipgate.errors import IncompleteError
     from flipgate.judges import make_judges
     from flipgate.model import Conclusion
-    from flipgate.outputs import write_outputs
-    from flipgate.runtime import Runtime
-    from flipgate.scoring import Scored, build_report, score_rows, stopped_note
-    from flipgate.shards import Shard, digest, write_partial
+    from flipgate.output.write import write_outputs
+    from flipgate.llm.runtime import Runtime
+    from flipgate.run.scoring import Scored, build_report, score_rows, stopped_note
+    from flipgate.run.shards import Shard, digest, write_partial
 
     config = read_config(config_path)
     if config is None:

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from flipgate.commands.common import report_failures
-from flipgate.config import DEFAULT_OUT_DIR
+from flipgate.config.schema import DEFAULT_OUT_DIR
 
 
 @click.command("merge")
@@ -27,10 +27,10 @@ def merge(partials: tuple[str, ...], out_dir: str) -> None:
     """
     from rich.console import Console
 
-    from flipgate import gate as gate_core
-    from flipgate.outputs import write_outputs
-    from flipgate.shards import PARTIAL_FILE
-    from flipgate.shards import merge as merge_partials
+    from flipgate.verdict import gate as gate_core
+    from flipgate.output.write import write_outputs
+    from flipgate.run.shards import PARTIAL_FILE
+    from flipgate.run.shards import merge as merge_partials
 
     report = merge_partials([Path(p) / PARTIAL_FILE if Path(p).is_dir() else Path(p) for p in partials])
     write_outputs(report, Path(out_dir), console=Console())

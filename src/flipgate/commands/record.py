@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import click
 
 from flipgate.commands.common import config_option, read_config, report_failures, visible
-from flipgate.config import DEFAULT_MIN_CASES_PER_CATEGORY
+from flipgate.config.schema import DEFAULT_MIN_CASES_PER_CATEGORY
 from flipgate.recording.select import DEFAULT_PER_CATEGORY
 
 if TYPE_CHECKING:
@@ -102,11 +102,11 @@ def record(inputs: tuple[str, ...], out_path: str, input_format: str | None,
     numbers before anything is written, never changes a recorded case, and prints the
     cases per category against the gate's minimum. Exits 2 on bad input.
     """
-    from flipgate.cases import parse_cases, read_bytes
+    from flipgate.config.cases import parse_cases, read_bytes
     from flipgate.recording.otel import read_otel
     from flipgate.recording.select import Masking, parse_category_rules, select
     from flipgate.recording.sources import Reading, parse_field_options, read_jsonl, read_report
-    from flipgate.textinput import decode_utf8
+    from flipgate.text.parsing import decode_utf8
 
     mapping = parse_field_options(fields)
     masking = Masking.from_options(masks, drops)

@@ -17,7 +17,7 @@ from flipgate.commands.common import (
     settings_from_env,
     visible,
 )
-from flipgate.config import DEFAULT_CONFIG
+from flipgate.config.schema import DEFAULT_CONFIG
 
 
 @click.command("replay")
@@ -47,11 +47,11 @@ def replay(ref: str, config_path: str | None, out_path: str | None, sample: bool
     Exits 2 on bad input, 3 when a generation failed after retries or the
     budget ran out.
     """
-    from flipgate import progress
+    from flipgate.output import progress
     from flipgate.commands.run import usage_line
     from flipgate.errors import InputError
-    from flipgate.pipeline import replay_ref, replay_sample
-    from flipgate.replay import write_answers
+    from flipgate.run.pipeline import replay_ref, replay_sample
+    from flipgate.generator.replay import write_answers
 
     if sample:
         request = replay_sample(repo=Path(repo), ref=ref, settings=settings_from_env(),

@@ -18,7 +18,7 @@ from flipgate.commands.common import (
     shard_option,
     visible,
 )
-from flipgate.config import DEFAULT_CONFIG, DEFAULT_OUT_DIR
+from flipgate.config.schema import DEFAULT_CONFIG, DEFAULT_OUT_DIR
 
 if TYPE_CHECKING:
     from flipgate.model import E2EReport
@@ -86,11 +86,11 @@ def run(base: str, head: str, config_path: str, out_dir: str, judge: str | None,
 
     from rich.console import Console
 
-    from flipgate import progress
+    from flipgate.output import progress
     from flipgate.e2e.run import E2ERequest
     from flipgate.errors import InputError
-    from flipgate.pipeline import run_check
-    from flipgate.shards import Shard
+    from flipgate.run.pipeline import run_check
+    from flipgate.run.shards import Shard
 
     if e2e and shard:
         # A shard's partial holds frozen rows only; the end-to-end run compares whole runs.

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from flipgate import gate
-from flipgate.changes import unified
+from flipgate.verdict import gate
+from flipgate.verdict.changes import unified
 from flipgate.e2e.retrieval import LiveContext
 from flipgate.model import Case, E2ERow, Row
 

@@ -26,11 +26,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from flipgate.cache import Cache
-from flipgate.config import E2EConfig
+from flipgate.llm.cache import Cache
+from flipgate.config.schema import E2EConfig
 from flipgate.errors import InputError, Problem
 from flipgate.model import Case
-from flipgate.progress import Progress, Silent
+from flipgate.output.progress import Progress, Silent
 
 if TYPE_CHECKING:
     import httpx

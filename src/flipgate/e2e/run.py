@@ -13,15 +13,15 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from flipgate import gitrefs
-from flipgate.cache import Cache
-from flipgate.config import Config, E2EConfig
+from flipgate.git import repository as gitrefs
+from flipgate.llm.cache import Cache
+from flipgate.config.schema import Config, E2EConfig
 from flipgate.e2e.compare import compare
 from flipgate.e2e.retrieval import check_retriever, fetch_all, make_retriever
 from flipgate.errors import FlipgateError, InputError, Problem
-from flipgate.gitrefs import Git
+from flipgate.git.repository import Git
 from flipgate.model import Case, E2EReport, Row
-from flipgate.progress import Progress
+from flipgate.output.progress import Progress
 
 GateCases = Callable[[list[Case]], Awaitable[list[Row]]]   # generate and judge both versions
 CACHE_SUBDIR = "live-contexts"

@@ -22,8 +22,10 @@ from pathlib import Path
 from typing import Protocol, TextIO
 from urllib.parse import urlsplit
 
-from flipgate import gate, render
-from flipgate.config import DEFAULT_CACHE_DIR, DEFAULT_OUT_DIR
+from flipgate.verdict import gate
+
+from flipgate.output import comment as render
+from flipgate.config.schema import DEFAULT_CACHE_DIR, DEFAULT_OUT_DIR
 from flipgate.e2e.run import E2ERequest
 from flipgate.errors import (
     EXIT_BAD_INPUT,
@@ -34,8 +36,9 @@ from flipgate.errors import (
     InputError,
     Problem,
 )
-from flipgate.escaping import short, shorten
-from flipgate.github import joblog, messages
+from flipgate.text.escaping import short, shorten
+from flipgate.github import joblog
+from flipgate.github import texts as messages
 from flipgate.github.api import GitHubError, RepoAPI, StatusUpdate, connect
 from flipgate.github.event import (
     AwaitCommand,
@@ -53,12 +56,12 @@ from flipgate.github.event import (
 )
 from flipgate.github.ownership import hand_back
 from flipgate.github.pinning import Commit, Unpinned, pin_head
-from flipgate.github.settings import Settings, export_model_keys
+from flipgate.github.inputs import Settings, export_model_keys
 from flipgate.github.sticky import CommentMode, Published, body_limit, publish
 from flipgate.github.workflow import Workflow
-from flipgate.gitrefs import Git
+from flipgate.git.repository import Git
 from flipgate.model import Conclusion, Report
-from flipgate.progress import LOG_EVERY, PeriodicLines
+from flipgate.output.progress import LOG_EVERY, PeriodicLines
 from flipgate.settings import Settings as RunSettings
 
 # Both inside the workspace: later steps can upload the outputs, actions/cache can keep the cache.
@@ -297,7 +300,7 @@ def evaluate(settings: Settings, run_settings: RunSettings, api: RepoAPI, workfl
     if settings.shard is not None:
         return evaluate_shard(settings, run_settings, workflow, pull, check=check, options=options)
     if settings.merge is not None:
-        from flipgate.shards import merged_check
+        from flipgate.run.shards import merged_check
 
         check = merged_check(settings.workspace / settings.merge)
         e2e = None  # a merge of partials has no end-to-end run to add
@@ -374,11 +377,11 @@ def evaluate_shard(settings: Settings, run_settings: RunSettings, workflow: Work
     """One part of a sharded run: write its partial for the merge job; no comment, no status."""
     from functools import partial
 
-    from flipgate.shards import Shard
+    from flipgate.run.shards import Shard
 
     shard = Shard.parse(settings.shard or "")
     if check is None:
-        from flipgate.pipeline import run_check as check
+        from flipgate.run.pipeline import run_check as check
     outcome = run_check_safely(settings, run_settings, workflow, pull,
                                check=partial(check, shard=shard), options=options)
     give_workspace_back(settings.workspace, workflow, options)
@@ -418,7 +421,7 @@ def run_check_safely(settings: Settings, run_settings: RunSettings, workflow: Wo
         ensure_commits(workspace, [pull.base_sha, pull.head_sha],
                        git=Git(run_settings.git_environment()))
         if check is None:
-            from flipgate.pipeline import run_check as check
+            from flipgate.run.pipeline import run_check as check
         # The check's log may echo text from the PR or the model: commands off meanwhile.
         with workflow.commands_off():
             try:

@@ -22,10 +22,10 @@ from collections.abc import Callable
 from enum import StrEnum
 from typing import Protocol
 
-from flipgate.config import GITHUB_COMMENT_LIMIT
+from flipgate.config.schema import GITHUB_COMMENT_LIMIT
 from flipgate.github.api import IssueComment
 from flipgate.github.event import PullRequest
-from flipgate.render import MARKER
+from flipgate.output.comment import MARKER
 
 LEGACY_MARKER = MARKER  # `<!-- flipgate -->`: what the comment template writes first
 _SHA_MARKER = re.compile(r"<!-- flipgate:sha=([0-9a-fA-F]{7,64}) -->")

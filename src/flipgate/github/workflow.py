@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
-from flipgate.config import STEP_SUMMARY_LIMIT
+from flipgate.config.schema import STEP_SUMMARY_LIMIT
 
 _SUMMARY_CUT_NOTE = "\n\n_flipgate: the step summary was cut at GitHub's 1 MiB limit; " \
                     "report.json has everything._\n"

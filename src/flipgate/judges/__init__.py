@@ -10,13 +10,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from flipgate.config import AZURE_ENGINE, OPENAI_ENGINE, PROVIDERS, Config, JudgeConfig, second_judge
+from flipgate.config.schema import AZURE_ENGINE, OPENAI_ENGINE, PROVIDERS, Config, JudgeConfig, second_judge
 from flipgate.errors import InputError
 
 if TYPE_CHECKING:
     from flipgate.judges.base import Judge
     from flipgate.model import JudgeInfo
-    from flipgate.runtime import Runtime
+    from flipgate.llm.runtime import Runtime
     from flipgate.settings import Settings
 
 
@@ -97,7 +97,7 @@ def make_second_judge(config: Config, *, runtime: Runtime, settings: Settings,
 def _llm_judge(config: Config, judge: JudgeConfig, *, provider: str, runtime: Runtime,
                settings: Settings, info: JudgeInfo, purpose: str) -> Judge:
     from flipgate.judges.openai_judge import OpenAIJudge
-    from flipgate.llm import LazyClient, RetryPolicy, azure_endpoint, openai_endpoint
+    from flipgate.llm.client import LazyClient, RetryPolicy, azure_endpoint, openai_endpoint
 
     endpoint = (openai_endpoint(judge.base_url, settings=settings) if provider == "openai"
                 else azure_endpoint(judge.azure_endpoint, judge.api_version, deployment=judge.model,

@@ -31,12 +31,12 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from flipgate.config import AZURE_ENGINE
+from flipgate.config.schema import AZURE_ENGINE
 from flipgate.errors import FlipgateError, InputError
 from flipgate.judges.base import EMPTY_ANSWER
 from flipgate.judges.openai_judge import OpenAIJudge, describe_api_error
 from flipgate.judges.replies import SCORE_MAX, SCORE_MIN, strip_lead_in
-from flipgate.llm import Budget, Endpoint, Limiter, Usage
+from flipgate.llm.client import Budget, Endpoint, Limiter, Usage
 from flipgate.model import Case, JudgeInfo, Relevance, Score, Statements
 from flipgate.settings import Settings
 

@@ -31,10 +31,12 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from flipgate import evidence, figures
-from flipgate.config import OFFLINE_MODEL, Config
-from flipgate.escaping import quoted
-from flipgate.evidence import (
+from flipgate.verdict import evidence
+
+from flipgate.verdict import figures
+from flipgate.config.schema import OFFLINE_MODEL, Config
+from flipgate.text.escaping import quoted
+from flipgate.verdict.evidence import (
     Analysis,
     Kind,
     analyse,
@@ -45,7 +47,7 @@ from flipgate.evidence import (
     lexical_statements,
     split_statements,
 )
-from flipgate.figures import Figure, extract_figures, same_fact
+from flipgate.verdict.figures import Figure, extract_figures, same_fact
 from flipgate.judges.base import EMPTY_ANSWER
 from flipgate.model import Case, JudgeInfo, Relevance, Score, Statements
 

@@ -1,4 +1,4 @@
-"""The LLM judge on the wire: groundedness, relevance and fluency over `flipgate.llm.LLM`.
+"""The LLM judge on the wire: groundedness, relevance and fluency over `flipgate.llm.client.LLM`.
 
 Every request is a chat completion in JSON mode to the pinned judge model,
 with the inputs verbatim in the messages (prompts.py). A reply that breaks
@@ -6,7 +6,7 @@ its rubric's shape is asked again once, with the very same request (the
 `LLM` never caches a rejected reply, so the second ask reaches the server);
 if it is still bad, or the API fails after the LLM door's retries, the
 row gets a judge error. Nothing here raises for one row's failure, except
-`flipgate.llm.BudgetExceeded`, which stops the run.
+`flipgate.llm.client.BudgetExceeded`, which stops the run.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import math
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from flipgate.config import DEFAULT_QUESTIONS
+from flipgate.config.schema import DEFAULT_QUESTIONS
 from flipgate.judges import prompts
 from flipgate.judges.base import EMPTY_ANSWER, RUBRIC_VERSION
 from flipgate.judges.replies import (
@@ -26,9 +26,9 @@ from flipgate.judges.replies import (
     read_score,
     read_statements,
 )
-from flipgate.llm import LLM, is_api_error
+from flipgate.llm.client import LLM, is_api_error
 from flipgate.model import Case, JudgeInfo, Relevance, Score, Statements
-from flipgate.workpool import map_bounded, pool_size
+from flipgate.llm.workpool import map_bounded, pool_size
 
 if TYPE_CHECKING:
     import openai
@@ -54,7 +54,7 @@ def describe_api_error(exc: openai.OpenAIError, *, retries: int | None) -> str:
     (`retries=None`: a caller that retries on its own and says so itself)."""
     import openai
 
-    from flipgate.llm import attempts_note, provider_message
+    from flipgate.llm.client import attempts_note, provider_message
 
     attempts = "" if retries is None else f" ({attempts_note(exc, retries)})"
     if isinstance(exc, openai.APITimeoutError):
@@ -208,7 +208,7 @@ class OpenAIJudge:
 
     def _stop_if_fatal(self, exc: BaseException, *, model: str, role: str) -> None:
         """A refusal no retry can fix (401, 403, 404, 400) stops the whole run at once."""
-        from flipgate.llm import failure_of, is_fatal
+        from flipgate.llm.client import failure_of, is_fatal
 
         if is_fatal(exc):
             raise failure_of(exc, endpoint=self.llm.endpoint, model=model, role=role,

@@ -2,7 +2,7 @@
 
 A reply that does not say exactly what the rubric asked for is a judge error,
 never a score. The readers raise `JudgeReplyError` with a message fit for the
-report; `flipgate.llm.LLM.chat(validate=...)` uses the same readers, so a
+report; `flipgate.llm.client.LLM.chat(validate=...)` uses the same readers, so a
 rejected reply is never cached.
 """
 
@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from flipgate.escaping import snippet
+from flipgate.text.escaping import snippet
 from flipgate.model import Score, Statement, StatementLabel
 
 SCORE_MIN, SCORE_MAX = 1, 5

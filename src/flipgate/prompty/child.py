@@ -33,7 +33,7 @@ from flipgate.errors import InputError, Problem, SecurityError
 from flipgate.model import Case
 from flipgate.prompty.frontmatter import InputSpec, Prompty, data_files, inherit, parse_prompty, with_inputs
 from flipgate.prompty.render import Rendered, referenced_files, render_values
-from flipgate.sandbox import Limits
+from flipgate.prompty.sandbox import Limits
 
 # What the child may see of the environment: enough to start Python and run git.
 # An allowlist, because secrets hide under any name (GH_PAT, DATABASE_URL, a proxy
@@ -218,7 +218,7 @@ def with_bases(prompty: Prompty, read: Any, depth: int = 0) -> Prompty:
 
 
 def _referenced_json(prompty: Prompty, reference: str, read: Any) -> Any:
-    from flipgate.endpoint_lock import load_file_reference
+    from flipgate.generator.endpoint_lock import load_file_reference
 
     return load_file_reference(reference, prompty=prompty, read=read, what="inputs")
 
@@ -226,7 +226,7 @@ def _referenced_json(prompty: Prompty, reference: str, read: Any) -> Any:
 def _job(request: dict[str, Any], limits: Limits) -> dict[str, Any]:
     from pathlib import Path
 
-    from flipgate import gitrefs
+    from flipgate.git import repository as gitrefs
 
     repo, sha = Path(request["repo"]), request["sha"]
 
@@ -245,7 +245,7 @@ def _job(request: dict[str, Any], limits: Limits) -> dict[str, Any]:
         files = files | extra_files | data_files(prompty)
         return {"prompty": _prompty_to_json(prompty), "files": sorted(files), "complete": complete}
     if request["job"] == "sample":
-        from flipgate.dryrun import sample_values
+        from flipgate.run.sample import sample_values
 
         _plain_json(prompty)
         values = {"sample": sample_values(prompty, read=read)}

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from flipgate.errors import InputError, Problem, SecurityError
-from flipgate.textinput import decode_utf8, load_yaml_located
+from flipgate.text.parsing import decode_utf8, load_yaml_located
 
 FORMATS = ("jinja2", "mustache")
 # v2 input kinds whose value is not text but structure (a conversation, a media part).

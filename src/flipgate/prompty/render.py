@@ -41,8 +41,8 @@ from flipgate.prompty.messages import (
     split_v2,
     thread_marks,
 )
-from flipgate.sandbox import Limits, Refused, check_template, make_environment
-from flipgate.textinput import decode_utf8
+from flipgate.prompty.sandbox import Limits, Refused, check_template, make_environment
+from flipgate.text.parsing import decode_utf8
 
 Reader = Callable[[str], "bytes | None"]
 

@@ -30,10 +30,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from flipgate.cases import json_lines
+from flipgate.config.cases import json_lines
 from flipgate.errors import InputError, Problem
 from flipgate.recording.sources import Observation, Reading, parse_timestamp
-from flipgate.textinput import decode_utf8
+from flipgate.text.parsing import decode_utf8
 
 OPERATION = "gen_ai.operation.name"
 INPUT_MESSAGES = "gen_ai.input.messages"

@@ -29,7 +29,7 @@ from typing import Any
 from flipgate.errors import InputError, Problem
 from flipgate.model import Case
 from flipgate.recording.sources import Observation
-from flipgate.textinput import load_yaml_located
+from flipgate.text.parsing import load_yaml_located
 
 DEFAULT_PER_CATEGORY = 50
 DEFAULT_CATEGORY = "uncategorized"

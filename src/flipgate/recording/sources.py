@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from flipgate.cases import json_lines
+from flipgate.config.cases import json_lines
 from flipgate.errors import InputError, Problem
-from flipgate.report import read_report_json
+from flipgate.output.report import read_report_json
 
 FIELDS = ("query", "context", "category", "id", "timestamp")
 DEFAULT_FIELDS: dict[str, str] = {name: name for name in FIELDS}

@@ -1,0 +1,1 @@
+"""The judge measured against people's labels."""

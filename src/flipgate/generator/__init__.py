@@ -1,0 +1,1 @@
+"""The PR's generator held to the base's endpoint, and the replay through it."""

@@ -1,0 +1,1 @@
+"""The one door to git: argument lists, objects at a ref, exports."""

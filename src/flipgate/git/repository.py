@@ -1,0 +1,174 @@
+"""Reading a git ref without checking it out.
+
+Everything of a ref comes from git's object database (`rev-parse`,
+`ls-tree`, `cat-file`, `diff --name-only` between two trees): nothing of
+either ref is checked out, installed or executed. git runs with argument
+lists (never a shell) and `--end-of-options`, so a ref named `--output=x`
+is a ref, not an option.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import subprocess
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from flipgate.errors import InputError, Problem, SecurityError
+from flipgate.text.escaping import short
+
+# A file flipgate reads from a ref (config, cases, templates) larger than this
+# is refused rather than loaded into memory.
+MAX_BLOB_BYTES = 50 * 1024 * 1024
+
+
+class GitError(InputError):
+    """git could not do what we asked (not a repository, unknown object, ...)."""
+
+
+@dataclass(frozen=True)
+class Git:
+    """The one way flipgate runs git, for reading refs and for the action's fetch.
+
+    `environment` is what git runs in (`Settings.git_environment()`: no variable
+    that redirects it, no prompt). None inherits this process's environment
+    as it is, for a process whose environment was already cleaned (the
+    rendering child).
+    """
+
+    environment: Mapping[str, str] | None = field(default=None, repr=False)
+
+    def run(self, repo: str | os.PathLike[str], *args: str,
+            check: bool = True) -> subprocess.CompletedProcess[bytes]:
+        # In a Docker action the checkout belongs to the runner's user, not to us, and
+        # git refuses it as "dubious ownership". We trust exactly this one directory
+        # on every call, never every directory.
+        trusted = f"safe.directory={Path(repo).resolve()}"
+        env = dict(self.environment) if self.environment is not None else None
+        try:
+            result = subprocess.run(["git", "--no-pager", "-c", trusted, "-C", str(repo), *args],
+                                    capture_output=True, env=env, check=False)
+        except FileNotFoundError:
+            raise GitError("git is not installed (flipgate reads refs with git)") from None
+        if check and result.returncode != 0:
+            message = result.stderr.decode("utf-8", "replace").strip().splitlines()
+            raise GitError(f"git {args[0]} failed in {repo}: "
+                           f"{message[-1] if message else 'no output'}")
+        return result
+
+
+def safe_path(path: str, *, source: str | None = None) -> str:
+    """A repository-relative POSIX path, or a SecurityError when it could leave the repository.
+
+    `source` names what asked for the path (a template, the config) in the message.
+    """
+    where = source or path
+    if not path or "\x00" in path:
+        raise SecurityError(Problem(where, None, f"invalid path {path!r}"))
+    if path.startswith("/") or "\\" in path or (len(path) > 1 and path[1] == ":"):
+        raise SecurityError(Problem(where, None,
+                                    f"path {path!r} must be relative to the repository"))
+    normal = posixpath.normpath(path)
+    if normal == ".." or normal.startswith("../") or normal == ".":
+        raise SecurityError(Problem(where, None, f"path {path!r} leaves the repository"))
+    if normal == ".git" or normal.startswith(".git/"):
+        raise SecurityError(Problem(where, None, f"path {path!r} is inside .git"))
+    return normal
+
+
+def resolve(repo: Path, ref: str, *, git: Git = Git()) -> str:
+    """The commit SHA a ref names; InputError (exit 2) when there is no such commit."""
+    if not ref or ref.startswith("-") or "\x00" in ref:
+        raise InputError(f"invalid git ref {ref!r}")
+    top = git.run(repo, "rev-parse", "--git-dir", check=False)
+    if top.returncode != 0:
+        raise InputError(f"{repo} is not a git repository")
+    result = git.run(repo, "rev-parse", "--verify", "--quiet", "--end-of-options",
+                  f"{ref}^{{commit}}", check=False)
+    sha = result.stdout.decode().strip()
+    if result.returncode != 0 or not sha:
+        shallow = git.run(repo, "rev-parse", "--is-shallow-repository", check=False)
+        hint = (" (this clone is shallow: fetch the ref, e.g. actions/checkout with "
+                "fetch-depth: 0)") if shallow.stdout.strip() == b"true" else ""
+        raise InputError(f"git ref {ref!r} does not name a commit in {repo}{hint}")
+    return sha
+
+
+def _entry(repo: Path, sha: str, path: str, git: Git) -> tuple[str, str, str] | None:
+    """(mode, type, object id) of a path in a commit's tree, or None when absent."""
+    result = git.run(repo, "ls-tree", "-z", "--full-tree", "--end-of-options", sha, "--", path)
+    for record in result.stdout.split(b"\x00"):
+        if not record:
+            continue
+        meta, _, name = record.partition(b"\t")
+        if name.decode("utf-8", "surrogateescape") == path:
+            mode, kind, oid = meta.decode().split()
+            return mode, kind, oid
+    return None
+
+
+def read(repo: Path, sha: str, path: str, *, git: Git = Git()) -> bytes | None:
+    """A file's bytes at a commit, or None when the commit has no such file.
+
+    A directory, a submodule or a symbolic link at that path is an InputError:
+    a link's target is never followed (it could point outside the repository).
+    """
+    path = safe_path(path)
+    entry = _entry(repo, sha, path, git)
+    if entry is None:
+        return None
+    mode, kind, oid = entry
+    where = f"{path}@{short(sha)}"
+    if kind != "blob":
+        raise InputError(Problem(where, None, f"is a {'directory' if kind == 'tree' else kind}, "
+                                 "expected a file"))
+    if mode == "120000":
+        raise SecurityError(Problem(where, None, "is a symbolic link; flipgate does not follow links"))
+    size = int(git.run(repo, "cat-file", "-s", oid).stdout.decode().strip())
+    if size > MAX_BLOB_BYTES:
+        raise InputError(Problem(where, None, f"is {size} bytes; more than flipgate reads "
+                                 f"({MAX_BLOB_BYTES})"))
+    return git.run(repo, "cat-file", "blob", oid).stdout
+
+
+def read_required(repo: Path, sha: str, path: str, *, ref: str | None = None,
+                  git: Git = Git()) -> bytes:
+    """Like `read`, but a missing file is an InputError naming the ref."""
+    data = read(repo, sha, path, git=git)
+    if data is None:
+        label = f"{ref} ({short(sha)})" if ref and ref != sha else short(sha)
+        raise InputError(Problem(path, None, f"not found at git ref {label}"))
+    return data
+
+
+def changed_paths(repo: Path, base: str, head: str, *, git: Git = Git()) -> list[str]:
+    """Paths that differ between two commits' trees (added, removed, modified, renamed)."""
+    result = git.run(repo, "diff", "--name-only", "-z", "--no-renames", "--no-ext-diff",
+                  "--no-textconv", "--end-of-options", base, head, "--")
+    return sorted({_path_text(p) for p in result.stdout.split(b"\x00") if p})
+
+
+def _path_text(raw: bytes) -> str:
+    """A path git listed, as text that can be written anywhere (report.json, a comment).
+
+    git stores names as bytes; one that is not UTF-8 shows its odd bytes as `\\xff`.
+    Such a name is never one flipgate reads back (templates and configs name files
+    in UTF-8 text), so it only has to match `watch` rules and be shown.
+    """
+    return raw.decode("utf-8", "backslashreplace")
+
+
+
+def export_tree(repo: Path, sha: str, destination: Path, *, git: Git = Git()) -> Path:
+    """The files of commit `sha` written under `destination` (git archive), for a trusted
+    command of that commit to run in. Never used for the head ref: its files are data."""
+    import io
+    import tarfile
+
+    result = git.run(repo, "archive", "--format=tar", "--end-of-options", sha)
+    destination.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(fileobj=io.BytesIO(result.stdout)) as archive:
+        archive.extractall(destination, filter="data")  # no links or paths out of `destination`
+    return destination

@@ -1,0 +1,144 @@
+"""The texts flipgate writes itself in GitHub mode: replies, notices, status descriptions.
+
+Pure functions of their arguments. Anything a user or a model wrote is shown
+only inside a code span or a fenced block sized to its content, where
+Markdown, HTML and @-mentions are inert. Replies never start with
+`/flipgate`, so one can never be read as a command.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+from flipgate.verdict import gate
+from flipgate.text.escaping import fence, inline_code, plural, short, shorten
+from flipgate.github.event import PullRequest
+from flipgate.model import Conclusion, Report
+
+STATUS_LIMIT = 140  # GitHub refuses a longer commit status description
+_CODE_BLOCK_LIMIT = 50_000  # of a comment's 65,536 characters
+NO_CHANGE = "no prompt or model change"
+WAITING_FOR_COMMAND = "waiting for a maintainer's `/flipgate run`"
+
+USAGE = """\
+**flipgate** answers these commands, typed at the start of a pull request comment
+by someone with write access to the repository:
+
+| command | what it does |
+|---|---|
+| `/flipgate run` | run the check on the pull request's head as it was when you wrote the command |
+| `/flipgate run SHA` | run the check on that commit of the pull request (7 or more hex digits) |
+| `/flipgate help` | show this message |
+
+A push after your command is not evaluated under it; comment again for newer commits.
+"""
+
+
+def code_block(text: str) -> str:
+    """`text` as a fenced block that nothing inside it can close (the comment's own
+    `fence` filter: a fence longer than any backtick run, every line break a LF)."""
+    return fence(text, limit=_CODE_BLOCK_LIMIT, info="text")
+
+
+# -- commit status -----------------------------------------------------------
+
+def status_description(report: Report) -> str:
+    """One line, at most 140 characters, that says what the counts say."""
+    if report.conclusion is Conclusion.SKIPPED:
+        return NO_CHANGE
+    counts = report.counts
+    lead = {Conclusion.SUCCESS: "passed", Conclusion.FAILURE: "blocked",
+            Conclusion.ERROR: "could not finish"}[report.conclusion]
+    details = [kind.status.of(counts[kind.count_field]) for kind in gate.KINDS
+               if counts[kind.count_field]]
+    if not details:
+        details = ["see the comment" if report.conclusion is Conclusion.ERROR else "no regressions"]
+    return shorten(f"{lead}: {plural(counts.cases, 'case')}; " + ", ".join(details), STATUS_LIMIT)
+
+
+def pending_description(pull: PullRequest) -> str:
+    return f"evaluating {short(pull.head_sha)}…"
+
+
+def failure_description(kind: str) -> str:
+    return shorten(f"could not run: {kind}; see the workflow run", STATUS_LIMIT)
+
+
+# -- comments ----------------------------------------------------------------
+
+def could_not_run_comment(*, head_sha: str, kind: str, detail: str) -> str:
+    """The sticky comment's body when the check failed before it had a report."""
+    return (f"### flipgate could not run\n\n"
+            f"The check of {inline_code(short(head_sha))} stopped: {kind}. "
+            f"Nothing was gated, and the commit status says `error`.\n\n"
+            f"{code_block(detail)}\n\n"
+            f"Fix the problem and push, or ask a maintainer for `/flipgate run`.\n")
+
+
+def usage_reply(unknown: str | None) -> str:
+    lead = f"I did not understand {inline_code('/flipgate ' + unknown)}.\n\n" if unknown else ""
+    return lead + USAGE
+
+
+def refusal_reply(*, author: str, permission: str) -> str:
+    return (f"Sorry, {inline_code(author)} has {inline_code(permission)} access to this "
+            f"repository; `/flipgate run` needs `write`, `maintain` or `admin`. "
+            f"Nothing was run.\n")
+
+
+def pinned_reply(*, evaluated: str, by: str, current_head: str) -> str:
+    """The reply when the commit evaluated is not the PR's head now."""
+    return (f"Evaluating {inline_code(evaluated)} ({by}). The pull request's head is now "
+            f"{inline_code(current_head)}; commits pushed after the command are not evaluated "
+            f"under it and keep their own status. For those, comment `/flipgate run` again, "
+            f"or `/flipgate run {short(current_head)}` to name one.\n")
+
+
+def unpinned_reply(why: str) -> str:
+    """The reply when no commit may be evaluated under the command."""
+    return (f"Nothing was run: {why}. Name the commit to evaluate with "
+            f"`/flipgate run SHA` (one of this pull request's commits).\n")
+
+
+def fork_cannot_run(pull: PullRequest) -> str:
+    """Why a `pull_request` run from a fork does nothing (log and step summary)."""
+    return (f"flipgate did not evaluate pull request #{pull.number}: its head comes from a "
+            f"fork, and GitHub gives `pull_request` runs from forks neither secrets (no model "
+            f"key) nor a token that may post comments or statuses. Use the "
+            f"`pull_request_target` workflow from flipgate's guide, or have a maintainer "
+            f"comment `/flipgate run` (handled by the `issue_comment` workflow).")
+
+
+def await_command(pull: PullRequest) -> str:
+    return (f"flipgate is waiting on pull request #{pull.number}: it comes from a fork and "
+            f"`fork-policy` is `require-command`, so it is evaluated only when a maintainer "
+            f"comments `/flipgate run`. The `flipgate` status stays pending until then.")
+
+
+# -- what the sticky comment says, in short ---------------------------------------
+
+# Appended to "flipgate: comment <published>" in the log, where the word alone is unclear.
+PUBLISHED_NOTES = {
+    "same-verdicts": " (comment: on-change, and the verdicts are those the comment shows)",
+    "disabled": " (comment: never; the step summary has the report)",
+    "migrated": " (an older flipgate's comment, now marked with this gate's status context)",
+    "not-created": " (nothing to gate, and no comment to update)",
+}
+
+
+def verdicts_fingerprint(report: Report, *, message: str | None = None) -> str:
+    """A short hash of what a reviewer would call "the verdicts": the conclusion, every
+    row's verdict, blocking flag and relevance drop, and why a run stopped. Scores,
+    reasons and usage may change between runs without the verdicts changing."""
+    rows = sorted((row.id, row.verdict.value, row.blocking, row.relevance_drop)
+                  for row in report.rows if gate.kind_of(row) is not None)
+    return _digest(json.dumps([report.conclusion.value, message or "", rows]))
+
+
+def fingerprint_of_text(text: str) -> str:
+    return _digest(text)
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]

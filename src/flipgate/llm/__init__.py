@@ -1,0 +1,1 @@
+"""The model client and what paces, caps, caches and pools its requests."""

@@ -1,0 +1,588 @@
+"""The one door to language models: chat completions and embeddings.
+
+Every model call of every command (judging, generating) goes through `LLM`,
+which adds what the openai client does not: one adaptive concurrency limit
+shared by the whole run (pacing.py), the on-disk cache, single flight for
+identical requests, the hard request/token budget (budget.py) and usage
+totals. The openai client keeps auth, endpoints (Azure's deployment URLs)
+and timeouts; retries are done here, so every wait happens outside the
+concurrency slot: 429s until `judge.max_wait`, other transient failures a
+counted number of times, anything else once. Bodies are sent prepared
+through the client's low-level `post` and replies read as plain dicts.
+
+The openai package is imported lazily, so `flipgate --help` never pays for it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import importlib
+import json
+import random
+import struct
+import sys
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
+from urllib.parse import urlsplit
+
+from flipgate.llm.budget import Budget, BudgetExceeded, chat_worst_case, embedding_worst_case
+from flipgate.llm.cache import Cache, cache_key
+from flipgate.config.schema import (
+    DEFAULT_EMBEDDING_BATCH,
+    DEFAULT_MAX_RETRIES,
+    DEFAULT_MAX_WAIT,
+    DEFAULT_OPENAI_BASE_URL,
+    DEFAULT_TIMEOUT_SECONDS,
+)
+from flipgate.errors import FlipgateError, IncompleteError, InputError
+from flipgate.llm.pacing import LONGEST_PAUSE, Limiter, retry_after
+from flipgate.settings import Settings
+
+if TYPE_CHECKING:
+    from openai import AsyncOpenAI
+
+# The probe: the smallest request that proves the key, the endpoint and the model.
+PROBE_VERSION = 1
+PROBE_TEXT = "flipgate probe"
+PROBE_MESSAGES = ({"role": "system", "content": "flipgate probe: reply with the JSON object "
+                                                '{"ok": true} and nothing else.'},
+                  {"role": "user", "content": "ping"})
+__all__ = ["FATAL_STATUSES", "LLM", "Budget", "BudgetExceeded", "Completion", "Endpoint",
+           "LazyClient", "Limiter", "ProviderError", "RetryPolicy", "Usage", "attempts_note",
+           "azure_endpoint", "describe_failure", "failure_of", "is_api_error", "make_client",
+           "openai_endpoint"]
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """Where requests go. Its identity is part of every cache key, so a reply
+    recorded from one server is never served for another."""
+
+    kind: str  # "openai" | "azure"
+    base_url: str
+    api_version: str | None = None
+    deployment: str | None = None
+
+    def identity(self) -> dict[str, str | None]:
+        parts = urlsplit(self.base_url)
+        identity: dict[str, str | None] = {
+            "kind": self.kind,
+            "scheme": parts.scheme,
+            "host": (parts.hostname or "").lower(),
+            "port": str(parts.port or (443 if parts.scheme == "https" else 80)),
+            "path": parts.path.rstrip("/"),
+        }
+        if self.kind == "azure":
+            identity.update(api_version=self.api_version, deployment=self.deployment)
+        return identity
+
+
+@dataclass(frozen=True)
+class Completion:
+    content: str
+    finish_reason: str | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached: bool = False
+    model: str | None = None               # the model (version) the provider says answered
+    system_fingerprint: str | None = None  # the provider's backend configuration, if it says
+
+
+# -- API failures, said once and plainly ------------------------------------------
+
+# HTTP statuses no retry can fix: a wrong key, a missing permission, a model or
+# deployment that does not exist, a request the provider refuses. The openai
+# client sends these once; the run stops at the first one.
+FATAL_STATUSES = frozenset({400, 401, 403, 404})
+# What the openai client retries: timeouts, conflicts, rate limits, server errors.
+_RETRIED_STATUSES = frozenset({408, 409, 429})
+
+
+class ProviderError(IncompleteError):
+    """A provider refused a request in a way no retry can fix: the run stops (exit 3)."""
+
+
+def is_fatal(exc: BaseException) -> bool:
+    import openai
+
+    return isinstance(exc, openai.APIStatusError) and exc.status_code in FATAL_STATUSES
+
+
+def attempts_note(exc: BaseException, retries: int) -> str:
+    """How often the request really went out: as `LLM._post` noted on the error, else as
+    the openai client retries."""
+    import openai
+
+    noted = getattr(exc, "flipgate_retries", None)
+    if noted is not None:
+        return noted or "sent once"
+    if isinstance(exc, openai.APIStatusError):
+        status = exc.status_code
+        retried = status in _RETRIED_STATUSES or status >= 500
+    else:
+        retried = isinstance(exc, openai.APIConnectionError)  # timeouts included
+    if not retried or not retries:
+        return "sent once"
+    return f"after {retries} retr{'y' if retries == 1 else 'ies'}"
+
+
+def provider_message(exc: BaseException) -> str:
+    """The provider's own words: `error.message` of its JSON body, else the client's."""
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict):
+        inner = body.get("error") if isinstance(body.get("error"), dict) else body
+        if isinstance(inner.get("message"), str) and inner["message"].strip():
+            return inner["message"].strip()
+    return str(getattr(exc, "message", None) or exc).strip()
+
+
+def describe_failure(exc: BaseException, *, endpoint: Endpoint, model: str, role: str,
+                     retries: int) -> str:
+    """One line with everything needed to fix a failed request: the HTTP status, the
+    host (the URL when nothing answered), the model or deployment and the provider's
+    message, with how often it was really sent. `role`: "judge model", "embeddings
+    model", "candidate model", ..."""
+    import openai
+
+    what = f"{role} {model}"
+    attempts = attempts_note(exc, retries)
+    if isinstance(exc, openai.APITimeoutError):
+        return f"{what}: no answer from {endpoint.base_url} in time ({attempts})"
+    if isinstance(exc, openai.APIConnectionError):
+        return f"{what}: could not connect to {endpoint.base_url} ({attempts})"
+    if isinstance(exc, openai.APIStatusError):
+        host = urlsplit(endpoint.base_url).netloc or endpoint.base_url
+        return (f"HTTP {exc.status_code} from {host} for the {what} ({attempts}): "
+                f"{provider_message(exc)}")
+    return f"{what}: {type(exc).__name__}: {exc}"
+
+
+def failure_of(exc: BaseException, *, endpoint: Endpoint, model: str, role: str,
+               retries: int) -> IncompleteError:
+    """The error that stops a run for a failed request: a `ProviderError` when no retry
+    could help, else a plain `IncompleteError`."""
+    text = describe_failure(exc, endpoint=endpoint, model=model, role=role, retries=retries)
+    return ProviderError(text) if is_fatal(exc) else IncompleteError(text)
+
+
+@dataclass
+class Usage:
+    requests: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    embedding_requests: int = 0
+
+    def as_dict(self) -> dict[str, int]:
+        return {"requests": self.requests, "prompt_tokens": self.prompt_tokens,
+                "completion_tokens": self.completion_tokens,
+                "embedding_requests": self.embedding_requests}
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """429s are retried until `max_wait` seconds have passed since the first try;
+    other transient failures (5xx, timeouts, lost connections) `max_retries` times.
+    Any other error (400, 401, 403, 404, ...) is sent once and raised."""
+
+    max_retries: int = DEFAULT_MAX_RETRIES
+    max_wait: float = DEFAULT_MAX_WAIT
+
+
+class LLM:
+    """Chat completions and embeddings against one endpoint, cached, paced and capped."""
+
+    def __init__(self, client: AsyncOpenAI | LazyClient, endpoint: Endpoint, *, limiter: Limiter,
+                 cache: Cache | None = None, budget: Budget | None = None,
+                 usage: Usage | None = None, retry: RetryPolicy | None = None,
+                 flights: dict[str, _Flight] | None = None,
+                 embedding_batch: int = DEFAULT_EMBEDDING_BATCH):
+        self.client = client
+        self.endpoint = endpoint
+        self.limiter = limiter
+        self.cache = cache
+        self.budget = budget or Budget()
+        self.usage = usage if usage is not None else Usage()
+        self.retry = retry or RetryPolicy()
+        # Identical requests in flight at once share one call (pass one dict for the whole run).
+        self.flights: dict[str, _Flight] = flights if flights is not None else {}
+        self.embedding_batch = embedding_batch
+
+    async def chat(self, *, model: str, messages: Sequence[Mapping[str, str]],
+                   params: Mapping[str, Any] | None = None,
+                   cache_tag: Mapping[str, Any] | None = None,
+                   validate: Callable[[str], object] | None = None) -> Completion:
+        """One chat completion. `cache_tag` adds what else distinguishes the
+        request for the cache (a rubric's version, the sample's index).
+
+        With `validate`, only replies it accepts (returns without raising) are
+        stored, and a stored reply it rejects is a miss: a judge's garbage is
+        never replayed from the cache, so retrying really asks again.
+        """
+        body: dict[str, Any] = {"model": model, "messages": [dict(m) for m in messages],
+                                **dict(params or {})}
+        key = {"endpoint": self.endpoint.identity(), "body": body, "tag": dict(cache_tag or {})}
+        digest = cache_key(key)
+        if self.cache is not None and (hit := self.cache.get_digest(digest)) is not None:
+            if _accepts(validate, hit.get("content", "")):
+                return Completion(**hit, cached=True)
+        return await _single_flight(self.flights, digest,
+                                    lambda: self._complete(body, digest=digest, validate=validate))
+
+    async def _complete(self, body: dict[str, Any], *, digest: str,
+                        validate: Callable[[str], object] | None) -> Completion:
+        worst_case = chat_worst_case(body, completion_ceiling=self.budget.completion_ceiling)
+        reply = await self._post("/chat/completions", body, worst_case=worst_case,
+                                 spent=_chat_tokens)
+        choices = reply.get("choices") or [{}]
+        choice = choices[0] if isinstance(choices[0], dict) else {}
+        message = choice.get("message") if isinstance(choice.get("message"), dict) else {}
+        usage = reply.get("usage") if isinstance(reply.get("usage"), dict) else {}
+        completion = Completion(
+            content=reply_text(message),
+            finish_reason=choice.get("finish_reason"),
+            prompt_tokens=_count(usage.get("prompt_tokens")),
+            completion_tokens=_count(usage.get("completion_tokens")),
+            model=reply.get("model") if isinstance(reply.get("model"), str) and reply.get("model") else None,
+            system_fingerprint=(reply.get("system_fingerprint")
+                                if isinstance(reply.get("system_fingerprint"), str)
+                                and reply.get("system_fingerprint") else None),
+        )
+        self.usage.requests += 1
+        self.usage.prompt_tokens += completion.prompt_tokens
+        self.usage.completion_tokens += completion.completion_tokens
+        if self.cache is not None and _accepts(validate, completion.content):
+            self.cache.put_digest(digest, {"content": completion.content,
+                                           "finish_reason": completion.finish_reason,
+                                           "prompt_tokens": completion.prompt_tokens,
+                                           "completion_tokens": completion.completion_tokens,
+                                           "model": completion.model,
+                                           "system_fingerprint": completion.system_fingerprint})
+        return completion
+
+    async def embed(self, *, model: str, texts: Sequence[str]) -> list[list[float]]:
+        """Embed many texts in as few requests as the provider's input limit allows.
+
+        Texts already in the cache are not sent; the rest go out in batches of
+        `embedding_batch`, concurrently under the shared limit.
+        """
+        vectors: dict[str, list[float]] = {}
+        missing: list[str] = []
+        for text in dict.fromkeys(texts):  # unique, order kept
+            key = self._embedding_key(model, text)
+            hit = self.cache.get(key) if self.cache is not None else None
+            if hit is not None:
+                vectors[text] = hit
+            else:
+                missing.append(text)
+
+        async def one_batch(batch: list[str]) -> None:
+            reply = await self._post("/embeddings", {"model": model, "input": batch,
+                                                      "encoding_format": "base64"},
+                                     worst_case=embedding_worst_case(batch), spent=_embedding_tokens)
+            data = reply.get("data")
+            if not isinstance(data, list) or len(data) != len(batch):
+                got = len(data) if isinstance(data, list) else 0
+                raise ValueError(f"embeddings: asked for {len(batch)} vectors, got {got}")
+            self.usage.embedding_requests += 1
+            self.usage.prompt_tokens += _embedding_tokens(reply) or 0
+            for item in data:
+                text = batch[item["index"]]
+                vectors[text] = _vector(item["embedding"])
+                if self.cache is not None:
+                    self.cache.put(self._embedding_key(model, text), vectors[text])
+
+        size = max(1, self.embedding_batch)
+        await asyncio.gather(*(one_batch(missing[i:i + size]) for i in range(0, len(missing), size)))
+        return [vectors[text] for text in texts]
+
+    async def probe(self, *, model: str, params: Mapping[str, Any], role: str,
+                    embedding_model: str | None = None) -> None:
+        """One cheap request to `model` (and one to `embedding_model`) before any real
+        work, so a wrong key, model or deployment stops the run before money is spent.
+        A success is cached like any reply, so a fully cached run still sends nothing."""
+        retries = self.retry.max_retries
+        try:
+            await self.chat(model=model, messages=PROBE_MESSAGES, params=params,
+                            cache_tag={"probe": PROBE_VERSION})
+        except FlipgateError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the client's errors, after its own retries
+            raise failure_of(exc, endpoint=self.endpoint, model=model, role=role,
+                             retries=retries) from None
+        if embedding_model is None:
+            return
+        try:
+            await self.embed(model=embedding_model, texts=[PROBE_TEXT])
+        except FlipgateError:
+            raise
+        except Exception as exc:  # noqa: BLE001
+            raise failure_of(exc, endpoint=self.endpoint, model=embedding_model,
+                             role="embeddings model", retries=retries) from None
+
+    def _embedding_key(self, model: str, text: str) -> dict[str, Any]:
+        return {"endpoint": self.endpoint.identity(), "embedding_model": model, "input": text}
+
+    async def _post(self, path: str, body: dict[str, Any], *, worst_case: int,
+                    spent: Callable[[dict[str, Any]], int | None]) -> dict[str, Any]:
+        """Send one prepared body until it succeeds or the retry policy gives up.
+
+        Every wait (a 429's pause, a backoff) happens outside the concurrency
+        slot. The budget holds the request's worst case while it is in flight.
+        """
+        import openai
+
+        client = self.client.get() if isinstance(self.client, LazyClient) else self.client
+        first_try = self.limiter.clock()
+        failures = 0
+        while True:
+            sent_at = await self.limiter.acquire()
+            backoff = 0.0
+            try:
+                self.budget.reserve(worst_case)
+                try:
+                    response = await client.post(
+                        path, body=body, cast_to=_raw_response_type(client),
+                        options={"max_retries": 0})
+                    reply = _json_object(response)
+                except openai.RateLimitError as exc:
+                    self.budget.cancel(worst_case)
+                    pause = self.limiter.throttled(sent_at=sent_at, headers=exc.response.headers)
+                    waited = self.limiter.clock() - first_try
+                    if waited + pause > self.retry.max_wait:
+                        _explain(exc, f"still rate limited after waiting {waited:.0f}s "
+                                      f"(judge.max_wait is {self.retry.max_wait:g}s)")
+                        raise
+                    continue
+                except openai.APIStatusError as exc:
+                    self.budget.settle(worst_case, spent=0)
+                    if not _transient(exc.status_code) or failures >= self.retry.max_retries:
+                        _explain(exc, _after(failures))
+                        raise
+                    failures += 1
+                    told = retry_after(exc.response.headers)
+                    backoff = min(told, LONGEST_PAUSE) if told else _backoff(failures)
+                    continue
+                except (openai.APIConnectionError, ValueError) as exc:
+                    # Sent, and maybe worked on: counted at its worst case.
+                    self.budget.settle(worst_case, spent=None)
+                    if isinstance(exc, ValueError) or failures >= self.retry.max_retries:
+                        _explain(exc, _after(failures))
+                        raise
+                    failures += 1
+                    backoff = _backoff(failures)
+                    continue
+                except BaseException:
+                    self.budget.settle(worst_case, spent=None)  # cancelled mid-flight: spent
+                    raise
+                self.budget.settle(worst_case, spent=spent(reply))
+                self.limiter.succeeded(response.headers)
+                return reply
+            finally:
+                self.limiter.release()
+                if backoff:
+                    await asyncio.sleep(backoff)
+
+
+@dataclass
+class _Flight:
+    task: asyncio.Future[Any]
+    waiters: int = 0
+
+
+async def _single_flight(flights: dict[str, _Flight], key: str,
+                         call: Callable[[], Awaitable[T]]) -> T:
+    """Run `call` once for every caller asking with the same key at the same time.
+
+    The call is cancelled only when every caller waiting on it is.
+    """
+    flight = flights.get(key)
+    if flight is None:
+        flight = _Flight(asyncio.ensure_future(call()))
+        flights[key] = flight
+
+        def forget(task: asyncio.Future[Any]) -> None:
+            if flights.get(key) is flight:
+                del flights[key]
+            if not task.cancelled():
+                task.exception()  # retrieved here; every waiter still sees it
+
+        flight.task.add_done_callback(forget)
+    flight.waiters += 1
+    try:
+        return await asyncio.shield(flight.task)
+    except asyncio.CancelledError:
+        if flight.waiters == 1 and not flight.task.done():
+            flight.task.cancel()
+        raise
+    finally:
+        flight.waiters -= 1
+
+
+def _raw_response_type(client: Any) -> type:
+    """The HTTP library's response class the SDK was built on: asking for it returns
+    the reply undecoded (headers included), skipping the SDK's model parsing."""
+    http = next(cls for cls in type(client._client).__mro__ if not cls.__module__.startswith("openai"))
+    return importlib.import_module(http.__module__.split(".")[0]).Response
+
+
+def _json_object(response: Any) -> dict[str, Any]:
+    try:
+        reply = json.loads(response.content)
+    except ValueError as exc:
+        raise ValueError(f"the reply is not JSON: {exc}") from None
+    if not isinstance(reply, dict):
+        raise ValueError("the reply is not a JSON object")
+    return reply
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+
+
+def _chat_tokens(reply: dict[str, Any]) -> int | None:
+    usage = reply.get("usage")
+    if not isinstance(usage, dict) or "prompt_tokens" not in usage:
+        return None  # unknown: the budget counts the worst case
+    return _count(usage.get("prompt_tokens")) + _count(usage.get("completion_tokens"))
+
+
+def _embedding_tokens(reply: dict[str, Any]) -> int | None:
+    usage = reply.get("usage")
+    if not isinstance(usage, dict) or "total_tokens" not in usage:
+        return None
+    return _count(usage.get("total_tokens"))
+
+
+def _vector(value: Any) -> list[float]:
+    """An embedding as floats, whether sent as a list or as base64 little-endian float32."""
+    if isinstance(value, str):
+        raw = base64.b64decode(value)
+        return list(struct.unpack(f"<{len(raw) // 4}f", raw))
+    return [float(x) for x in value]
+
+
+def _transient(status: int) -> bool:
+    return status >= 500 or status in (408, 409)
+
+
+def _backoff(failures: int) -> float:
+    return min(0.5 * 2 ** (failures - 1), 8.0) * (0.75 + 0.25 * random.random())
+
+
+def _after(failures: int) -> str:
+    return f"after {failures} retr{'y' if failures == 1 else 'ies'}" if failures else ""
+
+
+def _explain(exc: BaseException, how: str) -> None:
+    """Say on the error how hard it was tried, for the one-line account (`describe_api_error`)."""
+    exc.flipgate_retries = how  # type: ignore[attr-defined]
+
+
+def reply_text(message: Mapping[str, Any] | None) -> str:
+    """A reply (a plain-dict message) as text: its content, or, when the model answered with
+    tool calls, each call as `name(arguments)` on its own line, so it can still be judged
+    and diffed."""
+    if not message:
+        return ""
+    content = message.get("content")
+    if isinstance(content, str) and content:
+        return content
+    lines = []
+    for call in message.get("tool_calls") or []:
+        function = call.get("function") if isinstance(call, dict) else None
+        if isinstance(function, dict):
+            lines.append(f"tool call: {function.get('name')}({function.get('arguments') or ''})")
+    return "\n".join(lines)
+
+
+def _accepts(validate: Callable[[str], object] | None, content: str) -> bool:
+    if validate is None:
+        return True
+    try:
+        validate(content)
+    except Exception:  # noqa: BLE001 - any rejection means "do not trust this reply"
+        return False
+    return True
+
+
+def openai_endpoint(base_url: str | None, *, settings: Settings) -> Endpoint:
+    """The endpoint an OpenAI client would use: explicit, else OPENAI_BASE_URL, else api.openai.com."""
+    url = base_url or settings.openai_base_url or DEFAULT_OPENAI_BASE_URL
+    return Endpoint(kind="openai", base_url=url)
+
+
+def azure_endpoint(azure_endpoint_url: str | None, api_version: str | None,
+                   deployment: str | None = None, *, settings: Settings) -> Endpoint:
+    url = azure_endpoint_url or settings.azure_openai_endpoint
+    if not url:
+        raise InputError("azure needs an endpoint: set azure_endpoint or AZURE_OPENAI_ENDPOINT")
+    version = api_version or settings.openai_api_version
+    if not version:
+        raise InputError("azure needs an api_version: set api_version or OPENAI_API_VERSION")
+    return Endpoint(kind="azure", base_url=url, api_version=version, deployment=deployment)
+
+
+def make_client(endpoint: Endpoint, *, settings: Settings, timeout: float = DEFAULT_TIMEOUT_SECONDS,
+                max_retries: int = DEFAULT_MAX_RETRIES) -> AsyncOpenAI:
+    """Build the real openai client for an endpoint, with its own retries and timeout.
+
+    The key comes only from the environment, never from a file the PR controls.
+    """
+    key = _api_key(endpoint, settings)
+    import openai  # lazy: keeps `flipgate --help` fast
+
+    if endpoint.kind == "azure":
+        return openai.AsyncAzureOpenAI(azure_endpoint=endpoint.base_url, api_key=key,
+                                       api_version=endpoint.api_version,
+                                       timeout=timeout, max_retries=max_retries)
+    return openai.AsyncOpenAI(base_url=endpoint.base_url, api_key=key,
+                              timeout=timeout, max_retries=max_retries)
+
+
+def _api_key(endpoint: Endpoint, settings: Settings) -> str:
+    if endpoint.kind == "azure":
+        key = settings.azure_openai_api_key
+        if not key:
+            raise InputError("azure needs AZURE_OPENAI_API_KEY in the environment")
+        return key
+    key = settings.openai_api_key
+    if not key:
+        raise InputError("openai needs OPENAI_API_KEY in the environment "
+                         "(any value works for a local OpenAI-compatible server)")
+    return key
+
+
+class LazyClient:
+    """An openai client built (and the SDK imported) only when a request is really sent,
+    so a run whose every reply is cached never loads the SDK."""
+
+    def __init__(self, endpoint: Endpoint, *, settings: Settings,
+                 timeout: float = DEFAULT_TIMEOUT_SECONDS, max_retries: int = DEFAULT_MAX_RETRIES):
+        _api_key(endpoint, settings)  # a missing key is bad input now, before any work
+        self.endpoint, self.settings = endpoint, settings
+        self.timeout, self.max_retries = timeout, max_retries
+        self._client: AsyncOpenAI | None = None
+
+    def get(self) -> AsyncOpenAI:
+        if self._client is None:
+            self._client = make_client(self.endpoint, settings=self.settings, timeout=self.timeout,
+                                       max_retries=self.max_retries)
+        return self._client
+
+    async def close(self) -> None:
+        if self._client is not None:
+            await self._client.close()
+
+    def is_closed(self) -> bool:
+        """True when no connection is open: never built, or built and closed."""
+        return self._client is None or self._client.is_closed()
+
+
+def is_api_error(exc: BaseException) -> bool:
+    """An error from the openai client (if the SDK was never imported, none can be)."""
+    openai = sys.modules.get("openai")
+    return openai is not None and isinstance(exc, openai.OpenAIError)

@@ -1,0 +1,256 @@
+"""How fast a run may ask: one adaptive concurrency limit and the provider's own pacing.
+
+The `Limiter` is shared by every model call of a run. It hands out slots
+(requests in flight) under a limit that moves between 1 and the configured
+maximum: halved when the provider answers 429 (at most once per round trip:
+only a request sent after the last cut can cut again), and grown back by one
+after each window of as many successes as the current limit (AIMD).
+
+Waiting never holds a slot. A 429's `Retry-After` (or `x-ratelimit-reset-*`,
+or a short backoff when the provider says nothing) pauses new sends for the
+whole run, and `x-ratelimit-remaining-*` headers pace sends before the
+provider has to refuse any: no requests left means wait for the reset, few
+left means space the sends at the provider's refill rate.
+
+The header readers below are pure functions; the limiter takes its clock as
+an argument so its decisions can be tested without sleeping.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import math
+import random
+import re
+import time
+from collections import deque
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from flipgate.config.schema import DEFAULT_CONCURRENCY
+
+# When a 429 says nothing about when to come back: short first, doubling, capped.
+BACKOFF_FIRST = 0.25
+BACKOFF_MAX = 8.0
+# Sends are spaced this much wider than the refill rate the headers suggest.
+PACING_MARGIN = 1.1
+# A provider's reset hint is trusted only up to this long (a broken header must not park the run).
+LONGEST_PAUSE = 120.0
+
+_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
+
+
+def parse_duration(text: str | None) -> float | None:
+    """Seconds from an `x-ratelimit-reset-*` value: "1s", "6m0s", "20ms", "1h2m3.5s" or "0.5"."""
+    if text is None:
+        return None
+    text = text.strip().lower()
+    try:
+        seconds = float(text)
+        return seconds if math.isfinite(seconds) and seconds >= 0 else None
+    except ValueError:
+        pass
+    parts = _DURATION_PART.findall(text)
+    if not parts or "".join(n + unit for n, unit in parts) != text:
+        return None
+    scale = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+    return sum(float(number) * scale[unit] for number, unit in parts)
+
+
+def retry_after(headers: Mapping[str, str], *, now: Callable[[], float] = time.time) -> float | None:
+    """Seconds to wait from `retry-after-ms` or `Retry-After` (seconds or an HTTP date)."""
+    milliseconds = parse_duration(headers.get("retry-after-ms"))
+    if milliseconds is not None:
+        return milliseconds / 1000
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    seconds = parse_duration(value)
+    if seconds is not None:
+        return seconds
+    try:
+        moment = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    return max(0.0, moment.timestamp() - now())
+
+
+def _number(headers: Mapping[str, str], name: str) -> float | None:
+    try:
+        value = float(headers.get(name, ""))
+    except ValueError:
+        return None
+    return value if math.isfinite(value) and value >= 0 else None
+
+
+@dataclass(frozen=True)
+class Window:
+    """One `x-ratelimit-*` family ("requests" or "tokens") as a reply reported it."""
+
+    limit: float | None
+    remaining: float
+    reset: float | None  # seconds until the window is full again
+
+    @property
+    def refill_rate(self) -> float | None:
+        """Units per second the provider gives back, when the headers say enough to know."""
+        if self.limit is None or self.reset is None or self.reset <= 0 or self.remaining >= self.limit:
+            return None
+        return (self.limit - self.remaining) / self.reset
+
+
+def rate_window(headers: Mapping[str, str], unit: str) -> Window | None:
+    remaining = _number(headers, f"x-ratelimit-remaining-{unit}")
+    if remaining is None:
+        return None
+    return Window(limit=_number(headers, f"x-ratelimit-limit-{unit}"), remaining=remaining,
+                  reset=parse_duration(headers.get(f"x-ratelimit-reset-{unit}")))
+
+
+def rate_limit_pause(headers: Mapping[str, str], *, streak: int) -> float:
+    """How long a 429 asks the whole run to hold off: the provider's word, else a backoff."""
+    told = retry_after(headers)
+    if told is None:
+        resets = [w.reset for unit in ("requests", "tokens")
+                  if (w := rate_window(headers, unit)) is not None and w.remaining <= 0
+                  and w.reset is not None]
+        told = max(resets) if resets else None
+    if told is not None:
+        return min(told, LONGEST_PAUSE)
+    backoff = min(BACKOFF_FIRST * 2 ** min(streak, 16), BACKOFF_MAX)
+    return backoff * (0.75 + 0.25 * random.random())
+
+
+@dataclass
+class Limiter:
+    """The run's shared, adaptive concurrency limit (see the module docstring)."""
+
+    limit: int = DEFAULT_CONCURRENCY  # the configured maximum
+    clock: Callable[[], float] = field(default=time.monotonic, repr=False)
+    current: int = 0  # the limit in force now, 1..limit
+    active: int = 0
+    peak: int = 0
+    rate_limited: int = 0  # 429 replies seen
+    lowest: int = 0  # the lowest `current` reached
+    resume_at: float = 0.0  # no new request starts before this
+    spacing: float = 0.0  # seconds between request starts while the provider is nearly out
+    _next_start: float = 0.0
+    _last_cut: float = -math.inf
+    _streak: int = 0
+    _successes: int = 0
+    _waiters: deque[asyncio.Future[None]] = field(default_factory=deque, repr=False)
+
+    def __post_init__(self) -> None:
+        self.limit = max(1, self.limit)
+        self.current = self.current or self.limit
+        self.lowest = self.lowest or self.current
+
+    # -- slots
+
+    async def acquire(self) -> float:
+        """Wait for a slot (never holding one while waiting); returns the send time."""
+        while True:
+            now = self.clock()
+            start = max(self.resume_at, self._next_start if self.spacing else 0.0)
+            if start > now:
+                await asyncio.sleep(start - now)
+                continue
+            if self.active < self.current:
+                self.active += 1
+                self.peak = max(self.peak, self.active)
+                if self.spacing:
+                    # Keep to the schedule: a late start lets the next one come up to half
+                    # a slot sooner, but an idle spell never saves up a burst.
+                    self._next_start = max(self._next_start, now - self.spacing / 2) + self.spacing
+                return now
+            waiter = asyncio.get_running_loop().create_future()
+            self._waiters.append(waiter)
+            try:
+                await waiter
+            except asyncio.CancelledError:
+                if waiter in self._waiters:
+                    self._waiters.remove(waiter)
+                elif waiter.done() and not waiter.cancelled():
+                    self._wake()  # pass on the wake-up this task will not use
+                raise
+
+    def release(self) -> None:
+        self.active -= 1
+        self._wake()
+
+    def _wake(self) -> None:
+        free = self.current - self.active
+        while free > 0 and self._waiters:
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                free -= 1
+
+    async def __aenter__(self) -> None:
+        await self.acquire()
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.release()
+
+    # -- what the provider said
+
+    def succeeded(self, headers: Mapping[str, str] | None = None) -> None:
+        """A reply came back: grow by one per window of successes, and pace from its headers."""
+        self._streak = 0
+        self._successes += 1
+        if self._successes >= self.current and self.current < self.limit:
+            self.current += 1
+            self._successes = 0
+            self._wake()
+        if headers:
+            self._pace(headers)
+
+    def throttled(self, *, sent_at: float, headers: Mapping[str, str]) -> float:
+        """A 429: cut the limit (once per round trip) and pause new sends; returns the pause."""
+        self.rate_limited += 1
+        now = self.clock()
+        fresh = sent_at >= self._last_cut
+        if fresh:
+            self.current = max(1, self.current // 2)
+            self.lowest = min(self.lowest, self.current)
+            self._last_cut = now
+            self._successes = 0
+        pause = rate_limit_pause(headers, streak=self._streak)
+        if fresh:
+            self._streak += 1
+        self.resume_at = max(self.resume_at, now + pause)
+        return pause
+
+    def _pace(self, headers: Mapping[str, str]) -> None:
+        now = self.clock()
+        spacing = 0.0
+        for unit in ("requests", "tokens"):
+            window = rate_window(headers, unit)
+            if window is None:
+                continue
+            if window.remaining <= 0 and window.reset is not None:
+                # Out: wait until one comes back (the reset is when *all* have come back).
+                rate = window.refill_rate
+                wait = 1.0 / rate if rate else window.reset
+                self.resume_at = max(self.resume_at, now + min(wait, LONGEST_PAUSE))
+            if unit == "requests" and window.remaining < 2 * self.limit:
+                # Nearly out (requests in flight will take some of what is left):
+                # send no faster than the provider refills.
+                rate = window.refill_rate
+                if rate:
+                    # A little slower than the estimate: `remaining` is rounded down, so the
+                    # estimate runs high.
+                    spacing = max(spacing, PACING_MARGIN / rate)
+                elif window.reset:
+                    spacing = max(spacing, window.reset / max(window.remaining, 1.0))
+        self.spacing = min(spacing, LONGEST_PAUSE)
+
+    # -- for progress lines and the report
+
+    def describe(self) -> str:
+        return f"concurrency {self.current}/{self.limit}, 429s {self.rate_limited}"
+
+    def stats(self) -> dict[str, int]:
+        return {"max_concurrency": self.limit, "lowest_concurrency": self.lowest,
+                "peak_in_flight": self.peak, "rate_limited": self.rate_limited}

@@ -1,0 +1,1 @@
+"""What a run writes: comment.md, report.json, the terminal view and progress."""

@@ -1,0 +1,33 @@
+"""Writing a run's results: report.json, comment.md and the terminal summary."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from flipgate.config.schema import GITHUB_COMMENT_LIMIT
+from flipgate.model import Report
+from flipgate.output.comment import render_comment
+from flipgate.output.report import write_json
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+
+def write_outputs(report: Report, out_dir: str | Path, *, console: Console | None = None,
+                  comment_limit: int = GITHUB_COMMENT_LIMIT) -> str:
+    """Write both files into `out_dir`, print the summary table, return the comment Markdown.
+
+    The comment is rendered once, within `comment_limit` (what its consumer takes:
+    the action's sticky comment leaves room for its markers), so the comment
+    posted is the comment.md written."""
+    from flipgate.output.terminal import print_summary
+
+    directory = Path(out_dir)
+    directory.mkdir(parents=True, exist_ok=True)
+    write_json(report, directory / "report.json")
+    markdown = render_comment(report, max_chars=comment_limit)
+    (directory / "comment.md").write_text(markdown, encoding="utf-8")
+    if console is not None:
+        print_summary(report, console)
+    return markdown

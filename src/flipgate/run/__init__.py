@@ -1,0 +1,1 @@
+"""A run's steps: refs, the pipeline, scoring, shards and the dry-run sample."""

@@ -1,0 +1,446 @@
+"""The whole PR check on a local checkout: read the refs, replay both, gate, render.
+
+A plain sequence of steps. What the refs say (configuration, cases,
+generators, what changed) comes from `refs`; nothing is sent to any model
+until every check that can refuse the run has passed: change detection, the
+endpoint lock, and rendering every case of both generators in the sandbox.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from flipgate.verdict import gate
+from flipgate.config.schema import (
+    DEFAULT_CACHE_DIR,
+    DEFAULT_CONFIG,
+    DEFAULT_OUT_DIR,
+    GITHUB_COMMENT_LIMIT,
+    STATUS_PER_SUITE,
+    Config,
+)
+from flipgate.e2e.run import E2ERequest, e2e_wanted
+from flipgate.generator.endpoint_lock import Generator, LockedPair, lock
+from flipgate.errors import IncompleteError, InputError, Problem
+from flipgate.git.repository import Git
+from flipgate.judges import Judges, make_judges
+from flipgate.model import Answer, Case, Change, Conclusion, E2EReport, Report, Row, SuiteReport
+from flipgate.output.write import write_outputs
+from flipgate.prompty import Prompty, render_isolated
+from flipgate.run.refs import (
+    Inputs,
+    Ref,
+    Repo,
+    describe,
+    detect_change,
+    generator_path,
+    load_cases_for,
+    load_config_at,
+    load_generator,
+    require_generator,
+)
+from flipgate.generator.replay import PreparedGenerator, first_failure_cancels, replay
+from flipgate.llm.runtime import Runtime
+from flipgate.run.scoring import (
+    Scored,
+    build_report,
+    build_suites_report,
+    judge_info,
+    score_rows,
+    stopped_note,
+)
+from flipgate.settings import Settings
+from flipgate.run.shards import Shard, SuitePart, write_partial
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from flipgate.output.progress import Progress
+
+
+@dataclass
+class CheckResult:
+    report: Report
+    markdown: str                # comment.md as written: the comment to post
+    exit_code: int
+    message: str | None = None   # why the run stopped early (exit 3), for stderr
+    partial: Path | None = None  # a shard's partial.json, instead of report.json and comment.md
+
+
+def with_concurrency(config: Config, concurrency: int | None) -> Config:
+    """`--concurrency` wins over the configuration's `concurrency`."""
+    return config if concurrency is None else dataclasses.replace(config, concurrency=concurrency)
+
+
+def open_repo(path: Path, settings: Settings) -> Repo:
+    return Repo(Path(path).resolve(), Git(settings.git_environment()))
+
+
+def prepare(repo: Repo, refs: dict[str, Ref], generators: dict[str, Generator],
+            cases: list[Case], *, environ: Mapping[str, str],
+            strict_undefined: bool = False) -> dict[str, PreparedGenerator]:
+    """Render every case of each side in the sandbox (in parallel child processes)."""
+    with ThreadPoolExecutor(max_workers=len(generators)) as pool:
+        futures = {side: pool.submit(render_isolated, generator.prompty, cases, repo=repo.path,
+                                     sha=refs[side].sha, environ=environ,
+                                     strict_undefined=strict_undefined)
+                   for side, generator in generators.items()}
+        return {side: PreparedGenerator(generator=generators[side], rendered=future.result())
+                for side, future in futures.items()}
+
+
+def undefined_notes(prepared: Mapping[str, PreparedGenerator]) -> list[str]:
+    """A warning per generator whose template met undefined variables (rendered empty,
+    as the reference runtime does), so a typo still shows."""
+    notes = []
+    for prepared_side in prepared.values():
+        undefined = prepared_side.rendered.undefined
+        if not undefined:
+            continue
+        shown = "; ".join(f"'{name}' ({len(ids)} {'case' if len(ids) == 1 else 'cases'}, "
+                          f"e.g. {ids[0]})" for name, ids in sorted(undefined.items())[:10])
+        notes.append(f"Warning: {prepared_side.generator.prompty.source} uses variables that were "
+                     f"undefined and rendered empty: {shown}. Set generator.strict_undefined: true "
+                     "to make this an error.")
+    return notes
+
+
+def lock_generators(repo: Repo, base: Ref, head: Ref, *, config: Config,
+                    base_generator: Prompty | None, head_generator: Prompty,
+                    settings: Settings) -> LockedPair:
+    """The endpoint lock, with the base configuration's generator endpoint and each ref's files."""
+    return lock(base_generator, head_generator, settings=settings,
+                endpoint=config.generator_options.endpoint, config_source=config.source,
+                read_base=repo.reader(base), read_head=repo.reader(head))
+
+
+async def _replay_and_score(*, inputs: Inputs, pair: LockedPair,
+                            prepared: dict[str, PreparedGenerator], runtime: Runtime,
+                            settings: Settings, judge: Judges) -> Scored:
+    from flipgate.llm.client import LazyClient
+
+    # One cheap request to the judge (and its embeddings model) before any
+    # generation: a wrong key, endpoint or model stops the run here. Cached like
+    # any reply, so a later suite's probe sends nothing again.
+    await judge.probe()
+    client = LazyClient(pair.baseline.endpoint, settings=settings)
+    try:
+        cases = inputs.cases
+        side = {"client": client, "runtime": runtime, "debug": settings.debug}
+        if pair.adopted:
+            candidate = await replay(cases, prepared["candidate"], purpose="candidate", **side)
+            baseline: dict[str, Answer] = dict(candidate)
+        else:
+            baseline, candidate = await first_failure_cancels([
+                replay(cases, prepared["baseline"], purpose="baseline", **side),
+                replay(cases, prepared["candidate"], purpose="candidate", **side),
+            ])
+    finally:
+        await client.close()
+    return await score_rows(cases=cases, baseline=baseline, candidate=candidate,
+                            config=inputs.config, judge=judge.first, second=judge.second,
+                            mode=judge.mode, progress=runtime.progress)
+
+
+async def _end_to_end(*, repo: Repo, base: Ref, inputs: Inputs, pair: LockedPair,
+                      refs: dict[str, Ref], sides: dict[str, Generator], frozen: list[Row],
+                      runtime: Runtime, settings: Settings, judge: str | None,
+                      request: E2ERequest, cache_dir: Path | None,
+                      environ: Mapping[str, str]) -> E2EReport:
+    """The end-to-end run: the same generation and judging as the frozen run, on live contexts."""
+    from flipgate.e2e.run import run_e2e
+
+    async def gate_cases(live_cases: list[Case]) -> list[Row]:
+        prepared = await asyncio.to_thread(
+            prepare, repo, refs, sides, live_cases, environ=environ,
+            strict_undefined=inputs.config.generator_options.strict_undefined)
+        live_judge = make_judges(inputs.config, runtime=runtime, settings=settings, provider=judge)
+        scored = await _replay_and_score(inputs=dataclasses.replace(inputs, cases=live_cases),
+                                         pair=pair, prepared=prepared, runtime=runtime,
+                                         settings=settings, judge=live_judge)
+        return scored.rows
+
+    assert inputs.config.e2e is not None
+    return await run_e2e(config=inputs.config.e2e, source=inputs.config.source, repo=repo.path,
+                         git=repo.git, base_sha=base.sha, cases=inputs.cases, frozen=frozen,
+                         request=request, cache_dir=cache_dir, limit=inputs.config.concurrency,
+                         gate_cases=gate_cases, progress=runtime.progress)
+
+
+@dataclass
+class Planned:
+    """One suite after every check that can refuse the run: skipped (`pair` None) or
+    ready to replay."""
+
+    inputs: Inputs
+    path: str
+    notes: list[str]
+    total: int = 0                    # the suite's cases, before a shard took its part
+    positions: list[int] = field(default_factory=list)  # where the part's cases stood
+    pair: LockedPair | None = None
+    prepared: dict[str, PreparedGenerator] | None = None
+    change: Change | None = None
+    refs: dict[str, Ref] = field(default_factory=dict)
+    sides: dict[str, Generator] = field(default_factory=dict)
+
+
+def plan_suite(git_repo: Repo, base_ref: Ref, head_ref: Ref, inputs: Inputs, *,
+               changed: list[str], settings: Settings, shard: Shard | None = None,
+               with_e2e: bool = False) -> Planned:
+    """Detect the suite's change; when it has one, lock its endpoint and render every case
+    (with `shard`, only the shard's part of the suite's cases)."""
+    config = inputs.config
+    total = len(inputs.cases)
+    positions = list(range(total))
+    if shard is not None:
+        inputs.cases, positions = shard.select(inputs.cases)
+    path = generator_path(config)
+    environ = settings.environ
+    base_generator = load_generator(git_repo, base_ref, path, environ=environ)
+    head_generator = require_generator(git_repo, head_ref, path, environ=environ)
+    detected = detect_change(config=config, path=path, changed=changed,
+                             base_generator=base_generator, head_generator=head_generator)
+    if not detected.relevant:
+        note = (f"No change to the generator ({path}), the files it includes, or a watched "
+                "path: nothing to gate, no model was called.")
+        more = (["No end-to-end run either: with nothing to gate there is no frozen verdict to "
+                 "compare with."] if with_e2e else [])
+        return Planned(inputs=inputs, path=path,
+                       notes=[note, *inputs.notes, *detected.notes, *more],
+                       total=total, positions=positions)
+    pair = lock_generators(git_repo, base_ref, head_ref, config=config,
+                           base_generator=base_generator.prompty if base_generator else None,
+                           head_generator=head_generator.prompty, settings=settings)
+    refs = {"baseline": base_ref, "candidate": head_ref}
+    sides = {"candidate": pair.candidate} if pair.adopted else \
+        {"baseline": pair.baseline, "candidate": pair.candidate}
+    prepared = prepare(git_repo, refs, sides, inputs.cases, environ=environ,
+                       strict_undefined=config.generator_options.strict_undefined)
+    loaded = frozenset().union(*(p.rendered.loaded for p in prepared.values()))
+    change = describe(git_repo, base_ref, head_ref, path=path, files=detected.relevant, pair=pair,
+                      inputs=inputs, includes=detected.includes | loaded)
+    notes = [*inputs.notes, *detected.notes, *pair.notes, *undefined_notes(prepared)]
+    return Planned(inputs=inputs, path=path, notes=notes, pair=pair, prepared=prepared,
+                   change=change, total=total, positions=positions, refs=refs, sides=sides)
+
+
+async def check(*, repo: Path, base: str, head: str, settings: Settings,
+                config_path: str = DEFAULT_CONFIG, out_dir: Path = Path(DEFAULT_OUT_DIR),
+                cache_dir: Path | None = Path(DEFAULT_CACHE_DIR), judge: str | None = None,
+                comment_limit: int = GITHUB_COMMENT_LIMIT, console: Console | None = None,
+                progress: Progress | None = None, concurrency: int | None = None,
+                suites: Sequence[str] = (), shard: Shard | None = None,
+                e2e: E2ERequest | None = None) -> CheckResult:
+    """`run_check`, for callers that already run an event loop. `concurrency` (`--concurrency`)
+    wins over the configuration's. `suites`: only those of the config's suites. With `shard`,
+    only that part of the cases is evaluated and a partial is written for `flipgate merge`.
+    `e2e`: also the end-to-end run (live retrieval), asked for at the edge; it never changes
+    the exit code (a configuration without suites only)."""
+    git_repo = open_repo(repo, settings)
+    base_ref, head_ref = git_repo.ref(base), git_repo.ref(head)
+    changed = git_repo.changed(base_ref, head_ref)
+    trusted = load_config_at(git_repo, base_ref, head_ref, config_path)
+    config = with_concurrency(trusted.config, concurrency)
+    with_e2e = e2e_wanted(config, trusted=trusted.from_base, request=e2e) and not config.suites
+    environ = settings.environ
+    # Every suite is read, detected, locked and rendered before any request.
+    planned = [plan_suite(git_repo, base_ref, head_ref,
+                          load_cases_for(git_repo, trusted, narrowed, head_ref, changed=changed),
+                          changed=changed, settings=settings, shard=shard, with_e2e=with_e2e)
+               for narrowed in config.suite_configs(suites)]
+
+    async def end_to_end(one: Planned, frozen: list[Row]) -> E2EReport:
+        assert e2e is not None and one.pair is not None
+        return await _end_to_end(repo=git_repo, base=base_ref, inputs=one.inputs, pair=one.pair,
+                                 refs=one.refs, sides=one.sides, frozen=frozen, runtime=runtime,
+                                 settings=settings, judge=judge, request=e2e,
+                                 cache_dir=cache_dir, environ=environ)
+
+    runtime = Runtime.from_config(config, cache_dir=cache_dir, progress=progress)
+    reports: list[Report] = []
+    messages: list[str] = []
+    if all(one.pair is None for one in planned):
+        info = judge_info(config, judge)
+        reports = [build_report(config=one.inputs.config, judge=info, cases=len(one.inputs.cases),
+                                conclusion=Conclusion.SKIPPED, notes=one.notes, usage={},
+                                cache={"hits": 0, "misses": 0}, head_sha=head_ref.sha)
+                   for one in planned]
+    else:
+        # The run's judges, built before any generation: a judge that cannot be
+        # set up stops the run before anything is paid for. One set for every suite.
+        the_judge = make_judges(config, runtime=runtime, settings=settings, provider=judge)
+        async with contextlib.aclosing(the_judge):
+            for one in planned:
+                report, message = await _evaluate(one, runtime=runtime, settings=settings,
+                                                  judge=the_judge, head_sha=head_ref.sha,
+                                                  end_to_end=end_to_end if with_e2e else None)
+                reports.append(report)
+                if message:
+                    messages.append(message)
+    if config.suites:
+        report = build_suites_report(
+            [SuiteReport(name=one.inputs.config.suite or "", report=part)
+             for one, part in zip(planned, reports, strict=True)],
+            notes=trusted.notes, usage=runtime.usage_report(), cache=runtime.cache_stats(),
+            head_sha=head_ref.sha, relevance_threshold=config.relevance.threshold,
+            strict=config.gate.strict, per_suite_status=config.status == STATUS_PER_SUITE)
+    else:
+        report = reports[0]
+    runtime.fill_report(report)
+    message = "; ".join(messages) or None
+    if shard is not None:
+        # Each suite's cases are split alike; a partial keeps the suites apart.
+        fingerprint: dict[str, Any] = {"base_sha": base_ref.sha, "head_sha": head_ref.sha,
+                                       "configuration": config_path}
+        if config.suites:  # the suites selected (--suite): a merge needs the same ones
+            fingerprint["suites"] = [one.inputs.config.suite for one in planned]
+        fingerprint.update(cases=sum(one.total for one in planned),
+                           judge=f"{report.judge.provider}/{report.judge.model}")
+        path = write_partial(report, out_dir, shard=shard, positions=planned[0].positions,
+                             total=fingerprint["cases"], fingerprint=fingerprint,
+                             stopped=message is not None,
+                             suites=[SuitePart(part.name, part.report, one.total, one.positions)
+                                     for one, part in zip(planned, report.suites, strict=True)]
+                             if config.suites else [])
+        # Judge errors on rows are part of the result; only a part that stopped fails its job.
+        return CheckResult(report=report, markdown="", message=message, partial=path,
+                           exit_code=3 if message is not None else 0)
+    markdown = write_outputs(report, out_dir, console=console, comment_limit=comment_limit)
+    return CheckResult(report=report, markdown=markdown, exit_code=gate.exit_code(report.conclusion),
+                       message=message)
+
+
+async def _evaluate(one: Planned, *, runtime: Runtime, settings: Settings, judge: Judges,
+                    head_sha: str,
+                    end_to_end: Callable[[Planned, list[Row]], Awaitable[E2EReport]] | None = None,
+                    ) -> tuple[Report, str | None]:
+    """One suite's report: skipped, or replayed and scored (or stopped: `error`)."""
+    config = one.inputs.config
+    cases = len(one.inputs.cases)
+    if one.pair is None or one.prepared is None:
+        return build_report(config=config, judge=judge.info, cases=cases,
+                            conclusion=Conclusion.SKIPPED, notes=one.notes, usage={},
+                            cache={"hits": 0, "misses": 0}, head_sha=head_sha), None
+    notes = list(one.notes)
+    message = scored = None
+    try:
+        scored = await _replay_and_score(inputs=one.inputs, pair=one.pair, prepared=one.prepared,
+                                         runtime=runtime, settings=settings, judge=judge)
+    except IncompleteError as exc:
+        message = str(exc)
+        notes.append(stopped_note(message))
+        if end_to_end is not None:
+            notes.append("No end-to-end run: the frozen run it is compared with could not finish.")
+    live = None
+    if end_to_end is not None and scored is not None:
+        live = await end_to_end(one, scored.rows)
+    report = build_report(config=config, judge=judge.info, cases=cases, scored=scored,
+                          conclusion=None if scored is not None else Conclusion.ERROR,
+                          notes=notes, change=one.change, usage=runtime.usage_report(),
+                          cache=runtime.cache_stats(), head_sha=head_sha)
+    report.e2e = live
+    return report, message
+
+
+def run_check(**kwargs: Any) -> CheckResult:
+    """The whole PR check: detect the change, replay both refs, gate, write the outputs
+    (the keyword arguments of `check`).
+
+    Bad input or a refused pull request raises InputError / SecurityError
+    (exit 2) before any request. A run that cannot finish (an API failed
+    after retries, the budget ran out) still writes a report with conclusion
+    `error` and returns exit code 3 with `message` saying why.
+    """
+    return asyncio.run(check(**kwargs))
+
+
+# --- one ref (`flipgate replay`) ----------------------------------------------------
+
+@dataclass
+class ReplayResult:
+    cases: list[Case]
+    answers: dict[str, Answer]
+    usage: dict[str, dict[str, int]]
+    cache: dict[str, int] | None
+    notes: list[str] = field(default_factory=list)
+
+
+async def replay_ref(*, repo: Path, ref: str, settings: Settings,
+                     config_path: str = DEFAULT_CONFIG,
+                     cache_dir: Path | None = Path(DEFAULT_CACHE_DIR),
+                     progress: Progress | None = None, suite: str | None = None,
+                     concurrency: int | None = None) -> ReplayResult:
+    """Every case's answer from the generator at one ref (configuration and cases of that ref);
+    with several suites, the one named `suite` (needed unless there is only one)."""
+    from flipgate.llm.client import LazyClient
+
+    git_repo = open_repo(repo, settings)
+    at = git_repo.ref(ref)
+    trusted = load_config_at(git_repo, at, at, config_path)
+    inputs = load_cases_for(git_repo, trusted,
+                            with_concurrency(one_suite(trusted.config, suite), concurrency), at)
+    config = inputs.config
+    path = generator_path(config)
+    generator = require_generator(git_repo, at, path, environ=settings.environ).prompty
+    # One ref: its own configuration is the trusted one.
+    pair = lock_generators(git_repo, at, at, config=config, base_generator=generator,
+                           head_generator=generator, settings=settings)
+    prepared = prepare(git_repo, {"generation": at}, {"generation": pair.baseline}, inputs.cases,
+                       environ=settings.environ,
+                       strict_undefined=config.generator_options.strict_undefined)
+    runtime = Runtime.from_config(config, cache_dir=cache_dir, progress=progress)
+    client = LazyClient(pair.baseline.endpoint, settings=settings)
+    try:
+        answers = await replay(inputs.cases, prepared["generation"], client=client, runtime=runtime,
+                               purpose="generation", debug=settings.debug)
+    finally:
+        await client.close()
+    return ReplayResult(cases=inputs.cases, answers=answers, usage=runtime.usage_report(),
+                        cache=runtime.cache_stats(), notes=undefined_notes(prepared))
+
+
+def one_suite(config: Config, suite: str | None) -> Config:
+    """The configuration narrowed to the suite named (to its only suite, or itself without
+    `suites:`); several suites and no name is bad input."""
+    narrowed = config.suite_configs([suite] if suite else [])
+    if len(narrowed) > 1:
+        raise InputError(Problem(config.source, None, "several suites: name one with "
+                                 f"--suite ({', '.join(c.suite or '' for c in narrowed)})"))
+    return narrowed[0]
+
+
+def replay_sample(*, repo: Path, ref: str, settings: Settings, config_path: str | None = None,
+                  generator: str | None = None, suite: str | None = None) -> dict[str, Any]:
+    """`replay --sample`: the request the generator at `ref` would send for its own sample.
+    The generator is `generator` (a repository path) or the configuration's (the suite's)."""
+    from flipgate.git import repository as gitrefs
+    from flipgate.run.sample import sample_request
+    from flipgate.run.refs import read_config
+
+    git_repo = open_repo(repo, settings)
+    at = git_repo.ref(ref)
+    config = None
+    if config_path is not None or generator is None:
+        path = gitrefs.safe_path(config_path or DEFAULT_CONFIG)
+        config = read_config(git_repo, at, path)
+        if config is None and generator is None:
+            raise InputError(Problem(path, None, f"not found at git ref {ref} (or name the "
+                                     "Prompty file with --generator)"))
+        if config is not None:
+            config = one_suite(config, suite)
+    if generator is not None:
+        path = gitrefs.safe_path(generator)
+    else:
+        assert config is not None
+        path = generator_path(config)
+    options = config.generator_options if config is not None else None
+    return sample_request(repo=git_repo, ref=at, path=path, environ=settings.environ,
+                          endpoint=options.endpoint if options else None,
+                          strict_undefined=options.strict_undefined if options else False)

@@ -1,0 +1,236 @@
+"""What the refs say: configuration, cases, generators and what changed between them.
+
+Everything is read from git objects through one `Repo` (the one git runner
+underneath); nothing of either ref is checked out. The configuration and the
+cases come from the base ref (the head's only when the base has none yet), so
+a pull request never weakens the gate that judges it.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from flipgate.verdict import changes
+
+from flipgate.git import repository as gitrefs
+from flipgate.config.cases import parse_cases
+from flipgate.config.schema import Config, parse_config
+from flipgate.generator.endpoint_lock import LockedPair, check_adopted_config
+from flipgate.errors import InputError, Problem
+from flipgate.text.escaping import short
+from flipgate.git.repository import Git
+from flipgate.model import Case, Change
+from flipgate.prompty import Inspected, inspect_isolated
+from flipgate.text.parsing import decode_utf8
+
+
+@dataclass(frozen=True)
+class Ref:
+    """A resolved ref: what the user typed and the commit it names."""
+
+    name: str
+    sha: str
+
+    @property
+    def label(self) -> str:
+        return short(self.sha)
+
+
+@dataclass(frozen=True)
+class Repo:
+    """A local repository, read through the one git runner."""
+
+    path: Path
+    git: Git
+
+    def ref(self, name: str) -> Ref:
+        return Ref(name, gitrefs.resolve(self.path, name, git=self.git))
+
+    def read(self, ref: Ref, path: str) -> bytes | None:
+        return gitrefs.read(self.path, ref.sha, path, git=self.git)
+
+    def read_required(self, ref: Ref, path: str) -> bytes:
+        return gitrefs.read_required(self.path, ref.sha, path, ref=ref.name, git=self.git)
+
+    def read_text(self, ref: Ref, path: str) -> str | None:
+        """A file as text for a diff (undecodable bytes replaced), or None when absent."""
+        data = self.read(ref, path)
+        return None if data is None else data.decode("utf-8", "replace")
+
+    def reader(self, ref: Ref) -> Callable[[str], bytes | None]:
+        return lambda path: self.read(ref, path)
+
+    def changed(self, base: Ref, head: Ref) -> list[str]:
+        return gitrefs.changed_paths(self.path, base.sha, head.sha, git=self.git)
+
+
+@dataclass
+class Inputs:
+    """What the run reads from the refs, and what it noticed on the way."""
+
+    config: Config
+    cases: list[Case]
+    notes: list[str] = field(default_factory=list)
+    config_diff: str | None = None
+    cases_diff: str | None = None
+    from_base: bool = True   # False when adopting: the head's configuration, never trusted to run
+
+
+def _read_config(repo: Repo, ref: Ref, config_path: str) -> tuple[Config, str] | None:
+    data = repo.read(ref, config_path)
+    if data is None:
+        return None
+    source = f"{config_path}@{ref.label}"
+    text = decode_utf8(data, source)
+    directory = posixpath.dirname(config_path) or "."
+    return parse_config(text, source=source, directory=directory), text
+
+
+def read_config(repo: Repo, ref: Ref, config_path: str) -> Config | None:
+    """The configuration at a ref, or None when the ref has none."""
+    loaded = _read_config(repo, ref, config_path)
+    return loaded[0] if loaded is not None else None
+
+
+def _head_cases_description(repo: Repo, head: Ref, path: str, base_cases: list[Case]) -> str:
+    data = repo.read(head, path)
+    if data is None:
+        return "the cases file is removed"
+    try:
+        head_cases = parse_cases(data, source=f"{path}@{head.label}")
+    except InputError as exc:
+        return f"the head's cases do not parse ({exc.problems[0]})"
+    return changes.describe_cases_change(base_cases, head_cases) or "only formatting changed"
+
+
+@dataclass(frozen=True)
+class TrustedConfig:
+    """The configuration that judges the run, and the ref its cases are read from."""
+
+    config: Config
+    source_ref: Ref
+    notes: list[str]
+    config_diff: str | None = None
+    from_base: bool = True  # False when adopting: the head's configuration
+
+
+def load_config_at(repo: Repo, base: Ref, head: Ref, config_path: str) -> TrustedConfig:
+    """The base's configuration (the head's only when the base has none yet)."""
+    config_path = gitrefs.safe_path(config_path)
+    trusted = _read_config(repo, base, config_path)
+    notes: list[str] = []
+    config_diff = None
+    source_ref = base
+    if trusted is None:
+        trusted = _read_config(repo, head, config_path)
+        if trusted is None:
+            where = (f"git ref {base.name}" if base.sha == head.sha
+                     else f"the base ({base.name}) or the head ({head.name})")
+            raise InputError(Problem(config_path, None, f"not found at {where}"))
+        source_ref = head
+        check_adopted_config(*trusted)
+        notes.append(f"The base has no {config_path}: this run uses the pull request's own "
+                     "configuration and cases (adopting flipgate).")
+    else:
+        head_text = repo.read_text(head, config_path)
+        if head_text != trusted[1]:
+            config_diff = changes.unified(trusted[1], head_text,
+                                          before_label=f"{config_path}@{base.label}",
+                                          after_label=f"{config_path}@{head.label}")
+            notes.append(f"This pull request changes {config_path}; the base's configuration "
+                         "judges it (a pull request cannot change the gate that judges it).")
+    return TrustedConfig(config=trusted[0], source_ref=source_ref, notes=notes,
+                         config_diff=config_diff, from_base=source_ref is base)
+
+
+def load_cases_for(repo: Repo, trusted: TrustedConfig, config: Config, head: Ref, *,
+                   changed: Collection[str] = ()) -> Inputs:
+    """One suite's cases (`config`: the trusted configuration, narrowed to the suite)."""
+    source_ref = trusted.source_ref
+    notes = list(trusted.notes)
+    cases_path = gitrefs.safe_path(config.path_of(config.cases), source=config.source)
+    cases_data = repo.read_required(source_ref, cases_path)
+    cases = parse_cases(cases_data, source=f"{cases_path}@{source_ref.label}")
+    cases_diff = None
+    if source_ref.sha != head.sha and cases_path in changed:
+        cases_diff = _head_cases_description(repo, head, cases_path, cases)
+        notes.append(f"This pull request changes {cases_path} ({cases_diff}); the base's cases "
+                     "are replayed.")
+    return Inputs(config=config, cases=cases, notes=notes, config_diff=trusted.config_diff,
+                  cases_diff=cases_diff, from_base=trusted.from_base)
+
+
+def load_inputs(repo: Repo, base: Ref, head: Ref, config_path: str, *,
+                changed: Collection[str] = ()) -> Inputs:
+    """Configuration and cases from the base ref; notes and diffs when the PR changes them
+    (`changed`: the paths that differ between the refs). One implicit suite."""
+    trusted = load_config_at(repo, base, head, config_path)
+    return load_cases_for(repo, trusted, trusted.config, head, changed=changed)
+
+
+def generator_path(config: Config) -> str:
+    if not config.generator:
+        raise InputError(Problem(config.source, None, "'generator' is required to replay "
+                                 "(the Prompty file of the prompt under test)"))
+    return gitrefs.safe_path(config.path_of(config.generator), source=config.source)
+
+
+def load_generator(repo: Repo, ref: Ref, path: str, *, environ: Mapping[str, str]) -> Inspected | None:
+    """The generator at a ref (parsed, its includes found, in the isolated child), or None
+    when the ref has none (the base, before adoption). This process only reads its bytes."""
+    data = repo.read(ref, path)
+    if data is None:
+        return None
+    return inspect_isolated(data, path=path, source=f"{path}@{ref.label}", repo=repo.path, sha=ref.sha,
+                            environ=environ)
+
+
+def require_generator(repo: Repo, ref: Ref, path: str, *, environ: Mapping[str, str]) -> Inspected:
+    data = repo.read_required(ref, path)
+    return inspect_isolated(data, path=path, source=f"{path}@{ref.label}", repo=repo.path, sha=ref.sha,
+                            environ=environ)
+
+
+@dataclass(frozen=True)
+class Detected:
+    """What the pull request changes that the gate cares about."""
+
+    relevant: list[str]          # changed paths that count; none: nothing to gate
+    includes: frozenset[str]     # files the generators include, at either ref
+    notes: list[str]
+
+
+def detect_change(*, config: Config, path: str, changed: Sequence[str],
+                  base_generator: Inspected | None, head_generator: Inspected) -> Detected:
+    """The relevant changed paths, from what the child found each generator reads."""
+    base_files, base_complete = ((base_generator.files, base_generator.complete)
+                                 if base_generator is not None else (frozenset(), True))
+    head_files, head_complete = head_generator.files, head_generator.complete
+    scope = changes.ChangeScope(generator=path, includes=(base_files | head_files) - {path},
+                                includes_complete=base_complete and head_complete,
+                                watch=config.watch, watch_root=config.directory)
+    relevant = changes.relevant_paths(changed, scope)
+    notes = []
+    if relevant and not scope.includes_complete:
+        notes.append("The generator includes a template whose name is computed, so every "
+                     "changed file counts as a prompt change.")
+    return Detected(relevant=relevant, includes=scope.includes, notes=notes)
+
+
+def describe(repo: Repo, base: Ref, head: Ref, *, path: str, files: list[str], pair: LockedPair,
+             inputs: Inputs, includes: frozenset[str]) -> Change:
+    """The change description: model and parameters old -> new, and the templates' diffs."""
+    base_prompty = None if pair.adopted else pair.baseline.prompty
+    templates: list[tuple[str, str | None, str | None]] = [
+        (path, base_prompty.body if base_prompty else None, pair.candidate.prompty.body)]
+    for include in sorted((includes & set(files)) - {path}):
+        templates.append((include, repo.read_text(base, include), repo.read_text(head, include)))
+    return changes.describe_change(
+        generator=path, files=files,
+        model=(None if pair.adopted else pair.baseline.model, pair.candidate.model),
+        parameters=({} if pair.adopted else pair.baseline.parameters, pair.candidate.parameters),
+        templates=templates, labels=(base.label, head.label),
+        config_diff=inputs.config_diff, cases_diff=inputs.cases_diff)

@@ -1,0 +1,45 @@
+"""`flipgate replay --sample`: what a generator would send for its own sample, sending nothing.
+
+The one ref is trusted (as in single-ref `replay`): `${env:...}` expands and
+`${file:...}` loads from the same ref. The sample is v1's `sample:` (inline
+or `${file:sample.json}`) or v2's input examples; declared v2 defaults fill
+the gaps, as the reference runtime fills them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from flipgate.config.schema import EndpointConfig
+from flipgate.generator.endpoint_lock import load_file_reference, trusted_request
+from flipgate.errors import InputError, Problem
+from flipgate.prompty import sample_isolated
+
+if TYPE_CHECKING:
+    from flipgate.run.refs import Ref, Repo
+
+
+def sample_values(prompty: Any, *, read: Any) -> dict[str, Any]:
+    """The generator's own sample inputs."""
+    values = prompty.sample_inputs()
+    if isinstance(prompty.sample, str):
+        loaded = load_file_reference(prompty.sample, prompty=prompty, read=read, what="sample")
+        if not isinstance(loaded, dict):
+            raise InputError(Problem(prompty.source, prompty.line_of("sample"),
+                                     "'sample' must load a JSON object"))
+        values = {**loaded, **values}
+    return prompty.with_defaults(values)
+
+
+def sample_request(*, repo: Repo, ref: Ref, path: str, environ: Mapping[str, str],
+                   endpoint: EndpointConfig | None = None,
+                   strict_undefined: bool = False) -> dict[str, Any]:
+    """`{"messages", "model", "parameters"}` for the generator at `path` of `ref`."""
+    data = repo.read_required(ref, path)
+    prompty, rendered = sample_isolated(data, path=path, source=f"{path}@{ref.label}", repo=repo.path,
+                                        sha=ref.sha, environ=environ, strict_undefined=strict_undefined)
+    model, parameters = trusted_request(prompty, environ=environ, endpoint=endpoint,
+                                        read=repo.reader(ref))
+    return {"messages": [dict(m) for m in rendered.messages["sample"]], "model": model,
+            "parameters": parameters}

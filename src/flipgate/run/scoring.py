@@ -1,0 +1,270 @@
+"""Scoring a run: ask the judges about every answer, then let gate.py decide.
+
+Each row follows the product's rule: groundedness of both answers, then a
+real second scoring when the candidate newly fell to ungrounded (the same
+judge again, a second-opinion judge, or both), one statement-level request
+for a flip a reviewer must read, and fluency only when the row is tied in an
+answering bucket. Every answer is checked for text addressed to the judge
+before any verdict is read. A fixed pool of workers pulls rows (no barrier
+between rows, memory bounded by the pool), beside one batched relevance pass
+for every answer of the run; the shared concurrency limit lives in the LLM layer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from flipgate.verdict import gate
+from flipgate.config.schema import Config
+from flipgate.errors import FlipgateError
+from flipgate.judges.base import EMPTY_ANSWER, Judge
+from flipgate.verdict.manipulation import find_manipulation
+from flipgate.model import (
+    Answer,
+    Case,
+    CategoryInfo,
+    Change,
+    Conclusion,
+    Evidence,
+    FluencySummary,
+    JudgeInfo,
+    Relevance,
+    Report,
+    Row,
+    Score,
+    Statements,
+    SuiteReport,
+)
+from flipgate.output.progress import JUDGING, Progress
+from flipgate.generator.replay import first_failure_cancels
+from flipgate.llm.workpool import map_bounded, pool_size
+
+
+async def _guard(call: Awaitable[Score]) -> Score:
+    """A judge must never raise for one row; if it does anyway, that is a judge error."""
+    try:
+        return await call
+    except FlipgateError:
+        raise  # budget exhausted and the like: the run stops
+    except Exception as exc:  # noqa: BLE001 - anything else is this row's judge error
+        return Score.failed(f"judge failed: {type(exc).__name__}: {exc}")
+
+
+async def _groundedness(judge: Judge, case: Case, response: str, *, sample: int) -> Score:
+    if not response.strip():
+        return EMPTY_ANSWER
+    return await _guard(judge.groundedness(case, response, sample=sample))
+
+
+async def _relevance(judge: Judge, items: Sequence[tuple[Case, str]]) -> list[Relevance]:
+    try:
+        results = await judge.relevance(items)
+        if len(results) != len(items):
+            raise ValueError(f"expected {len(items)} relevance results, got {len(results)}")
+    except FlipgateError:
+        raise
+    except Exception as exc:  # noqa: BLE001
+        results = [Relevance(score=None, error=f"relevance failed: {type(exc).__name__}: {exc}")
+                   for _ in items]
+    return results
+
+
+def _evidence(case: Case, response: str) -> Evidence:
+    from flipgate.verdict.evidence import find_unsupported  # pure, deterministic
+
+    return find_unsupported(case.context, response, query=case.query)
+
+
+@dataclass
+class Readings:
+    """Everything the judges said about one row."""
+
+    baseline: Score
+    candidate: Score
+    rescore: Score | None = None
+    second: Score | None = None
+    fluency: tuple[Score, Score] | None = None
+    statements: Statements | None = None
+
+
+async def _statements(judge: Judge, case: Case, response: str) -> Statements:
+    try:
+        return await judge.statements(case, response)
+    except FlipgateError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - this row's judge error, not the run's
+        return Statements(error=f"judge failed: {type(exc).__name__}: {exc}")
+
+
+# Judging progress: two steps a row, planned before the first request. The first is
+# done when both sides are scored, the second when the follow-up (confirmation and
+# statements, fluency, or nothing) is.
+JUDGING_STEPS_PER_ROW = 2
+
+
+async def _judge_row(judge: Judge, case: Case, baseline: Answer, candidate: Answer, *,
+                     second: Judge | None, mode: str, progress: Progress) -> Readings:
+    """One row's judging; its two progress steps are counted whatever happens."""
+    steps = [JUDGING_STEPS_PER_ROW]
+    try:
+        return await _readings(judge, case, baseline, candidate, second=second, mode=mode,
+                               progress=progress, steps=steps)
+    finally:
+        progress.advance(steps[0], JUDGING)
+
+
+async def _readings(judge: Judge, case: Case, baseline: Answer, candidate: Answer, *,
+                    second: Judge | None, mode: str, progress: Progress,
+                    steps: list[int]) -> Readings:
+    """One row's groundedness work, in the rule's order, with no barrier between rows:
+    both sides; then, if the candidate newly fell to ungrounded, its confirmation
+    (the same judge again, the second-opinion judge, or both); then one statement-
+    level request if the row is a flip a reviewer must read, or fluency if the row
+    is tied in an answering bucket. `steps`: progress steps still to count."""
+    base, cand = await asyncio.gather(
+        _groundedness(judge, case, baseline.response, sample=0),
+        _groundedness(judge, case, candidate.response, sample=0))
+    progress.advance(1, JUDGING)
+    steps[0] -= 1
+    readings = Readings(base, cand)
+    if base.value is None or cand.value is None:
+        return readings
+    before, after = gate.bucket_of(base.value), gate.bucket_of(cand.value)
+    if gate.needs_rescore(before, after):
+        wants_rescore, wants_second = gate.confirmations_needed(mode)
+        asks: list[Awaitable[Score]] = []
+        if wants_rescore:  # a fresh judge call (sample=1), never a cached verdict
+            asks.append(_groundedness(judge, case, candidate.response, sample=1))
+        if wants_second and second is not None:
+            asks.append(_groundedness(second, case, candidate.response, sample=0))
+        answers = list(await asyncio.gather(*asks))
+        readings.rescore = answers.pop(0) if wants_rescore else None
+        readings.second = answers.pop(0) if wants_second and second is not None else None
+    elif gate.is_tie(before, after):
+        fluency = await asyncio.gather(_guard(judge.fluency(baseline.response)),
+                                       _guard(judge.fluency(candidate.response)))
+        readings.fluency = (fluency[0], fluency[1])
+    verdict, _ = gate.classify(base, cand, readings.rescore, second=readings.second, mode=mode)
+    if gate.needs_statements(verdict):
+        readings.statements = await _statements(judge, case, candidate.response)
+    return readings
+
+
+@dataclass(frozen=True)
+class Scored:
+    """Every row of a run, classified, and the fluency tie-breaker over them."""
+
+    rows: list[Row]
+    fluency: FluencySummary | None = None
+
+
+async def score_rows(*, cases: Sequence[Case], baseline: Mapping[str, Answer],
+                     candidate: Mapping[str, Answer], config: Config, judge: Judge,
+                     progress: Progress, second: Judge | None = None,
+                     mode: str = gate.SAME_JUDGE, workers: int | None = None) -> Scored:
+    """Every row, classified, `workers` rows at a time (default: enough for
+    `config.concurrency` requests in flight). `second` is the second-opinion judge
+    that `mode` asks for."""
+    if mode != gate.SAME_JUDGE and second is None:
+        raise ValueError(f"confirmation mode {mode} needs a second-opinion judge")
+    workers = workers or pool_size(config.concurrency)
+    n = len(cases)
+    progress.add(JUDGING_STEPS_PER_ROW * n, JUDGING)  # planned before the first request
+    relevance_items = [(case, answers[case.id].response)
+                       for answers in (baseline, candidate) for case in cases]
+    # Rows go through a bounded pool; a failure that stops the run (a key the provider
+    # refuses, the budget) cancels the pool and the relevance batch at once, so nothing
+    # more is sent, and is raised.
+    judged, relevances = await first_failure_cancels([
+        map_bounded(lambda case: _judge_row(judge, case, baseline[case.id], candidate[case.id],
+                                            second=second, mode=mode, progress=progress),
+                    cases, workers=workers),
+        _relevance(judge, relevance_items)])
+
+    policy = gate.Policy(min_cases=config.gate.min_cases_per_category, strict=config.gate.strict,
+                         mode=mode)
+    sizes = gate.category_sizes(case.category for case in cases)
+    rows = []
+    for i, case in enumerate(cases):
+        readings: Readings = judged[i]
+        fluency = readings.fluency
+        before, after = baseline[case.id], candidate[case.id]
+        rows.append(gate.build_row(
+            case,
+            gate.side(before.response, readings.baseline, relevance=relevances[i],
+                      fluency=fluency[0] if fluency else None, finish_reason=before.finish_reason,
+                      manipulation=find_manipulation(before.response)),
+            gate.side(after.response, readings.candidate, relevance=relevances[n + i],
+                      rescore=readings.rescore, second_opinion=readings.second,
+                      statements=readings.statements,
+                      fluency=fluency[1] if fluency else None, finish_reason=after.finish_reason,
+                      manipulation=find_manipulation(after.response)),
+            blocking_categories=config.gate.blocking_categories,
+            threshold=config.relevance.threshold, find_evidence=_evidence,
+            policy=policy, category_cases=sizes[case.category]))
+    return Scored(rows=rows, fluency=gate.fluency_summary(rows))
+
+
+def categories(rows: Sequence[Row], config: Config) -> dict[str, CategoryInfo]:
+    """Each category's size in this run, whether it blocks, and whether it is below the
+    minimum. A blocking category without a single case is listed too (0 cases): nothing
+    in it was gated. A run without rows (skipped, stopped) lists none."""
+    blocking = config.gate.blocking_categories
+    minimum = config.gate.min_cases_per_category
+    sizes = gate.category_sizes(row.category for row in rows)
+    if rows:
+        sizes = {**dict.fromkeys(blocking, 0), **sizes}
+    return {name: CategoryInfo(cases=n, blocking=name in blocking,
+                               below_minimum=gate.below_minimum(n, minimum), minimum=minimum)
+            for name, n in sorted(sizes.items())}
+
+
+def judge_info(config: Config, provider: str | None) -> JudgeInfo:
+    """What the report says about the judge, without building it (no client, no key)."""
+    from flipgate.judges import describe
+
+    return describe(config, provider)
+
+
+def build_report(*, config: Config, judge: JudgeInfo, cases: int, scored: Scored | None = None,
+                 conclusion: Conclusion | None = None, notes: Sequence[str] = (),
+                 change: Change | None = None, usage: dict[str, Any] | None = None,
+                 cache: dict[str, int] | None = None, head_sha: str | None = None) -> Report:
+    """The report, whole. Without `scored` (skipped, or stopped before its rows) it has no
+    rows and `conclusion` must say why; with it, the gate concludes from its rows."""
+    rows = scored.rows if scored is not None else []
+    counts = gate.count(rows, cases=cases)
+    if conclusion is None:
+        assert scored is not None, "a report without rows needs a conclusion"
+        conclusion = gate.conclude(counts)
+    return Report(conclusion=conclusion, judge=judge, counts=counts, rows=rows,
+                  fluency=scored.fluency if scored is not None else None,
+                  relevance_threshold=config.relevance.threshold, change=change,
+                  usage=usage, cache=cache, notes=list(notes), head_sha=head_sha,
+                  categories=categories(rows, config), strict=config.gate.strict)
+
+
+def build_suites_report(parts: Sequence[SuiteReport], *, notes: Sequence[str] = (),
+                        usage: dict[str, Any] | None = None, cache: dict[str, int] | None = None,
+                        head_sha: str | None = None, relevance_threshold: float = 0.7,
+                        strict: bool = False, per_suite_status: bool = False) -> Report:
+    """Several suites' reports as the run's one: each suite's own report under `suites`, the
+    worst conclusion and the summed counts on top (gate.worst, gate.add_counts). The run's
+    usage and cache are reported once, on top."""
+    for part in parts:
+        part.report.usage = part.report.cache = None
+    judge = next((part.report.judge for part in parts if part.evaluated), parts[0].report.judge)
+    return Report(conclusion=gate.worst(part.report.conclusion for part in parts), judge=judge,
+                  counts=gate.add_counts(part.report.counts for part in parts),
+                  rows=[row for part in parts for row in part.report.rows],
+                  relevance_threshold=relevance_threshold, usage=usage, cache=cache,
+                  notes=list(notes), head_sha=head_sha, strict=strict, suites=list(parts),
+                  per_suite_status=per_suite_status)
+
+
+def stopped_note(message: str) -> str:
+    """The note of a run that could not finish (budget, API): conclusion `error`, no rows."""
+    return f"The run could not finish: {message}"

@@ -1,0 +1,1 @@
+"""The pure decisions: buckets, verdicts, blocking, counts, evidence and what changed."""

@@ -1,0 +1,431 @@
+"""Deterministic evidence: which figures and statements of an answer its context lacks.
+
+Pure functions only. Two checks, both lexical:
+
+* **Figures.** Every amount, percentage, count, duration, date, time and
+  phone number in the answer must also be in the context, compared after
+  `figures.py` normalises them (`$12` = `12 dollars`, `5-7` = `five to
+  seven`; a range never matches a single value).
+* **Statements.** The answer is split into statements; a statement is
+  supported when at least two thirds of its content words (stopwords
+  removed, stemmed, a few synonyms folded together) occur in the context.
+  Two thirds lets a faithful paraphrase swap one word in three while a
+  statement that brings in two new words out of four or five is flagged;
+  precision matters more than recall here, because a faithful answer
+  called ungrounded would block a release for nothing.
+
+Deflections ("please contact support", "it depends"), questions back to
+the user and polite filler are not claims: an answer made only of those is
+a non-answer. A deflection still counts as a claim when it carries a
+figure or when the context itself gives that very instruction.
+
+The offline judge (`judges/offline.py`) and the evidence shown for every
+flipped row are both built on `analyse`.
+
+Answers are untrusted (the PR chooses the prompt and `max_tokens`), so the
+work is bounded: every step is one linear pass, and only the first
+`EVIDENCE_LIMIT` characters of an answer are read; a longer answer's
+analysis says where it was cut (`cut_note`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+
+from flipgate.verdict.figures import NUMBER_WORDS, SCALE_WORDS, Figure, KnownFigures, extract_figures, vouched
+from flipgate.model import Evidence, Statement, StatementLabel
+
+# A statement is supported when at least this share of its content words
+# occurs in the context (see the module docstring for why two thirds).
+SUPPORT_THRESHOLD = 2 / 3
+# Analysis of one answer stops after this many characters (a long answer
+# is a few thousand); the rest is not read, and the row says so.
+EVIDENCE_LIMIT = 20_000
+# A cut moves back to a space at most this far, so a word or figure is not halved.
+_CUT_SLACK = 200
+
+
+def cut_text(text: str, limit: int = EVIDENCE_LIMIT) -> tuple[str, int | None]:
+    """`text` as far as analysis reads it, and where it was cut (None: read whole)."""
+    if len(text) <= limit:
+        return text, None
+    space = text.rfind(" ", limit - _CUT_SLACK, limit)
+    at = space if space > 0 else limit
+    return text[:at], at
+
+
+def cut_note(at: int) -> str:
+    return f"evidence cut at {at:,} characters"
+
+
+# --- words --------------------------------------------------------------------
+
+_STOPWORDS = frozenset("""
+a about above after again against all also am an and any anything are around as at
+be because been before being below between both but by can cannot could did do does
+doing done down during each either else etc even ever every for from further get gets
+getting got had has have having he her here hers him his how however i if in into is it
+its itself just let lets like made make makes may me might mine more most much must my
+need needs of off on onto only or other our ours out over own per please really same
+shall she should since so some such than that the their theirs them then there these
+they this those through thus to too under until up upon us very via want was we were
+what whatever when where whether which while who whom whose why will with within would
+yet you your yours yourself
+no not never none nor without
+once twice
+thanks thank sorry hello hi happy glad hope sure certainly absolutely great welcome
+question questions know hear feel note kindly ok okay yes yeah
+use uses used using go goes going someone anyone something anything anybody somebody least
+happen happens happened
+""".split())
+
+# Figures are checked as figures; their unit words are not content words.
+_UNIT_WORDS = frozenset("""
+dollar dollars usd buck bucks cent cents euro euros eur pound pounds gbp percent pct
+second seconds minute minutes min mins hour hours hr hrs day days week weeks month months
+year years yr yrs
+""".split())
+
+# Groups of words a paraphrase commonly swaps; each folds onto its first word.
+_SYNONYM_GROUPS: tuple[tuple[str, ...], ...] = (
+    ("fee", "charge", "cost", "price", "pricing"),
+    ("free", "waive", "complimentary"),
+    ("abroad", "overseas", "foreign", "international", "internationally"),
+    ("contact", "call", "phone", "reach"),
+    ("deliver", "delivery", "arrive", "ship", "shipping", "mail"),
+    ("expedite", "rush", "express", "faster", "quicker"),
+    ("limit", "cap", "maximum", "max"),
+    ("notify", "notice", "notification", "tell", "inform", "alert"),
+    ("dispute", "contest", "challenge"),
+    ("refund", "reimburse", "reimbursement"),
+    ("purchase", "buy"),
+    ("immediately", "promptly", "instantly"),
+    ("block", "lock", "freeze", "frozen"),
+    ("stolen", "stole", "steal", "theft"),
+    ("yearly", "annual", "annually"),
+    ("cardholder", "cardmember", "member"),
+    ("customer", "client"),
+    ("start", "begin", "effective"),
+    ("lower", "reduce", "decrease", "drop", "cut"),
+    ("raise", "increase"),
+)
+
+# Multi-word paraphrases folded before tokenising (content words only; figures
+# and the statements shown to people keep the text as written).
+_PHRASES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
+    (re.compile(pattern), replacement) for pattern, replacement in (
+        (r"\b(?:at\s+)?no\s+(?:additional\s+|extra\s+)?(?:charge|cost|fee)s?\b", " free "),
+        (r"\bfree\s+of\s+charge\b", " free "),
+        (r"\bwithout\s+(?:any\s+|a\s+)?(?:charge|fee|cost)s?\b", " free "),
+        (r"\bcosts?\s+nothing\b", " free "),
+        (r"\bup\s+to\b(?!\s+date)|\bat\s+most\b|\bno\s+more\s+than\b", " limit "),
+        (r"\b(?:per|a|each|every)\s+(calendar\s+)?year\b", r" \1 yearly "),
+        (r"\b(?:per|a|each|every)\s+(calendar\s+)?month\b", r" \1 monthly "),
+        (r"\b(?:per|a|each|every)\s+(business\s+)?day\b", r" \1 daily "),
+        (r"\bright\s+away\b|\bstraight\s+away\b|\bas\s+soon\s+as\s+possible\b", " immediately "),
+        (r"\breach(?:ing)?\s+out\b|\bget(?:ting)?\s+in\s+touch\b", " contact "),
+        (r"\boutside\s+(?:of\s+)?(?:the\s+)?(?:united\s+states|u\.s\.|us|country)\b", " abroad "),
+        (r"\bin\s+(?:other|another|foreign)\s+countr(?:y|ies)\b", " abroad "),
+        (r"\bup\s+to\s+date\b", " current "),
+    )
+)
+
+# Polite phrases that carry no claim; removed before content words are counted.
+_COURTESY = re.compile(
+    r"\b(?:thanks?(?:\s+you)?\s+for\s+(?:reaching\s+out|contacting\s+us|asking|"
+    r"your\s+(?:question|message|patience))|happy\s+to\s+help|glad\s+to\s+help|"
+    r"(?:i\s+)?hope\s+this\s+helps|let\s+(?:me|us)\s+know\s+if\b[^.;!?\n]*|feel\s+free\s+to\s+ask\b[^.;!?\n]*|"
+    r"great\s+question|good\s+question|i'?m\s+sorry\s+to\s+hear\s+that|"
+    r"(?:is\s+there\s+)?anything\s+else\b[^.;!?\n]*)"
+)
+
+
+_SUFFIXES: tuple[tuple[str, str], ...] = (
+    ("ational", "ate"), ("ation", ""), ("ment", ""), ("ness", ""), ("ingly", ""), ("ing", ""),
+    ("edly", ""), ("ed", ""), ("ly", ""), ("al", ""),
+)
+# "ly" and "al" only come off longer words: "apply" must not become "app".
+_SHORT_STEM_MIN = {"ly": 4, "al": 4}
+
+
+def stem(word: str) -> str:
+    """A small suffix stripper: being the same on both sides matters more than linguistics."""
+    if len(word) <= 3:
+        return word
+    if word.endswith(("ies", "ied")) and len(word) > 4:
+        word = word[:-3] + "y"
+    elif word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        word = word[:-1]
+    for _ in range(2):  # "applying" -> "apply" -> "app", like "applies" and "applied"
+        for suffix, replacement in _SUFFIXES:
+            if word.endswith(suffix) and len(word) - len(suffix) >= _SHORT_STEM_MIN.get(suffix, 3):
+                word = word[: len(word) - len(suffix)] + replacement
+                break
+        else:
+            break
+    if len(word) > 3 and word[-1] == word[-2] and word[-1] not in "aeious":
+        word = word[:-1]  # stopped -> stop, cancelled -> cancel
+    if word.endswith("e") and len(word) > 3:
+        word = word[:-1]
+    if word.endswith("at") and len(word) > 5:
+        word = word[:-2]  # activate, activated, activation -> activ
+    return word
+
+
+_STOP_STEMS = frozenset(stem(word) for word in _STOPWORDS)
+_SYNONYMS: dict[str, str] = {
+    stem(word): stem(group[0]) for group in _SYNONYM_GROUPS for word in group
+}
+_WORD = re.compile(r"[a-z]+(?:'[a-z]+)*")
+
+
+def content_words(text: str) -> frozenset[str]:
+    """The normalised content words of `text`: no stopwords, numbers or units; stemmed."""
+    lowered = text.lower().replace("\u2019", "'").replace("\u2018", "'")
+    lowered = _COURTESY.sub(" ", lowered)
+    for pattern, replacement in _PHRASES:
+        lowered = pattern.sub(replacement, lowered)
+    words: set[str] = set()
+    for token in _WORD.findall(lowered):
+        if "'" in token:
+            if token.endswith("n't"):
+                continue  # negations are stopwords
+            token = token.split("'", 1)[0]
+        if (token in _STOPWORDS or token in _UNIT_WORDS or token in NUMBER_WORDS
+                or token in SCALE_WORDS or len(token) < 2):
+            continue
+        stemmed = stem(token)
+        if stemmed in _STOP_STEMS:
+            continue
+        words.add(_SYNONYMS.get(stemmed, stemmed))
+    return frozenset(words)
+
+
+def coverage(words: Iterable[str], known: frozenset[str]) -> float:
+    """Share of `words` found in `known`; 1.0 when there is nothing to find."""
+    wanted = set(words)
+    if not wanted:
+        return 1.0
+    return len(wanted & known) / len(wanted)
+
+
+# --- statements ---------------------------------------------------------------
+
+_ABBREVIATIONS = frozenset(
+    "e.g. i.e. etc. a.m. p.m. u.s. u.k. vs. approx. no. mr. mrs. ms. dr. st. inc. ltd. "
+    "jan. feb. mar. apr. jun. jul. aug. sep. sept. oct. nov. dec. min. max. est.".split()
+)
+_BULLET = re.compile(r"^\s*(?:[-*\u2022]|\d{1,2}[.)])\s+")
+# A sentence ends after . ! or ? (and any closing quote or bracket) before a space.
+_BOUNDARY = re.compile(r"(?<=[.!?])(?P<closing>[\"'\u201d)\]]*)\s+|;\s*")
+
+
+_CLOSING = "\"'\u201d)]"
+# How much of a sentence's end is read to find its last word: an abbreviation
+# is short, so a sentence's length never adds to the cost (one pass in all).
+_LAST_WORD_WINDOW = 64
+
+
+def _ends_with_abbreviation(line: str, start: int, end: int) -> bool:
+    """Does `line[start:end]` end with an abbreviation (`e.g.`, `(U.S.`)?"""
+    tail = line[max(start, end - _LAST_WORD_WINDOW):end].rstrip(_CLOSING)
+    words = tail.split()
+    return bool(words) and words[-1].lower().lstrip("(\"'") in _ABBREVIATIONS
+
+
+def split_statements(text: str, *, semicolons: bool = True) -> list[str]:
+    """Split an answer into statements as written: by line, sentence and (unless
+    `semicolons` is false) semicolon.
+
+    Abbreviations (`e.g.`, `a.m.`, `U.S.`) and decimals (`$1.50`) do not end a
+    sentence; bullet markers are dropped.
+    """
+    statements: list[str] = []
+    for line in text.splitlines():
+        line = _BULLET.sub("", line).strip()
+        start = 0
+        for boundary in _BOUNDARY.finditer(line):
+            at_semicolon = boundary.group().startswith(";")
+            end = boundary.start() + len(boundary.group("closing") or "")
+            if (at_semicolon and not semicolons) or (
+                    not at_semicolon and _ends_with_abbreviation(line, start, end)):
+                continue
+            piece = line[start:end].strip()
+            if piece:
+                statements.append(piece)
+            start = boundary.end()
+        tail = line[start:].strip()
+        if tail:
+            statements.append(tail)
+    return statements
+
+
+# --- statements, classified ---------------------------------------------------
+
+class Kind(StrEnum):
+    CLAIM = "claim"            # something checkable against the context
+    DEFLECTION = "deflection"  # sends the user elsewhere, refuses, "it depends"
+    QUESTION = "question"      # asks the user something back
+    FILLER = "filler"          # politeness with no content
+
+
+_DEFLECTION = re.compile(
+    r"""
+    \b(?:contact|call|reach\s+out\s+to|get\s+in\s+touch\s+with|speak\s+(?:to|with)|talk\s+to
+       |visit|email|message|ask)\b[^.;]{0,40}?
+       \b(?:support|customer\s+(?:service|care)|team|representative|agent|banker|branch
+          |us|specialist|advisor|adviser|bank|help\s*desk)\b
+  | \bit\s+(?:all\s+|really\s+)?depends\b | \bdepends?\s+on\b | \bvar(?:y|ies)\s+(?:by|depending|based)\b
+  | \b(?:i|we)\s*(?:'m|\s+am|'re|\s+are)?\s*(?:cannot|can't|can\s+not|unable|not\s+able
+       |not\s+sure|won't\s+be\s+able|don't\s+have|do\s+not\s+have)\b
+  | \bunable\s+to\s+(?:help|assist|provide|answer|share|confirm)\b
+  | \b(?:check|refer\s+to|see|consult|review)\s+(?:our|the|your)\s+(?:website|app
+       |terms|cardholder\s+agreement|account\s+agreement|fee\s+schedule|documentation)\b
+  | \bfor\s+(?:more|further|specific|the\s+latest|up-to-date)\s+(?:details|information|info)\b
+    """,
+    re.VERBOSE | re.IGNORECASE,
+)
+
+
+def is_deflection(statement: str) -> bool:
+    """Does the statement send the user elsewhere, refuse, or hedge ("it depends")?"""
+    return _DEFLECTION.search(statement.replace("\u2019", "'")) is not None
+
+
+@dataclass(frozen=True)
+class StatementCheck:
+    text: str                  # as written in the answer
+    kind: Kind
+    words: frozenset[str]      # its content words
+    coverage: float            # share of them found in the context (and query)
+    figures: tuple[Figure, ...]
+
+    @property
+    def supported(self) -> bool:
+        return self.kind is not Kind.CLAIM or self.coverage >= SUPPORT_THRESHOLD
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """An answer read against its context: statements, figures and what is missing."""
+
+    statements: tuple[StatementCheck, ...]
+    unsupported_figures: tuple[Figure, ...]
+    known_words: frozenset[str]
+    text: str = ""              # the answer as far as it was read
+    cut_at: int | None = None   # where the answer was cut; None when read whole
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        return (cut_note(self.cut_at),) if self.cut_at is not None else ()
+
+    @property
+    def claims(self) -> tuple[StatementCheck, ...]:
+        return tuple(s for s in self.statements if s.kind is Kind.CLAIM)
+
+    @property
+    def unsupported_statements(self) -> tuple[StatementCheck, ...]:
+        return tuple(s for s in self.statements if not s.supported)
+
+    @property
+    def non_answer(self) -> bool:
+        """No checkable claim at all: only deflections, questions back, or filler."""
+        return not self.claims
+
+    @property
+    def figures(self) -> tuple[Figure, ...]:
+        return tuple(f for s in self.statements for f in s.figures)
+
+    @property
+    def answer_words(self) -> frozenset[str]:
+        return frozenset(w for s in self.claims for w in s.words)
+
+    def evidence(self) -> Evidence:
+        return Evidence(
+            unsupported_figures=tuple(dict.fromkeys(f.text for f in self.unsupported_figures)),
+            unsupported_statements=tuple(dict.fromkeys(s.text for s in self.unsupported_statements)),
+            notes=self.notes,
+        )
+
+
+def _classify(statement: str, words: frozenset[str], figures: Sequence[Figure],
+              context_words: frozenset[str]) -> Kind:
+    if statement.rstrip().endswith("?") and not figures:
+        return Kind.QUESTION
+    if is_deflection(statement) and not figures:
+        # The context may itself give this instruction ("call us right away"):
+        # then it is an answer, not a brush-off.
+        return Kind.CLAIM if words and words <= context_words else Kind.DEFLECTION
+    if not words and not figures:
+        return Kind.FILLER
+    return Kind.CLAIM
+
+
+def _without_figures(statement: str, figures: Iterable[Figure]) -> str:
+    """The statement minus its figures: "business" in "2 business days" is checked as
+    part of the figure, not again as a word."""
+    pieces, start = [], 0
+    for figure in figures:  # in order, not overlapping
+        pieces.append(statement[start:figure.span[0]])
+        start = figure.span[1]
+    pieces.append(statement[start:])
+    return " ".join(pieces)
+
+
+def analyse(context: str, response: str, *, query: str = "") -> Analysis:
+    """Read `response` (up to `EVIDENCE_LIMIT` characters) against `context`.
+    Echoing the `query` is not inventing."""
+    response, cut_at = cut_text(response)
+    context_words = content_words(context)
+    known_words = context_words | content_words(query)
+    known_figures = KnownFigures.of(extract_figures(context) + extract_figures(query))
+    checks: list[StatementCheck] = []
+    unsupported: list[Figure] = []
+    for statement in split_statements(response):
+        figures = tuple(extract_figures(statement))
+        words = content_words(_without_figures(statement, figures))
+        kind = _classify(statement, words, figures, context_words)
+        checks.append(StatementCheck(statement, kind, words, coverage(words, known_words), figures))
+        unsupported.extend(f for f in figures if not vouched(f, known_figures))
+    return Analysis(tuple(checks), tuple(unsupported), known_words, text=response, cut_at=cut_at)
+
+
+def find_unsupported(context: str, response: str, *, query: str = "") -> Evidence:
+    """The answer's figures and statements the context does not contain, as written.
+
+    Never raises: if the analysis fails on some text nobody foresaw, the row
+    keeps its verdict and its evidence says it is incomplete.
+    """
+    try:
+        return analyse(context, response, query=query).evidence()
+    except Exception as exc:  # noqa: BLE001 - one row's evidence must never end the run
+        return Evidence(notes=(f"evidence incomplete: the analysis failed "
+                               f"({type(exc).__name__})",))
+
+
+def lexical_statements(context: str, response: str, *, query: str = "") -> tuple[Statement, ...]:
+    """The offline judge's statement list: each statement of the answer, as written,
+    labelled by the same checks as its groundedness score, with the context
+    sentence that shares the most content words with it as the span of a supported one."""
+    analysis = analyse(context, response, query=query)
+    bad_figures = set(analysis.unsupported_figures)
+    sentences = [(sentence, content_words(sentence)) for sentence in split_statements(context)]
+
+    def supporting(words: frozenset[str]) -> str | None:
+        shared, best = max(((len(words & known), sentence) for sentence, known in sentences),
+                           default=(0, None), key=lambda pair: pair[0])
+        return best if shared else None
+
+    statements = []
+    for check in analysis.statements:
+        if check.kind is not Kind.CLAIM:
+            statements.append(Statement(check.text, StatementLabel.NOT_A_CLAIM))
+        elif not check.supported or any(f in bad_figures for f in check.figures):
+            statements.append(Statement(check.text, StatementLabel.UNSUPPORTED))
+        else:
+            statements.append(Statement(check.text, StatementLabel.SUPPORTED,
+                                        span=supporting(check.words)))
+    return tuple(statements)

@@ -1,0 +1,457 @@
+"""The gate's pure core: every rule about a row, and what the rows add up to.
+
+Nothing here does I/O. Buckets, verdicts (and how a flip is confirmed: the
+same judge again, a second-opinion judge, or both), the judge-error
+override, which rows carry evidence and get a statement list, when a small
+category may block, flagged answers, the kinds of row a reviewer reads
+(`KINDS`), counts, the conclusion, the exit code and the commit state are
+all functions of scores alone, so the contract's verdict table can be
+tested row by row.
+Renderers, the terminal and the status text read `KINDS`; none re-derives it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Iterable, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+
+from flipgate.config.schema import DEFAULT_MIN_CASES_PER_CATEGORY
+from flipgate.errors import EXIT_BAD_INPUT, EXIT_BLOCKED, EXIT_INCOMPLETE, EXIT_PASS
+from flipgate.text.escaping import plural
+from flipgate.model import (
+    Bucket,
+    Case,
+    Conclusion,
+    Counts,
+    Evidence,
+    FluencySummary,
+    Relevance,
+    Row,
+    Score,
+    Side,
+    Statements,
+    Verdict,
+)
+
+_ANSWERING = (Bucket.PARTIAL, Bucket.GROUNDED)
+
+
+def bucket_of(score: int) -> Bucket:
+    """Map a 1-5 groundedness score (rubric with the query) to its bucket."""
+    if score in (1, 2):
+        return Bucket.UNGROUNDED
+    if score == 3:
+        return Bucket.NON_ANSWER
+    if score == 4:
+        return Bucket.PARTIAL
+    if score == 5:
+        return Bucket.GROUNDED
+    raise ValueError(f"groundedness score out of range 1-5: {score!r}")
+
+
+def needs_rescore(baseline: Bucket, candidate: Bucket) -> bool:
+    """A candidate that newly fell to ungrounded must be scored a second time."""
+    return candidate is Bucket.UNGROUNDED and baseline is not Bucket.UNGROUNDED
+
+
+def is_tie(baseline: Bucket, candidate: Bucket) -> bool:
+    """Rows where fluency may break the tie: partial or grounded on both sides, same bucket."""
+    return baseline is candidate and baseline in _ANSWERING
+
+
+# How a flip is confirmed (`judge.rescore` in the report): the same judge scores the
+# candidate again, a second-opinion judge scores it instead, or both do.
+SAME_JUDGE, SECOND_OPINION, BOTH = "same_judge", "second_opinion", "both"
+CONFIRMATIONS = (SAME_JUDGE, SECOND_OPINION, BOTH)
+
+
+def confirmations_needed(mode: str) -> tuple[bool, bool]:
+    """(same-judge re-score, second-opinion scoring) that a newly ungrounded row needs."""
+    if mode not in CONFIRMATIONS:
+        raise ValueError(f"unknown confirmation mode {mode!r}")
+    return mode in (SAME_JUDGE, BOTH), mode in (SECOND_OPINION, BOTH)
+
+
+def classify(baseline: Score, candidate: Score, rescore: Score | None = None, *,
+             second: Score | None = None, mode: str = SAME_JUDGE) -> tuple[Verdict, list[str]]:
+    """The verdict of one row, and the judge errors that explain an `error` verdict.
+
+    A candidate that newly fell to ungrounded is confirmed as `mode` says: by
+    `rescore` (the same judge's second, independent scoring), by `second` (the
+    second-opinion judge), or by both. It is a regression only when every
+    confirmation asked also reads ungrounded; any disagreement makes it
+    `unstable`. A confirmation that is missing or failed is a judge error.
+    """
+    errors = [f"{side}: {s.error}" for side, s in (("baseline", baseline), ("candidate", candidate))
+              if not s.ok]
+    if errors:
+        return Verdict.ERROR, errors
+    assert baseline.value is not None and candidate.value is not None
+    before, after = bucket_of(baseline.value), bucket_of(candidate.value)
+
+    if needs_rescore(before, after):
+        wants_rescore, wants_second = confirmations_needed(mode)
+        confirming = ([("re-score", rescore, "never re-scored")] if wants_rescore else []) + (
+            [("second opinion", second, "the second opinion was never asked")] if wants_second else [])
+        for name, score, missing in confirming:
+            if score is None:
+                return Verdict.ERROR, [f"candidate: newly ungrounded but {missing}"]
+            if not score.ok:
+                return Verdict.ERROR, [f"candidate {name}: {score.error}"]
+        agree = all(score is not None and score.value is not None
+                    and bucket_of(score.value) is Bucket.UNGROUNDED for _, score, _ in confirming)
+        return (Verdict.REGRESSION if agree else Verdict.UNSTABLE), []
+    if after is Bucket.NON_ANSWER and before in _ANSWERING:
+        return Verdict.NEW_NON_ANSWER, []
+    if after is Bucket.UNGROUNDED:
+        return Verdict.STILL_UNGROUNDED, []
+    if after is not before:
+        return Verdict.MOVED, []
+    return Verdict.UNCHANGED, []
+
+
+def needs_statements(verdict: Verdict) -> bool:
+    """Rows whose candidate gets one extra statement-level judge request: the flips a
+    reviewer must read, those that carry evidence. Never unchanged rows (cost)."""
+    return carries_evidence(verdict)
+
+
+def is_blocking(verdict: Verdict, category: str, blocking_categories: Collection[str]) -> bool:
+    return verdict is Verdict.REGRESSION and category in blocking_categories
+
+
+def category_sizes(categories: Iterable[str]) -> dict[str, int]:
+    """Cases per category in this run."""
+    sizes: dict[str, int] = {}
+    for category in categories:
+        sizes[category] = sizes.get(category, 0) + 1
+    return sizes
+
+
+def below_minimum(cases: int, min_cases: int) -> bool:
+    return cases < min_cases
+
+
+def blocks(verdict: Verdict, category: str, *, blocking_categories: Collection[str],
+           category_cases: int, min_cases: int, strict: bool, mode: str) -> tuple[bool, str | None]:
+    """Does this row block, and if a regression in a blocking category does not, why.
+
+    With fewer than `min_cases` cases in its category one flip is a large share of
+    the category, and one judge wobble would decide the release: a confirmed
+    regression there blocks only when a second-opinion judge confirmed it, or
+    when `strict` lets the same judge's re-score block alone.
+    """
+    if not is_blocking(verdict, category, blocking_categories):
+        return False, None
+    if not below_minimum(category_cases, min_cases) or strict or mode in (SECOND_OPINION, BOTH):
+        return True, None
+    return False, (f"{category} has {category_cases:,} case{'' if category_cases == 1 else 's'}; "
+                   f"below {min_cases:,} a flip needs a second judge to block")
+
+
+def relevance_dropped(baseline: Relevance | None, candidate: Relevance | None,
+                      threshold: float) -> bool:
+    """The candidate fell below the threshold where the baseline was not below it."""
+    if baseline is None or candidate is None or baseline.score is None or candidate.score is None:
+        return False
+    return candidate.score < threshold <= baseline.score
+
+
+# Verdicts whose rows carry the evidence a reviewer needs to see why.
+EVIDENCE_VERDICTS = frozenset({Verdict.REGRESSION, Verdict.UNSTABLE, Verdict.NEW_NON_ANSWER})
+
+
+def carries_evidence(verdict: Verdict) -> bool:
+    return verdict in EVIDENCE_VERDICTS
+
+
+def side(response: str, groundedness: Score, *, relevance: Relevance | None = None,
+         rescore: Score | None = None, fluency: Score | None = None,
+         finish_reason: str | None = None, second_opinion: Score | None = None,
+         statements: Statements | None = None, manipulation: tuple[str, ...] = ()) -> Side:
+    """One answer's readings, with the bucket its groundedness score falls in."""
+    bucket = bucket_of(groundedness.value) if groundedness.value is not None else None
+    return Side(response=response, groundedness=groundedness, bucket=bucket, relevance=relevance,
+                rescore=rescore, fluency=fluency, finish_reason=finish_reason,
+                second_opinion=second_opinion, statements=statements, manipulation=manipulation)
+
+
+@dataclass(frozen=True)
+class Policy:
+    """How flips are confirmed, and what a confirmed regression in a blocking category
+    needs to block: enough cases in its category, or a second judge, or `strict`."""
+
+    min_cases: int = DEFAULT_MIN_CASES_PER_CATEGORY
+    strict: bool = False
+    mode: str = SAME_JUDGE  # how a flip is confirmed
+
+
+def build_row(case: Case, baseline: Side, candidate: Side, *,
+              blocking_categories: Collection[str], threshold: float,
+              find_evidence: Callable[[Case, str], Evidence],
+              policy: Policy | None = None, category_cases: int | None = None) -> Row:
+    """The whole row: verdict, the judge-error override, blocking (with the sample-size
+    rule), relevance drop, evidence, and a failed statement list as a judge error.
+
+    `find_evidence(case, answer)` is asked only for rows whose verdict carries evidence.
+    `category_cases` is how many cases the row's category has in this run; None counts
+    it as large enough.
+    """
+    policy = policy or Policy()
+    verdict, errors = classify(baseline.groundedness, candidate.groundedness, candidate.rescore,
+                               second=candidate.second_opinion, mode=policy.mode)
+    for label, one in (("baseline", baseline), ("candidate", candidate)):
+        if one.relevance is not None and one.relevance.error:
+            errors.append(f"{label} relevance: {one.relevance.error}")
+    if errors and verdict is not Verdict.REGRESSION:
+        # A row the judge could not fully score is neither a pass nor a move.
+        # A confirmed regression stays listed as one, with its errors beside it.
+        verdict = Verdict.ERROR
+    if candidate.statements is not None and candidate.statements.error:
+        # A statement list that is not evidence is a judge error of that step;
+        # the verdict still stands on its scores.
+        errors.append(f"candidate statements: {candidate.statements.error}")
+    blocking, review_reason = blocks(
+        verdict, case.category, blocking_categories=blocking_categories,
+        category_cases=policy.min_cases if category_cases is None else category_cases,
+        min_cases=policy.min_cases, strict=policy.strict, mode=policy.mode)
+    return Row(
+        case=case, baseline=baseline, candidate=candidate, verdict=verdict,
+        blocking=blocking,
+        relevance_drop=relevance_dropped(baseline.relevance, candidate.relevance, threshold),
+        errors=errors,
+        evidence=find_evidence(case, candidate.response) if carries_evidence(verdict) else None,
+        confirmed_by=policy.mode if verdict is Verdict.REGRESSION else None,
+        review_reason=review_reason,
+    )
+
+
+def retrieval_drift(frozen: Verdict, live: Verdict | None) -> bool:
+    """The end-to-end verdict (live retrieval) differs from the frozen one: the change behaves
+    differently on what retrieval returns today, so look at retrieval first. A side that
+    could not be judged is an error, not drift. Drift never blocks."""
+    return live is not None and Verdict.ERROR not in (frozen, live) and frozen is not live
+
+
+def is_flagged(row: Row) -> bool:
+    """An answer that addresses its grader: a person reads the row, whatever its verdict."""
+    return bool(row.candidate.manipulation or row.baseline.manipulation)
+
+
+# --------------------------------------------------------------------------
+# The kinds of row a reviewer reads, most important first
+# --------------------------------------------------------------------------
+
+class Tier(StrEnum):
+    """How much room a kind's rows get when the comment must shrink."""
+
+    BLOCKING = "blocking"      # the last rows ever left out
+    MUST_READ = "must_read"
+    WORTH_READING = "worth_reading"
+    SKIM = "skim"              # shown collapsed, left out first
+
+
+@dataclass(frozen=True)
+class Phrase:
+    """A count in words: "1 judge error", "3 judge errors"."""
+
+    one: str
+    many: str | None = None
+
+    def of(self, count: int) -> str:
+        return plural(count, self.one, self.many)
+
+
+@dataclass(frozen=True)
+class Kind:
+    """One kind of row: which rows it holds and every name it goes by."""
+
+    name: str                         # the comment's section key
+    holds: Callable[[Row], bool]
+    count_field: str                  # its key in Counts and report.json's counts
+    status: Phrase                    # the commit status and the terminal's counts line
+    label: str                        # the terminal's verdict column
+    style: str                        # the terminal's style for that label
+    title: str                        # the comment section's heading (or summary, when collapsed)
+    about: str                        # one sentence under the heading; `{threshold}` is filled in
+    layout: str                       # the table's columns: flips | relevance | errors | brief
+    nouns: str                        # "… and 3 more <nouns>"
+    tier: Tier
+
+    @property
+    def collapsed(self) -> bool:
+        return self.tier is Tier.SKIM
+
+
+def _regression(row: Row) -> bool:
+    return row.verdict is Verdict.REGRESSION
+
+
+def _verdict(verdict: Verdict) -> Callable[[Row], bool]:
+    return lambda row: row.verdict is verdict
+
+
+KINDS: tuple[Kind, ...] = (
+    Kind(name="blocking", holds=lambda row: _regression(row) and row.blocking,
+         count_field="blocking_regressions",
+         status=Phrase("blocking regression"), label="BLOCKING", style="bold red",
+         title="❌ Blocking regressions",
+         about="Newly ungrounded answers in a blocking category, confirmed by a second scoring: "
+               "the same judge's re-score, unless the row names a second judge.",
+         layout="flips", nouns="blocking regressions", tier=Tier.BLOCKING),
+    Kind(name="errors", holds=lambda row: row.verdict is Verdict.ERROR or bool(row.errors),
+         count_field="errors", status=Phrase("judge error"),
+         label="judge error", style="bold yellow", title="⚠️ Judge errors",
+         about="The judge failed on these rows after retries; they count neither as a pass "
+               "nor as a regression.",
+         layout="errors", nouns="rows with judge errors", tier=Tier.MUST_READ),
+    Kind(name="review", holds=lambda row: _regression(row) and not row.blocking,
+         count_field="regressions_to_review",
+         status=Phrase("to review", "to review"), label="review", style="red",
+         title="🔎 Regressions to review",
+         about="Confirmed regressions outside the blocking categories, or in a blocking "
+               "category with too few cases for one judge to block: they do not block, but "
+               "read them before merging.",
+         layout="flips", nouns="regressions to review", tier=Tier.MUST_READ),
+    Kind(name="flagged", holds=is_flagged, count_field="manipulation_flags",
+         status=Phrase("answer addresses the judge", "answers address the judge"),
+         label="addresses judge", style="bold magenta",
+         title="🚩 Answers that address the judge",
+         about="These answers speak to the grader (instructions, score requests, fake rubric "
+               "sections), found by a lexical check before judging. Their verdicts may have "
+               "been steered: a person should read them, whatever the verdict says.",
+         layout="flagged", nouns="flagged answers", tier=Tier.MUST_READ),
+    Kind(name="non_answers", holds=_verdict(Verdict.NEW_NON_ANSWER),
+         count_field="new_non_answers",
+         status=Phrase("new non-answer"), label="non-answer", style="yellow",
+         title="🤐 New non-answers",
+         about="The baseline answered; the candidate now asks for clarification, refuses or "
+               "fills space.",
+         layout="flips", nouns="new non-answers", tier=Tier.WORTH_READING),
+    Kind(name="unstable", holds=_verdict(Verdict.UNSTABLE),
+         count_field="unstable", status=Phrase("unstable", "unstable"),
+         label="unstable", style="magenta", title="🎲 Unstable rows",
+         about="Newly ungrounded on the first scoring, but a second scoring disagreed: a "
+               "person should decide.",
+         layout="flips", nouns="unstable rows", tier=Tier.WORTH_READING),
+    Kind(name="relevance", holds=lambda row: row.relevance_drop,
+         count_field="relevance_drops",
+         status=Phrase("relevance drop"), label="relevance drop", style="cyan",
+         title="↘️ Relevance drops",
+         about="Relevance fell below {threshold} where the baseline was at or above it.",
+         layout="relevance", nouns="relevance drops", tier=Tier.WORTH_READING),
+    Kind(name="moved", holds=_verdict(Verdict.MOVED),
+         count_field="moved", status=Phrase("moved", "moved"),
+         label="moved", style="", title="Moved: changed bucket, up or down", about="",
+         layout="brief", nouns="moved rows", tier=Tier.SKIM),
+    Kind(name="still_ungrounded", holds=_verdict(Verdict.STILL_UNGROUNDED),
+         count_field="still_ungrounded",
+         status=Phrase("still ungrounded", "still ungrounded"), label="still ungrounded",
+         style="dim",
+         title="Still ungrounded: ungrounded in both versions, not caused by this change",
+         about="", layout="brief", nouns="still-ungrounded rows", tier=Tier.SKIM),
+)
+
+
+def kind_named(name: str) -> Kind:
+    return next(kind for kind in KINDS if kind.name == name)
+
+
+def kinds_of(row: Row) -> list[Kind]:
+    """Every kind a row belongs to (the comment lists it in each), most important first."""
+    return [kind for kind in KINDS if kind.holds(row)]
+
+
+def kind_of(row: Row) -> Kind | None:
+    """The row's most important kind; None for a row nobody needs to read."""
+    return next((kind for kind in KINDS if kind.holds(row)), None)
+
+
+# --------------------------------------------------------------------------
+# What the rows add up to
+# --------------------------------------------------------------------------
+
+def count(rows: Iterable[Row], *, cases: int | None = None) -> Counts:
+    """Rows per kind. `cases` overrides the number of rows (a run stopped before its rows)."""
+    rows = list(rows)
+    counts = Counts(cases=len(rows) if cases is None else cases)
+    for kind in KINDS:
+        counts[kind.count_field] = sum(1 for row in rows if kind.holds(row))
+    return counts
+
+
+def regressions(counts: Counts) -> int:
+    """Confirmed regressions, blocking or not (the action's `regressions` output)."""
+    return counts.blocking_regressions + counts.regressions_to_review
+
+
+def worth_reading(counts: Counts) -> bool:
+    """Rows that do not block but that a reviewer should read."""
+    return any(counts[kind.count_field] for kind in KINDS
+               if kind.tier in (Tier.MUST_READ, Tier.WORTH_READING))
+
+
+def fluency_summary(rows: Sequence[Row]) -> FluencySummary | None:
+    """Mean fluency change over tied rows: a tie-breaker reported last, never a vote."""
+    ties = [row for row in rows if row.verdict is Verdict.UNCHANGED
+            and row.baseline.fluency is not None and row.candidate.fluency is not None]
+    if not ties:
+        return None
+    deltas, failed = [], 0
+    for row in ties:
+        assert row.baseline.fluency is not None and row.candidate.fluency is not None
+        before, after = row.baseline.fluency.value, row.candidate.fluency.value
+        if before is None or after is None:
+            failed += 1
+        else:
+            deltas.append(after - before)
+    mean = round(sum(deltas) / len(deltas), 3) if deltas else None
+    return FluencySummary(rows=len(deltas), mean_delta=mean, failed=failed)
+
+
+def conclude(counts: Counts) -> Conclusion:
+    """Judge errors win over a block: a run that could not score every row did not finish."""
+    if counts.errors:
+        return Conclusion.ERROR
+    if counts.blocking_regressions:
+        return Conclusion.FAILURE
+    return Conclusion.SUCCESS
+
+
+# Worst first: one suite that could not finish makes the run unfinished, one that
+# blocks makes it blocked; a run passes when each evaluated suite passed, and is
+# skipped only when no suite needed gating.
+_SEVERITY = (Conclusion.ERROR, Conclusion.FAILURE, Conclusion.SUCCESS, Conclusion.SKIPPED)
+
+
+def worst(conclusions: Iterable[Conclusion]) -> Conclusion:
+    """Several suites' conclusions as the run's one conclusion (and so one exit code
+    and one commit state); no suite at all is skipped."""
+    found = set(conclusions)
+    return next((conclusion for conclusion in _SEVERITY if conclusion in found), Conclusion.SKIPPED)
+
+
+def add_counts(parts: Iterable[Counts]) -> Counts:
+    """Several suites' counts as one: every field summed, `cases` included."""
+    total = Counts(cases=0)
+    for part in parts:
+        total.update(part)
+    for field_name in ("cases", *(kind.count_field for kind in KINDS)):
+        total.setdefault(field_name, 0)
+    return total
+
+
+def exit_code(conclusion: Conclusion) -> int:
+    return {
+        Conclusion.SUCCESS: EXIT_PASS,
+        Conclusion.SKIPPED: EXIT_PASS,
+        Conclusion.FAILURE: EXIT_BLOCKED,
+        Conclusion.ERROR: EXIT_INCOMPLETE,
+    }.get(conclusion, EXIT_BAD_INPUT)
+
+
+def commit_state(conclusion: Conclusion) -> str:
+    """The `flipgate` commit status: a skipped run passes; anything unfinished is `error`."""
+    return {Conclusion.SUCCESS: "success", Conclusion.SKIPPED: "success",
+            Conclusion.FAILURE: "failure"}.get(conclusion, "error")
