@@ -140,7 +140,7 @@ def _without_nonces(request: dict[str, Any]) -> dict[str, Any]:
 
 def compare(name: str, repo: GitRepo, sha: str, venvs: Path) -> tuple[str, str]:
     """(outcome, detail): identical | refused | different | reference-fails."""
-    from flipgate.run.sample import sample_values
+    from flipgate.prompty.references import sample_values
 
     file = repo.path / name
     try:

@@ -39,6 +39,7 @@ from flipgate.config.schema import Config, EndpointConfig
 from flipgate.errors import InputError, Problem, SecurityError
 from flipgate.llm.client import Endpoint, azure_endpoint, openai_endpoint
 from flipgate.prompty import Prompty
+from flipgate.prompty.references import FILE_REFERENCE, load_file_reference
 from flipgate.settings import Settings
 from flipgate.text.parsing import load_yaml_located
 
@@ -115,14 +116,12 @@ CONFIGURATION_TYPES = {"openai": "openai", "azure_openai": "azure_openai", "azur
 ADOPTION_REFUSED_KEYS = ENDPOINT_KEYS
 # The only key references flipgate accepts in a generator: the client's own variables.
 KEY_VARIABLES = {"openai": "OPENAI_API_KEY", "azure_openai": "AZURE_OPENAI_API_KEY"}
-MAX_FILE_REFERENCE_BYTES = 1_000_000
 
 # An Azure deployment name is a segment of the request's URL path: nothing that could
 # leave it (`/`, `..`, `?`, `#`, `%`) or that a proxy might decode into something else.
 _DEPLOYMENT = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 _REFERENCE = re.compile(r"\$\{([^}]*)\}")
 _ENV_REFERENCE = re.compile(r"env:([A-Za-z_][A-Za-z0-9_]*)(?::(.*))?", re.DOTALL)
-_FILE_REFERENCE = re.compile(r"\s*\$\{file:([^}]+)\}\s*")
 
 Reader = Callable[[str], "bytes | None"]
 
@@ -221,34 +220,7 @@ def check_parameter_types(prompty: Prompty, parameters: Mapping[str, Any]) -> No
 
 
 def _is_file_reference(value: Any) -> bool:
-    return isinstance(value, str) and _FILE_REFERENCE.fullmatch(value) is not None
-
-
-def load_file_reference(value: str, *, prompty: Prompty, read: Reader, what: str) -> Any:
-    """`${file:x.json}`: JSON from the same ref, relative to the Prompty file, inside the repository."""
-    reference = _FILE_REFERENCE.fullmatch(value).group(1).strip()  # type: ignore[union-attr]
-    line = prompty.line_of(*what.split("."))
-    directory = posixpath.dirname(prompty.path)
-    joined = posixpath.normpath(posixpath.join(directory, reference))
-    if reference.startswith("/") or "\\" in reference or joined == ".." or joined.startswith("../") \
-            or joined == ".git" or joined.startswith(".git/"):
-        raise SecurityError(Problem(prompty.source, line, f"{what} reads {reference!r}, which is "
-                                                          "outside the repository"))
-    if not joined.endswith(".json"):
-        raise InputError(Problem(prompty.source, line, f"{what}: ${{file:}} loads JSON files only "
-                                                       f"({reference!r})"))
-    data = read(joined)
-    if data is None:
-        raise InputError(Problem(prompty.source, line, f"{what} reads {reference!r}, which is not "
-                                                       "in this git ref"))
-    if len(data) > MAX_FILE_REFERENCE_BYTES:
-        raise InputError(Problem(prompty.source, line, f"{what} reads {reference!r}: more than "
-                                                       f"{MAX_FILE_REFERENCE_BYTES:,} bytes"))
-    try:
-        return json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise InputError(Problem(prompty.source, line, f"{what} reads {reference!r}, which is not "
-                                                       f"valid JSON ({exc})")) from None
+    return isinstance(value, str) and FILE_REFERENCE.fullmatch(value) is not None
 
 
 def _mentions_reference(value: Any) -> bool:

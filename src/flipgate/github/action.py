@@ -62,6 +62,8 @@ from flipgate.github.workflow import Workflow
 from flipgate.git.repository import Git
 from flipgate.model import Conclusion, Report
 from flipgate.output.progress import LOG_EVERY, PeriodicLines
+from flipgate.run.pipeline import merged_check, run_check
+from flipgate.run.shards import Shard
 from flipgate.settings import Settings as RunSettings
 
 # Both inside the workspace: later steps can upload the outputs, actions/cache can keep the cache.
@@ -300,8 +302,6 @@ def evaluate(settings: Settings, run_settings: RunSettings, api: RepoAPI, workfl
     if settings.shard is not None:
         return evaluate_shard(settings, run_settings, workflow, pull, check=check, options=options)
     if settings.merge is not None:
-        from flipgate.run.shards import merged_check
-
         check = merged_check(settings.workspace / settings.merge)
         e2e = None  # a merge of partials has no end-to-end run to add
     # `comment: never` reads and writes no comment, so it needs no login either.
@@ -377,11 +377,9 @@ def evaluate_shard(settings: Settings, run_settings: RunSettings, workflow: Work
     """One part of a sharded run: write its partial for the merge job; no comment, no status."""
     from functools import partial
 
-    from flipgate.run.shards import Shard
-
     shard = Shard.parse(settings.shard or "")
     if check is None:
-        from flipgate.run.pipeline import run_check as check
+        check = run_check
     outcome = run_check_safely(settings, run_settings, workflow, pull,
                                check=partial(check, shard=shard), options=options)
     give_workspace_back(settings.workspace, workflow, options)
@@ -421,7 +419,7 @@ def run_check_safely(settings: Settings, run_settings: RunSettings, workflow: Wo
         ensure_commits(workspace, [pull.base_sha, pull.head_sha],
                        git=Git(run_settings.git_environment()))
         if check is None:
-            from flipgate.run.pipeline import run_check as check
+            check = run_check
         # The check's log may echo text from the PR or the model: commands off meanwhile.
         with workflow.commands_off():
             try:

@@ -27,11 +27,14 @@ import os
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from flipgate.errors import InputError, Problem, SecurityError
+from flipgate.git import repository as gitrefs
 from flipgate.model import Case
 from flipgate.prompty.frontmatter import InputSpec, Prompty, data_files, inherit, parse_prompty, with_inputs
+from flipgate.prompty.references import load_file_reference, sample_values
 from flipgate.prompty.render import Rendered, referenced_files, render_values
 from flipgate.prompty.sandbox import Limits
 
@@ -218,16 +221,10 @@ def with_bases(prompty: Prompty, read: Any, depth: int = 0) -> Prompty:
 
 
 def _referenced_json(prompty: Prompty, reference: str, read: Any) -> Any:
-    from flipgate.generator.endpoint_lock import load_file_reference
-
     return load_file_reference(reference, prompty=prompty, read=read, what="inputs")
 
 
 def _job(request: dict[str, Any], limits: Limits) -> dict[str, Any]:
-    from pathlib import Path
-
-    from flipgate.git import repository as gitrefs
-
     repo, sha = Path(request["repo"]), request["sha"]
 
     def read(path: str) -> bytes | None:
@@ -245,8 +242,6 @@ def _job(request: dict[str, Any], limits: Limits) -> dict[str, Any]:
         files = files | extra_files | data_files(prompty)
         return {"prompty": _prompty_to_json(prompty), "files": sorted(files), "complete": complete}
     if request["job"] == "sample":
-        from flipgate.run.sample import sample_values
-
         _plain_json(prompty)
         values = {"sample": sample_values(prompty, read=read)}
     else:

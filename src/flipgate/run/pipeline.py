@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import os
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -57,6 +58,7 @@ from flipgate.run.scoring import (
     stopped_note,
 )
 from flipgate.settings import Settings
+from flipgate.run import shards
 from flipgate.run.shards import Shard, SuitePart, write_partial
 
 if TYPE_CHECKING:
@@ -359,6 +361,30 @@ def run_check(**kwargs: Any) -> CheckResult:
     `error` and returns exit code 3 with `message` saying why.
     """
     return asyncio.run(check(**kwargs))
+
+
+def merged_check(folder: str | os.PathLike[str]) -> Callable[..., CheckResult]:
+    """A stand-in for `run_check` that merges the partials found under `folder`
+    (any depth, as downloaded artifacts land) instead of evaluating, and refuses partials
+    made for other commits than the ones being checked."""
+    def check(*, repo: Path, base: str, head: str, out_dir: Path, comment_limit: int | None = None,
+              **_: Any) -> CheckResult:
+        paths = sorted(Path(folder).rglob(shards.PARTIAL_FILE))
+        if not paths:
+            raise InputError(Problem(str(folder), None, f"no {shards.PARTIAL_FILE} found (download the "
+                                                        "shards' artifacts here)"))
+        for path in paths:
+            fingerprint = shards.read_partial(path)["fingerprint"]
+            for name, sha in (("base_sha", base), ("head_sha", head)):
+                if fingerprint.get(name) != sha:
+                    raise InputError(Problem(str(path), None, f"was made for {name.replace('_', ' ')} "
+                                                              f"{fingerprint.get(name)}, not {sha}"))
+        report = shards.merge(paths)
+        markdown = write_outputs(report, out_dir, **({"comment_limit": comment_limit}
+                                                     if comment_limit is not None else {}))
+        return CheckResult(report=report, markdown=markdown, exit_code=gate.exit_code(report.conclusion))
+
+    return check
 
 
 # --- one ref (`flipgate replay`) ----------------------------------------------------

@@ -12,24 +12,11 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from flipgate.config.schema import EndpointConfig
-from flipgate.generator.endpoint_lock import load_file_reference, trusted_request
-from flipgate.errors import InputError, Problem
+from flipgate.generator.endpoint_lock import trusted_request
 from flipgate.prompty import sample_isolated
 
 if TYPE_CHECKING:
     from flipgate.run.refs import Ref, Repo
-
-
-def sample_values(prompty: Any, *, read: Any) -> dict[str, Any]:
-    """The generator's own sample inputs."""
-    values = prompty.sample_inputs()
-    if isinstance(prompty.sample, str):
-        loaded = load_file_reference(prompty.sample, prompty=prompty, read=read, what="sample")
-        if not isinstance(loaded, dict):
-            raise InputError(Problem(prompty.source, prompty.line_of("sample"),
-                                     "'sample' must load a JSON object"))
-        values = {**loaded, **values}
-    return prompty.with_defaults(values)
 
 
 def sample_request(*, repo: Repo, ref: Ref, path: str, environ: Mapping[str, str],

@@ -36,8 +36,10 @@ from flipgate.model import (
     Row,
     Score,
     Side,
+    SuiteReport,
     Verdict,
 )
+from flipgate.run.scoring import build_suites_report
 
 PARTIAL_FILE = "partial.json"
 PARTIAL_VERSION = 1
@@ -234,8 +236,6 @@ def merge(paths: Sequence[str | os.PathLike[str]]) -> Report:
         report = _merge_part([state for _, state in states], cases=first["cases"],
                              stopped=stopped)
     else:
-        from flipgate.model import SuiteReport
-        from flipgate.run.scoring import build_suites_report
 
         suites = [SuiteReport(part["name"], _merge_part(
             [state["suites"][index] for _, state in states], cases=part["cases"],
@@ -278,31 +278,3 @@ def _merge_part(states: Sequence[Mapping[str, Any]], *, cases: int, stopped: boo
                   rows=rows, fluency=gate.fluency_summary(rows),
                   relevance_threshold=parts[0]["relevance_threshold"], notes=notes,
                   change=_change(parts[0]["change"]), head_sha=parts[0]["head_sha"])
-
-
-def merged_check(folder: str | os.PathLike[str]):
-    """A stand-in for `pipeline.run_check` that merges the partials found under `folder`
-    (any depth, as downloaded artifacts land) instead of evaluating, and refuses partials
-    made for other commits than the ones being checked."""
-    from flipgate.run.pipeline import CheckResult
-
-    def check(*, repo: Path, base: str, head: str, out_dir: Path, comment_limit: int | None = None,
-              **_: Any) -> CheckResult:
-        from flipgate.output.write import write_outputs
-
-        paths = sorted(Path(folder).rglob(PARTIAL_FILE))
-        if not paths:
-            raise InputError(Problem(str(folder), None, f"no {PARTIAL_FILE} found (download the "
-                                                        "shards' artifacts here)"))
-        for path in paths:
-            fingerprint = read_partial(path)["fingerprint"]
-            for name, sha in (("base_sha", base), ("head_sha", head)):
-                if fingerprint.get(name) != sha:
-                    raise InputError(Problem(str(path), None, f"was made for {name.replace('_', ' ')} "
-                                                              f"{fingerprint.get(name)}, not {sha}"))
-        report = merge(paths)
-        markdown = write_outputs(report, out_dir, **({"comment_limit": comment_limit}
-                                                     if comment_limit is not None else {}))
-        return CheckResult(report=report, markdown=markdown, exit_code=gate.exit_code(report.conclusion))
-
-    return check

@@ -1,0 +1,60 @@
+"""What a Prompty file loads from its own ref: `${file:x.json}` references and its sample.
+
+Used by the isolated child and by the parent alike; it reads through the `read`
+callable it is given and imports nothing above the Prompty package.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+import re
+from collections.abc import Callable
+from typing import Any
+
+from flipgate.errors import InputError, Problem, SecurityError
+from flipgate.prompty.frontmatter import Prompty
+
+MAX_FILE_REFERENCE_BYTES = 1_000_000
+FILE_REFERENCE = re.compile(r"\s*\$\{file:([^}]+)\}\s*")
+
+Reader = Callable[[str], "bytes | None"]
+
+
+def load_file_reference(value: str, *, prompty: Prompty, read: Reader, what: str) -> Any:
+    """`${file:x.json}`: JSON from the same ref, relative to the Prompty file, inside the repository."""
+    reference = FILE_REFERENCE.fullmatch(value).group(1).strip()  # type: ignore[union-attr]
+    line = prompty.line_of(*what.split("."))
+    directory = posixpath.dirname(prompty.path)
+    joined = posixpath.normpath(posixpath.join(directory, reference))
+    if reference.startswith("/") or "\\" in reference or joined == ".." or joined.startswith("../") \
+            or joined == ".git" or joined.startswith(".git/"):
+        raise SecurityError(Problem(prompty.source, line, f"{what} reads {reference!r}, which is "
+                                                          "outside the repository"))
+    if not joined.endswith(".json"):
+        raise InputError(Problem(prompty.source, line, f"{what}: ${{file:}} loads JSON files only "
+                                                       f"({reference!r})"))
+    data = read(joined)
+    if data is None:
+        raise InputError(Problem(prompty.source, line, f"{what} reads {reference!r}, which is not "
+                                                       "in this git ref"))
+    if len(data) > MAX_FILE_REFERENCE_BYTES:
+        raise InputError(Problem(prompty.source, line, f"{what} reads {reference!r}: more than "
+                                                       f"{MAX_FILE_REFERENCE_BYTES:,} bytes"))
+    try:
+        return json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise InputError(Problem(prompty.source, line, f"{what} reads {reference!r}, which is not "
+                                                       f"valid JSON ({exc})")) from None
+
+
+def sample_values(prompty: Prompty, *, read: Reader) -> dict[str, Any]:
+    """The generator's own sample inputs."""
+    values = prompty.sample_inputs()
+    if isinstance(prompty.sample, str):
+        loaded = load_file_reference(prompty.sample, prompty=prompty, read=read, what="sample")
+        if not isinstance(loaded, dict):
+            raise InputError(Problem(prompty.source, prompty.line_of("sample"),
+                                     "'sample' must load a JSON object"))
+        values = {**loaded, **values}
+    return prompty.with_defaults(values)
