@@ -34,6 +34,10 @@ def json_lines(data: bytes | str, source: str, problems: list[Problem]) -> Itera
             yield number, json.loads(line)
         except json.JSONDecodeError as exc:
             problems.append(Problem(source, number, f"invalid JSON: {exc.msg} (column {exc.colno})"))
+        except RecursionError:
+            problems.append(Problem(source, number, "invalid JSON: nested too deeply"))
+        except ValueError:  # an integer of more digits than Python converts
+            problems.append(Problem(source, number, "invalid JSON: a number too long to read"))
 
 
 def json_objects(data: bytes | str, source: str, problems: list[Problem]) -> Iterator[tuple[int, dict[str, Any]]]:

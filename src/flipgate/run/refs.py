@@ -96,14 +96,18 @@ def read_config(repo: Repo, ref: Ref, config_path: str) -> Config | None:
 
 
 def _head_cases_description(repo: Repo, head: Ref, path: str, base_cases: list[Case]) -> str:
-    data = repo.read(head, path)
-    if data is None:
-        return "the cases file is removed"
+    """How the head changes the cases file. The head's file is only described, never used,
+    so nothing in it can stop the run: what cannot be read or parsed is "changed, not parsed"."""
     try:
+        data = repo.read(head, path)
+        if data is None:
+            return "the cases file is removed"
         head_cases = parse_cases(data, source=f"{path}@{head.label}")
+        return changes.describe_cases_change(base_cases, head_cases) or "only formatting changed"
     except InputError as exc:
-        return f"the head's cases do not parse ({exc.problems[0]})"
-    return changes.describe_cases_change(base_cases, head_cases) or "only formatting changed"
+        return f"changed, not parsed: {changes.shown(str(exc.problems[0]), 200)}"
+    except Exception as exc:  # noqa: BLE001 - whatever the head's bytes do, the run goes on
+        return f"changed, not parsed: {type(exc).__name__}"
 
 
 @dataclass(frozen=True)

@@ -16,8 +16,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from flipgate.model import Case, Change, ParameterChange
+from flipgate.text.escaping import one_line, shorten
 
 MAX_DIFF_LINES = 400
+MAX_ID_SHOWN = 80  # characters of one case id in a description
 
 
 @dataclass(frozen=True)
@@ -108,9 +110,16 @@ def _case_content(case: Case) -> tuple[Any, ...]:
             sorted((k, repr(v)) for k, v in case.extra.items()))
 
 
+def shown(text: str, limit: int) -> str:
+    """Text from the head's files, safe to show anywhere: one line, no control or bidi
+    characters, no lone surrogate (unwritable as UTF-8), at most `limit` characters."""
+    text = text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return shorten(one_line(text), limit)
+
+
 def _listed(ids: Sequence[str], limit: int = 5) -> str:
-    shown = ", ".join(ids[:limit])
-    return shown + (f" and {len(ids) - limit} more" if len(ids) > limit else "")
+    shown_ids = ", ".join(shown(i, MAX_ID_SHOWN) for i in ids[:limit])
+    return shown_ids + (f" and {len(ids) - limit} more" if len(ids) > limit else "")
 
 
 def describe_cases_change(base: Sequence[Case], head: Sequence[Case]) -> str | None:
