@@ -4,7 +4,7 @@ ref, the real CLI and openai client against the loopback server, the offline jud
 from __future__ import annotations
 
 import json
-import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -12,6 +12,7 @@ from click.testing import CliRunner
 
 from flipgate.cli import cli
 
+from support.accounts import command_python, remove, shared_directory
 from support.gfm import to_html
 from support.gitrepo import GitRepo
 from support.openai_server import FakeOpenAI
@@ -41,7 +42,7 @@ gate:
   blocking_categories: [pricing]
   strict: true            # ten cases: let the same judge's re-score block below the minimum
 e2e:
-  command: {sys.executable} scripts/retrieve.py
+  command: {command_python()} scripts/retrieve.py
   timeout: 20
   env: [RETRIEVAL_LOG]
 """
@@ -96,10 +97,12 @@ def repo(tmp_path: Path) -> GitRepo:
 
 
 @pytest.fixture
-def retrieval_log(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    log = tmp_path / "retrieval.log"
+def retrieval_log(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    shared = shared_directory()   # the command may run as another account, which writes here
+    log = shared / "retrieval.log"
     monkeypatch.setenv("RETRIEVAL_LOG", str(log))
-    return log
+    yield log
+    remove(shared)
 
 
 def invoke(repo: GitRepo, tmp_path: Path, *args: str, out: str = "out"):

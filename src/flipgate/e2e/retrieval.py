@@ -16,11 +16,14 @@ the retriever nothing. Failures are never cached.
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import hashlib
+import json
 import os
 import re
 import shlex
 import signal
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,9 +38,42 @@ from flipgate.output.progress import Progress, Silent
 if TYPE_CHECKING:
     import httpx
 
-MAX_CONTEXT_BYTES = 1024 * 1024
+MAX_CONTEXT_BYTES = 1024 * 1024   # a live context, as printed or answered
+STDERR_TAIL_BYTES = 4096          # what is kept of a command's stderr, for its error
 _BASIC_ENV = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "SYSTEMROOT")
 _ENV_REF = re.compile(r"\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+# The account the command runs as when flipgate runs as root (the action's container):
+# "nobody", which can read no process of flipgate's, nor any file only root may read.
+UNPRIVILEGED_ID = 65534
+_PR_SET_DUMPABLE = 4
+
+
+def command_account() -> int | None:
+    """The uid (and gid) the retrieval command runs as: an unprivileged one when this
+    process is root, else None (this process's own, which `hide_this_process` guards)."""
+    return UNPRIVILEGED_ID if hasattr(os, "geteuid") and os.geteuid() == 0 else None
+
+
+def hide_this_process() -> None:
+    """Make this process non-dumpable, so no other process of the same uid (the retrieval
+    command) may read its /proc/PID/environ, mem or fds, where the model key is. Linux
+    only; elsewhere a no-op. Children regain dumpability at exec, so nothing else changes."""
+    if not sys.platform.startswith("linux"):
+        return
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_DUMPABLE, 0) failed")
+
+
+def give_to(path: Path, uid: int) -> None:
+    """Hand the export (the command's cwd and HOME) to `uid`, and let it reach it."""
+    os.chmod(path.parent, 0o711)
+    for root, dirs, files in os.walk(path):
+        os.chown(root, uid, uid)
+        for name in (*dirs, *files):
+            os.chown(os.path.join(root, name), uid, uid, follow_symlinks=False)
 
 
 class RetrievalError(Exception):
@@ -49,12 +85,6 @@ class Retriever(Protocol):
     identity: str      # what the cache key holds of the retriever
 
     async def fetch(self, case: Case) -> str: ...
-
-
-def _drop_final_newline(text: str) -> str:
-    if text.endswith("\r\n"):
-        return text[:-2]
-    return text[:-1] if text.endswith("\n") else text
 
 
 def command_environment(environ: Mapping[str, str], listed: Sequence[str], *, home: Path) -> dict[str, str]:
@@ -72,6 +102,7 @@ class CommandRetriever:
     timeout: float
     description: str = ""
     identity: str = ""
+    run_as: int | None = None   # the uid (and gid) it runs as; None: this process's
 
     async def fetch(self, case: Case) -> str:
         env = {**self.env, "FLIPGATE_CASE_ID": case.id, "FLIPGATE_CATEGORY": case.category}
@@ -79,26 +110,75 @@ class CommandRetriever:
             process = await asyncio.create_subprocess_exec(
                 *self.argv, cwd=self.cwd, env=env, stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-                start_new_session=True)  # its own process group, so a timeout ends all of it
+                start_new_session=True,  # its own group: one kill ends all of it
+                user=self.run_as, group=self.run_as,
+                extra_groups=[] if self.run_as is not None else None)
         except OSError as exc:
             raise RetrievalError(f"cannot start {self.argv[0]!r}: {exc.strerror}") from None
         try:
-            out, err = await asyncio.wait_for(process.communicate(case.query.encode("utf-8")),
-                                              self.timeout)
+            async with asyncio.timeout(self.timeout):
+                out, err = await _communicate(process, case.query.encode("utf-8"))
         except TimeoutError:
-            _kill_group(process)
-            await process.wait()
             raise RetrievalError(f"timed out after {self.timeout:g} s") from None
+        finally:
+            _kill_group(process)  # also what it left running behind it
+            await process.wait()
         if process.returncode != 0:
             last = err.decode("utf-8", "replace").strip().splitlines()
             raise RetrievalError(f"exited with status {process.returncode}"
                                  + (f": {last[-1][:300]}" if last else ""))
-        if len(out) > MAX_CONTEXT_BYTES:
-            raise RetrievalError(f"printed more than {MAX_CONTEXT_BYTES:,} bytes")
+        return valid_text(_text(_drop_final_newline_bytes(out), what="printed"))
+
+
+async def _communicate(process: asyncio.subprocess.Process, query: bytes) -> tuple[bytes, bytes]:
+    """Write the query, read stdout up to the cap (more is an error, at once) and keep only
+    the tail of stderr, however much either prints."""
+    stdin, stdout, stderr = process.stdin, process.stdout, process.stderr
+    assert stdin is not None and stdout is not None and stderr is not None
+
+    async def feed() -> None:
         try:
-            return _drop_final_newline(out.decode("utf-8"))
-        except UnicodeDecodeError:
-            raise RetrievalError("printed text that is not UTF-8") from None
+            stdin.write(query)
+            await stdin.drain()
+            stdin.close()
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # it did not read its query: its output still counts
+
+    async def output() -> bytes:
+        return await _read_capped(stdout, MAX_CONTEXT_BYTES, what="printed")
+
+    async def tail() -> bytes:
+        kept = b""
+        while chunk := await stderr.read(65536):
+            kept = (kept + chunk)[-STDERR_TAIL_BYTES:]
+        return kept
+
+    _, out, err = await asyncio.gather(feed(), output(), tail())
+    await process.wait()
+    return out, err
+
+
+async def _read_capped(stream: asyncio.StreamReader, cap: int, *, what: str) -> bytes:
+    chunks, size = [], 0
+    while chunk := await stream.read(65536):
+        size += len(chunk)
+        if size > cap:
+            raise RetrievalError(f"{what} more than {cap:,} bytes")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _drop_final_newline_bytes(data: bytes) -> bytes:
+    if data.endswith(b"\r\n"):
+        return data[:-2]
+    return data[:-1] if data.endswith(b"\n") else data
+
+
+def _text(data: bytes, *, what: str, encoding: str = "utf-8") -> str:
+    try:
+        return data.decode(encoding)
+    except (UnicodeDecodeError, LookupError):
+        raise RetrievalError(f"{what} text that is not {encoding.upper()}") from None
 
 
 def _kill_group(process: asyncio.subprocess.Process) -> None:
@@ -118,32 +198,69 @@ class HttpRetriever:
     identity: str = ""
 
     async def fetch(self, case: Case) -> str:
+        """POST the case; the whole exchange (connect, headers, body) within `timeout`,
+        the body read as a stream and refused past the cap."""
         import httpx
 
         if self.client is None:
             raise RetrievalError("no HTTP client was given")
         try:
-            response = await self.client.post(
-                self.url, json={"query": case.query, "id": case.id, "category": case.category},
-                headers=dict(self.headers), timeout=self.timeout)
-        except httpx.TimeoutException:
+            async with asyncio.timeout(self.timeout):
+                async with self.client.stream(
+                        "POST", self.url, json={"query": case.query, "id": case.id,
+                                                "category": case.category},
+                        headers=dict(self.headers), timeout=self.timeout) as response:
+                    if response.status_code >= 300:
+                        raise RetrievalError(f"HTTP {response.status_code}")
+                    declared = response.headers.get("content-length", "")
+                    if declared.isdigit() and int(declared) > MAX_CONTEXT_BYTES:
+                        raise RetrievalError(f"answered more than {MAX_CONTEXT_BYTES:,} bytes")
+                    content = await _body_capped(response)
+        except (TimeoutError, httpx.TimeoutException):
             raise RetrievalError(f"timed out after {self.timeout:g} s") from None
         except httpx.HTTPError as exc:
             raise RetrievalError(f"request failed: {type(exc).__name__}") from None
-        if response.status_code >= 300:
-            raise RetrievalError(f"HTTP {response.status_code}")
-        if len(response.content) > MAX_CONTEXT_BYTES:
-            raise RetrievalError(f"answered more than {MAX_CONTEXT_BYTES:,} bytes")
         if response.headers.get("content-type", "").startswith("application/json"):
-            try:
-                body = response.json()
-            except ValueError:
-                raise RetrievalError("answered invalid JSON") from None
-            context = body.get("context") if isinstance(body, dict) else None
-            if not isinstance(context, str):
-                raise RetrievalError("answered JSON without a string 'context'")
-            return context
-        return response.text
+            return _json_context(content)
+        return valid_text(_text(content, what="answered",
+                                encoding=response.charset_encoding or "utf-8"))
+
+
+async def _body_capped(response: httpx.Response) -> bytes:
+    chunks, size = [], 0
+    async for chunk in response.aiter_bytes():
+        size += len(chunk)
+        if size > MAX_CONTEXT_BYTES:
+            raise RetrievalError(f"answered more than {MAX_CONTEXT_BYTES:,} bytes")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _json_context(content: bytes) -> str:
+    """`{"context": "..."}`, refused when deep, overlong, non-finite or not text."""
+    def refuse(value: str) -> None:
+        raise ValueError(f"{value} is not a JSON number")
+
+    try:
+        body = json.loads(content, parse_constant=refuse)
+    except RecursionError:
+        raise RetrievalError("answered JSON nested too deeply") from None
+    except ValueError:  # invalid JSON or UTF-8, a number too long, NaN
+        raise RetrievalError("answered invalid JSON") from None
+    context = body.get("context") if isinstance(body, dict) else None
+    if not isinstance(context, str):
+        raise RetrievalError("answered JSON without a string 'context'")
+    return valid_text(context)
+
+
+def valid_text(context: str) -> str:
+    """A context as text every output can hold: JSON can spell a lone surrogate
+    (`"\\ud800"`), which no UTF-8 file can."""
+    try:
+        context.encode("utf-8")
+    except UnicodeEncodeError:
+        raise RetrievalError("answered text with a lone surrogate (not valid Unicode)") from None
+    return context
 
 
 def _expand_headers(headers: Sequence[tuple[str, str]], environ: Mapping[str, str],
@@ -160,7 +277,8 @@ def _expand_headers(headers: Sequence[tuple[str, str]], environ: Mapping[str, st
 
 
 def make_retriever(config: E2EConfig, *, source: str, workdir: Path | None,
-                   environ: Mapping[str, str], http_client: httpx.AsyncClient | None = None) -> Retriever:
+                   environ: Mapping[str, str], http_client: httpx.AsyncClient | None = None,
+                   run_as: int | None = None) -> Retriever:
     """The retriever the (base) configuration names. `workdir`: the base commit's files."""
     if config.command is not None:
         try:
@@ -169,7 +287,7 @@ def make_retriever(config: E2EConfig, *, source: str, workdir: Path | None,
             raise InputError(Problem(source, None, f"e2e.command cannot be split: {exc}")) from None
         if not argv or workdir is None:
             raise InputError(Problem(source, None, "e2e.command is empty"))
-        return CommandRetriever(argv=argv, cwd=workdir, timeout=config.timeout,
+        return CommandRetriever(argv=argv, cwd=workdir, timeout=config.timeout, run_as=run_as,
                                 env=command_environment(environ, config.env, home=workdir),
                                 description=f"command `{config.command}`",
                                 identity=f"command:{config.command}")
@@ -220,6 +338,8 @@ async def fetch_all(cases: Sequence[Case], retriever: Retriever, *, cache: Cache
                 context = await retriever.fetch(case)
             except RetrievalError as exc:
                 return LiveContext(context=None, error=f"live retrieval failed: {exc}")
+            except Exception as exc:  # noqa: BLE001 - whatever the retriever does, it is this row's error
+                return LiveContext(context=None, error=f"live retrieval failed: {type(exc).__name__}")
         if cache is not None:
             cache.put(key, context)
         return LiveContext(context=context)

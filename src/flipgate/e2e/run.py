@@ -17,7 +17,14 @@ from flipgate.git import repository as gitrefs
 from flipgate.llm.cache import Cache
 from flipgate.config.schema import Config, E2EConfig
 from flipgate.e2e.compare import compare
-from flipgate.e2e.retrieval import check_retriever, fetch_all, make_retriever
+from flipgate.e2e.retrieval import (
+    check_retriever,
+    command_account,
+    fetch_all,
+    give_to,
+    hide_this_process,
+    make_retriever,
+)
 from flipgate.errors import FlipgateError, InputError, Problem
 from flipgate.git.repository import Git
 from flipgate.model import Case, E2EReport, Row
@@ -69,17 +76,26 @@ async def run_e2e(*, config: E2EConfig, source: str, repo: Path, git: Git, base_
     description = f"command `{config.command}`" if config.command is not None else f"POST {config.url}"
     try:
         with tempfile.TemporaryDirectory(prefix="flipgate-e2e-") as scratch:
-            workdir = None
+            workdir, run_as = None, None
             if config.command is not None:
                 workdir = gitrefs.export_tree(repo, base_sha, Path(scratch) / "base", git=git)
+                # The command must not read the model key from this process: it runs as
+                # another uid when we are root, and this process is hidden from its own uid.
+                run_as = command_account()
+                if run_as is not None:
+                    give_to(workdir, run_as)
+                hide_this_process()
             async with httpx.AsyncClient(follow_redirects=False) as client:
                 retriever = make_retriever(config, source=source, workdir=workdir,
-                                           environ=request.environ, http_client=client)
+                                           environ=request.environ, http_client=client, run_as=run_as)
                 live = await fetch_all(cases, retriever, cache=cache, date=request.date, limit=limit,
                                        progress=progress)
     except FlipgateError as exc:
         return E2EReport(rows=[], date=request.date, retrieval=description,
                          stopped=f"live retrieval could not start: {exc}")
+    except Exception as exc:  # noqa: BLE001 - the end-to-end run never costs the frozen verdict
+        return E2EReport(rows=[], date=request.date, retrieval=description,
+                         stopped=f"live retrieval could not start: {type(exc).__name__}: {exc}")
     live_cases = [dataclasses.replace(case, context=live[case.id].context)
                   for case in cases if live[case.id].context is not None]
     stopped = None
@@ -89,6 +105,8 @@ async def run_e2e(*, config: E2EConfig, source: str, repo: Path, git: Git, base_
             e2e_rows = {row.id: row for row in await gate_cases(live_cases)}
         except FlipgateError as exc:
             stopped = str(exc)
+        except Exception as exc:  # noqa: BLE001 - as above: reported, never the run's end
+            stopped = f"{type(exc).__name__}: {exc}"
     rows = compare(cases, frozen={row.id: row for row in frozen}, live=live, e2e=e2e_rows,
                    date=request.date, not_judged=f"the end-to-end run stopped: {stopped}" if stopped else None)
     cached = sum(context.cached for context in live.values())

@@ -169,6 +169,15 @@ def export_tree(repo: Path, sha: str, destination: Path, *, git: Git = Git()) ->
 
     result = git.run(repo, "archive", "--format=tar", "--end-of-options", sha)
     destination.mkdir(parents=True, exist_ok=True)
+
+    def inside(member: tarfile.TarInfo, path: str) -> tarfile.TarInfo | None:
+        # No link or path out of `destination`: such a member is left out, not an error,
+        # so one stray symlink in the base does not stop the command that needs the rest.
+        try:
+            return tarfile.data_filter(member, path)
+        except tarfile.FilterError:
+            return None
+
     with tarfile.open(fileobj=io.BytesIO(result.stdout)) as archive:
-        archive.extractall(destination, filter="data")  # no links or paths out of `destination`
+        archive.extractall(destination, filter=inside)
     return destination
