@@ -105,7 +105,8 @@ def _llm_judge(config: Config, judge: JudgeConfig, *, provider: str, runtime: Ru
     client = LazyClient(endpoint, settings=settings, timeout=judge.timeout,
                         max_retries=judge.max_retries)
     llm = runtime.llm(client, endpoint, purpose=purpose,
-                      retry=RetryPolicy(max_retries=judge.max_retries, max_wait=judge.max_wait),
+                      retry=RetryPolicy(max_retries=judge.max_retries, max_wait=judge.max_wait,
+                                        deadline=judge.timeout),
                       embedding_batch=config.relevance.embedding_batch)
     llm_judge = OpenAIJudge(llm, info=info, reasoning=judge.reasoning,
                             questions=config.relevance.questions, seed=judge.seed)

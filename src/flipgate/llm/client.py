@@ -19,6 +19,7 @@ import asyncio
 import base64
 import importlib
 import json
+import math
 import random
 import struct
 import sys
@@ -55,6 +56,20 @@ __all__ = ["FATAL_STATUSES", "LLM", "Budget", "BudgetExceeded", "Completion", "E
            "openai_endpoint"]
 
 T = TypeVar("T")
+
+# The most of a reply flipgate reads. A chat reply (at most a few thousand tokens) is far
+# below the first; a batch of 2,048 base64 embeddings of 3,072 dimensions is about half
+# the second. Past them the reply is cut off and the request fails, unretried.
+MAX_CHAT_REPLY_BYTES = 8 * 1024 * 1024
+MAX_EMBEDDINGS_REPLY_BYTES = 64 * 1024 * 1024
+
+
+class ReplyTooLarge(ValueError):
+    """The provider sent more than flipgate reads of a reply."""
+
+
+class ReplyTimeout(Exception):
+    """No complete reply (headers and body) within the request's wall-clock deadline."""
 
 
 @dataclass(frozen=True)
@@ -190,6 +205,9 @@ class RetryPolicy:
 
     max_retries: int = DEFAULT_MAX_RETRIES
     max_wait: float = DEFAULT_MAX_WAIT
+    # Wall-clock seconds one attempt may take, body included: the HTTP library's timeouts
+    # bound each read, so a body sent one byte at a time would never end without it.
+    deadline: float = DEFAULT_TIMEOUT_SECONDS
 
 
 class LLM:
@@ -344,9 +362,14 @@ class LLM:
             try:
                 self.budget.reserve(worst_case)
                 try:
-                    response = await client.post(
-                        path, body=body, cast_to=_raw_response_type(client),
-                        options={"max_retries": 0})
+                    try:
+                        async with asyncio.timeout(self.retry.deadline):
+                            response = await client.post(
+                                path, body=body, cast_to=_raw_response_type(client),
+                                options={"max_retries": 0})
+                    except TimeoutError:
+                        raise ReplyTimeout(f"no complete reply within {self.retry.deadline:g} s "
+                                           "(judge.timeout)") from None
                     reply = _json_object(response)
                 except openai.RateLimitError as exc:
                     self.budget.cancel(worst_case)
@@ -366,7 +389,7 @@ class LLM:
                     told = retry_after(exc.response.headers)
                     backoff = min(told, LONGEST_PAUSE) if told else _backoff(failures)
                     continue
-                except (openai.APIConnectionError, ValueError) as exc:
+                except (openai.APIConnectionError, ReplyTimeout, ValueError) as exc:
                     # Sent, and maybe worked on: counted at its worst case.
                     self.budget.settle(worst_case, spent=None)
                     if isinstance(exc, ValueError) or failures >= self.retry.max_retries:
@@ -429,11 +452,17 @@ def _raw_response_type(client: Any) -> type:
     return importlib.import_module(http.__module__.split(".")[0]).Response
 
 
+def _not_a_number(name: str) -> float:
+    raise ValueError(f"{name} is not a JSON number")
+
+
 def _json_object(response: Any) -> dict[str, Any]:
     try:
-        reply = json.loads(response.content)
+        reply = json.loads(response.content, parse_constant=_not_a_number)
+    except RecursionError:
+        raise ValueError("the reply is not JSON: nested too deeply") from None
     except ValueError as exc:
-        raise ValueError(f"the reply is not JSON: {exc}") from None
+        raise ValueError(f"the reply is not JSON: {str(exc)[:200]}") from None
     if not isinstance(reply, dict):
         raise ValueError("the reply is not a JSON object")
     return reply
@@ -458,11 +487,16 @@ def _embedding_tokens(reply: dict[str, Any]) -> int | None:
 
 
 def _vector(value: Any) -> list[float]:
-    """An embedding as floats, whether sent as a list or as base64 little-endian float32."""
+    """An embedding as floats, whether sent as a list or as base64 little-endian float32;
+    a NaN or an infinity (no cosine can be taken of it) is a bad reply."""
     if isinstance(value, str):
         raw = base64.b64decode(value)
-        return list(struct.unpack(f"<{len(raw) // 4}f", raw))
-    return [float(x) for x in value]
+        vector = list(struct.unpack(f"<{len(raw) // 4}f", raw))
+    else:
+        vector = [float(x) for x in value]
+    if not all(math.isfinite(x) for x in vector):
+        raise ValueError("the embeddings reply holds a number that is not finite (NaN or infinity)")
+    return vector
 
 
 def _transient(status: int) -> bool:
@@ -535,12 +569,63 @@ def make_client(endpoint: Endpoint, *, settings: Settings, timeout: float = DEFA
     key = _api_key(endpoint, settings)
     import openai  # lazy: keeps `flipgate --help` fast
 
+    http_client = capped_http_client(openai)
     if endpoint.kind == "azure":
         return openai.AsyncAzureOpenAI(azure_endpoint=endpoint.base_url, api_key=key,
                                        api_version=endpoint.api_version,
-                                       timeout=timeout, max_retries=max_retries)
+                                       timeout=timeout, max_retries=max_retries,
+                                       http_client=http_client)
     return openai.AsyncOpenAI(base_url=endpoint.base_url, api_key=key,
-                              timeout=timeout, max_retries=max_retries)
+                              timeout=timeout, max_retries=max_retries, http_client=http_client)
+
+
+def reply_cap(path: str) -> int:
+    return MAX_EMBEDDINGS_REPLY_BYTES if path.rstrip("/").endswith("/embeddings") else MAX_CHAT_REPLY_BYTES
+
+
+def capped_http_client(openai: Any) -> Any:
+    """The SDK's own HTTP client (its defaults kept) on a transport that reads no more of
+    a reply, success or error, than `reply_cap` allows: past it the read fails with
+    `ReplyTooLarge`, and what was read is dropped."""
+    base = next(cls for cls in openai.DefaultAsyncHttpxClient.__mro__
+                if not cls.__module__.startswith("openai"))
+    http = importlib.import_module(base.__module__.split(".")[0])
+
+    class CappedStream(http.AsyncByteStream):  # type: ignore[name-defined,misc]
+        def __init__(self, inner: Any, cap: int):
+            self.inner, self.cap = inner, cap
+
+        async def __aiter__(self) -> Any:
+            seen = 0
+            async for chunk in self.inner:
+                seen += len(chunk)
+                if seen > self.cap:
+                    raise ReplyTooLarge(f"the reply is larger than {self.cap:,} bytes")
+                yield chunk
+
+        async def aclose(self) -> None:
+            await self.inner.aclose()
+
+    class CappedTransport(http.AsyncBaseTransport):  # type: ignore[name-defined,misc]
+        def __init__(self) -> None:
+            self.inner = http.AsyncHTTPTransport(limits=http.Limits(max_connections=1000,
+                                                                    max_keepalive_connections=100))
+
+        async def handle_async_request(self, request: Any) -> Any:
+            response = await self.inner.handle_async_request(request)
+            cap = reply_cap(request.url.path)
+            declared = response.headers.get("content-length", "")
+            if declared.isdigit() and int(declared) > cap:
+                await response.aclose()
+                raise ReplyTooLarge(f"the reply is larger than {cap:,} bytes ({declared} declared)")
+            return http.Response(status_code=response.status_code, headers=response.headers,
+                                 stream=CappedStream(response.stream, cap),
+                                 extensions=response.extensions, request=request)
+
+        async def aclose(self) -> None:
+            await self.inner.aclose()
+
+    return openai.DefaultAsyncHttpxClient(transport=CappedTransport())
 
 
 def _api_key(endpoint: Endpoint, settings: Settings) -> str:

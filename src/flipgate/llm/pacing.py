@@ -28,7 +28,8 @@ from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from flipgate.config.schema import DEFAULT_CONCURRENCY
+from flipgate.config.schema import DEFAULT_CONCURRENCY, DEFAULT_MAX_WAIT
+from flipgate.errors import IncompleteError
 
 # When a 429 says nothing about when to come back: short first, doubling, capped.
 BACKOFF_FIRST = 0.25
@@ -122,12 +123,20 @@ def rate_limit_pause(headers: Mapping[str, str], *, streak: int) -> float:
     return backoff * (0.75 + 0.25 * random.random())
 
 
+class PauseTooLong(IncompleteError):
+    """The provider's pacing would hold a request longer than `judge.max_wait`: the run
+    stops (exit 3) rather than outlive the job that runs it."""
+
+
 @dataclass
 class Limiter:
     """The run's shared, adaptive concurrency limit (see the module docstring)."""
 
     limit: int = DEFAULT_CONCURRENCY  # the configured maximum
     clock: Callable[[], float] = field(default=time.monotonic, repr=False)
+    # The longest a request may be held before it is sent (`judge.max_wait`), whatever
+    # the provider's headers ask: a 429's pause, or pacing from a 200's remaining count.
+    max_pause: float = DEFAULT_MAX_WAIT
     current: int = 0  # the limit in force now, 1..limit
     active: int = 0
     peak: int = 0
@@ -149,12 +158,23 @@ class Limiter:
     # -- slots
 
     async def acquire(self) -> float:
-        """Wait for a slot (never holding one while waiting); returns the send time."""
+        """Wait for a slot (never holding one while waiting); returns the send time.
+
+        The provider's pauses this request has waited out, and the one ahead of it, may
+        add up to `max_pause` at most: past it, `PauseTooLong` (a schedule of sends spaced
+        wider than the job can afford is refused, not followed)."""
+        held = 0.0
         while True:
             now = self.clock()
             start = max(self.resume_at, self._next_start if self.spacing else 0.0)
+            if start > now and held + (start - now) > self.max_pause:
+                raise PauseTooLong(
+                    "the provider's rate-limit headers would hold a request "
+                    f"{held + start - now:.0f} s, longer than judge.max_wait "
+                    f"({self.max_pause:g} s): the run stops rather than outlive its job")
             if start > now:
                 await asyncio.sleep(start - now)
+                held += start - now
                 continue
             if self.active < self.current:
                 self.active += 1

@@ -34,7 +34,7 @@ class Runtime:
     def from_config(cls, config: Config, *, cache_dir: str | Path | None,
                     progress: Progress | None = None) -> Runtime:
         runtime = cls(
-            limiter=Limiter(limit=config.concurrency),
+            limiter=Limiter(limit=config.concurrency, max_pause=config.judge.max_wait),
             budget=Budget(max_requests=config.budget.max_requests,
                           max_tokens=config.budget.max_tokens,
                           completion_ceiling=config.budget.completion_ceiling),
@@ -67,7 +67,8 @@ class Runtime:
 
         if retry is None:
             retry = RetryPolicy(max_retries=getattr(client, "max_retries", self.retry.max_retries),
-                                max_wait=self.retry.max_wait)
+                                max_wait=self.retry.max_wait,
+                                deadline=getattr(client, "timeout", self.retry.deadline))
         return LLM(client, endpoint, limiter=self.limiter, cache=self.cache, budget=self.budget,
                    usage=self.usage_for(purpose), retry=retry, flights=self.flights,
                    embedding_batch=embedding_batch or DEFAULT_EMBEDDING_BATCH)

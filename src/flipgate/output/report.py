@@ -199,9 +199,13 @@ def write_json(report: Report, path: str | os.PathLike[str]) -> None:
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f".{target.name}.tmp")
-    with tmp.open("w", encoding="utf-8") as handle:
-        for chunk in _json_chunks(report):
-            handle.write(chunk)
+    try:
+        with tmp.open("w", encoding="utf-8") as handle:
+            for chunk in _json_chunks(report):
+                handle.write(chunk)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
     os.replace(tmp, target)
 
 
@@ -209,7 +213,9 @@ def _json_chunks(report: Report):
     """`json.dumps(to_dict(report), indent=2)` plus a newline, written a row at a time, so
     a 100,000-row report never exists twice in memory (as dicts and as one string)."""
     def dumps(value: Any, depth: int) -> str:
-        return json.dumps(value, indent=2, ensure_ascii=False).replace("\n", "\n" + "  " * depth)
+        # No bare NaN or Infinity (not JSON): one reaching here is a bug, never written.
+        return json.dumps(value, indent=2, ensure_ascii=False,
+                          allow_nan=False).replace("\n", "\n" + "  " * depth)
 
     head = to_dict(report, rows=False)
     yield "{"

@@ -1,0 +1,310 @@
+"""Attacks from a hostile (or broken) model provider: replies that never end, replies of
+100 MB, error bodies of 100 MB, NaN where a number belongs, and rate-limit headers on
+200 OK replies that would pace the run past its job. The real openai client against
+loopback servers; every bound must hold without trusting the provider."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import math
+import resource
+import struct
+import time
+from pathlib import Path
+
+import openai  # noqa: F401 - imported before any clock starts
+import pytest
+from click.testing import CliRunner
+
+import support.openai_server as fake_server
+from flipgate.cli import cli
+from flipgate.llm.client import (
+    LLM,
+    MAX_CHAT_REPLY_BYTES,
+    Endpoint,
+    LazyClient,
+    Limiter,
+    ReplyTimeout,
+    ReplyTooLarge,
+    RetryPolicy,
+)
+from flipgate.llm.pacing import PauseTooLong
+from flipgate.output.report import write_json
+from flipgate.settings import Settings
+
+from support.factories import make_report, make_row
+from support.gitrepo import GitRepo
+from support.hostile_http import HostileHTTP, Request, Send, drip, flood, head, reply
+from support.openai_server import FakeOpenAI
+
+CHAT_OK = {"choices": [{"message": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}],
+           "usage": {"prompt_tokens": 1, "completion_tokens": 1}}
+
+
+def llm_for(url: str, *, deadline: float = 30, retries: int = 0) -> LLM:
+    endpoint = Endpoint(kind="openai", base_url=url + "/v1")
+    client = LazyClient(endpoint, settings=Settings.from_environ({"OPENAI_API_KEY": "sk-test"}),
+                        timeout=deadline, max_retries=retries)
+    return LLM(client, endpoint, limiter=Limiter(limit=4),
+               retry=RetryPolicy(max_retries=retries, deadline=deadline))
+
+
+async def chat(llm: LLM) -> str:
+    try:
+        completion = await llm.chat(model="m", messages=[{"role": "user", "content": "hi"}])
+        return completion.content
+    finally:
+        await llm.client.close()
+
+
+async def embed(llm: LLM) -> list[list[float]]:
+    try:
+        return await llm.embed(model="e", texts=["a", "b"])
+    finally:
+        await llm.client.close()
+
+
+# -- wall-clock: the body that never ends -----------------------------------------------------
+
+def test_a_reply_sent_one_byte_at_a_time_ends_at_the_deadline() -> None:
+    body = json.dumps(CHAT_OK).encode()
+
+    def handler(request: Request, send: Send) -> None:
+        send(head(200, length=len(body)))
+        drip(send, body, every=0.3)      # every read well inside the per-read timeout
+
+    with HostileHTTP(handler) as server:
+        started = time.monotonic()
+        with pytest.raises(ReplyTimeout, match="within 1.5 s"):
+            asyncio.run(chat(llm_for(server.url, deadline=1.5)))
+        assert time.monotonic() - started < 4
+
+
+def test_a_drip_is_retried_no_more_than_max_retries_and_each_try_is_bounded() -> None:
+    def handler(request: Request, send: Send) -> None:
+        send(head(200, length=100))
+        drip(send, b" " * 100, every=0.3)
+
+    with HostileHTTP(handler) as server:
+        started = time.monotonic()
+        with pytest.raises(ReplyTimeout):
+            asyncio.run(chat(llm_for(server.url, deadline=1, retries=2)))
+        assert len(server.requests) == 3
+        assert time.monotonic() - started < 3 * 1 + 2 * 8 + 3
+
+
+def test_headers_dripped_forever_end_at_the_deadline() -> None:
+    def handler(request: Request, send: Send) -> None:
+        send(b"HTTP/1.1 200 OK\r\n")
+        drip(send, b"x-pad: " + b"a" * 200 + b"\r\n", every=0.3)
+
+    with HostileHTTP(handler) as server:
+        started = time.monotonic()
+        with pytest.raises(ReplyTimeout):
+            asyncio.run(chat(llm_for(server.url, deadline=1)))
+        assert time.monotonic() - started < 4
+
+
+# -- size: the 100 MB reply -------------------------------------------------------------------
+
+HUNDRED_MB = 100 * 1024 * 1024
+
+
+@pytest.mark.parametrize("declared", [True, False], ids=["content-length", "no-length"])
+def test_a_100_mb_chat_reply_is_cut_at_the_cap_without_being_read(declared: bool) -> None:
+    prefix = b'{"choices": [{"message": {"role": "assistant", "content": "'
+
+    def handler(request: Request, send: Send) -> None:
+        send(head(200, length=HUNDRED_MB if declared else None) + prefix)
+        flood(send, HUNDRED_MB - len(prefix))
+
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    with HostileHTTP(handler) as server:
+        with pytest.raises(ReplyTooLarge, match=f"larger than {MAX_CHAT_REPLY_BYTES:,} bytes"):
+            asyncio.run(chat(llm_for(server.url)))
+        time.sleep(0.2)
+        assert server.sent_bytes[0] < 3 * MAX_CHAT_REPLY_BYTES   # cut, not drained
+    grown_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
+    assert grown_kb < 80 * 1024
+
+
+def test_a_100_mb_error_body_is_cut_too() -> None:
+    def handler(request: Request, send: Send) -> None:
+        send(head(500, length=None) + b'{"error": {"message": "')
+        flood(send, HUNDRED_MB)
+
+    with HostileHTTP(handler) as server:
+        with pytest.raises(ReplyTooLarge):
+            asyncio.run(chat(llm_for(server.url, retries=2)))
+        assert len(server.requests) == 1   # a reply too large is not asked for again
+        time.sleep(0.2)
+        assert server.sent_bytes[0] < 3 * MAX_CHAT_REPLY_BYTES
+
+
+def test_a_reply_just_under_the_cap_is_read() -> None:
+    content = "a" * (MAX_CHAT_REPLY_BYTES - 1000)
+    body = json.dumps({**CHAT_OK, "choices": [{"message": {"content": content}}]}).encode()
+
+    with HostileHTTP(lambda r, send: send(reply(200, body))) as server:
+        assert asyncio.run(chat(llm_for(server.url))) == content
+
+
+# -- non-finite numbers -----------------------------------------------------------------------
+
+def nan_vectors(as_base64: bool) -> bytes:
+    vector = [0.5, math.nan, 0.25]
+    encoded = (base64.b64encode(struct.pack("<3f", *vector)).decode() if as_base64
+               else "[0.5, NaN, 0.25]")
+    items = [f'{{"index": {i}, "embedding": {json.dumps(encoded) if as_base64 else encoded}}}'
+             for i in range(2)]
+    return f'{{"data": [{", ".join(items)}], "usage": {{"total_tokens": 2}}}}'.encode()
+
+
+@pytest.mark.parametrize("as_base64", [True, False], ids=["base64-float32", "json-literal"])
+def test_nan_embeddings_are_a_bad_reply_not_a_vector(as_base64: bool) -> None:
+    with HostileHTTP(lambda r, send: send(reply(200, nan_vectors(as_base64)))) as server:
+        with pytest.raises(ValueError, match="not|NaN"):
+            asyncio.run(embed(llm_for(server.url)))
+
+
+@pytest.mark.parametrize("body", [
+    b'{"choices": [{"message": {"content": "ok"}}], "usage": {"prompt_tokens": Infinity}}',
+    b'{"choices": ' + b"[" * 100_000 + b"]" * 100_000 + b"}",
+], ids=["infinity", "nested"])
+def test_a_chat_reply_with_non_finite_or_deep_json_is_a_bad_reply(body: bytes) -> None:
+    with HostileHTTP(lambda r, send: send(reply(200, body))) as server:
+        with pytest.raises(ValueError, match="not JSON"):
+            asyncio.run(chat(llm_for(server.url)))
+
+
+def test_report_json_never_holds_a_bare_nan(tmp_path: Path) -> None:
+    report = make_report([make_row()], budget={"spent_tokens": math.nan})
+    with pytest.raises(ValueError):
+        write_json(report, tmp_path / "report.json")
+    assert not (tmp_path / "report.json").exists()
+
+
+# -- NaN embeddings through `flipgate run`: a judge error on the row ---------------------------
+
+CONFIG = """version: 1
+cases: eval/cases.jsonl
+generator: prompts/answer.prompty
+judge:
+  provider: openai
+  model: judge-pinned
+  max_retries: 0
+  timeout: 10
+"""
+PROMPT = """---
+model:
+  configuration:
+    type: openai
+    model: gpt-4o-mini
+---
+system:
+Answer from the context.
+user:
+{{ query }}
+Context: {{ context }}
+"""
+CASES = "".join(json.dumps({"id": f"c{i}", "query": f"What is the fee for item {i}?",
+                            "context": f"The fee for item {i} is ${i}.", "category": "pricing"}) + "\n"
+                for i in range(3))
+
+
+def test_nan_embeddings_from_the_provider_become_judge_errors_and_report_json_is_strict(
+        openai_server: FakeOpenAI, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    real = fake_server.embed_text
+    monkeypatch.setattr(fake_server, "embed_text",
+                        lambda text: [math.nan, *real(text)[1:]] if "item 1" in text else real(text))
+    repo = GitRepo.create(tmp_path / "repo")
+    repo.commit({".flipgate.yml": CONFIG, "eval/cases.jsonl": CASES, "prompts/answer.prompty": PROMPT})
+    repo.branch("base", "HEAD")
+    repo.commit({"prompts/answer.prompty": PROMPT.replace("gpt-4o-mini", "gpt-4.1")})
+
+    result = CliRunner().invoke(cli, ["run", "--repo", str(repo.path), "--base", "base", "--head", "HEAD",
+                                      "--out", str(tmp_path / "out"), "--no-cache"])
+
+    assert result.exit_code == 3, result.output    # judge errors: the run could not finish
+    text = (tmp_path / "out" / "report.json").read_text()
+    report = json.loads(text, parse_constant=lambda name: pytest.fail(f"report.json holds {name}"))
+    rows = {row["id"]: row for row in report["rows"]}
+    assert rows["c1"]["candidate"]["relevance"] is None
+    assert "not finite" in rows["c1"]["candidate"]["relevance_detail"]["error"]
+
+
+# -- pacing from 200 OK headers is bounded by judge.max_wait -----------------------------------
+
+async def paced_requests(limiter: Limiter, headers: dict[str, str], count: int) -> list[str]:
+    async def one(_: int) -> str:
+        try:
+            await limiter.acquire()
+        except PauseTooLong as exc:
+            return f"stopped: {exc}"
+        limiter.release()
+        limiter.succeeded(headers)
+        return "sent"
+
+    return await asyncio.gather(*(one(i) for i in range(count)))
+
+
+def test_a_200_saying_no_requests_left_for_two_minutes_stops_the_run_at_max_wait() -> None:
+    limiter = Limiter(limit=4, max_pause=1.0)
+    limiter.succeeded({"x-ratelimit-remaining-requests": "0", "x-ratelimit-reset-requests": "120s"})
+
+    started = time.monotonic()
+    outcome = asyncio.run(paced_requests(limiter, {}, 1))
+
+    assert outcome[0].startswith("stopped: ")
+    assert "judge.max_wait (1 s)" in outcome[0]
+    assert time.monotonic() - started < 0.5        # refused at once, not after waiting
+
+
+def test_spacing_from_200_headers_cannot_add_up_past_max_wait() -> None:
+    """Each gap is under max_wait, but a request waiting behind others adds the gaps up."""
+    headers = {"x-ratelimit-limit-requests": "100", "x-ratelimit-remaining-requests": "1",
+               "x-ratelimit-reset-requests": "100s"}   # refill ~1/s: sends ~1.1 s apart
+    limiter = Limiter(limit=4, max_pause=2.5)
+    limiter.succeeded(headers)
+
+    started = time.monotonic()
+    outcome = asyncio.run(paced_requests(limiter, headers, 8))
+
+    assert outcome.count("sent") >= 2
+    assert any(o.startswith("stopped: ") for o in outcome)
+    assert time.monotonic() - started < 6
+
+
+def test_gentle_pacing_inside_max_wait_still_sends_everything() -> None:
+    headers = {"x-ratelimit-limit-requests": "1000", "x-ratelimit-remaining-requests": "1",
+               "x-ratelimit-reset-requests": "10s"}    # ~0.011 s apart
+    limiter = Limiter(limit=4, max_pause=5)
+    limiter.succeeded(headers)
+    assert asyncio.run(paced_requests(limiter, headers, 8)) == ["sent"] * 8
+
+
+def test_a_run_paced_past_max_wait_by_200_headers_exits_3_and_says_so(
+        openai_server: FakeOpenAI, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    original = fake_server._json
+
+    def paced(payload, status=200, headers=None):
+        headers = {**(headers or {}), "x-ratelimit-remaining-requests": "0",
+                   "x-ratelimit-reset-requests": "120s"}
+        return original(payload, status, headers)
+
+    monkeypatch.setattr(fake_server, "_json", paced)
+    repo = GitRepo.create(tmp_path / "repo")
+    config = CONFIG + "  max_wait: 2\n"
+    repo.commit({".flipgate.yml": config, "eval/cases.jsonl": CASES, "prompts/answer.prompty": PROMPT})
+    repo.branch("base", "HEAD")
+    repo.commit({"prompts/answer.prompty": PROMPT.replace("gpt-4o-mini", "gpt-4.1")})
+
+    started = time.monotonic()
+    result = CliRunner().invoke(cli, ["run", "--repo", str(repo.path), "--base", "base", "--head", "HEAD",
+                                      "--out", str(tmp_path / "out"), "--no-cache"])
+
+    assert result.exit_code == 3, result.output
+    assert "judge.max_wait (2 s)" in result.output
+    assert time.monotonic() - started < 60
