@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypeVar
 
-from github import Auth, Github, GithubException
+from github import Auth, Github, GithubException, GithubRetry
 from requests import RequestException
 
 from flipgate.errors import InputError
@@ -60,7 +60,14 @@ def _github_message(exc: GithubException) -> str | None:
     return "; ".join([message, *details]) if message else None
 
 
-def connect(api_url: str, token: str, *, pause_between_calls: bool = True) -> Github:
+# Seconds GitHub may stay silent on one read (PyGithub's own bound is per read, like
+# every client on `requests`; the job's own timeout bounds the rest).
+GITHUB_TIMEOUT_SECONDS = 15
+GITHUB_READ_RETRIES = 1
+
+
+def connect(api_url: str, token: str, *, pause_between_calls: bool = True,
+            timeout: int = GITHUB_TIMEOUT_SECONDS) -> Github:
     """A PyGithub client for `api_url` (GitHub, GitHub Enterprise, or a test server).
 
     `lazy=True` makes objects addressed by number or SHA cost no request until
@@ -69,8 +76,10 @@ def connect(api_url: str, token: str, *, pause_between_calls: bool = True) -> Gi
     """
     pauses: dict[str, Any] = {} if pause_between_calls else {
         "seconds_between_requests": None, "seconds_between_writes": None}
+    # PyGithub retries a read that timed out ten times: one more is enough, so a silent
+    # GitHub costs at most two timeouts a call (its rate-limit retries stay as they are).
     return Github(base_url=api_url, auth=Auth.Token(token), per_page=PER_PAGE, lazy=True,
-                  **pauses)
+                  timeout=timeout, retry=GithubRetry(read=GITHUB_READ_RETRIES), **pauses)
 
 
 @dataclass(frozen=True)

@@ -364,7 +364,7 @@ class LLM:
                 try:
                     try:
                         async with asyncio.timeout(self.retry.deadline):
-                            response = await client.post(
+                            response: Any = await client.post(
                                 path, body=body, cast_to=_raw_response_type(client),
                                 options={"max_retries": 0})
                     except TimeoutError:
