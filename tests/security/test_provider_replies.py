@@ -194,7 +194,7 @@ generator: prompts/answer.prompty
 judge:
   provider: openai
   model: judge-pinned
-  max_retries: 0
+  max_retries: 1          # one lost loopback connection on a loaded machine is no finding
   timeout: 10
 """
 PROMPT = """---
