@@ -31,7 +31,7 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from flipgate.config.schema import AZURE_ENGINE
+from flipgate.config.schema import AUTH_ENTRA, AZURE_ENGINE
 from flipgate.errors import FlipgateError, InputError
 from flipgate.judges.base import EMPTY_ANSWER
 from flipgate.judges.openai_judge import OpenAIJudge, describe_api_error
@@ -54,7 +54,11 @@ class _BadReply(Exception):
 
 def model_config_for(endpoint: Endpoint, *, model: str, settings: Settings) -> dict[str, Any]:
     """The SDK's model configuration for an endpoint. The key comes from the
-    environment only (through `settings`), as for the openai engine."""
+    environment only (through `settings`), as for the openai engine; with `auth: entra`
+    there is none, and the evaluators sign in with the run's credential instead."""
+    if endpoint.kind == "azure" and endpoint.auth == AUTH_ENTRA:
+        return {"type": "azure_openai", "azure_endpoint": endpoint.base_url,
+                "azure_deployment": model, "api_version": endpoint.api_version}
     if endpoint.kind == "azure":
         key = settings.azure_openai_api_key
         if not key:
@@ -115,7 +119,8 @@ class AzureEvalJudge:
 
     def __init__(self, *, model_config: Mapping[str, Any], info: JudgeInfo,
                  relevance_judge: OpenAIJudge, limiter: Limiter, budget: Budget,
-                 timeout: float, reasoning: bool = False, usage: Usage | None = None):
+                 timeout: float, reasoning: bool = False, usage: Usage | None = None,
+                 credential: Any = None):
         sdk = _import_sdk()
         self.info = info
         self.relevance_judge = relevance_judge
@@ -124,9 +129,11 @@ class AzureEvalJudge:
         self.timeout = timeout
         self.usage = usage if usage is not None else Usage()
         # One instance per mode: this one is only ever called with a query.
+        # `credential` (auth: entra): the SDK asks it for Cognitive Services tokens itself.
         self._groundedness_with_query = sdk.GroundednessEvaluator(
-            dict(model_config), is_reasoning_model=reasoning)
-        self._fluency = sdk.FluencyEvaluator(dict(model_config), is_reasoning_model=reasoning)
+            dict(model_config), is_reasoning_model=reasoning, credential=credential)
+        self._fluency = sdk.FluencyEvaluator(dict(model_config), is_reasoning_model=reasoning,
+                                             credential=credential)
 
     async def groundedness(self, case: Case, response: str, *, sample: int = 0) -> Score:
         # `sample` needs no cache tag here: this engine never caches, every call asks.

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from flipgate.verdict import gate
 from flipgate.config.schema import (
+    AUTH_ENTRA,
     DEFAULT_CACHE_DIR,
     DEFAULT_CONFIG,
     DEFAULT_OUT_DIR,
@@ -63,6 +64,8 @@ from flipgate.run.shards import Shard, SuitePart, write_partial
 
 if TYPE_CHECKING:
     from rich.console import Console
+
+    from flipgate.llm.client import LazyClient
 
     from flipgate.output.progress import Progress
 
@@ -123,16 +126,24 @@ def lock_generators(repo: Repo, base: Ref, head: Ref, *, config: Config,
                 read_base=repo.reader(base), read_head=repo.reader(head))
 
 
+def generator_client(pair: LockedPair, *, settings: Settings, runtime: Runtime) -> LazyClient:
+    """The one client both sides' generations go through: to the base's endpoint (the head
+    is held to it), signed in with the run's Entra ID credential when the base says so."""
+    from flipgate.llm.client import LazyClient  # noqa: F811 - the SDK loads on first request
+
+    endpoint = pair.baseline.endpoint
+    return LazyClient(endpoint, settings=settings,
+                      sign_in=runtime.sign_in(settings) if endpoint.auth == AUTH_ENTRA else None)
+
+
 async def _replay_and_score(*, inputs: Inputs, pair: LockedPair,
                             prepared: dict[str, PreparedGenerator], runtime: Runtime,
                             settings: Settings, judge: Judges) -> Scored:
-    from flipgate.llm.client import LazyClient
-
     # One cheap request to the judge (and its embeddings model) before any
     # generation: a wrong key, endpoint or model stops the run here. Cached like
     # any reply, so a later suite's probe sends nothing again.
     await judge.probe()
-    client = LazyClient(pair.baseline.endpoint, settings=settings)
+    client = generator_client(pair, settings=settings, runtime=runtime)
     try:
         cases = inputs.cases
         side = {"client": client, "runtime": runtime, "debug": settings.debug}
@@ -405,8 +416,6 @@ async def replay_ref(*, repo: Path, ref: str, settings: Settings,
                      concurrency: int | None = None) -> ReplayResult:
     """Every case's answer from the generator at one ref (configuration and cases of that ref);
     with several suites, the one named `suite` (needed unless there is only one)."""
-    from flipgate.llm.client import LazyClient
-
     git_repo = open_repo(repo, settings)
     at = git_repo.ref(ref)
     trusted = load_config_at(git_repo, at, at, config_path)
@@ -422,7 +431,7 @@ async def replay_ref(*, repo: Path, ref: str, settings: Settings,
                        environ=settings.environ,
                        strict_undefined=config.generator_options.strict_undefined)
     runtime = Runtime.from_config(config, cache_dir=cache_dir, progress=progress)
-    client = LazyClient(pair.baseline.endpoint, settings=settings)
+    client = generator_client(pair, settings=settings, runtime=runtime)
     try:
         answers = await replay(inputs.cases, prepared["generation"], client=client, runtime=runtime,
                                purpose="generation", debug=settings.debug)
