@@ -20,6 +20,7 @@ to fix it. azure-identity is imported only when a token is first needed.
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -166,19 +167,22 @@ class _Translated:
 
 def describe_failure(exc: BaseException, credential: Any, method: str) -> str:
     """One line: which credentials were tried, what went wrong, how to fix it."""
-    tried = [type(one).__name__ for one in getattr(credential, "credentials", ())]
-    lines = [line.strip() for line in str(getattr(exc, "message", None) or exc).splitlines()
-             if line.strip()]
-    if tried:
-        # A chain's message has a line per credential; the one that was there but failed
-        # says the most (the rest only say they are unavailable).
-        failed = [line for line in lines if line.split(":", 1)[0] in tried
-                  and "unavailable" not in line.lower()]
-        said = f": {_short(failed[0])}" if failed else ""
-        return (f"auth entra: no Microsoft Entra ID token (tried {', '.join(tried)}){said}; "
-                f"{HOW_TO_FIX}")
+    text = str(getattr(exc, "message", None) or exc)
+    # A chain lists each attempt as "\tName: what it said"; it stops early only at a
+    # credential that was there but failed, whose words then say the most.
+    attempts = [line.strip().split(": ", 1) for line in text.splitlines()
+                if line.startswith("\t") and ": " in line]
+    if attempts:
+        tried = ", ".join(name for name, _ in attempts)
+        chain = [type(one).__name__ for one in getattr(credential, "credentials", ())]
+        stopped = bool(chain) and attempts[-1][0] != chain[-1]
+        said = f": {attempts[-1][0]}: {_short(attempts[-1][1])}" if stopped else ""
+        return f"auth entra: no Microsoft Entra ID token (tried {tried}){said}; {HOW_TO_FIX}"
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    fix = "; check the app registration's federated credential (docs/azure.md)" \
+        if "OIDC" in method else ""
     return (f"auth entra: Microsoft Entra ID refused the sign-in through {method}: "
-            f"{_short(lines[0] if lines else type(exc).__name__)}")
+            f"{_short(lines[0] if lines else type(exc).__name__)}{fix}")
 
 
 def _short(line: str) -> str:
@@ -200,4 +204,7 @@ def _import_identity() -> Any:
     except ImportError:
         raise SignInError(f"auth entra needs the azure-identity package, which is not installed: "
                           f"{INSTALL_HINT}") from None
+    # Its warnings (a failed chain, many lines) would reach stderr through logging's last
+    # resort; flipgate says a failed sign-in itself, in one line.
+    logging.getLogger("azure.identity").setLevel(logging.CRITICAL)
     return identity
