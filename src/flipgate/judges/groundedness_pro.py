@@ -22,6 +22,7 @@ the budget's request count, and is never cached.
 from __future__ import annotations
 
 import asyncio
+import logging
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -78,14 +79,17 @@ class GroundednessProJudge:
     def __init__(self, *, project: str, sign_in: EntraSignIn, info: JudgeInfo, limiter: Limiter,
                  budget: Budget, timeout: float, usage: Usage | None = None):
         sdk = _import_sdk()
+        # "This is an experimental class": true, and said here (docs/azure.md), not on stderr.
+        logging.getLogger("azure.ai.evaluation._common._experimental").setLevel(logging.ERROR)
         self.info = info
         self.sign_in = sign_in
         self.limiter = limiter
         self.budget = budget
         self.timeout = timeout
         self.usage = usage if usage is not None else Usage()
+        # evaluate_query: the service sees the case's question (the SDK sends a placeholder else).
         self._evaluator = sdk.GroundednessProEvaluator(credential=sign_in.credential(),
-                                                       azure_ai_project=project)
+                                                       azure_ai_project=project, evaluate_query=True)
 
     async def groundedness(self, case: Case, response: str, *, sample: int = 0) -> Score:
         if not response.strip():
