@@ -69,6 +69,17 @@ class Settings:
         return self._get("AZURE_TENANT_ID")
 
     @property
+    def github_actions(self) -> bool:
+        """GITHUB_ACTIONS: running as a step of a GitHub Actions job."""
+        return self._get("GITHUB_ACTIONS") == "true"
+
+    @property
+    def azure_client_secret_set(self) -> bool:
+        """Whether azure-identity's own client secret or token file is configured (not the value)."""
+        return bool(self._get("AZURE_CLIENT_SECRET") or self._get("AZURE_CLIENT_CERTIFICATE_PATH")
+                    or self._get("AZURE_FEDERATED_TOKEN_FILE"))
+
+    @property
     def azure_authority_host(self) -> str | None:
         """AZURE_AUTHORITY_HOST: another cloud's Entra authority (login.microsoftonline.com by default)."""
         return self._get("AZURE_AUTHORITY_HOST")

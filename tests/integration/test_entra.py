@@ -180,3 +180,12 @@ def test_the_sign_in_is_part_of_every_cache_key_and_keys_need_no_sign_in() -> No
     with pytest.raises(InputError):
         LazyClient(Endpoint(kind="openai", base_url="http://x/v1", auth="entra"), settings=Settings(),
                    sign_in=EntraSignIn(Settings()))
+
+
+def test_an_action_without_id_token_permission_is_told_to_grant_it() -> None:
+    """azure-client-id given, but the runner offers no OIDC token (no `id-token: write`)."""
+    settings = Settings.from_environ({"GITHUB_ACTIONS": "true", "AZURE_CLIENT_ID": CLIENT,
+                                      "AZURE_TENANT_ID": TENANT})
+    with pytest.raises(SignInError) as caught:
+        EntraSignIn(settings).check()
+    assert "id-token: write" in str(caught.value) and "\n" not in str(caught.value)

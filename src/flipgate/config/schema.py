@@ -436,7 +436,7 @@ def parse_config(text: str, *, source: str = DEFAULT_CONFIG, directory: str = ".
     if data.get("status") == STATUS_PER_SUITE and "suites" not in data:
         problem(("status",), "'status' per-suite needs a 'suites:' section")
 
-    judge_values = data.get("judge") if isinstance(data.get("judge"), dict) else {}
+    judge_values: dict[Any, Any] = data["judge"] if isinstance(data.get("judge"), dict) else {}
     provider = judge_values.get("provider", "offline")
     if provider in ("openai", "azure") and "model" not in judge_values:
         problem(("judge",), f"'judge.model' is required for provider {provider} (pin the judge)")

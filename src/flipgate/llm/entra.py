@@ -93,6 +93,12 @@ class EntraSignIn:
 
     def _build(self) -> Any:
         identity = _import_identity()
+        s = self.settings
+        if s.github_actions and s.azure_client_id and s.azure_tenant_id and not self.federated \
+                and not s.azure_client_secret_set:
+            raise SignInError("auth entra: azure-client-id is set but the runner offers no OIDC "
+                              "token: grant the job `permissions: id-token: write` (a pull "
+                              "request from a fork gets none; see docs/azure.md)")
         if self.federated:
             s = self.settings
             options = {"authority": s.azure_authority_host} if s.azure_authority_host else {}
