@@ -117,7 +117,7 @@ def key_values(entries: Any) -> dict[str, Any]:
 
 
 def _span(obj: dict[str, Any], resource: dict[str, Any], line: int | None) -> Span:
-    context = obj.get("context") if isinstance(obj.get("context"), dict) else {}
+    context = found if isinstance(found := obj.get("context"), dict) else {}
     trace_id = obj.get("traceId") or context.get("trace_id") or ""
     span_id = obj.get("spanId") or context.get("span_id") or ""
     events = []

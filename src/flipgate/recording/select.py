@@ -239,7 +239,7 @@ def select(observations: Sequence[Observation], existing: Sequence[Case], *,
         masked = {k: masking.apply(v) if isinstance(v, str) else v for k, v in values.items()}
         if masked != values:
             outcome.masked += 1
-        query, context = masked.pop("query"), masked.pop("context")
+        query, context = masked.pop("query") or "", masked.pop("context") or ""
         category = (masked.pop("category") or (rules.category_of(query) if rules else None)
                     or DEFAULT_CATEGORY)
         given_id = masked.pop("id")

@@ -186,7 +186,8 @@ def read_report(data: bytes, *, source: str) -> Reading:
     carries its `query` and `context`) become observations."""
     report = read_report_json(data, source=source)
     reading = Reading()
-    e2e = report.get("e2e") if isinstance(report.get("e2e"), dict) else {}
+    e2e_part = report.get("e2e")
+    e2e: dict[str, Any] = e2e_part if isinstance(e2e_part, dict) else {}
     when = parse_timestamp(e2e.get("date")) if e2e else None
     for index, row in enumerate(e2e.get("rows") or []):
         if not isinstance(row, dict):
