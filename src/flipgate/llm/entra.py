@@ -79,7 +79,7 @@ class EntraSignIn:
         """A callable returning a current bearer token (the openai client's
         `azure_ad_token_provider`); renewed before it expires."""
         identity = _import_identity()
-        return identity.get_bearer_token_provider(self.credential(), scope)  # type: ignore[no-any-return]
+        return identity.get_bearer_token_provider(self.credential(), scope)
 
     def check(self, scope: str = COGNITIVE_SERVICES_SCOPE) -> None:
         """Get one token now, so a missing sign-in stops the run before any work."""
