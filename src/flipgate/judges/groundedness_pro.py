@@ -34,7 +34,7 @@ from flipgate.llm.client import Budget, Limiter, Usage
 from flipgate.llm.entra import AI_SERVICES_SCOPE, EntraSignIn
 from flipgate.model import Case, JudgeInfo, Relevance, Score, Statements
 
-_PREFIX = f"second opinion ({GROUNDEDNESS_PRO})"
+_PREFIX = f"{GROUNDEDNESS_PRO} service"
 _SERVICE_SCALE = (1, 5)   # the service's groundedness score; its label is score >= 5
 _MESSAGE_LIMIT = 300
 
