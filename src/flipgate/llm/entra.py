@@ -48,9 +48,8 @@ class SignInError(IncompleteError):
 class EntraSignIn:
     """One run's Entra ID credential, built on first use and shared by every client."""
 
-    def __init__(self, settings: Settings, *, http: httpx.Client | None = None):
+    def __init__(self, settings: Settings):
         self.settings = settings
-        self._http = http
         self._lock = threading.Lock()
         self._credential: _Translated | None = None
 
@@ -100,7 +99,6 @@ class EntraSignIn:
                               "token: grant the job `permissions: id-token: write` (a pull "
                               "request from a fork gets none; see docs/azure.md)")
         if self.federated:
-            s = self.settings
             options = {"authority": s.azure_authority_host} if s.azure_authority_host else {}
             return identity.ClientAssertionCredential(
                 tenant_id=s.azure_tenant_id, client_id=s.azure_client_id,
@@ -118,11 +116,8 @@ class EntraSignIn:
         headers = {"Authorization": f"Bearer {s.github_oidc_request_token}",
                    "Accept": "application/json"}
         try:
-            if self._http is not None:
-                response = self._http.get(url, headers=headers)
-            else:
-                with httpx.Client(timeout=30.0) as client:
-                    response = client.get(url, headers=headers)
+            with httpx.Client(timeout=30.0) as client:
+                response = client.get(url, headers=headers)
         except httpx.HTTPError as exc:
             raise SignInError(f"auth entra: could not ask GitHub for an OIDC token "
                               f"({type(exc).__name__}); {HOW_TO_FIX}") from None
