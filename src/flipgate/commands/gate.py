@@ -34,7 +34,7 @@ from flipgate.config.schema import DEFAULT_OUT_DIR, GateConfig
               help="Candidate responses (JSONL).")
 @config_option
 @judge_option
-@click.option("--out", "out_dir", default=DEFAULT_OUT_DIR, show_default=True,
+@click.option("--out", "out_dir", metavar="PATH", default=DEFAULT_OUT_DIR, show_default=True,
               type=click.Path(file_okay=False), help="Where report.json and comment.md go.")
 @cache_options
 @concurrency_option
