@@ -10,8 +10,15 @@ import click
 
 from flipgate.commands.common import report_failures, settings_from_env
 from flipgate.config.schema import DEFAULT_CONFIG
-from flipgate.config.starter import (DEFAULT_ACTION, DEFAULT_CASES, DEFAULT_WORKFLOW, Starter, cases_text,
-                                     config_text, workflow_text)
+from flipgate.config.starter import (
+    DEFAULT_ACTION,
+    DEFAULT_CASES,
+    DEFAULT_WORKFLOW,
+    Starter,
+    cases_text,
+    config_text,
+    workflow_text,
+)
 from flipgate.errors import InputError, Problem
 from flipgate.git import repository as gitrefs
 from flipgate.prompty.child import sample_values_isolated
