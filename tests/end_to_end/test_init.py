@@ -239,3 +239,52 @@ def test_the_workflow_passes_actionlint(repo: GitRepo) -> None:
     result = subprocess.run(["actionlint", "-no-color", ".github/workflows/flipgate.yml"],
                             cwd=repo.path, capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_a_v2_file_s_examples_and_a_staged_sample_file_make_the_case(tmp_path: Path) -> None:
+    repo = GitRepo.create(tmp_path / "repo")
+    v2 = """---
+model:
+  id: gpt-4o-mini
+  provider: openai
+inputs:
+  - name: question
+    kind: string
+    example: Where is my card?
+  - name: context
+    kind: string
+    example: Cards arrive within 5 working days.
+---
+user:
+{{ question }} {{ context }}
+"""
+    v1 = NO_SAMPLE.replace("---\nuser:", "sample: ${file:sample.json}\n---\nuser:")
+    # Staged, never committed: init reads what the index holds (a repository with no commit yet).
+    repo.write({"v2.prompty": v2, "z/v1.prompty": v1,
+                "z/sample.json": json.dumps({"query": "Is there a fee?", "context": "No fee.", "lang": "en"})})
+
+    assert init(repo, "--generator", "v2.prompty").exit_code == 0
+    (case,) = [json.loads(line) for line in (repo.path / "eval/cases.jsonl").read_text().splitlines()]
+    assert (case["query"], case["context"]) == ("Where is my card?", "Cards arrive within 5 working days.")
+
+    assert init(repo, "--generator", "z/v1.prompty", "--force").exit_code == 0
+    (case,) = [json.loads(line) for line in (repo.path / "eval/cases.jsonl").read_text().splitlines()]
+    assert case == {"id": "example-001", "category": "general", "query": "Is there a fee?",
+                    "context": "No fee.", "lang": "en"}
+
+
+def test_a_broken_prompty_is_exit_2_naming_file_and_line_and_writes_nothing(tmp_path: Path) -> None:
+    repo = GitRepo.create(tmp_path / "repo")
+    repo.commit({"p.prompty": "---\nmodel:\n  configuration: [not, a, mapping]\n---\nuser:\nhi\n"})
+    result = init(repo)
+    assert result.exit_code == 2
+    assert "p.prompty:3" in result.stderr and "Traceback" not in result.output
+    assert not (repo.path / ".flipgate.yml").exists()
+
+
+@pytest.mark.parametrize("flag", ["--cases", "--config", "--workflow"])
+def test_a_target_outside_the_repository_is_refused(repo: GitRepo, flag: str) -> None:
+    result = init(repo, flag, "../outside.yml")
+    assert result.exit_code == 2
+    assert "leaves the repository" in result.stderr
+    assert not (repo.path.parent / "outside.yml").exists() and not (repo.path / ".flipgate.yml").exists()
