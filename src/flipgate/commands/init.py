@@ -26,7 +26,7 @@ from flipgate.prompty.child import sample_values_isolated
 
 def _interactive() -> bool:
     """Ask only a person at a terminal; a pipe, CI or a script gets the defaults."""
-    return sys.stdin.isatty()
+    return sys.stdin is not None and sys.stdin.isatty()
 
 
 def _choose(prompty_files: list[str], wanted: str | None, interactive: bool) -> str:
