@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
+import json
+import re
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -58,29 +60,38 @@ def groundedness(**kwargs: Any) -> Score:
     return with_judge(lambda judge: judge.groundedness(FEE, ANSWER), **kwargs)
 
 
-@pytest.mark.parametrize("result, expected", [
-    ({"groundedness": 4.0, "groundedness_reason": " ok ", "groundedness_status": "completed"},
-     Score(4, "ok")),
-    ({"groundedness": 1.0}, Score(1, "")),
+def sdk_result(reply: str | None, **fields: Any) -> dict[str, Any]:
+    """An evaluator's result as 1.18 returns it: its own parse, and the reply in sample_output."""
+    sample = json.dumps([{"role": "assistant", "content": reply}]) if reply is not None else ""
+    return {"groundedness": 5.0, "groundedness_status": "completed",
+            "groundedness_properties": {"sample_output": sample}, **fields}
+
+
+@pytest.mark.parametrize("reply, expected", [
+    ('{"reason": " ok ", "score": 4, "status": "completed"}', Score(4, "ok")),
+    ("1", Score(1, "")),
+    ("<S0>t</S0><S1>because</S1><S2>3</S2>", Score(3, "because")),
 ])
-def test_results_map_to_scores(result: dict, expected: Score) -> None:
-    assert read_result(result, "groundedness") == expected
+def test_the_reply_inside_the_result_is_read_by_the_shared_reader(reply: str, expected: Score) -> None:
+    # The SDK's own parse (5.0 here) is never what counts.
+    assert read_result(sdk_result(reply), "groundedness") == expected
 
 
 @pytest.mark.parametrize("result, problem", [
-    ({"groundedness": float("nan")}, "the evaluator gave no score"),
-    ({"groundedness": 9.0}, "score 9 is outside 1-5"),
-    ({"groundedness": 0.0}, "score 0 is outside 1-5"),
-    ({"groundedness": 4.5}, "whole number"),
-    ({"groundedness": None, "groundedness_status": "skipped", "groundedness_reason": "empty"},
+    (sdk_result('{"score": 2, "score": 5}'), 'the key "score" twice'),   # the SDK kept the 5
+    (sdk_result('{"score": "2", "status": "completed"}'), 'got string "2"'),  # the SDK read 2
+    (sdk_result('{"score": 9}'), "score 9 is outside 1-5"),
+    (sdk_result('{"score": 4.5}'), "whole number"),
+    (sdk_result('{"score": null, "status": "skipped", "reason": "empty"}'),
      "judge skipped the evaluation: empty"),
-    ({"groundedness": True}, "no score"),
-    ({}, "no score"),
+    (sdk_result(None, groundedness_status="skipped", groundedness_reason="Not applicable: x"),
+     "carries no judge reply (status skipped: Not applicable: x)"),
+    ({"groundedness": 4.0}, "carries no judge reply"),
 ])
-def test_results_without_a_valid_score_are_judge_errors(result: dict, problem: str) -> None:
+def test_results_without_a_readable_reply_are_judge_errors(result: dict, problem: str) -> None:
     from flipgate.judges.azure_eval import _BadReply
 
-    with pytest.raises(_BadReply, match=problem):
+    with pytest.raises(_BadReply, match=re.escape(problem)):
         read_result(result, "groundedness")
 
 
@@ -115,7 +126,7 @@ def test_relevance_reuses_the_openai_engine(openai_server: FakeOpenAI) -> None:
 
 
 @pytest.mark.parametrize("reply, problem", [
-    ("this is not json", "unreadable reply: JSONDecodeError"),
+    ("this is not json", 'reply is not valid JSON (model judge-model-pinned; reply "this is not json")'),
     ({"reason": "great", "score": 9, "status": "completed"}, "score 9 is outside 1-5"),
     ({"reason": "n/a", "score": None, "status": "skipped"}, "judge skipped the evaluation"),
     ({"reason": "between", "score": 3.5}, "whole number 1-5, got 3.5"),
