@@ -8,7 +8,7 @@ optional azure-ai-evaluation backend load only inside `make_judge`, so
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from flipgate.config.schema import AZURE_ENGINE, OPENAI_ENGINE, PROVIDERS, Config, JudgeConfig, second_judge
 from flipgate.errors import InputError
@@ -44,7 +44,7 @@ def describe(config: Config, provider: str | None = None) -> JudgeInfo:
 
     chosen = _chosen(config, provider)
     second = second_judge(config.judge, chosen)
-    pinned = {"rescore": rescore_mode(config, chosen), "mode": config.judge.mode,
+    pinned: dict[str, Any] = {"rescore": rescore_mode(config, chosen), "mode": config.judge.mode,
               "second_opinion": second.model if second is not None else None}
     if chosen == "offline":
         from flipgate.judges.offline import OfflineJudge
