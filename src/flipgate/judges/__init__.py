@@ -8,7 +8,7 @@ optional azure-ai-evaluation backend load only inside `make_judge`, so
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from flipgate.config.schema import AZURE_ENGINE, OPENAI_ENGINE, PROVIDERS, Config, JudgeConfig, second_judge
 from flipgate.errors import InputError
@@ -44,12 +44,13 @@ def describe(config: Config, provider: str | None = None) -> JudgeInfo:
 
     chosen = _chosen(config, provider)
     second = second_judge(config.judge, chosen)
-    pinned: dict[str, Any] = {"rescore": rescore_mode(config, chosen), "mode": config.judge.mode,
-              "second_opinion": second.model if second is not None else None}
+    rescore = rescore_mode(config, chosen)
+    second_model = second.model if second is not None else None
+    mode = config.judge.mode
     if chosen == "offline":
         from flipgate.judges.offline import OfflineJudge
 
-        return replace(OfflineJudge.info, **pinned)
+        return replace(OfflineJudge.info, rescore=rescore, second_opinion=second_model, mode=mode)
     judge = config.judge
     texts = prompts.rubric_texts(questions=config.relevance.questions, mode=judge.mode)
     sdk = None
@@ -60,11 +61,11 @@ def describe(config: Config, provider: str | None = None) -> JudgeInfo:
         texts.update(azure_eval.sdk_prompty_texts(judge.mode))
         sdk = azure_eval.sdk_pin()
     hashes = prompts.rubric_hashes(texts)
-    return JudgeInfo(provider=chosen, model=judge.model, engine=judge.engine, sdk=sdk,
+    return JudgeInfo(provider=chosen, model=judge.model, engine=judge.engine, mode=mode, sdk=sdk,
                      embedding_model=config.relevance.embedding_model,
                      rubric_version=prompts.pinned_version(base.RUBRIC_VERSION, hashes),
                      rubric_hash=hashes, temperature=None if judge.reasoning else 0,
-                     seed=judge.seed, **pinned)
+                     seed=judge.seed, rescore=rescore, second_opinion=second_model)
 
 
 def make_judge(config: Config, *, runtime: Runtime, settings: Settings,

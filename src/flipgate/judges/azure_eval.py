@@ -34,8 +34,8 @@ import importlib.metadata
 import importlib.util
 import json
 import threading
-from pathlib import Path
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from flipgate.config.schema import AZURE_ENGINE, WITH_QUERY, WITHOUT_QUERY
