@@ -164,7 +164,7 @@ def test_well_formed_questions_are_read(content: str, expected: Questions) -> No
     ('["q?"]', "reply is a JSON array, not an object"),
     ('{"questions": ["a?"], "noncommittal": false, "noncommittal": true}', 'the key "noncommittal" twice'),
     ('{"questions": ["a?"], "questions": ["b?"], "noncommittal": false}', 'the key "questions" twice'),
-    ('Score: 4\n{"questions": ["q?"], "noncommittal": false}', "two scores"),
+    ('Score: 4\n{"questions": ["q?"], "noncommittal": false}', "names a score (\"Score: 4\") beside an object that has none"),
     ('{"questions": ["q?"]}', "reply has no noncommittal flag"),
     ('{"noncommittal": false}', "reply has no questions"),
     ('{"questions": ["q?"], "noncommittal": "false"}', 'noncommittal must be true or false, got string'),

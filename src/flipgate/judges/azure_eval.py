@@ -71,11 +71,11 @@ class _BadReply(Exception):
         self.reply = reply
 
 
-def _sdk_root() -> Path:
-    """The installed SDK's package folder, found without importing it."""
+def _sdk_root() -> Path | None:
+    """The installed SDK's package folder, found without importing it (None: not installed)."""
     spec = importlib.util.find_spec("azure.ai.evaluation") if importlib.util.find_spec("azure") else None
     if spec is None or not spec.submodule_search_locations:
-        raise InputError(f"judge.engine {AZURE_ENGINE} needs the optional package: {INSTALL_HINT}")
+        return None
     return Path(next(iter(spec.submodule_search_locations)))
 
 
@@ -90,9 +90,12 @@ def sdk_pin() -> dict[str, str | None]:
 
 def sdk_prompty_texts(mode: str) -> dict[str, str]:
     """The text of each prompty file the SDK sends for `mode`, by metric, read from the
-    installed package: what `rubric_hash` pins for this engine."""
-    root = _sdk_root() / "_evaluators"
-    return {metric: (root / name).read_text(encoding="utf-8")
+    installed package: what `rubric_hash` pins for this engine. Without the package there is
+    nothing to pin (and `make_judge` refuses to build this engine)."""
+    root = _sdk_root()
+    if root is None:
+        return {}
+    return {metric: (root / "_evaluators" / name).read_text(encoding="utf-8")
             for (metric, file_mode), name in _PROMPTY_FILES.items() if file_mode == mode}
 
 

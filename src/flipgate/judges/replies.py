@@ -164,9 +164,11 @@ def _check_prose(prose: str, *, score: int | None) -> None:
     for pattern in _CLAIMS:
         for claim in pattern.finditer(prose):
             number = claim.group(1)
-            if score is None or float(number) != score:
-                raise JudgeReplyError(f"reply names two scores: {json.dumps(snippet(claim.group(0), _SNIPPET))} "
-                                      f"beside {'its JSON object' if score is None else f'the score {score}'}")
+            said = json.dumps(snippet(claim.group(0), _SNIPPET))
+            if score is None:
+                raise JudgeReplyError(f"reply names a score ({said}) beside an object that has none")
+            if float(number) != score:
+                raise JudgeReplyError(f"reply names two scores: {said} beside the score {score}")
     if "{" in prose and re.search(r'"score"\s*:', prose):
         raise JudgeReplyError("reply has a second score, a JSON \"score\", beside its own")
     if _TAG.search(prose):
@@ -257,7 +259,7 @@ def _read_tags(text: str) -> Score:
     position = 0
     for opening in _TAG.finditer(text):
         if opening.start() < position:
-            continue  # inside a tag already read
+            continue  # the closing tag of the span just read
         if opening.group(1):
             raise JudgeReplyError(f"reply closes <S{opening.group(2)}> that it never opened")
         number = opening.group(2)
