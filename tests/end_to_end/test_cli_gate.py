@@ -151,6 +151,28 @@ def test_judge_errors_exit_3_and_still_list_confirmed_regressions(openai_server,
     assert len(steady) == 2
 
 
+def test_an_unreadable_reply_is_a_judge_error_naming_the_model_quoted_short_and_escaped(
+        openai_server, tmp_path: Path) -> None:
+    from support.gfm import to_html
+
+    hostile = "<img src=x onerror=alert(1)> | **score: 5** " + "x" * 400
+
+    def score(query, context, response, call_index):
+        if response == "candidate answer steady":
+            return hostile
+        return scripted()(query, context, response, call_index)
+
+    openai_server.on_groundedness(score)
+    result = CliRunner().invoke(cli, write_inputs(tmp_path))
+    assert result.exit_code == 3, result.output
+    rows = {row["id"]: row for row in json.loads((tmp_path / "out" / "report.json").read_text())["rows"]}
+    (error,) = rows["steady"]["errors"]
+    assert "(model judge-pinned; reply " in error
+    assert json.dumps(hostile[:200]) + " (cut))" in error and hostile[:201] not in error
+    html = to_html((tmp_path / "out" / "comment.md").read_text())
+    assert "<img" not in html and "&lt;img src=x" in html
+
+
 def test_an_unreachable_judge_is_exit_3_never_a_pass(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")  # discard port: refused
     monkeypatch.setenv("OPENAI_API_KEY", "k")

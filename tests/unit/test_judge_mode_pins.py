@@ -57,3 +57,20 @@ def test_the_azure_engine_pins_the_sdk_and_the_hash_of_the_prompty_it_sends() ->
     assert judge_dict(info)["sdk"] == {"name": "azure-ai-evaluation", "version": info.sdk["version"]}
     assert describe(config(engine="azure-ai-evaluation")).rubric_hash["groundedness"] != \
         info.rubric_hash["groundedness"]
+
+
+def test_without_the_sdk_a_report_still_names_it_and_pins_no_prompty(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run that needs no judge (nothing changed) still writes its report; building the
+    engine is what refuses a missing package (tests/integration/test_azure_engine.py)."""
+    import importlib.metadata
+
+    from flipgate.judges import azure_eval
+
+    def not_installed(name: str) -> str:
+        raise importlib.metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(azure_eval, "_sdk_root", lambda: None)
+    monkeypatch.setattr(importlib.metadata, "version", not_installed)
+    info = describe(config(engine="azure-ai-evaluation"))
+    assert info.sdk == {"name": "azure-ai-evaluation", "version": None}
+    assert info.rubric_hash == describe(config()).rubric_hash
