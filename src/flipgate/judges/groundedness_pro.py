@@ -77,7 +77,8 @@ class GroundednessProJudge:
     of the protocol is never asked of a second opinion."""
 
     def __init__(self, *, project: str, sign_in: EntraSignIn, info: JudgeInfo, limiter: Limiter,
-                 budget: Budget, timeout: float, usage: Usage | None = None):
+                 budget: Budget, timeout: float, usage: Usage | None = None,
+                 with_query: bool = True):
         sdk = _import_sdk()
         # "This is an experimental class": true, and said here (docs/azure.md), not on stderr.
         logging.getLogger("azure.ai.evaluation._common._experimental").setLevel(logging.ERROR)
@@ -87,9 +88,11 @@ class GroundednessProJudge:
         self.budget = budget
         self.timeout = timeout
         self.usage = usage if usage is not None else Usage()
-        # evaluate_query: the service sees the case's question (the SDK sends a placeholder else).
+        # evaluate_query: the service sees the case's question, as the judge does with
+        # `judge.mode: with_query` (without it the SDK sends a placeholder).
         self._evaluator = sdk.GroundednessProEvaluator(credential=sign_in.credential(),
-                                                       azure_ai_project=project, evaluate_query=True)
+                                                       azure_ai_project=project,
+                                                       evaluate_query=with_query)
 
     async def groundedness(self, case: Case, response: str, *, sample: int = 0) -> Score:
         if not response.strip():
