@@ -123,3 +123,23 @@ def test_the_services_verdict_reads_as_a_label(result: dict, expected: Score) ->
 def test_a_reply_without_a_verdict_is_a_judge_error_never_not_grounded(result: dict) -> None:
     score = read_verdict(result)
     assert not score.ok and "holds no verdict" in score.error
+
+
+def test_a_groundedness_pro_label_survives_a_shard_merge(tmp_path) -> None:
+    """A partial keeps the label, so the merged report shows the service's verdict."""
+    from dataclasses import replace
+
+    from flipgate.output.report import row_to_dict
+    from flipgate.run.shards import Shard, merge, write_partial
+
+    from support.factories import make_judge, make_report, make_row
+
+    row = make_row("fee", after=2)
+    row = replace(row, candidate=replace(row.candidate, second_opinion=Score(None, "no source", label=False)))
+    report = make_report([row], judge=replace(make_judge(), second_opinion="groundedness_pro"))
+    path = write_partial(report, tmp_path, shard=Shard(1, 1), positions=[0], total=1,
+                         fingerprint={"config": "x"})
+    merged = merge([path])
+    shown = row_to_dict(merged.rows[0], second_opinion=merged.judge.second_opinion)
+    assert shown["candidate"]["second_opinion"] == {"engine": "groundedness_pro", "label": False,
+                                                    "reason": "no source"}
