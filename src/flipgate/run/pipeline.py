@@ -48,6 +48,7 @@ from flipgate.run.refs import (
     require_generator,
 )
 from flipgate.generator.replay import PreparedGenerator, first_failure_cancels, replay
+from flipgate.llm.cache_secret import cache_secret
 from flipgate.llm.runtime import Runtime
 from flipgate.run.scoring import (
     Scored,
@@ -154,8 +155,7 @@ async def _replay_and_score(*, inputs: Inputs, pair: LockedPair,
 async def _end_to_end(*, repo: Repo, base: Ref, inputs: Inputs, pair: LockedPair,
                       refs: dict[str, Ref], sides: dict[str, Generator], frozen: list[Row],
                       runtime: Runtime, settings: Settings, judge: str | None,
-                      request: E2ERequest, cache_dir: Path | None,
-                      environ: Mapping[str, str]) -> E2EReport:
+                      request: E2ERequest, environ: Mapping[str, str]) -> E2EReport:
     """The end-to-end run: the same generation and judging as the frozen run, on live contexts."""
     from flipgate.e2e.run import run_e2e
 
@@ -172,8 +172,15 @@ async def _end_to_end(*, repo: Repo, base: Ref, inputs: Inputs, pair: LockedPair
     assert inputs.config.e2e is not None
     return await run_e2e(config=inputs.config.e2e, source=inputs.config.source, repo=repo.path,
                          git=repo.git, base_sha=base.sha, cases=inputs.cases, frozen=frozen,
-                         request=request, cache_dir=cache_dir, limit=inputs.config.concurrency,
+                         request=request, cache=runtime.cache, limit=inputs.config.concurrency,
                          gate_cases=gate_cases, progress=runtime.progress)
+
+
+def signed_runtime(config: Config, *, repo: Path, settings: Settings, cache_dir: Path | None,
+                   progress: Progress | None) -> Runtime:
+    """The run's runtime, its cache signed with a key the repository's files cannot hold."""
+    key = cache_secret(settings, outside=[repo]).key if cache_dir is not None else None
+    return Runtime.from_config(config, cache_dir=cache_dir, progress=progress, cache_key=key)
 
 
 @dataclass
@@ -262,10 +269,10 @@ async def check(*, repo: Path, base: str, head: str, settings: Settings,
         assert e2e is not None and one.pair is not None
         return await _end_to_end(repo=git_repo, base=base_ref, inputs=one.inputs, pair=one.pair,
                                  refs=one.refs, sides=one.sides, frozen=frozen, runtime=runtime,
-                                 settings=settings, judge=judge, request=e2e,
-                                 cache_dir=cache_dir, environ=environ)
+                                 settings=settings, judge=judge, request=e2e, environ=environ)
 
-    runtime = Runtime.from_config(config, cache_dir=cache_dir, progress=progress)
+    runtime = signed_runtime(config, repo=repo, settings=settings, cache_dir=cache_dir,
+                             progress=progress)
     reports: list[Report] = []
     messages: list[str] = []
     if all(one.pair is None for one in planned):
@@ -421,7 +428,8 @@ async def replay_ref(*, repo: Path, ref: str, settings: Settings,
     prepared = prepare(git_repo, {"generation": at}, {"generation": pair.baseline}, inputs.cases,
                        environ=settings.environ,
                        strict_undefined=config.generator_options.strict_undefined)
-    runtime = Runtime.from_config(config, cache_dir=cache_dir, progress=progress)
+    runtime = signed_runtime(config, repo=repo, settings=settings, cache_dir=cache_dir,
+                             progress=progress)
     client = LazyClient(pair.baseline.endpoint, settings=settings)
     try:
         answers = await replay(inputs.cases, prepared["generation"], client=client, runtime=runtime,
