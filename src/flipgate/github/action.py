@@ -59,6 +59,7 @@ from flipgate.github.pinning import Commit, Unpinned, pin_head
 from flipgate.github.inputs import Settings, export_model_keys
 from flipgate.github.sticky import CommentMode, Published, body_limit, publish
 from flipgate.github.workflow import Workflow
+from flipgate.github.workspace_guard import refuse_unsafe_places
 from flipgate.git.repository import Git
 from flipgate.model import Conclusion, Report
 from flipgate.output.progress import LOG_EVERY, PeriodicLines
@@ -416,8 +417,11 @@ def run_check_safely(settings: Settings, run_settings: RunSettings, workflow: Wo
                   f"{short(pull.base_sha)}..{short(pull.head_sha)} ({settings.status_context})")
     progress = PeriodicLines(stream=workflow.stream, every=options.progress_every)
     try:
-        ensure_commits(workspace, [pull.base_sha, pull.head_sha],
-                       git=Git(run_settings.git_environment()))
+        git = Git(run_settings.git_environment())
+        ensure_commits(workspace, [pull.base_sha, pull.head_sha], git=git)
+        refuse_unsafe_places(workspace, {"output": Path(OUT_DIR),
+                                         **({"cache": options.cache} if options.cache else {})},
+                             head_sha=pull.head_sha, git=git)
         if check is None:
             check = run_check
         # The check's log may echo text from the PR or the model: commands off meanwhile.
