@@ -55,7 +55,7 @@ from flipgate.github.event import (
     may_command,
 )
 from flipgate.github.ownership import hand_back
-from flipgate.github.pinning import Commit, Unpinned, pin_head
+from flipgate.github.pinning import Unpinned, pin_head
 from flipgate.github.inputs import Settings, export_model_keys
 from flipgate.github.sticky import CommentMode, Published, body_limit, publish
 from flipgate.github.workflow import Workflow
@@ -251,7 +251,7 @@ def await_command(settings: Settings, api: RepoAPI, workflow: Workflow,
                   pull: PullRequest) -> int:
     """A fork's PR under require-command: pending, so a required check cannot pass unseen."""
     api.set_status(pull.head_sha, StatusUpdate(state="pending",
-                                               description=messages.WAITING_FOR_COMMAND,
+                                               description=messages.waiting_description(pull),
                                                context=settings.status_context,
                                                target_url=settings.run_url))
     workflow.notice(messages.await_command(pull))
@@ -261,8 +261,9 @@ def await_command(settings: Settings, api: RepoAPI, workflow: Workflow,
 
 def obey(settings: Settings, api: RepoAPI, workflow: Workflow,
          command: RunCommand) -> PullRequest | None:
-    """Check who asked; if they may, pin the commit they approved (see pinning.py):
-    the head when the comment was written, or the commit they named."""
+    """Check who asked; if they may, pin the commit they approved (see pinning.py): the
+    head now, when the PR's history proves it was the head when the comment was written
+    (or the commit they named is the head now). Anything else is refused with a reply."""
     permission = api.permission(command.author)
     if not may_command(permission):
         api.create_comment(command.number, messages.refusal_reply(author=command.author,
@@ -272,9 +273,14 @@ def obey(settings: Settings, api: RepoAPI, workflow: Workflow,
         return None
     react(api, workflow, command, "eyes")
     pull = api.pull(command.number)
-    pin = pin_head(commits=[Commit(c.sha, c.committed_at) for c in api.pull_commits(pull.number)],
+    # What the PR's history proves about its head (pinning.py): the rewrites on its
+    # timeline, and the pending statuses flipgate set on the current head for this PR.
+    records = [*api.head_rewrites(pull.number),
+               *api.head_statuses(pull.head_sha, context=settings.status_context,
+                                  number=pull.number, login=api.own_login())]
+    pin = pin_head(commits=[c.sha for c in api.pull_commits(pull.number)],
                    current_head=pull.head_sha, comment_at=command.created_at, named=command.sha,
-                   first_status_at=lambda sha: api.first_status_at(sha, settings.status_context))
+                   records=records)
     if isinstance(pin, Unpinned):
         api.create_comment(command.number, messages.unpinned_reply(pin.why))
         react(api, workflow, command, "confused")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 
 from flipgate.verdict import gate
 from flipgate.text.escaping import fence, inline_code, plural, short, shorten
@@ -57,8 +58,23 @@ def status_description(report: Report) -> str:
     return shorten(f"{lead}: {plural(counts.cases, 'case')}; " + ", ".join(details), STATUS_LIMIT)
 
 
+# Each pending status flipgate sets names its pull request: GitHub's stamp on it then
+# records that commit as that PR's head at that moment (pinning.py reads it back).
+_RECORDED_PULL = re.compile(r"^#(\d+): ")
+
+
 def pending_description(pull: PullRequest) -> str:
-    return f"evaluating {short(pull.head_sha)}…"
+    return f"#{pull.number}: evaluating {short(pull.head_sha)}…"
+
+
+def waiting_description(pull: PullRequest) -> str:
+    return f"#{pull.number}: {WAITING_FOR_COMMAND}"
+
+
+def recorded_pull(description: str | None) -> int | None:
+    """The pull request a pending status of flipgate's names, if it names one."""
+    found = _RECORDED_PULL.match(description or "")
+    return int(found.group(1)) if found else None
 
 
 def failure_description(kind: str) -> str:
@@ -97,8 +113,8 @@ def pinned_reply(*, evaluated: str, by: str, current_head: str) -> str:
 
 def unpinned_reply(why: str) -> str:
     """The reply when no commit may be evaluated under the command."""
-    return (f"Nothing was run: {why}. Name the commit to evaluate with "
-            f"`/flipgate run SHA` (one of this pull request's commits).\n")
+    return (f"Nothing was run: {why}. Comment `/flipgate run` again once you have reviewed "
+            f"the head as it is now, or name that head in full: `/flipgate run SHA`.\n")
 
 
 def fork_cannot_run(pull: PullRequest) -> str:
