@@ -11,6 +11,7 @@ loopback servers and a temporary repository.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import sys
@@ -39,6 +40,7 @@ from flipgate.errors import (
 from flipgate.text.escaping import short, shorten
 from flipgate.github import joblog
 from flipgate.github import texts as messages
+from flipgate.github.cancel import STATUS_BUDGET, Cancellation, handled, within
 from flipgate.github.api import GitHubError, RepoAPI, StatusUpdate, connect
 from flipgate.github.event import (
     AwaitCommand,
@@ -202,7 +204,19 @@ def main(environ: MutableMapping[str, str] | None = None, *, check: CheckRunner 
         workflow.append_summary(messages.fork_cannot_run(activity.pull))
         return EXIT_PASS
 
+    cancellation = Cancellation()
+    with handled(cancellation):
+        return _act(settings, run_settings, activity, workflow, api_factory=api_factory,
+                    check=check, options=options, cancellation=cancellation)
+
+
+def _act(settings: Settings, run_settings: RunSettings, activity: object, workflow: Workflow, *,
+         api_factory: Callable[[Settings], RepoAPI], check: CheckRunner | None,
+         options: CheckOptions, cancellation: Cancellation) -> int:
     api = api_factory(settings)
+
+    def fresh_api() -> RepoAPI:
+        return api_factory(settings)
     try:
         if isinstance(activity, AwaitCommand):
             return await_command(settings, api, workflow, activity.pull)
@@ -215,7 +229,7 @@ def main(environ: MutableMapping[str, str] | None = None, *, check: CheckRunner 
             if pull is None:
                 return EXIT_PASS
             exit_code = evaluate(settings, run_settings, api, workflow, pull, check=check,
-                                 options=options,
+                                 options=options, cancellation=cancellation, fresh_api=fresh_api,
                                  e2e=_e2e_request(settings, run_settings, pull, approved=True))
             react(api, workflow, activity, "rocket" if exit_code in (0, 1) else "confused")
             return exit_code
@@ -225,11 +239,11 @@ def main(environ: MutableMapping[str, str] | None = None, *, check: CheckRunner 
                           f"#{pull.number}, head pinned at {pull.head_sha}")
             # Only someone with write access can dispatch a workflow: approved like a command.
             return evaluate(settings, run_settings, api, workflow, pull, check=check,
-                            options=options,
+                            options=options, cancellation=cancellation, fresh_api=fresh_api,
                             e2e=_e2e_request(settings, run_settings, pull, approved=True))
         assert isinstance(activity, RunCheck)
         return evaluate(settings, run_settings, api, workflow, activity.pull, check=check,
-                        options=options,
+                        options=options, cancellation=cancellation, fresh_api=fresh_api,
                         e2e=_e2e_request(settings, run_settings, activity.pull, approved=False))
     except GitHubError as exc:
         workflow.error(f"GitHub API: {exc}")
@@ -304,7 +318,9 @@ def react(api: RepoAPI, workflow: Workflow, command: RunCommand, content: str) -
 
 def evaluate(settings: Settings, run_settings: RunSettings, api: RepoAPI, workflow: Workflow,
              pull: PullRequest, *, check: CheckRunner | None,
-             options: CheckOptions | None = None, e2e: E2ERequest | None = None) -> int:
+             options: CheckOptions | None = None, e2e: E2ERequest | None = None,
+             cancellation: Cancellation | None = None,
+             fresh_api: Callable[[], RepoAPI] | None = None) -> int:
     options = options or CheckOptions()
     if settings.shard is not None:
         return evaluate_shard(settings, run_settings, workflow, pull, check=check, options=options)
@@ -315,6 +331,10 @@ def evaluate(settings: Settings, run_settings: RunSettings, api: RepoAPI, workfl
     login = api.own_login() if settings.comment_mode is not CommentMode.NEVER else ""
     status = _status_setter(settings, api, pull)
     status("pending", messages.pending_description(pull))
+    if cancellation is not None:  # from now on a cancelled run must not stay pending
+        cancellation.report = functools.partial(
+            report_cancelled, settings=settings, fresh_api=fresh_api or (lambda: api),
+            workflow=workflow, pull=pull, options=options)
 
     outcome = run_check_safely(settings, run_settings, workflow, pull, check=check,
                                options=options, e2e=e2e)
@@ -340,6 +360,8 @@ def evaluate(settings: Settings, run_settings: RunSettings, api: RepoAPI, workfl
     except GitHubError as exc:
         workflow.error(f"could not set the commit status: {exc}")
         exit_code = EXIT_INCOMPLETE
+    if cancellation is not None:
+        cancellation.report = None  # the final status stands
 
     if outcome.report is not None:
         write_verdicts(workflow, outcome.report)
@@ -353,6 +375,27 @@ def evaluate(settings: Settings, run_settings: RunSettings, api: RepoAPI, workfl
     if outcome.state != "success":
         workflow.error(f"flipgate: {outcome.headline or outcome.description}")
     return exit_code
+
+
+def report_cancelled(signal_name: str, *, settings: Settings, fresh_api: Callable[[], RepoAPI],
+                     workflow: Workflow, pull: PullRequest, options: CheckOptions) -> None:
+    """The run was cancelled: `error` on the head (within cancel.STATUS_BUDGET), the summary,
+    the outputs and the log say so, the workspace goes back to its owner."""
+    description = messages.cancelled_description(signal_name)
+    update = StatusUpdate(state="error", description=description,
+                          context=settings.status_context, target_url=settings.run_url)
+    status_set = within(STATUS_BUDGET, lambda: fresh_api().set_status(pull.head_sha, update))
+    steps: list[Callable[[], None]] = [
+        lambda: workflow.set_output("conclusion", "error"),
+        lambda: workflow.append_summary(messages.cancelled_summary(pull, signal_name)),
+        lambda: workflow.error(f"flipgate: {description}" + (
+            "" if status_set else "; GitHub did not take the error status in time")),
+        lambda: give_workspace_back(settings.workspace, workflow, options)]
+    for step in steps:
+        try:
+            step()
+        except Exception:  # noqa: BLE001 - each is best effort; the exit comes regardless
+            continue
 
 
 def write_verdicts(workflow: Workflow, report: Report) -> None:

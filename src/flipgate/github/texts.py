@@ -77,6 +77,18 @@ def recorded_pull(description: str | None) -> int | None:
     return int(found.group(1)) if found else None
 
 
+def cancelled_description(signal_name: str) -> str:
+    return shorten(f"cancelled ({signal_name}) before a verdict; rerun the job", STATUS_LIMIT)
+
+
+def cancelled_summary(pull: PullRequest, signal_name: str) -> str:
+    """The step summary of a run that was cancelled mid-way."""
+    return (f"## ⚠️ flipgate was cancelled\n\nThe run on {inline_code(pull.head_sha)} received "
+            f"{signal_name} before it reached a verdict, so its status is `error`, not "
+            "`pending`. Rerun the job to evaluate the pull request; replies already cached "
+            "are not asked again.\n")
+
+
 def failure_description(kind: str) -> str:
     return shorten(f"could not run: {kind}; see the workflow run", STATUS_LIMIT)
 

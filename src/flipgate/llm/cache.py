@@ -89,21 +89,23 @@ class Cache:
             self.counts.misses += 1
             return None
         except (OSError, _NotAnEntry):
-            return self._reject()
+            self._reject()
+            return None
         try:
             document = json.loads(raw)
             value, mac = document["value"], document["mac"]
         except (ValueError, KeyError, TypeError, RecursionError):
-            return self._reject()
+            self._reject()
+            return None
         if not isinstance(mac, str) or not hmac.compare_digest(mac, self._mac(key, value)):
-            return self._reject()
+            self._reject()
+            return None
         self.counts.hits += 1
         return value
 
     def _reject(self) -> None:
         self.counts.rejected += 1
         self.counts.misses += 1
-        return None
 
     def put_digest(self, key: str, value: Any) -> None:
         path = self._path(key)
