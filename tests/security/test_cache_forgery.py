@@ -245,3 +245,13 @@ def test_the_provider_key_signs_through_a_derivation_and_a_given_secret_wins() -
                                                 "FLIPGATE_CACHE_KEY": "repo-secret"}))
     assert given.source == "FLIPGATE_CACHE_KEY" and given.key != derived.key
     assert "sk-real" not in repr(derived) and "repo-secret" not in repr(given)
+
+
+def test_the_comment_counts_the_rejected_entries() -> None:
+    from support.factories import make_report, make_row
+    from flipgate.output.comment import render_comment
+
+    report = make_report([make_row("r1", before=5, after=5)])
+    report.cache = {"hits": 0, "misses": 4, "rejected": 3}
+    report.usage = {"judge": {"requests": 4, "prompt_tokens": 10, "completion_tokens": 4}}
+    assert "3 rejected (not signed" in render_comment(report)
