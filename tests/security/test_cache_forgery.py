@@ -122,6 +122,14 @@ def test_a_shard_directory_that_is_a_symlink_is_never_written_through(tmp_path: 
     assert list(outside.iterdir()) == []
 
 
+def test_a_cache_root_that_is_a_symlink_gets_nothing_written_through_it(tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (tmp_path / "cache").symlink_to(outside)
+    Cache(tmp_path / "cache", key=CI_KEY).put(REQUEST, GOOD)
+    assert list(outside.iterdir()) == []  # not even a shard directory
+
+
 def test_an_unkeyed_cache_is_not_shared_across_keys(tmp_path: Path) -> None:
     """Without a key given, a cache signs with a key of its process only."""
     Cache(tmp_path, key=ATTACKER_KEY).put(REQUEST, GOOD)

@@ -109,9 +109,9 @@ class Cache:
 
     def put_digest(self, key: str, value: Any) -> None:
         path = self._path(key)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if path.parent.is_symlink() or self.root.is_symlink():
+        if self.root.is_symlink() or path.parent.is_symlink():
             return  # never write through a link: the entry is simply not kept
+        path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = _new_file(path.parent)
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
