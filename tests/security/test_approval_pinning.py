@@ -291,3 +291,24 @@ def test_a_prefix_that_matches_two_commits_is_refused() -> None:
     assert isinstance(pin_head(commits=["abc1" + "0" * 36, "abc1" + "f" * 36],
                                current_head="abc1" + "f" * 36, comment_at=T, named="abc1",
                                records=[]), Unpinned)
+
+
+def test_a_rerun_of_an_old_deliverys_job_records_nothing_so_its_head_cannot_ride_on_it(
+        harness: Harness, check: RecordingCheck) -> None:
+    """C (evil) is force-pushed away for its parent A; a maintainer re-runs C's old
+    synchronize job (its payload still says C); after the command, C is pushed again as a
+    fast-forward of A. Were the re-run's status a record, C would be the newest head
+    before the command, with no rewrite after it."""
+    fork_pr(harness)
+    benign_a = harness.head
+    evil_c = new_commit(harness, "v3: evil child\n")
+    push(harness, check, evil_c)
+    push(harness, check, benign_a, force=True)
+    synchronize(harness, check, evil_c)  # the re-run: the old payload, the head is A
+    assert harness.server.statuses_for(evil_c)[-1]["description"].startswith("waiting")
+    command(harness)
+    push(harness, check, evil_c, run=False)
+
+    assert run_command(harness, check) == 0
+
+    nothing_ran(harness, check, evil=evil_c, says="")

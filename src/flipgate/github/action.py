@@ -244,6 +244,7 @@ def _act(settings: Settings, run_settings: RunSettings, activity: object, workfl
         assert isinstance(activity, RunCheck)
         return evaluate(settings, run_settings, api, workflow, activity.pull, check=check,
                         options=options, cancellation=cancellation, fresh_api=fresh_api,
+                        records_head=is_head_now(api, activity.pull),
                         e2e=_e2e_request(settings, run_settings, activity.pull, approved=False))
     except GitHubError as exc:
         workflow.error(f"GitHub API: {exc}")
@@ -265,12 +266,22 @@ def await_command(settings: Settings, api: RepoAPI, workflow: Workflow,
                   pull: PullRequest) -> int:
     """A fork's PR under require-command: pending, so a required check cannot pass unseen."""
     api.set_status(pull.head_sha, StatusUpdate(state="pending",
-                                               description=messages.waiting_description(pull),
+                                               description=messages.waiting_description(
+                                                   pull, records_head=is_head_now(api, pull)),
                                                context=settings.status_context,
                                                target_url=settings.run_url))
     workflow.notice(messages.await_command(pull))
     workflow.append_summary(messages.await_command(pull))
     return EXIT_PASS
+
+
+def is_head_now(api: RepoAPI, pull: PullRequest) -> bool:
+    """Whether a delivery's head is still the PR's head: a re-run of an old delivery's job
+    must not record its head again (pinning.py trusts each record's time)."""
+    try:
+        return api.pull(pull.number).head_sha == pull.head_sha
+    except GitHubError:
+        return False  # unknown: no record, a later command needs another proof
 
 
 def obey(settings: Settings, api: RepoAPI, workflow: Workflow,
@@ -320,7 +331,9 @@ def evaluate(settings: Settings, run_settings: RunSettings, api: RepoAPI, workfl
              pull: PullRequest, *, check: CheckRunner | None,
              options: CheckOptions | None = None, e2e: E2ERequest | None = None,
              cancellation: Cancellation | None = None,
-             fresh_api: Callable[[], RepoAPI] | None = None) -> int:
+             fresh_api: Callable[[], RepoAPI] | None = None, records_head: bool = True) -> int:
+    """`records_head`: the pending status records `pull.head_sha` as the PR's head (it is
+    the head now; a re-run of an old delivery's job is not)."""
     options = options or CheckOptions()
     if settings.shard is not None:
         return evaluate_shard(settings, run_settings, workflow, pull, check=check, options=options)
@@ -330,7 +343,7 @@ def evaluate(settings: Settings, run_settings: RunSettings, api: RepoAPI, workfl
     # `comment: never` reads and writes no comment, so it needs no login either.
     login = api.own_login() if settings.comment_mode is not CommentMode.NEVER else ""
     status = _status_setter(settings, api, pull)
-    status("pending", messages.pending_description(pull))
+    status("pending", messages.pending_description(pull, records_head=records_head))
     if cancellation is not None:  # from now on a cancelled run must not stay pending
         cancellation.report = functools.partial(
             report_cancelled, settings=settings, fresh_api=fresh_api or (lambda: api),

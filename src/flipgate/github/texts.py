@@ -63,12 +63,16 @@ def status_description(report: Report) -> str:
 _RECORDED_PULL = re.compile(r"^#(\d+): ")
 
 
-def pending_description(pull: PullRequest) -> str:
-    return f"#{pull.number}: evaluating {short(pull.head_sha)}…"
+def _recording(pull: PullRequest, records_head: bool) -> str:
+    return f"#{pull.number}: " if records_head else ""
 
 
-def waiting_description(pull: PullRequest) -> str:
-    return f"#{pull.number}: {WAITING_FOR_COMMAND}"
+def pending_description(pull: PullRequest, *, records_head: bool = True) -> str:
+    return f"{_recording(pull, records_head)}evaluating {short(pull.head_sha)}…"
+
+
+def waiting_description(pull: PullRequest, *, records_head: bool = True) -> str:
+    return f"{_recording(pull, records_head)}{WAITING_FOR_COMMAND}"
 
 
 def recorded_pull(description: str | None) -> int | None:
