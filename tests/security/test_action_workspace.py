@@ -112,3 +112,21 @@ def test_real_untracked_directories_are_used_as_before(harness: Harness,
     harness.pull_event()
     assert harness.run(check) == 0, harness.log.getvalue()[-2000:]
     assert check.calls and check.calls[0]["cache_dir"] == harness.repo.path / ".flipgate-cache"
+
+
+def test_a_committed_file_where_the_output_directory_goes_is_refused(
+        harness: Harness, check: RecordingCheck) -> None:
+    harness.head = harness.repo.commit({"flipgate-out": "not a directory\n"})
+    harness.server.push(42, harness.head)
+    refused(harness, check, why="flipgate-out")
+
+
+def test_a_submodule_named_like_the_cache_is_refused(harness: Harness,
+                                                     check: RecordingCheck) -> None:
+    """A gitlink: no files below it in the tree, but the tree still claims the path."""
+    harness.repo.git("update-index", "--add", "--cacheinfo",
+                     f"160000,{harness.base},.flipgate-cache")
+    harness.repo.git("commit", "-q", "-m", "a submodule where the cache goes")
+    harness.head = harness.repo.git("rev-parse", "HEAD").strip()
+    harness.server.push(42, harness.head)
+    refused(harness, check, why="tracks")
