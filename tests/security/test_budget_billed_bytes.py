@@ -113,3 +113,28 @@ def test_four_head_requests_of_300kB_in_extra_fields_never_go_out_under_a_20k_bu
     report = json.loads((tmp_path / "out" / "report.json").read_text())
     assert report["budget"]["spent_tokens"] <= MAX_TOKENS
     assert report["budget"]["refused_tokens"] >= PAYLOAD * 0.9
+
+
+def test_the_usage_that_comes_back_replaces_the_reservation_of_a_big_schema(
+        openai_server: FakeOpenAI) -> None:
+    """A 300 kB schema is reserved at its byte count; once the reply says what it cost, the
+    budget holds that, so the room comes back for the requests that follow."""
+    import asyncio
+
+    from flipgate.llm.client import LLM, Budget, Limiter, make_client, openai_endpoint
+    from support.factories import settings_now
+
+    endpoint = openai_endpoint(openai_server.base_url, settings=settings_now())
+    client = make_client(endpoint, settings=settings_now(), timeout=5, max_retries=0)
+    budget = Budget(max_tokens=400_000)
+    llm = LLM(client, endpoint, limiter=Limiter(limit=1), budget=budget)
+
+    async def once() -> int:
+        completion = await llm.chat(model="gen-1", messages=[{"role": "user", "content": "hi"}],
+                                    params={"max_tokens": 20, **ATTACKS["response_format"]})
+        await client.close()
+        return completion.prompt_tokens + completion.completion_tokens
+
+    reported = asyncio.run(once())
+    assert budget.reserved_tokens == 0 and budget.requests == 1
+    assert budget.tokens == reported < PAYLOAD  # what the provider billed, not the reservation
