@@ -13,9 +13,10 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from flipgate.config.schema import WITH_QUERY, WITHOUT_QUERY
 from flipgate.errors import InputError, Problem
 from flipgate.model import Answer, Case
-from flipgate.text.parsing import decode_utf8
+from flipgate.text.parsing import decode_utf8, load_json
 
 _CASE_FIELDS = ("id", "query", "context")
 _KNOWN_CASE_FIELDS = {"id", "query", "context", "category", "ground_truth"}
@@ -31,13 +32,11 @@ def json_lines(data: bytes | str, source: str, problems: list[Problem]) -> Itera
         if not line.strip():
             continue
         try:
-            yield number, json.loads(line)
-        except json.JSONDecodeError as exc:
-            problems.append(Problem(source, number, f"invalid JSON: {exc.msg} (column {exc.colno})"))
-        except RecursionError:
-            problems.append(Problem(source, number, "invalid JSON: nested too deeply"))
-        except ValueError:  # an integer of more digits than Python converts
-            problems.append(Problem(source, number, "invalid JSON: a number too long to read"))
+            value = load_json(line)
+        except ValueError as exc:
+            problems.append(Problem(source, number, str(exc)))
+            continue
+        yield number, value
 
 
 def json_objects(data: bytes | str, source: str, problems: list[Problem]) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -97,6 +96,18 @@ def parse_cases(data: bytes, *, source: str) -> list[Case]:
     if problems:
         raise InputError(problems)
     return cases
+
+
+def require_queries(cases: Sequence[Case], *, source: str, mode: str) -> None:
+    """With `judge.mode: with_query` the rubric grades each answer against its query, so a
+    case without one is bad input, never a row scored by another rubric."""
+    if mode != WITH_QUERY:
+        return
+    problems = [Problem(source, case.line, f"case '{case.id}' has an empty 'query', but judge.mode is "
+                        f"{WITH_QUERY} (give it a query, or set judge.mode: {WITHOUT_QUERY})")
+                for case in cases if not case.query.strip()]
+    if problems:
+        raise InputError(problems)
 
 
 def parse_responses_located(data: bytes, *, source: str) -> tuple[dict[str, Answer], dict[str, int]]:

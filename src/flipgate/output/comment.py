@@ -104,7 +104,12 @@ def _reading(side: Side, *, with_rescore: bool = False) -> str:
         detail += f"; re-score {side.rescore.value}" if side.rescore.ok else "; re-score failed"
     if with_rescore and side.second_opinion is not None:
         second = side.second_opinion
-        detail += f"; second judge {second.value}" if second.ok else "; second judge failed"
+        if not second.ok:
+            detail += "; second judge failed"
+        elif second.label is not None:
+            detail += f"; second judge: {'grounded' if second.label else 'not grounded'}"
+        else:
+            detail += f"; second judge {second.value}"
     return f"{bucket} ({detail})"
 
 
@@ -502,7 +507,7 @@ def _section_blocks(view: View, plan: Plan, blocks: dict[_BlockKey, str],
     Built most important first, so a plan whose blocking table is already
     too long is given up before the rest is rendered.
     """
-    tables = environment().get_template(TABLES_TEMPLATE).module
+    tables: Any = environment().get_template(TABLES_TEMPLATE).module
     out = []
     used = 0
     for section in _sections(view, plan):
@@ -589,7 +594,8 @@ def _render_suites(report: Report, max_chars: int) -> str:
     evaluated, then one section per evaluated suite. The room left after the top is
     shared out smallest section first, so a short section leaves its rest to the others."""
     evaluated = [part for part in report.suites if part.evaluated]
-    top = str(environment().get_template(TABLES_TEMPLATE).module.suites_top(
+    tables: Any = environment().get_template(TABLES_TEMPLATE).module
+    top = str(tables.suites_top(
         marker=MARKER, conclusion=report.conclusion.value, counts=report.counts,
         counts_sentence=counts_sentence(report.counts),
         evaluated=[(part.name, part.report.conclusion.value) for part in evaluated],
