@@ -14,7 +14,7 @@ import struct
 import time
 from pathlib import Path
 
-import openai  # noqa: F401 - imported before any clock starts
+import openai  # imported before any clock starts
 import pytest
 from click.testing import CliRunner
 
@@ -26,7 +26,6 @@ from flipgate.llm.client import (
     Endpoint,
     LazyClient,
     Limiter,
-    ReplyTimeout,
     ReplyTooLarge,
     RetryPolicy,
 )
@@ -77,7 +76,7 @@ def test_a_reply_sent_one_byte_at_a_time_ends_at_the_deadline() -> None:
 
     with HostileHTTP(handler) as server:
         started = time.monotonic()
-        with pytest.raises(ReplyTimeout, match="within 1.5 s"):
+        with pytest.raises(openai.APITimeoutError):
             asyncio.run(chat(llm_for(server.url, deadline=1.5)))
         assert time.monotonic() - started < 4
 
@@ -89,7 +88,7 @@ def test_a_drip_is_retried_no_more_than_max_retries_and_each_try_is_bounded() ->
 
     with HostileHTTP(handler) as server:
         started = time.monotonic()
-        with pytest.raises(ReplyTimeout):
+        with pytest.raises(openai.APITimeoutError):
             asyncio.run(chat(llm_for(server.url, deadline=1, retries=2)))
         assert len(server.requests) == 3
         assert time.monotonic() - started < 3 * 1 + 2 * 8 + 3
@@ -102,7 +101,7 @@ def test_headers_dripped_forever_end_at_the_deadline() -> None:
 
     with HostileHTTP(handler) as server:
         started = time.monotonic()
-        with pytest.raises(ReplyTimeout):
+        with pytest.raises(openai.APITimeoutError):
             asyncio.run(chat(llm_for(server.url, deadline=1)))
         assert time.monotonic() - started < 4
 

@@ -72,10 +72,6 @@ class ReplyTooLarge(ValueError):
     """The provider sent more than flipgate reads of a reply."""
 
 
-class ReplyTimeout(Exception):
-    """No complete reply (headers and body) within the request's wall-clock deadline."""
-
-
 @dataclass(frozen=True)
 class Endpoint:
     """Where requests go. Its identity is part of every cache key, so a reply
@@ -376,8 +372,10 @@ class LLM:
                                 path, body=body, cast_to=_raw_response_type(client),
                                 options={"max_retries": 0})
                     except TimeoutError:
-                        raise ReplyTimeout(f"no complete reply within {self.retry.deadline:g} s "
-                                           "(judge.timeout)") from None
+                        # No complete reply (headers and body) in time: the client's own
+                        # timeout error, so it is retried and reported as one.
+                        request = _http_module(client).Request("POST", f"{client.base_url}{path}")
+                        raise openai.APITimeoutError(request=request) from None
                     reply = _json_object(response)
                 except openai.RateLimitError as exc:
                     self.budget.cancel(worst_case)
@@ -397,7 +395,7 @@ class LLM:
                     told = retry_after(exc.response.headers)
                     backoff = min(told, LONGEST_PAUSE) if told else _backoff(failures)
                     continue
-                except (openai.APIConnectionError, ReplyTimeout, ValueError) as exc:
+                except (openai.APIConnectionError, ValueError) as exc:
                     # Sent, and maybe worked on: counted at its worst case.
                     self.budget.settle(worst_case, spent=None)
                     if isinstance(exc, ValueError) or failures >= self.retry.max_retries:
@@ -453,11 +451,16 @@ async def _single_flight(flights: dict[str, _Flight], key: str,
         flight.waiters -= 1
 
 
+def _http_module(client: Any) -> Any:
+    """The HTTP library the SDK was built on (httpx or its successor)."""
+    http = next(cls for cls in type(client._client).__mro__ if not cls.__module__.startswith("openai"))
+    return importlib.import_module(http.__module__.split(".")[0])
+
+
 def _raw_response_type(client: Any) -> type:
     """The HTTP library's response class the SDK was built on: asking for it returns
     the reply undecoded (headers included), skipping the SDK's model parsing."""
-    http = next(cls for cls in type(client._client).__mro__ if not cls.__module__.startswith("openai"))
-    return importlib.import_module(http.__module__.split(".")[0]).Response
+    return _http_module(client).Response
 
 
 def _not_a_number(name: str) -> float:
