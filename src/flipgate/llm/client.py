@@ -615,7 +615,7 @@ def capped_http_client(openai: Any) -> Any:
                 if not cls.__module__.startswith("openai"))
     http = importlib.import_module(base.__module__.split(".")[0])
 
-    class CappedStream(http.AsyncByteStream):  # type: ignore[name-defined,misc]
+    class CappedStream(http.AsyncByteStream):  # type: ignore[name-defined]
         def __init__(self, inner: Any, cap: int):
             self.inner, self.cap = inner, cap
 
@@ -630,7 +630,7 @@ def capped_http_client(openai: Any) -> Any:
         async def aclose(self) -> None:
             await self.inner.aclose()
 
-    class CappedTransport(http.AsyncBaseTransport):  # type: ignore[name-defined,misc]
+    class CappedTransport(http.AsyncBaseTransport):  # type: ignore[name-defined]
         def __init__(self) -> None:
             self.inner = http.AsyncHTTPTransport(limits=http.Limits(max_connections=1000,
                                                                     max_keepalive_connections=100))
