@@ -307,3 +307,23 @@ def test_a_run_paced_past_max_wait_by_200_headers_exits_3_and_says_so(
     assert result.exit_code == 3, result.output
     assert "judge.max_wait (2 s)" in result.output
     assert time.monotonic() - started < 60
+
+
+def test_a_judges_huge_reason_is_stored_once_and_cut_in_report_json(
+        openai_server: FakeOpenAI, tmp_path: Path) -> None:
+    marker = "BIGREASON"
+    openai_server.on_groundedness(lambda q, c, r, i: {"score": 4, "reason": marker * 300_000})
+    repo = GitRepo.create(tmp_path / "repo")
+    repo.commit({".flipgate.yml": CONFIG, "eval/cases.jsonl": CASES, "prompts/answer.prompty": PROMPT})
+    repo.branch("base", "HEAD")
+    repo.commit({"prompts/answer.prompty": PROMPT.replace("gpt-4o-mini", "gpt-4.1")})
+
+    result = CliRunner().invoke(cli, ["run", "--repo", str(repo.path), "--base", "base", "--head", "HEAD",
+                                      "--out", str(tmp_path / "out"), "--no-cache"])
+
+    assert result.exit_code in (0, 1, 3), result.output
+    size = (tmp_path / "out" / "report.json").stat().st_size
+    assert size < 200_000, size                 # 3 rows x 2 sides x a bounded reason
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    reasons = [row[side]["reason"] for row in report["rows"] for side in ("baseline", "candidate")]
+    assert all(r.startswith(marker) and len(r) <= 4000 for r in reasons)

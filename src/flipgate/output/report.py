@@ -13,15 +13,23 @@ from flipgate.config.schema import GROUNDEDNESS_PRO
 from flipgate.verdict import gate
 from flipgate.errors import InputError, Problem
 from flipgate.model import Change, Counts, E2EReport, JudgeInfo, Relevance, Report, Row, Score, Side
+from flipgate.text.escaping import shorten
 from flipgate.text.parsing import decode_utf8, json_refusal
 
 REPORT_VERSION = 1
+# A judge's reason as stored: far above what the rubric's token limit lets a judge write,
+# so only a provider sending megabytes is cut (with an ellipsis).
+MAX_REASON_CHARS = 4000
+
+
+def _reason(reason: str | None) -> str | None:
+    return shorten(reason, MAX_REASON_CHARS) if reason else reason
 
 
 def _score(score: Score | None) -> dict[str, Any] | None:
     if score is None:
         return None
-    out: dict[str, Any] = {"score": score.value, "reason": score.reason}
+    out: dict[str, Any] = {"score": score.value, "reason": _reason(score.reason)}
     if score.error:
         out["error"] = score.error
     return out
@@ -36,7 +44,7 @@ def _side(side: Side) -> dict[str, Any]:
         "groundedness": side.groundedness.value,
         "bucket": side.bucket.value if side.bucket else None,
         "relevance": _relevance(side.relevance),
-        "reason": side.groundedness.reason,
+        "reason": _reason(side.groundedness.reason),
     }
     if side.relevance is not None:
         out["relevance_detail"] = {"questions": list(side.relevance.questions),
