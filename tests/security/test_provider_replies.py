@@ -124,9 +124,9 @@ def test_a_100_mb_chat_reply_is_cut_at_the_cap_without_being_read(declared: bool
         with pytest.raises(ReplyTooLarge, match=f"larger than {MAX_CHAT_REPLY_BYTES:,} bytes"):
             asyncio.run(chat(llm_for(server.url)))
         time.sleep(0.2)
-        assert server.sent_bytes[0] < 3 * MAX_CHAT_REPLY_BYTES   # cut, not drained
+        assert server.sent_bytes[0] < 2 * MAX_CHAT_REPLY_BYTES   # cut, not drained
     grown_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
-    assert grown_kb < 80 * 1024
+    assert grown_kb < 200 * 1024                 # far from the 1 GB the attack reached
 
 
 def test_a_100_mb_error_body_is_cut_too() -> None:
@@ -139,7 +139,7 @@ def test_a_100_mb_error_body_is_cut_too() -> None:
             asyncio.run(chat(llm_for(server.url, retries=2)))
         assert len(server.requests) == 1   # a reply too large is not asked for again
         time.sleep(0.2)
-        assert server.sent_bytes[0] < 3 * MAX_CHAT_REPLY_BYTES
+        assert server.sent_bytes[0] < 2 * MAX_CHAT_REPLY_BYTES
 
 
 def test_a_reply_just_under_the_cap_is_read() -> None:

@@ -64,7 +64,7 @@ T = TypeVar("T")
 # The most of a reply flipgate reads. A chat reply (at most a few thousand tokens) is far
 # below the first; a batch of 2,048 base64 embeddings of 3,072 dimensions is about half
 # the second. Past them the reply is cut off and the request fails, unretried.
-MAX_CHAT_REPLY_BYTES = 8 * 1024 * 1024
+MAX_CHAT_REPLY_BYTES = 32 * 1024 * 1024
 MAX_EMBEDDINGS_REPLY_BYTES = 64 * 1024 * 1024
 
 
