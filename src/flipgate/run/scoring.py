@@ -35,6 +35,7 @@ from flipgate.model import (
     Report,
     Row,
     Score,
+    Side,
     Statements,
     SuiteReport,
 )
@@ -184,36 +185,62 @@ async def score_rows(*, cases: Sequence[Case], baseline: Mapping[str, Answer],
                     cases, workers=workers),
         _relevance(judge, relevance_items)])
 
-    policy = gate.Policy(min_cases=config.gate.min_cases_per_category, strict=config.gate.strict,
-                         mode=mode)
-    sizes = gate.category_sizes(case.category for case in cases)
-    rows = []
+    rules = Rules.of(config, mode=mode)
+    sides = []
     for i, case in enumerate(cases):
         readings: Readings = judged[i]
         fluency = readings.fluency
         before, after = baseline[case.id], candidate[case.id]
-        rows.append(gate.build_row(
-            case,
-            gate.side(before.response, readings.baseline, relevance=relevances[i],
-                      fluency=fluency[0] if fluency else None, finish_reason=before.finish_reason,
-                      manipulation=find_manipulation(before.response)),
-            gate.side(after.response, readings.candidate, relevance=relevances[n + i],
-                      rescore=readings.rescore, second_opinion=readings.second,
-                      statements=readings.statements,
-                      fluency=fluency[1] if fluency else None, finish_reason=after.finish_reason,
-                      manipulation=find_manipulation(after.response)),
-            blocking_categories=config.gate.blocking_categories,
-            threshold=config.relevance.threshold, find_evidence=_evidence,
-            policy=policy, category_cases=sizes[case.category]))
+        sides.append((case,
+                      gate.side(before.response, readings.baseline, relevance=relevances[i],
+                                fluency=fluency[0] if fluency else None,
+                                finish_reason=before.finish_reason,
+                                manipulation=find_manipulation(before.response)),
+                      gate.side(after.response, readings.candidate, relevance=relevances[n + i],
+                                rescore=readings.rescore, second_opinion=readings.second,
+                                statements=readings.statements,
+                                fluency=fluency[1] if fluency else None,
+                                finish_reason=after.finish_reason,
+                                manipulation=find_manipulation(after.response))))
+    rows = decide_rows(sides, rules)
     return Scored(rows=rows, fluency=gate.fluency_summary(rows))
 
 
-def categories(rows: Sequence[Row], config: Config) -> dict[str, CategoryInfo]:
+@dataclass(frozen=True)
+class Rules:
+    """What the configuration says about turning a run's readings into verdicts: the
+    blocking categories, the sample-size rule and how flips are confirmed, the relevance
+    threshold. A merged run applies the same rules to all its shards' readings at once."""
+
+    blocking_categories: tuple[str, ...] = ()
+    threshold: float = 0.7
+    policy: gate.Policy = gate.Policy()
+
+    @classmethod
+    def of(cls, config: Config, *, mode: str = gate.SAME_JUDGE) -> Rules:
+        return cls(blocking_categories=tuple(config.gate.blocking_categories),
+                   threshold=config.relevance.threshold,
+                   policy=gate.Policy(min_cases=config.gate.min_cases_per_category,
+                                      strict=config.gate.strict, mode=mode))
+
+
+def decide_rows(sides: Sequence[tuple[Case, Side, Side]], rules: Rules) -> list[Row]:
+    """Every row's verdict, blocking flag and evidence, from its two sides' readings, with
+    the category sizes of all of `sides` (the whole run: the sample-size rule counts every
+    case of a category, never a shard's part)."""
+    sizes = gate.category_sizes(case.category for case, _, _ in sides)
+    return [gate.build_row(case, before, after, blocking_categories=rules.blocking_categories,
+                           threshold=rules.threshold, find_evidence=_evidence,
+                           policy=rules.policy, category_cases=sizes[case.category])
+            for case, before, after in sides]
+
+
+def categories(rows: Sequence[Row], rules: Rules) -> dict[str, CategoryInfo]:
     """Each category's size in this run, whether it blocks, and whether it is below the
     minimum. A blocking category without a single case is listed too (0 cases): nothing
     in it was gated. A run without rows (skipped, stopped) lists none."""
-    blocking = config.gate.blocking_categories
-    minimum = config.gate.min_cases_per_category
+    blocking = rules.blocking_categories
+    minimum = rules.policy.min_cases
     sizes = gate.category_sizes(row.category for row in rows)
     if rows:
         sizes = {**dict.fromkeys(blocking, 0), **sizes}
@@ -235,16 +262,26 @@ def build_report(*, config: Config, judge: JudgeInfo, cases: int, scored: Scored
                  cache: dict[str, int] | None = None, head_sha: str | None = None) -> Report:
     """The report, whole. Without `scored` (skipped, or stopped before its rows) it has no
     rows and `conclusion` must say why; with it, the gate concludes from its rows."""
-    rows = scored.rows if scored is not None else []
-    counts = gate.count(rows, cases=cases)
+    return report_of(scored.rows if scored is not None else None, rules=Rules.of(config),
+                     judge=judge, cases=cases, conclusion=conclusion, notes=notes, change=change,
+                     usage=usage, cache=cache, head_sha=head_sha)
+
+
+def report_of(rows: list[Row] | None, *, rules: Rules, judge: JudgeInfo, cases: int,
+              conclusion: Conclusion | None = None, notes: Sequence[str] = (),
+              change: Change | None = None, usage: dict[str, Any] | None = None,
+              cache: dict[str, int] | None = None, head_sha: str | None = None) -> Report:
+    """`build_report` from decided rows (None: none were scored) and the rules they were
+    decided by."""
+    counts = gate.count(rows or [], cases=cases)
     if conclusion is None:
-        assert scored is not None, "a report without rows needs a conclusion"
+        assert rows is not None, "a report without rows needs a conclusion"
         conclusion = gate.conclude(counts)
-    return Report(conclusion=conclusion, judge=judge, counts=counts, rows=rows,
-                  fluency=scored.fluency if scored is not None else None,
-                  relevance_threshold=config.relevance.threshold, change=change,
+    return Report(conclusion=conclusion, judge=judge, counts=counts, rows=rows or [],
+                  fluency=gate.fluency_summary(rows) if rows is not None else None,
+                  relevance_threshold=rules.threshold, change=change,
                   usage=usage, cache=cache, notes=list(notes), head_sha=head_sha,
-                  categories=categories(rows, config), strict=config.gate.strict)
+                  categories=categories(rows or [], rules), strict=rules.policy.strict)
 
 
 def build_suites_report(parts: Sequence[SuiteReport], *, notes: Sequence[str] = (),
