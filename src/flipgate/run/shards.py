@@ -279,9 +279,14 @@ def read_partial(path: str | os.PathLike[str]) -> Partial:
 
 # --- merging partials -----------------------------------------------------------------
 
+_PINNED = ("cases_digest", "rules")
+
+
 def _shown(value: Any) -> str:
     if isinstance(value, Mapping) and len(value) == 1:
         value = next(iter(value.values()))  # one suite's digest or rules
+    if isinstance(value, list) and all(isinstance(item, str) for item in value):
+        return str(value)
     return str(value) if isinstance(value, str | int | None) else "other rules"
 
 
@@ -308,7 +313,8 @@ def _check_set(read: Sequence[tuple[str, Partial]]) -> int:
     seen: dict[int, str] = {}
     for path, partial in read:
         theirs = partial.fingerprint.model_dump()
-        for key in sorted(expected.keys() | theirs.keys()):
+        # The writer's own fields first (refs, configuration, suites), then the two pinned here.
+        for key in [*dict.fromkeys(k for k in [*expected, *theirs] if k not in _PINNED), *_PINNED]:
             if theirs.get(key) != expected.get(key):
                 raise InputError(Problem(path, None, f"field fingerprint.{key}: was made from a "
                                                      f"different {key.replace('_', ' ')} "
@@ -471,6 +477,7 @@ def merge(paths: Sequence[str | os.PathLike[str]], *, pinned: Mapping[str, Any] 
         for key, value in (pinned or {}).items():
             if theirs.get(key) != value:
                 raise InputError(Problem(path, None, f"field fingerprint.{key}: was made for "
+                                                     f"{key.replace('_', ' ')} "
                                                      f"{_shown(theirs.get(key))}, not "
                                                      f"{_shown(value)} as the checkout says"))
     count = _check_set(read)
