@@ -1,4 +1,4 @@
-"""Writing a run's results: report.json, comment.md and the terminal summary."""
+"""Writing a run's results: report.json, answers.jsonl, comment.md and the terminal summary."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from flipgate.config.schema import GITHUB_COMMENT_LIMIT
 from flipgate.model import Report
+from flipgate.output.answers import ANSWERS_FILE, write_answers
 from flipgate.output.comment import render_comment
 from flipgate.output.report import write_json
 
@@ -26,6 +27,7 @@ def write_outputs(report: Report, out_dir: str | Path, *, console: Console | Non
     directory = Path(out_dir)
     directory.mkdir(parents=True, exist_ok=True)
     write_json(report, directory / "report.json")
+    write_answers(report, directory / ANSWERS_FILE)
     markdown = render_comment(report, max_chars=comment_limit)
     (directory / "comment.md").write_text(markdown, encoding="utf-8")
     if console is not None:
