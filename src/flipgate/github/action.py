@@ -44,6 +44,7 @@ from flipgate.github.event import (
     AwaitCommand,
     CannotRunFork,
     Ignore,
+    LabelCommand,
     PullRequest,
     RunCheck,
     RunCommand,
@@ -57,12 +58,13 @@ from flipgate.github.event import (
 from flipgate.github.ownership import hand_back
 from flipgate.github.pinning import Commit, Unpinned, pin_head
 from flipgate.github.inputs import Settings, export_model_keys
-from flipgate.github.sticky import CommentMode, Published, body_limit, publish
+from flipgate.github import labels as human
+from flipgate.github.sticky import CommentMode, Published, body_limit, find_comment, publish
 from flipgate.github.workflow import Workflow
 from flipgate.git.repository import Git
 from flipgate.model import Conclusion, Report
 from flipgate.output.progress import LOG_EVERY, PeriodicLines
-from flipgate.run.pipeline import merged_check, run_check
+from flipgate.run.pipeline import case_ids, merged_check, run_check
 from flipgate.run.shards import Shard
 from flipgate.settings import Settings as RunSettings
 
@@ -209,6 +211,8 @@ def main(environ: MutableMapping[str, str] | None = None, *, check: CheckRunner 
             api.create_comment(activity.number, messages.usage_reply(activity.unknown))
             workflow.info(f"flipgate: answered {activity.author} with usage")
             return EXIT_PASS
+        if isinstance(activity, LabelCommand):
+            return record_label(settings, run_settings, api, workflow, activity)
         if isinstance(activity, RunCommand):
             pull = obey(settings, api, workflow, activity)
             if pull is None:
@@ -288,7 +292,81 @@ def obey(settings: Settings, api: RepoAPI, workflow: Workflow,
     return replace(pull, head_sha=pin.sha)
 
 
-def react(api: RepoAPI, workflow: Workflow, command: RunCommand, content: str) -> None:
+def record_label(settings: Settings, run_settings: RunSettings, api: RepoAPI, workflow: Workflow,
+                 command: LabelCommand) -> int:
+    """`/flipgate label ID [SIDE] LABEL`: from someone who may command, a label on an answer
+    of the run's cases, kept in the hidden block of the gate's own comment and listed there,
+    and written to labels.jsonl. Anything else gets a reply and records nothing."""
+    permission = api.permission(command.author)
+    if not may_command(permission) or not human.valid_login(command.author):
+        api.create_comment(command.number, messages.refusal_reply(
+            author=command.author, permission=permission, command="label"))
+        react(api, workflow, command, "-1")
+        workflow.notice(f"/flipgate label from {command.author} ({permission} access) refused")
+        return EXIT_PASS
+
+    def refuse(why: str) -> int:
+        api.create_comment(command.number, messages.label_mistake_reply(why))
+        react(api, workflow, command, "confused")
+        workflow.notice(f"/flipgate label from {command.author}: nothing recorded: {why}")
+        return EXIT_PASS
+
+    request = human.parse_label(command.arguments)
+    if isinstance(request, human.LabelMistake):
+        return refuse(request.why)
+    pull = api.pull(command.number)
+    try:
+        ensure_commits(settings.workspace, [pull.base_sha, pull.head_sha],
+                       git=Git(run_settings.git_environment()))
+        cases = case_ids(repo=settings.workspace, base=pull.base_sha, head=pull.head_sha,
+                         settings=run_settings, config_path=settings.config)
+    except InputError as exc:
+        return refuse(f"the run's cases could not be read ({shorten(str(exc), 300)})")
+    label = human.resolve(request, cases, by=command.author)
+    if isinstance(label, human.LabelMistake):
+        return refuse(label.why)
+    comment, _ = find_comment(api, number=command.number, login=api.own_login(),
+                              context=settings.status_context)
+    if comment is None:
+        api.create_comment(command.number, messages.label_no_comment_reply())
+        react(api, workflow, command, "confused")
+        return EXIT_PASS
+    stored = human.read_block(comment.body)
+    if stored.problem:
+        workflow.warning(f"flipgate: the comment's labels were ignored: {stored.problem}")
+    kept = human.latest([*stored.labels, label])
+    if not human.fits(kept):
+        api.create_comment(command.number, messages.label_full_reply())
+        react(api, workflow, command, "confused")
+        return EXIT_PASS
+    api.edit_comment(command.number, comment.id, human.with_labels(comment.body, kept))
+    write_labels(settings.workspace, kept)
+    react(api, workflow, command, "+1")
+    workflow.info(f"flipgate: {human.shown(label.id)} ({label.side}) {label.shown()}")
+    return EXIT_PASS
+
+
+def stored_labels(api: RepoAPI, workflow: Workflow, *, number: int, login: str,
+                  context: str) -> tuple[human.HumanLabel, ...]:
+    """The labels the gate's comment keeps (none when it has none, or keeps them badly)."""
+    comment, _ = find_comment(api, number=number, login=login, context=context)
+    if comment is None:
+        return ()
+    stored = human.read_block(comment.body)
+    if stored.problem:
+        workflow.warning(f"flipgate: the comment's labels were ignored: {stored.problem}")
+    return stored.labels
+
+
+def write_labels(workspace: Path, labels: Sequence[human.HumanLabel]) -> None:
+    """flipgate-out/labels.jsonl: the labels format `flipgate calibrate --labels` reads."""
+    target = workspace / OUT_DIR / human.LABELS_FILE
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(human.jsonl(labels), encoding="utf-8")
+
+
+def react(api: RepoAPI, workflow: Workflow, command: RunCommand | LabelCommand,
+          content: str) -> None:
     try:
         api.react(command.number, command.comment_id, content)
     except GitHubError as exc:  # a missing reaction is cosmetic: say so, carry on
@@ -306,17 +384,22 @@ def evaluate(settings: Settings, run_settings: RunSettings, api: RepoAPI, workfl
         e2e = None  # a merge of partials has no end-to-end run to add
     # `comment: never` reads and writes no comment, so it needs no login either.
     login = api.own_login() if settings.comment_mode is not CommentMode.NEVER else ""
+    kept = (stored_labels(api, workflow, number=pull.number, login=login,
+                          context=settings.status_context) if login else ())
     status = _status_setter(settings, api, pull)
     status("pending", messages.pending_description(pull))
 
     outcome = run_check_safely(settings, run_settings, workflow, pull, check=check,
-                               options=options, e2e=e2e)
+                               options=options, e2e=e2e, labels=human.by_row(kept))
+    if kept:
+        write_labels(settings.workspace, kept)
     give_workspace_back(settings.workspace, workflow, options)
 
     exit_code = outcome.exit_code
     try:
         published = publish(api, number=pull.number, login=login, head_sha=pull.head_sha,
-                            body=outcome.comment, create=outcome.create_comment,
+                            body=human.with_labels(outcome.comment, kept) if kept
+                            else outcome.comment, create=outcome.create_comment,
                             context=settings.status_context, fingerprint=outcome.fingerprint,
                             mode=settings.comment_mode)
         workflow.info(f"flipgate: comment {published.value}"
@@ -404,7 +487,8 @@ def _status_setter(settings: Settings, api: RepoAPI,
 
 def run_check_safely(settings: Settings, run_settings: RunSettings, workflow: Workflow,
                      pull: PullRequest, *, check: CheckRunner | None,
-                     options: CheckOptions | None = None, e2e: E2ERequest | None = None) -> Outcome:
+                     options: CheckOptions | None = None, e2e: E2ERequest | None = None,
+                     labels: render.Labels | None = None) -> Outcome:
     """Fetch what is missing and run the check; any failure becomes an `error` outcome.
 
     The check prints a progress line every `options.progress_every` seconds,
@@ -427,7 +511,8 @@ def run_check_safely(settings: Settings, run_settings: RunSettings, workflow: Wo
                                settings=run_settings, config_path=settings.config,
                                out_dir=workspace / OUT_DIR, cache_dir=options.cache_dir(workspace),
                                comment_limit=body_limit(settings.status_context),
-                               progress=progress, concurrency=options.concurrency, e2e=e2e)
+                               progress=progress, concurrency=options.concurrency, e2e=e2e,
+                               **({"labels": labels} if labels else {}))
             finally:
                 progress.close()
     except Exception as exc:  # noqa: BLE001 - every failure must end in an error status

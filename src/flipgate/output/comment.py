@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
@@ -92,6 +92,12 @@ class RowView:
     # (claim numbers, the context sentence closest to them or None: nothing mentions them)
     closest: tuple[tuple[tuple[int, ...], str | None], ...] = ()
     unsupported: str = ""  # the table's short cell: the figures, else how many statements
+    labels: tuple[str, ...] = ()  # people's labels on it: "labelled grounded by @alice"
+
+
+# Labels people gave rows, by (suite or None, row id), each as the row shows it,
+# e.g. "labelled grounded by @alice" (github/labels.py writes them).
+Labels = Mapping[tuple[str | None, str], Sequence[str]]
 
 
 def _reading(side: Side, *, with_rescore: bool = False) -> str:
@@ -303,13 +309,16 @@ class View:
     suite: str | None = None  # one suite's part of a several-suite comment
 
 
-def build_view(report: Report, suite: str | None = None) -> View:
+def build_view(report: Report, suite: str | None = None, labels: Labels | None = None) -> View:
     sections: dict[str, list[RowView]] = {kind.name: [] for kind in gate.KINDS}
     for row in report.rows:
         kinds = gate.kinds_of(row)
         if kinds:
             shown = row_view(row, second_model=report.judge.second_opinion,
                              with_reason=not report.judge.lexical)
+            given = (labels or {}).get((suite, row.id))
+            if given:
+                shown = replace(shown, labels=tuple(given))
             for kind in kinds:
                 sections[kind.name].append(shown)
     return View(report=report, sections={key: tuple(rows) for key, rows in sections.items()},
@@ -573,18 +582,20 @@ def _cannot_fit(view: View, plan: Plan, max_chars: int) -> bool:
     return False
 
 
-def render_within(report: Report, max_chars: int, *, suite: str | None = None) -> str:
+def render_within(report: Report, max_chars: int, *, suite: str | None = None,
+                  labels: Labels | None = None) -> str:
     """The most detailed rendering of `report` whose size stays within `max_chars`
-    (`suite`: the report is that suite's section of a several-suite comment)."""
+    (`suite`: the report is that suite's section of a several-suite comment; `labels`:
+    people's labels, shown on their rows)."""
     if report.suites and suite is None:
-        return _render_suites(report, max_chars)
+        return _render_suites(report, max_chars, labels)
     try:
-        return _render_within(build_view(report, suite), max_chars).lstrip("\n")
+        return _render_within(build_view(report, suite, labels), max_chars).lstrip("\n")
     finally:
         clear_cell_cache()
 
 
-def _render_suites(report: Report, max_chars: int) -> str:
+def _render_suites(report: Report, max_chars: int, labels: Labels | None = None) -> str:
     """A several-suite comment: the aggregate on top, naming the suites that were not
     evaluated, then one section per evaluated suite. The room left after the top is
     shared out smallest section first, so a short section leaves its rest to the others."""
@@ -600,12 +611,12 @@ def _render_suites(report: Report, max_chars: int) -> str:
     room = max_chars - _size(top) - _size(separator) * len(evaluated)
     if room < 0:
         raise ValueError(f"max_chars={max_chars:,} is too small for even the shortest comment")
-    full = {part.name: _size(render_within(part.report, room, suite=part.name))
+    full = {part.name: _size(render_within(part.report, room, suite=part.name, labels=labels))
             for part in evaluated}
     texts: dict[str, str] = {}
     for index, part in enumerate(sorted(evaluated, key=lambda one: full[one.name])):
         share = room // (len(evaluated) - index)
-        texts[part.name] = render_within(part.report, share, suite=part.name)
+        texts[part.name] = render_within(part.report, share, suite=part.name, labels=labels)
         room -= _size(texts[part.name])
     return top + "".join(separator + texts[part.name] for part in evaluated)
 
@@ -663,9 +674,10 @@ def _most_blocking_rows(view: View, max_chars: int, blocks: dict[_BlockKey, str]
     return fits_text
 
 
-def render_comment(report: Report, *, max_chars: int = GITHUB_COMMENT_LIMIT) -> str:
+def render_comment(report: Report, *, max_chars: int = GITHUB_COMMENT_LIMIT,
+                   labels: Labels | None = None) -> str:
     """comment.md: what GitHub gets, within its size limit."""
-    return render_within(report, max_chars)
+    return render_within(report, max_chars, labels=labels)
 
 
 def render_summary(report: Report, *, max_chars: int = STEP_SUMMARY_LIMIT) -> str:

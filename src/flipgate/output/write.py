@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from flipgate.config.schema import GITHUB_COMMENT_LIMIT
 from flipgate.model import Report
 from flipgate.output.answers import ANSWERS_FILE, write_answers
-from flipgate.output.comment import render_comment
+from flipgate.output.comment import Labels, render_comment
 from flipgate.output.report import write_json
 
 if TYPE_CHECKING:
@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
 
 def write_outputs(report: Report, out_dir: str | Path, *, console: Console | None = None,
-                  comment_limit: int = GITHUB_COMMENT_LIMIT) -> str:
+                  comment_limit: int = GITHUB_COMMENT_LIMIT, labels: Labels | None = None) -> str:
     """Write both files into `out_dir`, print the summary table, return the comment Markdown.
 
     The comment is rendered once, within `comment_limit` (what its consumer takes:
@@ -28,7 +28,7 @@ def write_outputs(report: Report, out_dir: str | Path, *, console: Console | Non
     directory.mkdir(parents=True, exist_ok=True)
     write_json(report, directory / "report.json")
     write_answers(report, directory / ANSWERS_FILE)
-    markdown = render_comment(report, max_chars=comment_limit)
+    markdown = render_comment(report, max_chars=comment_limit, labels=labels)
     (directory / "comment.md").write_text(markdown, encoding="utf-8")
     if console is not None:
         print_summary(report, console)

@@ -33,12 +33,14 @@ from flipgate.errors import IncompleteError, InputError, Problem
 from flipgate.git.repository import Git
 from flipgate.judges import Judges, make_judges
 from flipgate.model import Answer, Case, Change, Conclusion, E2EReport, Report, Row, SuiteReport
+from flipgate.output.comment import Labels
 from flipgate.output.write import write_outputs
 from flipgate.prompty import Prompty, render_isolated
 from flipgate.run.refs import (
     Inputs,
     Ref,
     Repo,
+    TrustedConfig,
     describe,
     detect_change,
     generator_path,
@@ -241,12 +243,13 @@ async def check(*, repo: Path, base: str, head: str, settings: Settings,
                 comment_limit: int = GITHUB_COMMENT_LIMIT, console: Console | None = None,
                 progress: Progress | None = None, concurrency: int | None = None,
                 suites: Sequence[str] = (), shard: Shard | None = None,
-                e2e: E2ERequest | None = None) -> CheckResult:
+                e2e: E2ERequest | None = None, labels: Labels | None = None) -> CheckResult:
     """`run_check`, for callers that already run an event loop. `concurrency` (`--concurrency`)
     wins over the configuration's. `suites`: only those of the config's suites. With `shard`,
     only that part of the cases is evaluated and a partial is written for `flipgate merge`.
     `e2e`: also the end-to-end run (live retrieval), asked for at the edge; it never changes
-    the exit code (a configuration without suites only)."""
+    the exit code (a configuration without suites only). `labels`: people's labels, shown
+    on their rows."""
     git_repo = open_repo(repo, settings)
     base_ref, head_ref = git_repo.ref(base), git_repo.ref(head)
     changed = git_repo.changed(base_ref, head_ref)
@@ -317,7 +320,8 @@ async def check(*, repo: Path, base: str, head: str, settings: Settings,
         # Judge errors on rows are part of the result; only a part that stopped fails its job.
         return CheckResult(report=report, markdown="", message=message, partial=path,
                            exit_code=3 if message is not None else 0)
-    markdown = write_outputs(report, out_dir, console=console, comment_limit=comment_limit)
+    markdown = write_outputs(report, out_dir, console=console, comment_limit=comment_limit,
+                             labels=labels)
     return CheckResult(report=report, markdown=markdown, exit_code=gate.exit_code(report.conclusion),
                        message=message)
 
@@ -373,7 +377,7 @@ def merged_check(folder: str | os.PathLike[str]) -> Callable[..., CheckResult]:
     (their digest) and the rules of its configuration; nothing else is taken on trust."""
     def check(*, repo: Path, base: str, head: str, out_dir: Path, settings: Settings,
               config_path: str = DEFAULT_CONFIG, comment_limit: int | None = None,
-              judge: str | None = None, **_: Any) -> CheckResult:
+              judge: str | None = None, labels: Labels | None = None, **_: Any) -> CheckResult:
         paths = sorted(Path(folder).rglob(shards.PARTIAL_FILE))
         if not paths:
             raise InputError(Problem(str(folder), None, f"no {shards.PARTIAL_FILE} found (download the "
@@ -382,30 +386,51 @@ def merged_check(folder: str | os.PathLike[str]) -> Callable[..., CheckResult]:
         pinned = run_pins(repo=repo, base=base, head=head, settings=settings,
                           config_path=config_path, judge=judge, suites=suites)
         report = shards.merge(paths, pinned=pinned)
-        markdown = write_outputs(report, out_dir, **({"comment_limit": comment_limit}
-                                                     if comment_limit is not None else {}))
+        markdown = write_outputs(report, out_dir, labels=labels,
+                                 **({"comment_limit": comment_limit}
+                                    if comment_limit is not None else {}))
         return CheckResult(report=report, markdown=markdown, exit_code=gate.exit_code(report.conclusion))
 
     return check
+
+
+def _suite_inputs(*, repo: Path, base: str, head: str, settings: Settings, config_path: str,
+                  suites: Sequence[str] = ()) -> tuple[TrustedConfig, Ref, Ref, list[Inputs]]:
+    """Each suite's cases as the run reads them (the trusted configuration's), no model."""
+    git_repo = open_repo(repo, settings)
+    base_ref, head_ref = git_repo.ref(base), git_repo.ref(head)
+    changed = git_repo.changed(base_ref, head_ref)
+    trusted = load_config_at(git_repo, base_ref, head_ref, config_path)
+    return trusted, base_ref, head_ref, [
+        load_cases_for(git_repo, trusted, narrowed, head_ref, changed=changed)
+        for narrowed in trusted.config.suite_configs(suites)]
 
 
 def run_pins(*, repo: Path, base: str, head: str, settings: Settings, config_path: str,
              judge: str | None, suites: Sequence[str]) -> dict[str, Any]:
     """The fingerprint fields a run of these commits must have, read from the checkout as
     the run reads them: the refs, each suite's cases (their digest) and its rules."""
-    git_repo = open_repo(repo, settings)
-    base_ref, head_ref = git_repo.ref(base), git_repo.ref(head)
-    changed = git_repo.changed(base_ref, head_ref)
-    trusted = load_config_at(git_repo, base_ref, head_ref, config_path)
+    trusted, base_ref, head_ref, parts = _suite_inputs(repo=repo, base=base, head=head,
+                                                       settings=settings, config_path=config_path,
+                                                       suites=suites)
     mode = judge_info(trusted.config, judge).rescore
     digests, rules = {}, {}
-    for narrowed in trusted.config.suite_configs(suites):
-        inputs = load_cases_for(git_repo, trusted, narrowed, head_ref, changed=changed)
-        name = inputs.config.suite if trusted.config.suites else None
-        digests[name or ""] = shards.cases_digest(inputs.cases)
-        rules[name or ""] = shards.rules_dict(Rules.of(inputs.config, mode=mode))
+    for inputs in parts:
+        name = (inputs.config.suite if trusted.config.suites else None) or ""
+        digests[name] = shards.cases_digest(inputs.cases)
+        rules[name] = shards.rules_dict(Rules.of(inputs.config, mode=mode))
     return {"base_sha": base_ref.sha, "head_sha": head_ref.sha, "cases_digest": digests,
             "rules": rules}
+
+
+def case_ids(*, repo: Path, base: str, head: str, settings: Settings,
+             config_path: str = DEFAULT_CONFIG) -> dict[str | None, list[str]]:
+    """The ids of the cases a run of these commits gates, by suite (None: no suites): what a
+    label may name."""
+    trusted, _, _, parts = _suite_inputs(repo=repo, base=base, head=head, settings=settings,
+                                         config_path=config_path)
+    return {(inputs.config.suite if trusted.config.suites else None): [c.id for c in inputs.cases]
+            for inputs in parts}
 
 
 # --- one ref (`flipgate replay`) ----------------------------------------------------
