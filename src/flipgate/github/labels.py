@@ -115,7 +115,8 @@ def resolve(request: LabelRequest, cases: Mapping[str | None, Sequence[str]], *,
 
 def shown(text: str) -> str:
     """A word from a comment, safe inside an inline code span of a reply."""
-    return text[:60].replace("`", "'").replace("\n", " ")
+    return "".join(ch if ch.isprintable() and ch != "`" else "'" if ch == "`" else "\ufffd"
+                   for ch in text[:60])
 
 
 def valid_id(text: object) -> bool:
