@@ -290,14 +290,14 @@ def read_answers(data: bytes | str, *, source: str) -> dict[tuple[str | None, st
     found: dict[tuple[str | None, str], Answered] = {}
     for number, value in json_objects(data, source, problems):
         fields = [value.get(name) for name in ("id", "query", "context", "baseline", "candidate")]
+        texts = [item for item in fields if isinstance(item, str)]
         suite = value.get("suite")
-        if not all(isinstance(item, str) for item in fields) or not (
-                suite is None or isinstance(suite, str)):
+        if len(texts) != len(fields) or not (suite is None or isinstance(suite, str)):
             problems.append(Problem(source, number, "expected {\"id\", \"suite\", \"query\", "
                                                     "\"context\", \"baseline\", \"candidate\"} "
                                                     "(strings; suite may be null)"))
             continue
-        found[(suite, fields[0])] = Answered(*fields[1:])
+        found[(suite, texts[0])] = Answered(*texts[1:])
     if problems:
         raise InputError(problems)
     return found

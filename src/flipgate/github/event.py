@@ -272,5 +272,6 @@ def _decide_comment(payload: Fields) -> Activity:
         return RunCommand(**fields, created_at=payload.timestamp("comment.created_at"),
                           sha=parsed.sha)
     if parsed.name == "label":
-        return LabelCommand(**fields, arguments=parsed.arguments)
+        return LabelCommand(number=number, comment_id=payload.number("comment.id"),
+                            author=payload.text("comment.user.login"), arguments=parsed.arguments)
     return UsageCommand(**fields, unknown=parsed.unknown)
