@@ -266,12 +266,11 @@ def _decide_comment(payload: Fields) -> Activity:
         return Ignore(f"issue #{number} is not a pull request; "
                       "/flipgate commands work on pull requests only")
     payload.object("issue.pull_request")
-    fields = dict(number=number, comment_id=payload.number("comment.id"),
-                  author=payload.text("comment.user.login"))
+    comment_id, author = payload.number("comment.id"), payload.text("comment.user.login")
     if parsed.name == "run":
-        return RunCommand(**fields, created_at=payload.timestamp("comment.created_at"),
-                          sha=parsed.sha)
+        return RunCommand(number=number, comment_id=comment_id, author=author,
+                          created_at=payload.timestamp("comment.created_at"), sha=parsed.sha)
     if parsed.name == "label":
-        return LabelCommand(number=number, comment_id=payload.number("comment.id"),
-                            author=payload.text("comment.user.login"), arguments=parsed.arguments)
-    return UsageCommand(**fields, unknown=parsed.unknown)
+        return LabelCommand(number=number, comment_id=comment_id, author=author,
+                            arguments=parsed.arguments)
+    return UsageCommand(number=number, comment_id=comment_id, author=author, unknown=parsed.unknown)
