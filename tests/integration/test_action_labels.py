@@ -124,7 +124,7 @@ def test_a_block_that_does_not_parse_is_ignored_and_reported(labelled: Harness, 
     labelled.pull_event()
     labelled.run(check)
     assert "the comment's labels were ignored" in labelled.log.getvalue()
-    assert "labels" not in check.calls[-1]
+    assert not check.calls[-1]["labels"]
     assert read_block(labelled.own_comments()[0]["body"]).labels == ()
     assert not (labelled.repo.path / "flipgate-out" / "labels.jsonl").exists()
 

@@ -512,7 +512,7 @@ def run_check_safely(settings: Settings, run_settings: RunSettings, workflow: Wo
                                out_dir=workspace / OUT_DIR, cache_dir=options.cache_dir(workspace),
                                comment_limit=body_limit(settings.status_context),
                                progress=progress, concurrency=options.concurrency, e2e=e2e,
-                               **({"labels": labels} if labels else {}))
+                               labels=labels)
             finally:
                 progress.close()
     except Exception as exc:  # noqa: BLE001 - every failure must end in an error status
