@@ -19,6 +19,11 @@ from click.testing import CliRunner
 from flipgate.cli import cli
 from flipgate.errors import InputError
 from flipgate.run import shards
+from flipgate.run.pipeline import merged_check
+from flipgate.settings import Settings
+
+from support.gitrepo import GitRepo
+from support.openai_server import FakeOpenAI
 
 CONFIG = "version: 1\ncases: cases.jsonl\njudge:\n  provider: offline\ngate:\n  strict: true\n"
 FEE = " A 75 dollar handling fee applies."
@@ -239,3 +244,82 @@ def test_rules_forged_in_every_partial_change_the_fingerprint_the_checkout_pins(
 def test_a_fingerprint_field_that_differs_is_named(partials: list[Path]) -> None:
     edit(partials[1], lambda d: d["fingerprint"].__setitem__("candidate", "0" * 64))
     refused(merge(*partials), str(partials[1]), "fingerprint.candidate", "cannot be merged")
+
+
+# -- the action's merge job: partials held to the checkout ---------------------------------
+
+RUN_CONFIG = """version: 1
+cases: eval/cases.jsonl
+generator: prompts/answer.prompty
+judge:
+  provider: offline
+gate:
+  blocking_categories: [policy]
+  strict: true
+"""
+PROMPT = """---
+model:
+  configuration:
+    type: openai
+    model: gpt-4o-mini
+---
+system:
+Answer{{ '' }} from the context.
+user:
+{{ query }}
+Context: {{ context }}
+"""
+
+
+@pytest.fixture
+def shard_folder(tmp_path: Path, openai_server: FakeOpenAI) -> tuple[GitRepo, Path]:
+    """A repository whose head invents a fee in policy answers, run as two shards."""
+    def generation(body: dict[str, Any]) -> str:
+        context = body["messages"][-1]["content"].split("Context: ", 1)[1]
+        invents = "generously" in body["messages"][0]["content"] and "policy" in context
+        return context + (FEE if invents else "")
+
+    openai_server.on_generation(generation)
+    cases = [{"id": f"c{i}", "query": f"q{i}?", "context": f"Item {i} costs {i + 1} dollars, "
+              f"{('policy', 'general')[i % 2]}.", "category": ("policy", "general")[i % 2]}
+             for i in range(12)]
+    repo = GitRepo.create(tmp_path / "repo")
+    repo.commit({".flipgate.yml": RUN_CONFIG, "prompts/answer.prompty": PROMPT,
+                 "eval/cases.jsonl": "".join(json.dumps(c) + "\n" for c in cases)}, message="base")
+    repo.branch("base", "HEAD")
+    repo.commit({"prompts/answer.prompty": PROMPT.replace("Answer", "Answer generously")})
+    folder = tmp_path / "artifacts"
+    for i in (1, 2):
+        result = CliRunner().invoke(cli, ["run", "--repo", str(repo.path), "--base", "base",
+                                          "--head", "HEAD", "--out", str(folder / f"s{i}"),
+                                          "--no-cache", "--shard", f"{i}/2"])
+        assert result.exit_code == 0, result.output
+    return repo, folder
+
+
+def test_the_merge_job_merges_honest_partials_of_its_checkout(shard_folder, tmp_path: Path) -> None:
+    repo, folder = shard_folder
+    fingerprint = json.loads((folder / "s1" / "partial.json").read_text())["fingerprint"]
+    result = merged_check(folder)(repo=repo.path, base=fingerprint["base_sha"],
+                                  head=fingerprint["head_sha"], out_dir=tmp_path / "out",
+                                  settings=Settings.from_environ({}))
+    assert result.exit_code == 1
+    assert result.report.counts.blocking_regressions == 6
+
+
+@pytest.mark.parametrize(("forge", "field"), [
+    (lambda d: d["fingerprint"]["rules"][""].__setitem__("blocking_categories", []), "fingerprint.rules"),
+    (lambda d: d["fingerprint"]["rules"][""].__setitem__("strict", False), "fingerprint.rules"),
+    (lambda d: d["fingerprint"]["cases_digest"].__setitem__("", "0" * 64), "fingerprint.cases_digest"),
+])
+def test_rules_or_cases_forged_alike_in_every_partial_are_refused_by_the_merge_job(
+        shard_folder, tmp_path: Path, forge: Callable[[dict[str, Any]], Any], field: str) -> None:
+    repo, folder = shard_folder
+    fingerprint = json.loads((folder / "s1" / "partial.json").read_text())["fingerprint"]
+    for i in (1, 2):
+        edit(folder / f"s{i}" / "partial.json", forge)
+    with pytest.raises(InputError, match=field):
+        merged_check(folder)(repo=repo.path, base=fingerprint["base_sha"],
+                             head=fingerprint["head_sha"], out_dir=tmp_path / "out",
+                             settings=Settings.from_environ({}))
+    assert not (tmp_path / "out" / "report.json").exists()
