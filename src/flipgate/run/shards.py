@@ -171,6 +171,11 @@ def write_partial(report: Report, out_dir: str | os.PathLike[str], *, shard: Sha
 
 # --- reading a partial: its shape, typed and strict -------------------------------------
 
+class _Version(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    flipgate_partial: Any = None
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
 
@@ -258,10 +263,12 @@ def read_partial(path: str | os.PathLike[str]) -> Partial:
     if len(data) > MAX_PARTIAL_BYTES:
         raise InputError(Problem(source, None, f"larger than {MAX_PARTIAL_BYTES // 2**20} MB: "
                                                "not a partial flipgate wrote"))
-    try:
-        version = json.loads(data).get("flipgate_partial") if data.lstrip()[:1] == b"{" else None
-    except (ValueError, RecursionError) as exc:
-        raise InputError(Problem(source, None, f"not a flipgate partial (bad JSON: {exc})")) from None
+    try:  # the version alone first; the rest of the file is skipped, not built
+        version = _Version.model_validate_json(data).flipgate_partial
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise InputError(Problem(source, None, "not a flipgate partial (written by --shard): "
+                                               f"{first['msg']}")) from None
     if version is None:
         raise InputError(Problem(source, None, "not a flipgate partial (written by --shard)"))
     if version != PARTIAL_VERSION:
