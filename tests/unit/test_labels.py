@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import base64
 import json
+from pathlib import Path
 
 import pytest
 
 from flipgate.github import labels
-from flipgate.github.event import LabelCommand, UsageCommand, parse_command
+from flipgate.github.event import LabelCommand, UsageCommand, decide, parse_command
 from flipgate.model import Bucket
 from flipgate.output.comment import render_comment
 
@@ -82,14 +83,8 @@ def test_the_command_is_read_from_the_first_line() -> None:
 @pytest.mark.parametrize(("body", "kind"), [("/flipgate label q1 grounded", LabelCommand),
                                             ("/flipgate labels", UsageCommand)])
 def test_decide_reads_a_label_command_from_the_real_payload(body: str, kind: type) -> None:
-    from pathlib import Path
-
-    from flipgate.github.event import decide
-
-    payload = json.loads((Path("/work/shared/github-payloads/issue_comment.created.json")
-                          if Path("/work/shared/github-payloads/issue_comment.created.json").exists()
-                          else Path(__file__).parents[1] / "fixtures/github/issue_comment.created.json")
-                         .read_text())
+    payload = json.loads((Path(__file__).parents[1] / "fixtures" / "github" /
+                          "issue_comment.created.json").read_text())
     payload["comment"]["body"] = body
     payload["issue"]["pull_request"] = {"url": "https://api.github.com/repos/o/r/pulls/1"}
     assert isinstance(decide("issue_comment", payload), kind)
