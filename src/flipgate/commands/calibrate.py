@@ -31,7 +31,7 @@ def _read(path: str) -> bytes:
 @click.option("--template", "template_path", type=click.Path(dir_okay=False),
               help="Write a labels file to fill in for this report.json, flipped rows first "
                    "(with each row's query, context and answer from answers.jsonl beside it).")
-@click.option("--out", "out", default=None,
+@click.option("--out", "out", metavar="PATH", default=None,
               help=f"With --labels: the folder for calibration.json and calibration.md (default "
                    f"{DEFAULT_OUT_DIR}/). With --template: the labels file (default labels.jsonl).")
 @report_failures

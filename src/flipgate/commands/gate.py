@@ -22,7 +22,7 @@ from flipgate.commands.common import (
     shard_option,
     visible,
 )
-from flipgate.config.schema import DEFAULT_OUT_DIR
+from flipgate.config.schema import DEFAULT_OUT_DIR, GateConfig
 
 
 @click.command("gate")
@@ -34,7 +34,7 @@ from flipgate.config.schema import DEFAULT_OUT_DIR
               help="Candidate responses (JSONL).")
 @config_option
 @judge_option
-@click.option("--out", "out_dir", default=DEFAULT_OUT_DIR, show_default=True,
+@click.option("--out", "out_dir", metavar="PATH", default=DEFAULT_OUT_DIR, show_default=True,
               type=click.Path(file_okay=False), help="Where report.json and comment.md go.")
 @cache_options
 @concurrency_option
@@ -55,7 +55,7 @@ def gate(cases_path: str, baseline_path: str, candidate_path: str, config_path: 
 
     from flipgate.verdict import gate as gate_core
     from flipgate.output import progress
-    from flipgate.config.cases import load_answer_sets, load_cases
+    from flipgate.config.cases import load_answer_sets, load_cases, require_queries
     from flipgate.config.schema import Config
     from flipgate.errors import IncompleteError
     from flipgate.judges import make_judges
@@ -66,8 +66,11 @@ def gate(cases_path: str, baseline_path: str, candidate_path: str, config_path: 
     from flipgate.run.shards import Part, Shard, digest, write_partial
 
     config = read_config(config_path)
+    notes: list[str] = []
     if config is None:
         config = Config(cases=cases_path)
+        notes.append(NO_CONFIG_NOTE)
+        click.echo(f"flipgate: {NO_CONFIG_NOTE}", err=True)
         if judge is None:
             click.echo("flipgate: no .flipgate.yml here and no --judge: using the offline "
                        "lexical judge (not an LLM)", err=True)
@@ -76,6 +79,7 @@ def gate(cases_path: str, baseline_path: str, candidate_path: str, config_path: 
     if concurrency is not None:
         config = dataclasses.replace(config, concurrency=concurrency)
     cases = load_cases(cases_path)
+    require_queries(cases, source=cases_path, mode=config.judge.mode)
     baseline, candidate = load_answer_sets(cases, cases_path, [baseline_path, candidate_path])
     part = Shard.parse(shard) if shard else None
     all_cases = cases
@@ -105,7 +109,7 @@ def gate(cases_path: str, baseline_path: str, candidate_path: str, config_path: 
         bar.close()
     report = build_report(config=config, judge=the_judge.info, cases=len(cases), scored=scored,
                           conclusion=Conclusion.ERROR if stopped is not None else None,
-                          notes=[stopped_note(stopped)] if stopped is not None else [],
+                          notes=[*notes, *([stopped_note(stopped)] if stopped is not None else [])],
                           usage=runtime.usage_report() or None, cache=runtime.cache_stats())
     runtime.fill_report(report)
     if stopped is not None:
@@ -128,6 +132,13 @@ def gate(cases_path: str, baseline_path: str, candidate_path: str, config_path: 
     click.echo(f"wrote {Path(out_dir) / 'report.json'} and {Path(out_dir) / 'comment.md'}",
                err=True)
     sys.exit(gate_core.exit_code(report.conclusion))
+
+
+NO_CONFIG_NOTE = ("No configuration: no --config was given and there is no .flipgate.yml here, "
+                  "so the documented defaults apply (blocking categories: "
+                  f"{', '.join(GateConfig.blocking_categories)}; "
+                  f"{GateConfig.min_cases_per_category} cases in a category before one judge "
+                  "blocks alone).")
 
 
 def _bytes(path: str | None) -> bytes | None:
