@@ -378,10 +378,11 @@ def evaluate(settings: Settings, run_settings: RunSettings, api: RepoAPI, workfl
              options: CheckOptions | None = None, e2e: E2ERequest | None = None) -> int:
     options = options or CheckOptions()
     if settings.shard is not None:
-        return evaluate_shard(settings, run_settings, workflow, pull, check=check, options=options)
+        return evaluate_shard(settings, run_settings, workflow, pull, check=check, options=options,
+                              e2e=e2e)
     if settings.merge is not None:
         check = merged_check(settings.workspace / settings.merge)
-        e2e = None  # a merge of partials has no end-to-end run to add
+        e2e = None  # the merge adds no end-to-end run: the shards' travel in their partials
     # `comment: never` reads and writes no comment, so it needs no login either.
     login = api.own_login() if settings.comment_mode is not CommentMode.NEVER else ""
     kept = (stored_labels(api, workflow, number=pull.number, login=login,
@@ -456,15 +457,16 @@ def give_workspace_back(workspace: Path, workflow: Workflow,
 
 def evaluate_shard(settings: Settings, run_settings: RunSettings, workflow: Workflow,
                    pull: PullRequest, *, check: CheckRunner | None,
-                   options: CheckOptions | None = None) -> int:
-    """One part of a sharded run: write its partial for the merge job; no comment, no status."""
+                   options: CheckOptions | None = None, e2e: E2ERequest | None = None) -> int:
+    """One part of a sharded run: write its partial for the merge job; no comment, no status.
+    `e2e`: the end-to-end run of the shard's own cases, which the merge puts together."""
     from functools import partial
 
     shard = Shard.parse(settings.shard or "")
     if check is None:
         check = run_check
     outcome = run_check_safely(settings, run_settings, workflow, pull,
-                               check=partial(check, shard=shard), options=options)
+                               check=partial(check, shard=shard), options=options, e2e=e2e)
     give_workspace_back(settings.workspace, workflow, options)
     partial_file = settings.workspace / OUT_DIR / "partial.json"
     workflow.set_output("partial", f"{OUT_DIR}/partial.json" if partial_file.exists() else "")
