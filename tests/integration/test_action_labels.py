@@ -144,3 +144,21 @@ def test_labels_jsonl_is_read_by_calibrate_as_it_is(labelled: Harness, tmp_path:
     assert figures["labelled"] == 2
     assert figures["confusion"]["ungrounded"]["grounded"] == 1  # the judge said 2, a person grounded
     assert figures["confusion"]["grounded"]["grounded"] == 1
+
+
+def test_a_label_given_while_the_check_runs_is_not_lost(labelled: Harness, check: RecordingCheck) -> None:
+    """The label job edits the comment while a run's check is under way: the run's edit
+    keeps it (the labels are read again just before the comment is written)."""
+    from flipgate.github.labels import HumanLabel, with_labels
+
+    def labelling_meanwhile(**kwargs):
+        comment = labelled.own_comments()[0]
+        comment["body"] = with_labels(comment["body"], [HumanLabel("q2", "candidate", "partial",
+                                                                   "maintainer")])
+        return check(**kwargs)
+
+    labelled.pull_event()
+    labelled.run(labelling_meanwhile)
+    [comment] = labelled.own_comments()
+    assert [one.id for one in read_block(comment["body"]).labels] == ["q2"]
+    assert "q2" in (labelled.repo.path / "flipgate-out" / "labels.jsonl").read_text()

@@ -347,13 +347,14 @@ def record_label(settings: Settings, run_settings: RunSettings, api: RepoAPI, wo
 
 
 def stored_labels(api: RepoAPI, workflow: Workflow, *, number: int, login: str,
-                  context: str) -> tuple[human.HumanLabel, ...]:
-    """The labels the gate's comment keeps (none when it has none, or keeps them badly)."""
+                  context: str, quiet: bool = False) -> tuple[human.HumanLabel, ...]:
+    """The labels the gate's comment keeps (none when it has none, or keeps them badly,
+    which is reported unless `quiet`)."""
     comment, _ = find_comment(api, number=number, login=login, context=context)
     if comment is None:
         return ()
     stored = human.read_block(comment.body)
-    if stored.problem:
+    if stored.problem and not quiet:
         workflow.warning(f"flipgate: the comment's labels were ignored: {stored.problem}")
     return stored.labels
 
@@ -392,6 +393,10 @@ def evaluate(settings: Settings, run_settings: RunSettings, api: RepoAPI, workfl
 
     outcome = run_check_safely(settings, run_settings, workflow, pull, check=check,
                                options=options, e2e=e2e, labels=human.by_row(kept))
+    if login:
+        # Read again: a label given while the check ran must not be lost by this edit.
+        kept = stored_labels(api, workflow, number=pull.number, login=login,
+                             context=settings.status_context, quiet=True)
     if kept:
         write_labels(settings.workspace, kept)
     give_workspace_back(settings.workspace, workflow, options)
