@@ -162,3 +162,15 @@ def test_a_label_given_while_the_check_runs_is_not_lost(labelled: Harness, check
     [comment] = labelled.own_comments()
     assert [one.id for one in read_block(comment["body"]).labels] == ["q2"]
     assert "q2" in (labelled.repo.path / "flipgate-out" / "labels.jsonl").read_text()
+
+
+def test_labels_jsonl_holds_the_labels_of_this_runs_rows(labelled: Harness, check: RecordingCheck) -> None:
+    """A label of a case the run no longer has stays in the comment but not in labels.jsonl,
+    which calibrate reads beside this run's report.json."""
+    label(labelled, "q1 grounded")
+    label(labelled, "q3 grounded")  # a case of the base, not a row of the report below
+    labelled.pull_event()
+    labelled.run(check)
+    lines = (labelled.repo.path / "flipgate-out" / "labels.jsonl").read_text().splitlines()
+    assert [json.loads(line)["id"] for line in lines] == ["q1"]
+    assert len(read_block(labelled.own_comments()[0]["body"]).labels) == 2

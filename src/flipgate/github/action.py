@@ -62,7 +62,7 @@ from flipgate.github import labels as human
 from flipgate.github.sticky import CommentMode, Published, body_limit, find_comment, publish
 from flipgate.github.workflow import Workflow
 from flipgate.git.repository import Git
-from flipgate.model import Conclusion, Report
+from flipgate.model import Conclusion, Report, Row
 from flipgate.output.progress import LOG_EVERY, PeriodicLines
 from flipgate.run.pipeline import case_ids, merged_check, run_check
 from flipgate.run.shards import Shard
@@ -359,6 +359,18 @@ def stored_labels(api: RepoAPI, workflow: Workflow, *, number: int, login: str,
     return stored.labels
 
 
+def of_the_run(labels: Sequence[human.HumanLabel],
+               report: Report | None) -> Sequence[human.HumanLabel]:
+    """The labels of answers this run has (so calibrate reads labels.jsonl beside its
+    report.json as it is); all of them when the run has no rows to hold them to."""
+    if report is None or not report.rows:
+        return labels
+    parts: list[tuple[str | None, list[Row]]] = (
+        [(part.name, part.report.rows) for part in report.suites] or [(None, report.rows)])
+    known = {(suite, row.id) for suite, rows in parts for row in rows}
+    return [one for one in labels if (one.suite, one.id) in known]
+
+
 def write_labels(workspace: Path, labels: Sequence[human.HumanLabel]) -> None:
     """flipgate-out/labels.jsonl: the labels format `flipgate calibrate --labels` reads."""
     target = workspace / OUT_DIR / human.LABELS_FILE
@@ -398,7 +410,7 @@ def evaluate(settings: Settings, run_settings: RunSettings, api: RepoAPI, workfl
         kept = stored_labels(api, workflow, number=pull.number, login=login,
                              context=settings.status_context, quiet=True)
     if kept:
-        write_labels(settings.workspace, kept)
+        write_labels(settings.workspace, of_the_run(kept, outcome.report))
     give_workspace_back(settings.workspace, workflow, options)
 
     exit_code = outcome.exit_code
