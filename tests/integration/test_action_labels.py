@@ -50,6 +50,9 @@ def test_a_maintainers_label_is_kept_shown_and_written(labelled: Harness, check:
     assert labelled.server.reactions_on(command["id"]) == ["+1"]
     [comment] = labelled.own_comments()
     assert "`q1` — labelled grounded by @" in comment["body"]
+    # The row itself says so at once, though the label command re-renders nothing.
+    rows = [line for line in comment["body"].splitlines() if line.startswith("| q1")]
+    assert rows and all(line.startswith("| q1<br>🏷️ labelled grounded by @") for line in rows)
     assert read_block(comment["body"]).labels[0].by == "maintainer"
     written = (labelled.repo.path / "flipgate-out" / "labels.jsonl").read_text()
     assert json.loads(written) == {"id": "q1", "suite": None, "side": "candidate",
@@ -59,9 +62,12 @@ def test_a_maintainers_label_is_kept_shown_and_written(labelled: Harness, check:
     # A later label of the same answer replaces it; another side is its own label.
     label(labelled, "q1 ungrounded")
     label(labelled, "q1 baseline grounded")
-    kept = read_block(labelled.own_comments()[0]["body"]).labels
+    body = labelled.own_comments()[0]["body"]
+    kept = read_block(body).labels
     assert [(one.side, one.label) for one in kept] == [("candidate", "ungrounded"),
                                                        ("baseline", "grounded")]
+    row = next(line for line in body.splitlines() if line.startswith("| q1"))
+    assert row.count("🏷️") == 1 and "labelled grounded by" not in row.split("|")[1].split(";")[0]
 
     # The next run keeps them, shows them on the row, and writes labels.jsonl again.
     (labelled.repo.path / "flipgate-out" / "labels.jsonl").unlink()
@@ -71,6 +77,8 @@ def test_a_maintainers_label_is_kept_shown_and_written(labelled: Harness, check:
                                                         "labelled grounded (baseline) by @maintainer")}
     [comment] = labelled.own_comments()
     assert len(read_block(comment["body"]).labels) == 2
+    assert "labelled ungrounded by @" in next(line for line in comment["body"].splitlines()
+                                              if line.startswith("| q1"))
     assert (labelled.repo.path / "flipgate-out" / "labels.jsonl").read_text().count("\n") == 2
 
 

@@ -339,7 +339,8 @@ def record_label(settings: Settings, run_settings: RunSettings, api: RepoAPI, wo
         api.create_comment(command.number, messages.label_full_reply())
         react(api, workflow, command, "confused")
         return EXIT_PASS
-    api.edit_comment(command.number, comment.id, human.with_labels(comment.body, kept))
+    api.edit_comment(command.number, comment.id,
+                     human.with_labels(human.on_rows(comment.body, kept), kept))
     write_labels(settings.workspace, kept)
     react(api, workflow, command, "+1")
     workflow.info(f"flipgate: {human.shown(label.id)} ({label.side}) {label.shown()}")
@@ -416,8 +417,8 @@ def evaluate(settings: Settings, run_settings: RunSettings, api: RepoAPI, workfl
     exit_code = outcome.exit_code
     try:
         published = publish(api, number=pull.number, login=login, head_sha=pull.head_sha,
-                            body=human.with_labels(outcome.comment, kept) if kept
-                            else outcome.comment, create=outcome.create_comment,
+                            body=human.with_labels(human.on_rows(outcome.comment, kept), kept)
+                            if kept else outcome.comment, create=outcome.create_comment,
                             context=settings.status_context, fingerprint=outcome.fingerprint,
                             mode=settings.comment_mode)
         workflow.info(f"flipgate: comment {published.value}"

@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from flipgate.model import Bucket
-from flipgate.text.escaping import escape_md
+from flipgate.text.escaping import cell, cell_list, escape_md
 
 SIDES = ("baseline", "candidate")
 DEFAULT_SIDE = "candidate"
@@ -216,11 +216,18 @@ def by_row(labels: Iterable[HumanLabel]) -> dict[tuple[str | None, str], tuple[s
 
 # -- the comment's labels section ------------------------------------------------------
 
+# A row's label as a table cell shows it (the comment's row templates write the same).
+ROW_TAG = "<br>🏷️ "
+_ROW_TAG = re.compile(re.escape(ROW_TAG) + r"[^|]*?(?= \|)")
+# The comment's id cells hold at most this many characters of the id (Cells.id).
+_ID_CELL = 80
+TAG_ROOM = 6_000
+
 SECTION_START = "<!-- flipgate:labels-section -->"
 SECTION_END = "<!-- flipgate:labels-section-end -->"
 SECTION_ROOM = 6_000
 # What labels add to a comment at most: the hidden block and the visible section.
-LABELS_ROOM = BLOCK_ROOM + SECTION_ROOM
+LABELS_ROOM = BLOCK_ROOM + SECTION_ROOM + TAG_ROOM
 
 
 def section(labels: Sequence[HumanLabel]) -> str:
@@ -252,3 +259,27 @@ def with_labels(body: str, labels: Sequence[HumanLabel]) -> str:
     if not labels:
         return bare + "\n"
     return f"{bare}\n\n{section(labels)}\n{block(labels)}\n"
+
+
+def on_rows(body: str, labels: Sequence[HumanLabel]) -> str:
+    """`body` with each labelled row's id cell saying who labelled it (`labelled LABEL by
+    @USER`), for the label command, which edits the comment without re-rendering it. Tags
+    from before are taken off first; rows whose id cell was shortened are left as they are,
+    and tagging stops at TAG_ROOM characters (the Labels section lists every label)."""
+    shown_by_id: dict[str, list[str]] = {}
+    for (_, case_id), texts in by_row(labels).items():
+        shown_by_id.setdefault(cell(case_id, _ID_CELL), []).extend(texts)
+    room = TAG_ROOM
+    lines = []
+    for line in body.split("\n"):
+        if line.startswith("| ") and ROW_TAG in line:
+            line = _ROW_TAG.sub("", line)
+        first = line[2:].split(" | ", 1)[0] if line.startswith("| ") else None
+        given = shown_by_id.get(first) if first is not None else None
+        if given and first is not None:
+            tag = ROW_TAG + cell_list(given, 120, 4, "; ")
+            if len(tag) <= room:
+                room -= len(tag)
+                line = f"| {first}{tag}{line[2 + len(first):]}"
+        lines.append(line)
+    return "\n".join(lines)
