@@ -182,3 +182,19 @@ def test_labels_jsonl_holds_the_labels_of_this_runs_rows(labelled: Harness, chec
     lines = (labelled.repo.path / "flipgate-out" / "labels.jsonl").read_text().splitlines()
     assert [json.loads(line)["id"] for line in lines] == ["q1"]
     assert len(read_block(labelled.own_comments()[0]["body"]).labels) == 2
+
+
+def test_labels_jsonl_is_never_written_through_a_linked_output_folder(labelled: Harness,
+                                                                      tmp_path: Path) -> None:
+    """A pull request that makes flipgate-out a link does not get labels written where it points."""
+    import shutil
+
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    out = labelled.repo.path / "flipgate-out"
+    shutil.rmtree(out, ignore_errors=True)
+    out.symlink_to(elsewhere)
+    label(labelled, "q1 grounded")
+    assert not (elsewhere / "labels.jsonl").exists()
+    assert "labels.jsonl not written" in labelled.log.getvalue()
+    assert read_block(labelled.own_comments()[0]["body"]).labels  # the label is still kept

@@ -373,7 +373,8 @@ def record_label(settings: Settings, run_settings: RunSettings, api: RepoAPI, wo
         return EXIT_PASS
     api.edit_comment(command.number, comment.id,
                      human.with_labels(human.on_rows(comment.body, kept), kept))
-    write_labels(settings.workspace, kept)
+    write_labels(settings.workspace, kept, head_sha=pull.head_sha,
+                 git=Git(run_settings.git_environment()), workflow=workflow)
     react(api, workflow, command, "+1")
     workflow.info(f"flipgate: {human.shown(label.id)} ({label.side}) {label.shown()}")
     return EXIT_PASS
@@ -404,8 +405,15 @@ def of_the_run(labels: Sequence[human.HumanLabel],
     return [one for one in labels if (one.suite, one.id) in known]
 
 
-def write_labels(workspace: Path, labels: Sequence[human.HumanLabel]) -> None:
-    """flipgate-out/labels.jsonl: the labels format `flipgate calibrate --labels` reads."""
+def write_labels(workspace: Path, labels: Sequence[human.HumanLabel], *, head_sha: str,
+                 git: Git, workflow: Workflow) -> None:
+    """flipgate-out/labels.jsonl: the labels format `flipgate calibrate --labels` reads.
+    Never into an output place the pull request made a link or tracks."""
+    try:
+        refuse_unsafe_places(workspace, {"output": Path(OUT_DIR)}, head_sha=head_sha, git=git)
+    except InputError as exc:
+        workflow.warning(f"flipgate: {human.LABELS_FILE} not written: {exc}")
+        return
     target = workspace / OUT_DIR / human.LABELS_FILE
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(human.jsonl(labels), encoding="utf-8")
@@ -451,7 +459,8 @@ def evaluate(settings: Settings, run_settings: RunSettings, api: RepoAPI, workfl
         kept = stored_labels(api, workflow, number=pull.number, login=login,
                              context=settings.status_context, quiet=True)
     if kept:
-        write_labels(settings.workspace, of_the_run(kept, outcome.report))
+        write_labels(settings.workspace, of_the_run(kept, outcome.report), head_sha=pull.head_sha,
+                     git=Git(run_settings.git_environment()), workflow=workflow)
     give_workspace_back(settings.workspace, workflow, options)
 
     exit_code = outcome.exit_code
