@@ -157,11 +157,13 @@ def _closest_groups(found: Review) -> tuple[tuple[tuple[int, ...], str | None, b
 
 def _first_claim(found: Review | None, statements: tuple[str, ...],
                  figures: tuple[str, ...]) -> str:
-    if found is not None:
-        claim = next((piece.text for piece in found.answer if piece.claim), None)
-        if claim is not None:
-            return claim
-    return next(iter(statements + figures), "")
+    """The first claim the context lacks, as one short line: its figures first (what is
+    wrong is most often a figure), then the statement they stand in."""
+    claim = next((piece.text for piece in found.answer if piece.claim), None) if found else None
+    if claim is None:
+        claim = next(iter(statements + figures), "")
+    inside = [figure for figure in figures if figure in claim][:3]
+    return f"{', '.join(inside)} — {claim}" if inside and claim not in inside else claim
 
 
 def _unsupported(figures: tuple[str, ...], statements: tuple[str, ...]) -> str:
@@ -364,6 +366,8 @@ COMPACT = Cells(id=40, category=24, reason=0, answer=70, item=90, items=1, detai
                 compact=True)
 COMPACT_SMALL = Cells(id=32, category=16, reason=0, answer=40, item=50, items=1, detail=0,
                       context=0, compact=True)
+COMPACT_TINY = Cells(id=32, category=12, reason=0, answer=32, item=40, items=1, detail=0,
+                     context=0, compact=True)
 
 
 @dataclass(frozen=True)
@@ -417,6 +421,9 @@ LADDER: tuple[Plan, ...] = (
     Plan(cells=TINY, blocking_cells=COMPACT, caps=_caps(must_read=0, worth_reading=0, skim=0),
          diff_limit=None, notes=5, note_limit=150, files=5, parameters=10),
     Plan(cells=TINY, blocking_cells=COMPACT_SMALL,
+         caps=_caps(must_read=0, worth_reading=0, skim=0),
+         diff_limit=None, notes=5, note_limit=150, files=5, parameters=10),
+    Plan(cells=TINY, blocking_cells=COMPACT_TINY,
          caps=_caps(must_read=0, worth_reading=0, skim=0),
          diff_limit=None, notes=5, note_limit=150, files=5, parameters=10),
 )
