@@ -53,6 +53,9 @@ def content_security_policy(style: str, script: str) -> str:
             "object-src 'none'; frame-src 'none'; base-uri 'none'; form-action 'none'")
 
 
+# The comment sections a row is in that its verdict does not already say.
+KIND_LABELS = {"review": "to review", "relevance": "relevance drop",
+               "flagged": "addresses the judge", "errors": "judge error"}
 _TITLES = {"failure": "blocked", "success": "passed", "error": "could not finish",
            "skipped": "skipped"}
 
@@ -74,7 +77,7 @@ def write_html(report: Report, path: str | os.PathLike[str], *,
         counts=_counts(report),
         judge=f"{judge.provider} · {judge.model}" + (f" · second opinion {judge.second_opinion}"
                                                       if judge.second_opinion else ""),
-        head_sha=report.head_sha, total=f"{row_total(report):,}",
+        head_sha=report.head_sha, total=f"{row_total(report):,}", kind_labels=KIND_LABELS,
         rows=page_rows(report, labels),
     )
     target = Path(path)

@@ -97,8 +97,8 @@ def _passage_label(passage: Passage, claims: int, cited: frozenset[int]) -> str:
     labels = ["supports"] if passage.supports else []
     for n in passage.claims:
         verb = "contradicts" if n in cited else "closest to"
-        labels.append(f"{verb} [{n}]" if claims > 1 else f"{verb} the claim")
-    return _wrap(", ".join(labels), "sup") if labels else ""
+        labels.append(f"{verb} claim {n}" if claims > 1 else f"{verb} the claim")
+    return _wrap(f"[{', '.join(labels)}]", "sup") if labels else ""
 
 
 def _elide(text: str, keep: int) -> str:
