@@ -289,7 +289,9 @@ def test_the_templates_live_inside_the_package() -> None:
 
     assert templates_dir() == Path(flipgate.__file__).resolve().parent / "output" / "templates"
     assert sorted(p.name for p in templates_dir().glob("*.j2")) == [
-        "_tables.md.j2", "calibration.md.j2", "comment.md.j2"]
+        "_tables.md.j2", "calibration.md.j2", "comment.md.j2", "report.html.j2"]
+    # report.html's style and script, inlined into the page
+    assert {p.name for p in templates_dir().glob("report.*")} >= {"report.css", "report.js"}
 
 
 # ---------------------------------------------------------------- size budget
