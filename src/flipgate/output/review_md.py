@@ -121,7 +121,7 @@ def context_passages(review: Review, limit: int) -> tuple[list[tuple[Passage, st
     per_mark = max(marked_room // max(len(marked), 1), 120)
     plain = [p for p in passages if not p.marked]
     per_plain = max((limit - marked_room) // max(len(plain), 1), 0)
-    out = []
+    out: list[tuple[Passage, str]] = []
     for passage in passages:
         keep = per_mark if passage.marked else per_plain
         if keep == 0:
