@@ -187,6 +187,8 @@ class JudgeInfo:
     provider: str          # openai | azure | offline
     model: str
     engine: str = "openai"  # openai | azure-ai-evaluation | lexical
+    mode: str = "with_query"  # the groundedness rubric: with_query | without_query
+    sdk: Mapping[str, str | None] | None = None  # the azure engine's package: {"name", "version"}
     embedding_model: str | None = None
     rubric_version: str | None = None
     rubric_hash: Mapping[str, str] = field(default_factory=dict)  # metric -> sha256 of its prompt

@@ -353,3 +353,30 @@ def test_an_api_url_with_a_path_prefix_is_honoured() -> None:
         assert all(r.path.startswith("/api/v3/") for r in server.requests)
     finally:
         server.stop()
+
+
+@pytest.mark.parametrize("verbose", [False, True])
+def test_the_expected_403_on_get_user_reaches_the_log_only_when_verbose(
+        api: RepoAPI, verbose: bool) -> None:
+    import logging
+
+    from flipgate.github.api import github_logging
+
+    class Collect(logging.Handler):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lines: list[str] = []
+
+        def emit(self, record: logging.LogRecord) -> None:
+            self.lines.append(record.getMessage())
+
+    collect = Collect()
+    logger = logging.getLogger("github")
+    logger.addHandler(collect)  # beside PyGithub's own stderr handler
+    github_logging(verbose=verbose)
+    try:
+        assert api.own_login() == ACTIONS_BOT_LOGIN
+    finally:
+        logger.removeHandler(collect)
+        logger.setLevel(logging.INFO)  # PyGithub's own default
+    assert any("failed with 403" in line for line in collect.lines) is verbose

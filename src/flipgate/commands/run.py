@@ -57,7 +57,7 @@ def e2e_line(e2e: E2EReport) -> str:
 @click.option("--head", required=True, help="The head ref (the pull request), e.g. HEAD.")
 @click.option("--config", "config_path", default=DEFAULT_CONFIG, show_default=True,
               help="Configuration file, a path inside the repository (read from the base ref).")
-@click.option("--out", "out_dir", default=DEFAULT_OUT_DIR, show_default=True,
+@click.option("--out", "out_dir", metavar="PATH", default=DEFAULT_OUT_DIR, show_default=True,
               type=click.Path(file_okay=False), help="Where report.json and comment.md go.")
 @judge_option
 @cache_options

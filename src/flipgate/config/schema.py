@@ -6,6 +6,7 @@ from. Unknown keys are errors, so a typo never silently weakens the gate.
 
 from __future__ import annotations
 
+import datetime
 import os
 import re
 from collections.abc import Callable, Sequence
@@ -40,6 +41,9 @@ ENGINES = (OPENAI_ENGINE, AZURE_ENGINE)
 
 
 SECOND_OPINION_MODES = ("replace", "both")
+# `judge.mode`: the groundedness rubric, the same for both sides (report.json judge.mode).
+WITH_QUERY, WITHOUT_QUERY = "with_query", "without_query"
+JUDGE_MODES = (WITH_QUERY, WITHOUT_QUERY)
 
 
 @dataclass(frozen=True)
@@ -63,6 +67,7 @@ class JudgeConfig:
     provider: str = "offline"
     model: str = OFFLINE_MODEL
     engine: str = OPENAI_ENGINE
+    mode: str = WITH_QUERY           # with_query | without_query (JUDGE_MODES)
     base_url: str | None = None
     azure_endpoint: str | None = None
     api_version: str | None = None
@@ -92,14 +97,14 @@ def second_judge(judge: JudgeConfig, provider: str | None = None) -> JudgeConfig
     if second.provider is None:
         if first == "offline":
             return None
-        return JudgeConfig(provider=first, model=second.model, base_url=judge.base_url,
+        return JudgeConfig(provider=first, model=second.model, mode=judge.mode, base_url=judge.base_url,
                            azure_endpoint=judge.azure_endpoint, api_version=judge.api_version,
                            reasoning=judge.reasoning if second.reasoning is None else second.reasoning,
                            timeout=second.timeout or judge.timeout,
                            max_retries=judge.max_retries if second.max_retries is None
                            else second.max_retries, max_wait=judge.max_wait, seed=judge.seed)
     return JudgeConfig(provider=second.provider, model=second.model or OFFLINE_MODEL,
-                       base_url=second.base_url, azure_endpoint=second.azure_endpoint,
+                       mode=judge.mode, base_url=second.base_url, azure_endpoint=second.azure_endpoint,
                        api_version=second.api_version, reasoning=bool(second.reasoning),
                        timeout=second.timeout or judge.timeout,
                        max_retries=judge.max_retries if second.max_retries is None
@@ -239,11 +244,18 @@ def _is_str(value: Any) -> str | None:
     return None if isinstance(value, str) and value.strip() else "must be a non-empty string"
 
 
-def _is_text(value: Any) -> str | None:
-    """A string; YAML's dates (`api_version: 2024-10-21`) count as their text."""
-    import datetime
-
-    return None if isinstance(value, datetime.date) else _is_str(value)
+def _api_versions_as_text(values: Any) -> None:
+    """Every `api_version` that YAML read as a date (`api_version: 2024-10-21`, as
+    Azure's docs write it) becomes its ISO text, wherever the key is accepted."""
+    if isinstance(values, list):
+        for item in values:
+            _api_versions_as_text(item)
+    elif isinstance(values, dict):
+        for key, value in values.items():
+            if key == "api_version" and isinstance(value, datetime.date):
+                values[key] = value.isoformat()
+            else:
+                _api_versions_as_text(value)
 
 
 def _is_bool(value: Any) -> str | None:
@@ -296,7 +308,7 @@ _SCHEMA: dict[str, Any] = {
             "provider": _one_of(("openai", "azure")),
             "base_url": _is_str,
             "azure_endpoint": _is_str,
-            "api_version": _is_text,
+            "api_version": _is_str,
             "deployment": _is_str,
             "model": _is_str,
         },
@@ -308,6 +320,7 @@ _SCHEMA: dict[str, Any] = {
         "provider": _one_of(PROVIDERS),
         "model": _is_str,
         "engine": _one_of(ENGINES),
+        "mode": _one_of(JUDGE_MODES),
         "base_url": _is_str,
         "azure_endpoint": _is_str,
         "api_version": _is_str,
@@ -380,6 +393,7 @@ def parse_config(text: str, *, source: str = DEFAULT_CONFIG, directory: str = ".
     if not isinstance(loaded, dict):
         raise InputError(Problem(source, 1, "must be a mapping of settings (key: value)"))
     data: dict[str, Any] = loaded
+    _api_versions_as_text(data)
 
     def check_section(values: dict[Any, Any], schema: dict[str, Any], path: tuple[str, ...]) -> None:
         for key, value in values.items():
@@ -493,8 +507,7 @@ def _generator_of(value: Any) -> tuple[str | None, GeneratorOptions]:
         return value, GeneratorOptions()
     endpoint = value.get("endpoint")
     return value.get("path"), GeneratorOptions(
-        endpoint=EndpointConfig(**{k: v.isoformat() if hasattr(v, "isoformat") else str(v)
-                                   for k, v in endpoint.items()}) if endpoint else None,
+        endpoint=EndpointConfig(**{k: str(v) for k, v in endpoint.items()}) if endpoint else None,
         strict_undefined=value.get("strict_undefined", False))
 
 

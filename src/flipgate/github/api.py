@@ -9,6 +9,7 @@ message, never the token.
 from __future__ import annotations
 
 import functools
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -25,6 +26,12 @@ ACTIONS_BOT_LOGIN = "github-actions[bot]"
 PER_PAGE = 100  # the most GitHub serves a page; fewer round trips through long threads
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+def github_logging(*, verbose: bool) -> None:
+    """PyGithub logs every refused request at INFO on its own stderr handler, including the
+    Actions token's expected 403 on GET /user; the job log shows them with --verbose only."""
+    logging.getLogger("github").setLevel(logging.DEBUG if verbose else logging.WARNING)
 
 
 class GitHubError(Exception):

@@ -46,13 +46,22 @@ def describe(config: Config, provider: str | None = None) -> JudgeInfo:
     second = second_judge(config.judge, chosen)
     rescore = rescore_mode(config, chosen)
     second_model = second.model if second is not None else None
+    mode = config.judge.mode
     if chosen == "offline":
         from flipgate.judges.offline import OfflineJudge
 
-        return replace(OfflineJudge.info, rescore=rescore, second_opinion=second_model)
+        return replace(OfflineJudge.info, rescore=rescore, second_opinion=second_model, mode=mode)
     judge = config.judge
-    hashes = prompts.rubric_hashes(prompts.rubric_texts(questions=config.relevance.questions))
-    return JudgeInfo(provider=chosen, model=judge.model, engine=judge.engine,
+    texts = prompts.rubric_texts(questions=config.relevance.questions, mode=judge.mode)
+    sdk = None
+    if judge.engine == AZURE_ENGINE:
+        from flipgate.judges import azure_eval
+
+        # The SDK's own prompty files score groundedness and fluency: pin their text.
+        texts.update(azure_eval.sdk_prompty_texts(judge.mode))
+        sdk = azure_eval.sdk_pin()
+    hashes = prompts.rubric_hashes(texts)
+    return JudgeInfo(provider=chosen, model=judge.model, engine=judge.engine, mode=mode, sdk=sdk,
                      embedding_model=config.relevance.embedding_model,
                      rubric_version=prompts.pinned_version(base.RUBRIC_VERSION, hashes),
                      rubric_hash=hashes, temperature=None if judge.reasoning else 0,
@@ -87,7 +96,8 @@ def make_second_judge(config: Config, *, runtime: Runtime, settings: Settings,
         return OfflineJudge(config)
     from dataclasses import replace
 
-    info = replace(describe(config, second.provider), model=second.model, engine=OPENAI_ENGINE,
+    info = replace(describe(replace(config, judge=replace(config.judge, engine=OPENAI_ENGINE)),
+                            second.provider), model=second.model, engine=OPENAI_ENGINE,
                    temperature=None if second.reasoning else 0, rescore="second_opinion",
                    second_opinion=None)
     return _llm_judge(config, replace(second, engine=OPENAI_ENGINE), provider=second.provider,

@@ -70,7 +70,8 @@ def _candidate(side: Side, second_opinion: str | None) -> dict[str, Any]:
 
 def judge_dict(judge: JudgeInfo) -> dict[str, Any]:
     """The instrument: enough to trace any verdict to the judge, rubric and settings behind it."""
-    out: dict[str, Any] = {"provider": judge.provider, "model": judge.model, "engine": judge.engine}
+    out: dict[str, Any] = {"provider": judge.provider, "model": judge.model, "engine": judge.engine,
+                           "mode": judge.mode, "sdk": dict(judge.sdk) if judge.sdk is not None else None}
     if judge.embedding_model:
         out["embedding_model"] = judge.embedding_model
     if judge.lexical:

@@ -462,7 +462,8 @@ def one_suite(config: Config, suite: str | None) -> Config:
 
 
 def replay_sample(*, repo: Path, ref: str, settings: Settings, config_path: str | None = None,
-                  generator: str | None = None, suite: str | None = None) -> dict[str, Any]:
+                  generator: str | None = None, suite: str | None = None,
+                  warn: Callable[[str], None] = lambda text: None) -> dict[str, Any]:
     """`replay --sample`: the request the generator at `ref` would send for its own sample.
     The generator is `generator` (a repository path) or the configuration's (the suite's)."""
     from flipgate.git import repository as gitrefs
@@ -488,4 +489,5 @@ def replay_sample(*, repo: Path, ref: str, settings: Settings, config_path: str 
     options = config.generator_options if config is not None else None
     return sample_request(repo=git_repo, ref=at, path=path, environ=settings.environ,
                           endpoint=options.endpoint if options else None,
-                          strict_undefined=options.strict_undefined if options else False)
+                          strict_undefined=options.strict_undefined if options else False,
+                          warn=warn)
