@@ -183,3 +183,12 @@ def test_write_outputs_writes_the_page_beside_the_report_and_keeps_answers_out_o
     assert "A very particular candidate answer." in (tmp_path / "report.html").read_text()
     assert "A very particular candidate answer." not in (tmp_path / "report.json").read_text()
     assert json.loads((tmp_path / "report.json").read_text())["counts"]["cases"] == 9
+
+
+def test_an_empty_answer_says_so(tmp_path: Path) -> None:
+    case = Case(id="empty", query="Anything?", context="Fees are $5.", category="policy")
+    row = gate.build_row(case, make_side(5, response="Fees are $5."), make_side(3, response=""),
+                         blocking_categories=("policy",), threshold=0.7,
+                         find_evidence=lambda c, a: find_unsupported(c.context, a))
+    source = write_html(make_report([row]), tmp_path / "report.html").read_text(encoding="utf-8")
+    assert "<h4>candidate</h4><p class=\"text\">(empty)</p>" in source
