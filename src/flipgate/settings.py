@@ -49,6 +49,41 @@ class Settings:
     def openai_api_version(self) -> str | None:
         return self._get("OPENAI_API_VERSION")
 
+    # Microsoft Entra ID (`auth: entra`, llm/entra.py). In GitHub Actions the runner offers
+    # an OIDC token when the workflow grants `id-token: write`; the action's azure-client-id
+    # and azure-tenant-id inputs arrive as AZURE_CLIENT_ID / AZURE_TENANT_ID.
+    @property
+    def github_oidc_request_url(self) -> str | None:
+        return self._get("ACTIONS_ID_TOKEN_REQUEST_URL")
+
+    @property
+    def github_oidc_request_token(self) -> str | None:
+        return self._get("ACTIONS_ID_TOKEN_REQUEST_TOKEN")
+
+    @property
+    def azure_client_id(self) -> str | None:
+        return self._get("AZURE_CLIENT_ID")
+
+    @property
+    def azure_tenant_id(self) -> str | None:
+        return self._get("AZURE_TENANT_ID")
+
+    @property
+    def github_actions(self) -> bool:
+        """GITHUB_ACTIONS: running as a step of a GitHub Actions job."""
+        return self._get("GITHUB_ACTIONS") == "true"
+
+    @property
+    def azure_client_secret_set(self) -> bool:
+        """Whether azure-identity's own client secret or token file is configured (not the value)."""
+        return bool(self._get("AZURE_CLIENT_SECRET") or self._get("AZURE_CLIENT_CERTIFICATE_PATH")
+                    or self._get("AZURE_FEDERATED_TOKEN_FILE"))
+
+    @property
+    def azure_authority_host(self) -> str | None:
+        """AZURE_AUTHORITY_HOST: another cloud's Entra authority (login.microsoftonline.com by default)."""
+        return self._get("AZURE_AUTHORITY_HOST")
+
     @property
     def debug(self) -> bool:
         """FLIPGATE_DEBUG: let unexpected exceptions through with their traceback."""

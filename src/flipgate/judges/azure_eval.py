@@ -38,7 +38,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from flipgate.config.schema import AZURE_ENGINE, WITH_QUERY, WITHOUT_QUERY
+from flipgate.config.schema import AUTH_ENTRA, AZURE_ENGINE, WITH_QUERY, WITHOUT_QUERY
 from flipgate.errors import FlipgateError, InputError
 from flipgate.judges.base import EMPTY_ANSWER
 from flipgate.judges.openai_judge import OpenAIJudge, describe_api_error
@@ -101,7 +101,11 @@ def sdk_prompty_texts(mode: str) -> dict[str, str]:
 
 def model_config_for(endpoint: Endpoint, *, model: str, settings: Settings) -> dict[str, Any]:
     """The SDK's model configuration for an endpoint. The key comes from the
-    environment only (through `settings`), as for the openai engine."""
+    environment only (through `settings`), as for the openai engine; with `auth: entra`
+    there is none, and the evaluators sign in with the run's credential instead."""
+    if endpoint.kind == "azure" and endpoint.auth == AUTH_ENTRA:
+        return {"type": "azure_openai", "azure_endpoint": endpoint.base_url,
+                "azure_deployment": model, "api_version": endpoint.api_version}
     if endpoint.kind == "azure":
         key = settings.azure_openai_api_key
         if not key:
@@ -185,7 +189,8 @@ class AzureEvalJudge:
 
     def __init__(self, *, model_config: Mapping[str, Any], info: JudgeInfo,
                  relevance_judge: OpenAIJudge, limiter: Limiter, budget: Budget,
-                 timeout: float, reasoning: bool = False, usage: Usage | None = None):
+                 timeout: float, reasoning: bool = False, usage: Usage | None = None,
+                 credential: Any = None):
         sdk = _import_sdk()
         self.info = info
         self.relevance_judge = relevance_judge
@@ -194,9 +199,12 @@ class AzureEvalJudge:
         self.timeout = timeout
         self.usage = usage if usage is not None else Usage()
         # One instance, one mode: with_query always passes the query (the SDK then loads
-        # groundedness_with_query.prompty), without_query never does.
-        self._groundedness = sdk.GroundednessEvaluator(dict(model_config), is_reasoning_model=reasoning)
-        self._fluency = sdk.FluencyEvaluator(dict(model_config), is_reasoning_model=reasoning)
+        # groundedness_with_query.prompty), without_query never does. `credential`
+        # (auth: entra): the SDK asks it for Cognitive Services tokens itself.
+        self._groundedness = sdk.GroundednessEvaluator(dict(model_config), is_reasoning_model=reasoning,
+                                                       credential=credential)
+        self._fluency = sdk.FluencyEvaluator(dict(model_config), is_reasoning_model=reasoning,
+                                             credential=credential)
 
     async def groundedness(self, case: Case, response: str, *, sample: int = 0) -> Score:
         # `sample` needs no cache tag here: this engine never caches, every call asks.

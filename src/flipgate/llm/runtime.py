@@ -1,5 +1,5 @@
 """What one run shares across every model call: the limit, cache, budget, retry policy,
-requests in flight (single flight), usage and progress."""
+requests in flight (single flight), usage, progress and the Entra ID sign-in."""
 
 from __future__ import annotations
 
@@ -10,7 +10,9 @@ from typing import Any
 from flipgate.llm.cache import Cache
 from flipgate.config.schema import Config
 from flipgate.llm.client import Budget, Limiter, RetryPolicy, Usage
+from flipgate.llm.entra import EntraSignIn
 from flipgate.output.progress import Progress, Silent
+from flipgate.settings import Settings
 
 
 @dataclass
@@ -24,6 +26,8 @@ class Runtime:
     usage: dict[str, Usage] = field(default_factory=dict)
     # Requests in flight by cache digest, shared by every LLM of the run (single flight).
     flights: dict[str, Any] = field(default_factory=dict)
+    # One Entra ID credential for every `auth: entra` client of the run (built on first use).
+    entra: EntraSignIn | None = None
 
     def __post_init__(self) -> None:
         show = getattr(self.progress, "show", None)  # older Progress implementations lack it
@@ -55,6 +59,12 @@ class Runtime:
         usages = list(self.usage.values())
         return (sum(u.requests + u.embedding_requests for u in usages),
                 sum(u.prompt_tokens + u.completion_tokens for u in usages))
+
+    def sign_in(self, settings: Settings) -> EntraSignIn:
+        """The run's Entra ID sign-in, shared by the judge, the generator and the SDK engines."""
+        if self.entra is None:
+            self.entra = EntraSignIn(settings)
+        return self.entra
 
     def usage_for(self, purpose: str) -> Usage:
         return self.usage.setdefault(purpose, Usage())

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from flipgate.verdict import gate
 from flipgate.config.schema import (
+    AUTH_ENTRA,
     DEFAULT_CACHE_DIR,
     DEFAULT_CONFIG,
     DEFAULT_OUT_DIR,
@@ -87,9 +88,12 @@ def open_repo(path: Path, settings: Settings) -> Repo:
     return Repo(Path(path).resolve(), Git(settings.git_environment()))
 
 
-def generator_client(endpoint: Endpoint, settings: Settings) -> LazyClient:
-    """The client the generators' requests go through (built on first use)."""
-    return LazyClient(endpoint, settings=settings)
+def generator_client(endpoint: Endpoint, settings: Settings, runtime: Runtime) -> LazyClient:
+    """The client the generators' requests go through (built on first use): to the base's
+    endpoint (the head is held to it), signed in with the run's Entra ID credential when
+    the base's configuration says `auth: entra`."""
+    return LazyClient(endpoint, settings=settings,
+                      sign_in=runtime.sign_in(settings) if endpoint.auth == AUTH_ENTRA else None)
 
 
 @dataclass(frozen=True)
@@ -101,7 +105,7 @@ class Wiring:
     open_git: Callable[[Path, Settings], Repo] = open_repo
     runtime: Callable[..., Runtime] = Runtime.from_config
     judges: Callable[..., Judges] = make_judges
-    client: Callable[[Endpoint, Settings], LazyClient] = generator_client
+    client: Callable[[Endpoint, Settings, Runtime], LazyClient] = generator_client
 
 
 def prepare(repo: Repo, refs: dict[str, Ref], generators: dict[str, Generator],
@@ -149,7 +153,7 @@ async def _replay_and_score(*, inputs: Inputs, pair: LockedPair,
     # generation: a wrong key, endpoint or model stops the run here. Cached like
     # any reply, so a later suite's probe sends nothing again.
     await judge.probe()
-    client = wiring.client(pair.baseline.endpoint, settings)
+    client = wiring.client(pair.baseline.endpoint, settings, runtime)
     try:
         cases = inputs.cases
         side = functools.partial(replay, cases, client=client, runtime=runtime, debug=settings.debug)
@@ -441,7 +445,7 @@ async def replay_ref(*, repo: Path, ref: str, settings: Settings,
                        environ=settings.environ,
                        strict_undefined=config.generator_options.strict_undefined)
     runtime = wiring.runtime(config, cache_dir=cache_dir, progress=progress)
-    client = wiring.client(pair.baseline.endpoint, settings)
+    client = wiring.client(pair.baseline.endpoint, settings, runtime)
     try:
         answers = await replay(inputs.cases, prepared["generation"], client=client, runtime=runtime,
                                purpose="generation", debug=settings.debug)
