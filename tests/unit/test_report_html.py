@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from flipgate.model import Case, Statement, StatementLabel, Statements, SuiteReport
+from flipgate.model import Case, Score, Statement, StatementLabel, Statements, SuiteReport
 from flipgate.output.html import write_html
 from flipgate.output.page import page_rows
 from flipgate.output.write import write_outputs
@@ -192,3 +192,14 @@ def test_an_empty_answer_says_so(tmp_path: Path) -> None:
                          find_evidence=lambda c, a: find_unsupported(c.context, a))
     source = write_html(make_report([row]), tmp_path / "report.html").read_text(encoding="utf-8")
     assert "<h4>candidate</h4><p class=\"text\">(empty)</p>" in source
+
+
+def test_a_true_false_second_opinion_shows_its_label(tmp_path: Path) -> None:
+    case = Case(id="pro", query="Fees?", context="Fees are $5.", category="policy")
+    candidate = make_side(2, response="Fees are $9.", rescore=1)
+    candidate.second_opinion = Score(value=None, reason="not in the context", label=False)
+    row = gate.build_row(case, make_side(5, response="Fees are $5."), candidate,
+                         blocking_categories=("policy",), threshold=0.7,
+                         find_evidence=lambda c, a: find_unsupported(c.context, a))
+    source = write_html(make_report([row]), tmp_path / "report.html").read_text(encoding="utf-8")
+    assert "<td>second opinion</td><td>not grounded</td><td>not in the context</td>" in source

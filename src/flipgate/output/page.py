@@ -78,6 +78,8 @@ def _score(name: str, score: Score | None) -> Reading | None:
         return None
     if not score.ok:
         return Reading(name, "failed", score.error or "")
+    if score.label is not None:  # a true/false instrument (GroundednessPro)
+        return Reading(name, "grounded" if score.label else "not grounded", score.reason)
     return Reading(name, str(score.value), score.reason)
 
 
