@@ -4,6 +4,9 @@ and its filters and search hide what they should. Skipped where Chromium is abse
 
 from __future__ import annotations
 
+import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -17,6 +20,7 @@ from support.chromium import CHROMIUM, Browser
 from support.factories import make_report, make_side
 
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed")
+ROOT = Path(__file__).resolve().parents[2]
 
 CONTEXT = ("Meal kits ship every Tuesday. Skips must be made at least 3 days before the ship "
            "date. A skipped week is not charged.")
@@ -84,3 +88,15 @@ def test_the_page_loads_clean_shows_every_row_and_filters(tmp_path: Path) -> Non
                          "document.forms.filters.dispatchEvent(new Event('change'))")
         assert browser.evaluate(VISIBLE) == 1  # found in an answer's text
         assert browser.problems() == []
+
+
+def test_the_screenshot_script_shoots_the_examples_page_filtered_and_clean(tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, str(ROOT / "scripts/screenshot_report.py"),
+                           "--out", str(tmp_path), "--verdict", "regression"],
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    for name in ("report.png", "report-filtered.png", "report-open.png"):
+        assert (tmp_path / name).read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
+    shown = re.search(r": (\d+) rows; filtered: (\d+) rows; 0 console problems", done.stdout)
+    assert shown is not None, done.stdout
+    assert 0 < int(shown.group(2)) < int(shown.group(1))  # the filter hid the other rows
