@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import MappingProxyType
 
 # A caller's GIT_DIR & co. would silently point git at another repository.
@@ -83,6 +84,22 @@ class Settings:
     def azure_authority_host(self) -> str | None:
         """AZURE_AUTHORITY_HOST: another cloud's Entra authority (login.microsoftonline.com by default)."""
         return self._get("AZURE_AUTHORITY_HOST")
+
+    @property
+    def cache_key(self) -> str | None:
+        """FLIPGATE_CACHE_KEY: a secret (a repository secret, in CI) that signs the reply cache."""
+        return self._get("FLIPGATE_CACHE_KEY")
+
+    @property
+    def cache_key_file(self) -> Path:
+        """Where the generated cache key is kept when no secret is given: FLIPGATE_CACHE_KEY_FILE,
+        else the user's cache directory (in the Docker action, the job's home, outside the
+        workspace)."""
+        if named := self._get("FLIPGATE_CACHE_KEY_FILE"):
+            return Path(named)
+        base = self._get("XDG_CACHE_HOME") or str(Path(self._get("HOME") or "~").expanduser()
+                                                  / ".cache")
+        return Path(base) / "flipgate" / "cache.key"
 
     @property
     def debug(self) -> bool:

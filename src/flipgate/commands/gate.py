@@ -61,6 +61,7 @@ def gate(cases_path: str, baseline_path: str, candidate_path: str, config_path: 
     from flipgate.judges import make_judges
     from flipgate.model import Conclusion
     from flipgate.output.write import write_outputs
+    from flipgate.llm.cache_secret import cache_secret
     from flipgate.llm.runtime import Runtime
     from flipgate.run.scoring import Scored, build_report, score_rows, stopped_note
     from flipgate.run.shards import Shard, digest, write_partial
@@ -86,8 +87,11 @@ def gate(cases_path: str, baseline_path: str, candidate_path: str, config_path: 
     if part is not None:
         cases, positions = part.select(cases)
 
-    runtime = Runtime.from_config(config, cache_dir=cache_dir_or_none(cache_dir, no_cache))
-    the_judge = make_judges(config, runtime=runtime, settings=settings_from_env(), provider=judge)
+    settings = settings_from_env()
+    cache = cache_dir_or_none(cache_dir, no_cache)
+    runtime = Runtime.from_config(config, cache_dir=cache, cache_key=cache_secret(settings).key
+                                  if cache is not None else None)
+    the_judge = make_judges(config, runtime=runtime, settings=settings, provider=judge)
     bar = progress.for_stream(sys.stderr)
     runtime.attach(bar)
 

@@ -36,7 +36,8 @@ class Runtime:
 
     @classmethod
     def from_config(cls, config: Config, *, cache_dir: str | Path | None,
-                    progress: Progress | None = None) -> Runtime:
+                    progress: Progress | None = None, cache_key: bytes | None = None) -> Runtime:
+        """`cache_key` signs the cache's entries (cache_secret.py); None: this process's own."""
         runtime = cls(
             limiter=Limiter(limit=config.concurrency),
             budget=Budget(max_requests=config.budget.max_requests,
@@ -44,7 +45,7 @@ class Runtime:
                           completion_ceiling=config.budget.completion_ceiling),
             # Generation keeps the default count of retries; 429s are waited out as long as the judge's.
             retry=RetryPolicy(max_wait=config.judge.max_wait),
-            cache=Cache(cache_dir) if cache_dir is not None else None,
+            cache=Cache(cache_dir, key=cache_key) if cache_dir is not None else None,
             progress=progress or Silent(),
         )
         runtime.watch_with(runtime.progress)

@@ -50,6 +50,7 @@ from flipgate.run.refs import (
     require_generator,
 )
 from flipgate.generator.replay import PreparedGenerator, first_failure_cancels, replay
+from flipgate.llm.cache_secret import cache_secret
 from flipgate.llm.client import Endpoint, LazyClient
 from flipgate.llm.runtime import Runtime
 from flipgate.run.scoring import (
@@ -175,8 +176,8 @@ async def _replay_and_score(*, inputs: Inputs, pair: LockedPair,
 async def _end_to_end(*, repo: Repo, base: Ref, inputs: Inputs, pair: LockedPair,
                       refs: dict[str, Ref], sides: dict[str, Generator], frozen: list[Row],
                       runtime: Runtime, settings: Settings, judge: str | None,
-                      request: E2ERequest, cache_dir: Path | None,
-                      environ: Mapping[str, str], wiring: Wiring) -> E2EReport:
+                      request: E2ERequest, environ: Mapping[str, str],
+                      wiring: Wiring) -> E2EReport:
     """The end-to-end run: the same generation and judging as the frozen run, on live contexts."""
     from flipgate.e2e.run import run_e2e
 
@@ -193,8 +194,13 @@ async def _end_to_end(*, repo: Repo, base: Ref, inputs: Inputs, pair: LockedPair
     assert inputs.config.e2e is not None
     return await run_e2e(config=inputs.config.e2e, source=inputs.config.source, repo=repo.path,
                          git=repo.git, base_sha=base.sha, cases=inputs.cases, frozen=frozen,
-                         request=request, cache_dir=cache_dir, limit=inputs.config.concurrency,
+                         request=request, cache=runtime.cache, limit=inputs.config.concurrency,
                          gate_cases=gate_cases, progress=runtime.progress)
+
+
+def cache_key_for(settings: Settings, *, repo: Path, cache_dir: Path | None) -> bytes | None:
+    """The key that signs the run's cache: one the repository's files cannot hold."""
+    return cache_secret(settings, outside=[repo]).key if cache_dir is not None else None
 
 
 @dataclass
@@ -284,10 +290,11 @@ async def check(*, repo: Path, base: str, head: str, settings: Settings,
         assert e2e is not None and one.pair is not None
         return await _end_to_end(repo=git_repo, base=base_ref, inputs=one.inputs, pair=one.pair,
                                  refs=one.refs, sides=one.sides, frozen=frozen, runtime=runtime,
-                                 settings=settings, judge=judge, request=e2e,
-                                 cache_dir=cache_dir, environ=environ, wiring=wiring)
+                                 settings=settings, judge=judge, request=e2e, environ=environ,
+                                 wiring=wiring)
 
-    runtime = wiring.runtime(config, cache_dir=cache_dir, progress=progress)
+    runtime = wiring.runtime(config, cache_dir=cache_dir, progress=progress,
+                             cache_key=cache_key_for(settings, repo=repo, cache_dir=cache_dir))
     reports: list[Report] = []
     messages: list[str] = []
     if all(one.pair is None for one in planned):
@@ -444,7 +451,8 @@ async def replay_ref(*, repo: Path, ref: str, settings: Settings,
     prepared = prepare(git_repo, {"generation": at}, {"generation": pair.baseline}, inputs.cases,
                        environ=settings.environ,
                        strict_undefined=config.generator_options.strict_undefined)
-    runtime = wiring.runtime(config, cache_dir=cache_dir, progress=progress)
+    runtime = wiring.runtime(config, cache_dir=cache_dir, progress=progress,
+                             cache_key=cache_key_for(settings, repo=repo, cache_dir=cache_dir))
     client = wiring.client(pair.baseline.endpoint, settings, runtime)
     try:
         answers = await replay(inputs.cases, prepared["generation"], client=client, runtime=runtime,
