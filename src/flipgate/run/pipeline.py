@@ -35,7 +35,7 @@ from flipgate.errors import IncompleteError, InputError, Problem
 from flipgate.git.repository import Git
 from flipgate.judges import Judges, make_judges
 from flipgate.model import Answer, Case, Change, Conclusion, E2EReport, Report, Row, SuiteReport
-from flipgate.output.comment import Labels
+from flipgate.output.page import Labels
 from flipgate.output.write import write_outputs
 from flipgate.prompty import Prompty, render_isolated
 from flipgate.run.refs import (
