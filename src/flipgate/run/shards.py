@@ -265,7 +265,9 @@ def _merge_part(states: Sequence[Mapping[str, Any]], *, cases: int, stopped: boo
                     for position, row in zip(state["positions"], state["rows"], strict=True))
     rows = [row for _, row in placed]
     parts = [state["report"] for state in states]
-    notes = list(dict.fromkeys(note for part in parts for note in part["notes"]))
+    # A part's own "fluency skipped" note counted only its rows; the run's is said once below.
+    notes = list(dict.fromkeys(note for part in parts for note in part["notes"]
+                               if not note.startswith(gate.FLUENCY_SKIPPED)))
     conclusions = {Conclusion(part["conclusion"]) for part in parts}
     counts = gate.count(rows, cases=cases)
     if stopped:
@@ -274,7 +276,10 @@ def _merge_part(states: Sequence[Mapping[str, Any]], *, cases: int, stopped: boo
         conclusion, counts = Conclusion.SKIPPED, gate.count([], cases=cases)
     else:
         conclusion = gate.conclude(counts)
+    fluency = gate.fluency_summary(rows)
+    if (skipped := gate.fluency_note(fluency)) is not None:
+        notes.append(skipped)
     return Report(conclusion=conclusion, judge=JudgeInfo(**parts[0]["judge"]), counts=counts,
-                  rows=rows, fluency=gate.fluency_summary(rows),
+                  rows=rows, fluency=fluency,
                   relevance_threshold=parts[0]["relevance_threshold"], notes=notes,
                   change=_change(parts[0]["change"]), head_sha=parts[0]["head_sha"])
