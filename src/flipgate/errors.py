@@ -37,9 +37,8 @@ class InputError(FlipgateError):
     exit_code = EXIT_BAD_INPUT
 
     def __init__(self, problems: list[Problem] | Problem | str):
-        if isinstance(problems, (Problem, str)):
-            problems = [problems]
-        self.problems: list[Problem | str] = list(problems)
+        listed: list[Problem | str] = [problems] if isinstance(problems, (Problem, str)) else [*problems]
+        self.problems = listed
         super().__init__("\n".join(str(p) for p in self.problems))
 
 

@@ -243,3 +243,19 @@ def test_a_key_refused_after_the_probe_stops_the_gate_at_the_first_refusal(
     assert "judge model judge-pinned" in result.stderr
     report = json.loads((tmp_path / "out" / "report.json").read_text())
     assert report["conclusion"] == "error" and report["rows"] == []
+
+
+def test_a_gate_without_any_configuration_says_so_and_notes_it_in_the_report(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)  # no .flipgate.yml here
+    (tmp_path / "cases.jsonl").write_text(json.dumps(
+        {"id": "r-1", "query": "How long do refunds take?", "context": "Refunds take 30 days."}) + "\n")
+    for name in ("base", "cand"):
+        (tmp_path / f"{name}.jsonl").write_text(json.dumps({"id": "r-1", "response": "Refunds take 30 days."}) + "\n")
+    result = CliRunner().invoke(cli, ["gate", "--cases", "cases.jsonl", "--baseline", "base.jsonl",
+                                      "--candidate", "cand.jsonl", "--judge", "offline", "--out", "out"])
+    assert result.exit_code == 0, result.output
+    assert "No configuration: no --config was given and there is no .flipgate.yml here" in result.output
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert any(note.startswith("No configuration:") and "blocking categories: policy, pricing, safety"
+               in note for note in report["notes"])

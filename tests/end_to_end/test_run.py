@@ -139,19 +139,26 @@ def test_a_prompt_change_that_invents_a_figure_blocks(server: FakeOpenAI, repo: 
     assert "usage: " in result.stderr and "cache: " in result.stderr
 
 
-def test_a_run_builds_one_judge_and_closes_it(server: FakeOpenAI, repo: GitRepo, tmp_path: Path,
-                                             monkeypatch: pytest.MonkeyPatch) -> None:
-    built = []
+def test_a_run_builds_one_judge_through_its_wiring_and_closes_it(server: FakeOpenAI, repo: GitRepo,
+                                                                 tmp_path: Path) -> None:
+    built, repos = [], []
 
     def counting_make_judges(*args, **kwargs):
         judges = make_judges(*args, **kwargs)
         built.append(judges)
         return judges
 
-    monkeypatch.setattr(pipeline, "make_judges", counting_make_judges)
+    def recording_open_git(path, settings):
+        repos.append(path)
+        return pipeline.open_repo(path, settings)
+
     repo.commit({"prompts/answer.prompty": HEAD_PROMPT}, message="generous prompt")
-    result, report = invoke(repo, tmp_path)
-    assert result.exit_code == 1, result.output
+    result = run_check(repo=repo.path, base="base", head="HEAD", settings=settings_now(),
+                       out_dir=tmp_path / "out", cache_dir=tmp_path / "cache",
+                       wiring=pipeline.Wiring(judges=counting_make_judges, open_git=recording_open_git))
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert result.exit_code == 1
+    assert repos == [repo.path]  # git is opened through the wiring, once
     [judges] = built
     assert judges.second is None  # no second opinion configured
     assert judges.first.llm.client.is_closed()

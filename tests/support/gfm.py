@@ -35,6 +35,9 @@ class Page:
     pre: list[str] = field(default_factory=list)
     comments: list[str] = field(default_factory=list)
     text: str = ""
+    # The text outside <pre> and <code>: what GitHub's mention and reference filters read
+    # (they skip code, as html-pipeline's IGNORE_PARENTS say).
+    outside_code: str = ""
     # (index of the next table, text) for each heading and <summary>, in order.
     _anchors: list[tuple[int, str]] = field(default_factory=list)
 
@@ -55,9 +58,13 @@ class _Reader(HTMLParser):
         self.page = Page()
         self._capture: list[str] | None = None
         self._texts: list[str] = []
+        self._outside: list[str] = []
+        self._code_depth = 0
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         self.page.tags.append(tag)
+        if tag in ("pre", "code"):
+            self._code_depth += 1
         if tag == "table":
             self.page.tables.append([])
         elif tag == "tr":
@@ -67,6 +74,8 @@ class _Reader(HTMLParser):
 
     def handle_endtag(self, tag: str) -> None:
         self.page.tags.append("/" + tag)
+        if tag in ("pre", "code") and self._code_depth:
+            self._code_depth -= 1
         if self._capture is None:
             return
         text = "".join(self._capture)
@@ -86,6 +95,8 @@ class _Reader(HTMLParser):
 
     def handle_data(self, data: str) -> None:
         self._texts.append(data)
+        if not self._code_depth:
+            self._outside.append(data)
         if self._capture is not None:
             self._capture.append(data)
 
@@ -98,6 +109,7 @@ def read(markdown: str) -> Page:
     reader.feed(to_html(markdown))
     reader.close()
     reader.page.text = "".join(reader._texts)
+    reader.page.outside_code = "".join(reader._outside)
     return reader.page
 
 
@@ -118,3 +130,8 @@ def details_text(markdown: str, summary_start: str) -> str:
         if text.startswith(summary_start):
             return html_module.unescape(re.sub(r"<[^>]+>", "", block))
     return ""
+
+
+def outside_fences(markdown: str) -> str:
+    """The Markdown with its fenced code blocks taken out (backtick fences, as `fence` writes)."""
+    return re.sub(r"(?ms)^(`{3,}).*?^\1`*[ \t]*$", "", markdown)

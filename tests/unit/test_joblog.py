@@ -59,3 +59,18 @@ def test_nothing_a_model_or_a_pull_request_wrote_becomes_a_workflow_command() ->
     assert acted <= {"group", "endgroup", "error", "warning"}
     for _, data in runner_commands(log):
         assert "\n" not in data and "\r" not in data
+
+
+def test_the_job_log_names_rows_as_the_kinds_table_does(monkeypatch) -> None:
+    # One home: renaming a kind's row in gate.KINDS renames it in the job log too.
+    from dataclasses import replace
+
+    from flipgate.verdict import gate
+    from support.factories import make_row
+
+    renamed = tuple(replace(kind, one_row="row that newly says nothing") if kind.name == "non_answers"
+                    else kind for kind in gate.KINDS)
+    monkeypatch.setattr(gate, "KINDS", renamed)
+    row = make_row("q-7", before=5, after=3)
+    assert row.verdict.value == "new_non_answer"
+    assert joblog.row_line("non_answers", row).text.startswith("row that newly says nothing: q-7")

@@ -9,13 +9,8 @@ import pytest
 
 from flipgate.errors import InputError
 from flipgate.model import Case
-from flipgate.recording.select import (
-    Masking,
-    hashed_id,
-    luhn_ok,
-    parse_category_rules,
-    select,
-)
+from flipgate.recording.masking import Masking, luhn_ok
+from flipgate.recording.select import hashed_id, parse_category_rules, select
 from flipgate.recording.sources import (
     Observation,
     lookup,

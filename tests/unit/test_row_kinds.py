@@ -23,7 +23,7 @@ CUT_OFF = gate.Kind(
     count_field="cut_off_answers", status=gate.Phrase("cut-off answer"),
     label="CUT OFF", style="", title="✂️ Cut-off answers",
     about="The generator stopped these answers at its token limit.", layout="brief",
-    nouns="cut-off answers", tier=gate.Tier.WORTH_READING)
+    nouns="cut-off answers", one_row="cut-off answer", tier=gate.Tier.WORTH_READING)
 
 
 @pytest.fixture

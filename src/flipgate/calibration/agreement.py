@@ -194,7 +194,7 @@ def read_report_sides(data: bytes | str, *, source: str) -> list[JudgedSide]:
     for index, row in enumerate(rows):
         if not isinstance(row, dict) or not isinstance(row.get("id"), str):
             raise InputError(Problem(source, None, f"rows[{index}] has no string 'id'"))
-        category = row.get("category") if isinstance(row.get("category"), str) else "uncategorized"
+        category = found if isinstance(found := row.get("category"), str) else "uncategorized"
         for name in SIDES:
             side = row.get(name)
             bucket = side.get("bucket") if isinstance(side, dict) else None

@@ -1,0 +1,1 @@
+"""One module a command: its flags in, an exit code out."""

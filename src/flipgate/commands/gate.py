@@ -22,7 +22,7 @@ from flipgate.commands.common import (
     shard_option,
     visible,
 )
-from flipgate.config.schema import DEFAULT_OUT_DIR
+from flipgate.config.schema import DEFAULT_OUT_DIR, GateConfig
 
 
 @click.command("gate")
@@ -66,8 +66,11 @@ def gate(cases_path: str, baseline_path: str, candidate_path: str, config_path: 
     from flipgate.run.shards import Shard, digest, write_partial
 
     config = read_config(config_path)
+    notes: list[str] = []
     if config is None:
         config = Config(cases=cases_path)
+        notes.append(NO_CONFIG_NOTE)
+        click.echo(f"flipgate: {NO_CONFIG_NOTE}", err=True)
         if judge is None:
             click.echo("flipgate: no .flipgate.yml here and no --judge: using the offline "
                        "lexical judge (not an LLM)", err=True)
@@ -105,7 +108,7 @@ def gate(cases_path: str, baseline_path: str, candidate_path: str, config_path: 
         bar.close()
     report = build_report(config=config, judge=the_judge.info, cases=len(cases), scored=scored,
                           conclusion=Conclusion.ERROR if stopped is not None else None,
-                          notes=[stopped_note(stopped)] if stopped is not None else [],
+                          notes=[*notes, *([stopped_note(stopped)] if stopped is not None else [])],
                           usage=runtime.usage_report() or None, cache=runtime.cache_stats())
     runtime.fill_report(report)
     if stopped is not None:
@@ -125,6 +128,13 @@ def gate(cases_path: str, baseline_path: str, candidate_path: str, config_path: 
     click.echo(f"wrote {Path(out_dir) / 'report.json'} and {Path(out_dir) / 'comment.md'}",
                err=True)
     sys.exit(gate_core.exit_code(report.conclusion))
+
+
+NO_CONFIG_NOTE = ("No configuration: no --config was given and there is no .flipgate.yml here, "
+                  "so the documented defaults apply (blocking categories: "
+                  f"{', '.join(GateConfig.blocking_categories)}; "
+                  f"{GateConfig.min_cases_per_category} cases in a category before one judge "
+                  "blocks alone).")
 
 
 def _bytes(path: str | None) -> bytes | None:

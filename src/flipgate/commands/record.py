@@ -24,7 +24,7 @@ def detect_format(data: bytes) -> str:
     text = data.decode("utf-8-sig", "replace").lstrip()
     try:
         whole = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         whole = None
     if isinstance(whole, dict):
         if "resourceSpans" in whole:
@@ -34,7 +34,7 @@ def detect_format(data: bytes) -> str:
     first = next((line for line in text.split("\n") if line.strip()), "")
     try:
         obj = json.loads(first)
-    except ValueError:
+    except (ValueError, RecursionError):
         return "jsonl"   # its reader reports the bad line
     if isinstance(obj, dict) and ("resourceSpans" in obj or "traceId" in obj or "spanId" in obj
                                   or isinstance(obj.get("context"), dict) and "trace_id" in obj["context"]):
@@ -104,7 +104,8 @@ def record(inputs: tuple[str, ...], out_path: str, input_format: str | None,
     """
     from flipgate.config.cases import parse_cases, read_bytes
     from flipgate.recording.otel import read_otel
-    from flipgate.recording.select import Masking, parse_category_rules, select
+    from flipgate.recording.masking import Masking
+    from flipgate.recording.select import parse_category_rules, select
     from flipgate.recording.sources import Reading, parse_field_options, read_jsonl, read_report
     from flipgate.text.parsing import decode_utf8
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from flipgate.errors import InputError, Problem
 from flipgate.model import Answer, Case
-from flipgate.text.parsing import decode_utf8
+from flipgate.text.parsing import decode_utf8, load_json
 
 _CASE_FIELDS = ("id", "query", "context")
 _KNOWN_CASE_FIELDS = {"id", "query", "context", "category", "ground_truth"}
@@ -31,9 +31,11 @@ def json_lines(data: bytes | str, source: str, problems: list[Problem]) -> Itera
         if not line.strip():
             continue
         try:
-            yield number, json.loads(line)
-        except json.JSONDecodeError as exc:
-            problems.append(Problem(source, number, f"invalid JSON: {exc.msg} (column {exc.colno})"))
+            value = load_json(line)
+        except ValueError as exc:
+            problems.append(Problem(source, number, str(exc)))
+            continue
+        yield number, value
 
 
 def json_objects(data: bytes | str, source: str, problems: list[Problem]) -> Iterator[tuple[int, dict[str, Any]]]:

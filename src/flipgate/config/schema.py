@@ -366,7 +366,7 @@ _SUITE_SCHEMA: dict[str, Any] = {
 
 def parse_config(text: str, *, source: str = DEFAULT_CONFIG, directory: str = ".") -> Config:
     """Validate the text of a `.flipgate.yml`; `source` names it in messages."""
-    data, lines = load_yaml_located(text, source=source)
+    loaded, lines = load_yaml_located(text, source=source)
     problems: list[Problem] = []
 
     def problem(path: tuple[str, ...], message: str) -> None:
@@ -375,10 +375,11 @@ def parse_config(text: str, *, source: str = DEFAULT_CONFIG, directory: str = ".
             line = lines.get(path[:-1])
         problems.append(Problem(source, line or (1 if not path else None), message))
 
-    if data is None:
-        data = {}
-    if not isinstance(data, dict):
+    if loaded is None:
+        loaded = {}
+    if not isinstance(loaded, dict):
         raise InputError(Problem(source, 1, "must be a mapping of settings (key: value)"))
+    data: dict[str, Any] = loaded
 
     def check_section(values: dict[Any, Any], schema: dict[str, Any], path: tuple[str, ...]) -> None:
         for key, value in values.items():
@@ -411,7 +412,8 @@ def parse_config(text: str, *, source: str = DEFAULT_CONFIG, directory: str = ".
     if data.get("status") == STATUS_PER_SUITE and "suites" not in data:
         problem(("status",), "'status' per-suite needs a 'suites:' section")
 
-    judge_values = data.get("judge") if isinstance(data.get("judge"), dict) else {}
+    judge_section = data.get("judge")
+    judge_values: dict[str, Any] = judge_section if isinstance(judge_section, dict) else {}
     provider = judge_values.get("provider", "offline")
     if provider in ("openai", "azure") and "model" not in judge_values:
         problem(("judge",), f"'judge.model' is required for provider {provider} (pin the judge)")
@@ -508,7 +510,7 @@ def _suite_entries(value: Any, problem: Callable[[tuple[str, ...], str], None],
     entries: list[_Entry] = []
     if isinstance(value, list):
         for index, item in enumerate(value):
-            where = (*here, str(index))
+            where: tuple[str, ...] = (*here, str(index))
             if not isinstance(item, dict) or "name" not in item:
                 problem(where, f"'suites' item {index + 1} must be a mapping with a 'name'")
                 continue
@@ -536,7 +538,7 @@ def _suite_entries(value: Any, problem: Callable[[tuple[str, ...], str], None],
     if not value:
         problem(here, "'suites' names no suite")
     seen: set[str] = set()
-    valid = []
+    valid: list[tuple[str, dict[Any, Any], tuple[str, ...]]] = []
     for name, item, where in entries:
         if not isinstance(name, str) or not SUITE_NAME.fullmatch(name):
             problem(where, f"suite name {name!r} must be letters, digits, '.', '_' or '-' "

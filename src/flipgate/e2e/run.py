@@ -80,8 +80,8 @@ async def run_e2e(*, config: E2EConfig, source: str, repo: Path, git: Git, base_
     except FlipgateError as exc:
         return E2EReport(rows=[], date=request.date, retrieval=description,
                          stopped=f"live retrieval could not start: {exc}")
-    live_cases = [dataclasses.replace(case, context=live[case.id].context)
-                  for case in cases if live[case.id].context is not None]
+    live_cases = [dataclasses.replace(case, context=context)
+                  for case in cases if (context := live[case.id].context) is not None]
     stopped = None
     e2e_rows = {}
     if live_cases:

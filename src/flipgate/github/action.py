@@ -363,9 +363,9 @@ def give_workspace_back(workspace: Path, workflow: Workflow,
     to the workspace's owner."""
     cache = (options or CheckOptions()).cache_dir(workspace)
     # Only what lies inside the workspace changes hands.
-    inside = cache is not None and cache.resolve().is_relative_to(workspace.resolve())
+    inside = [cache] if cache is not None and cache.resolve().is_relative_to(workspace.resolve()) else []
     try:
-        hand_back(workspace, [workspace / OUT_DIR, *([cache] if inside else []), workspace / ".git"],
+        hand_back(workspace, [workspace / OUT_DIR, *inside, workspace / ".git"],
                   euid=os.geteuid())
     except OSError as exc:  # the run's result stands; the runner may have to clean up
         workflow.warning(f"could not give the workspace's files back to its owner: {exc}")

@@ -253,9 +253,8 @@ def _decide_comment(payload: Fields) -> Activity:
         return Ignore(f"issue #{number} is not a pull request; "
                       "/flipgate commands work on pull requests only")
     payload.object("issue.pull_request")
-    fields = dict(number=number, comment_id=payload.number("comment.id"),
-                  author=payload.text("comment.user.login"))
+    comment_id, author = payload.number("comment.id"), payload.text("comment.user.login")
     if parsed.name == "run":
-        return RunCommand(**fields, created_at=payload.timestamp("comment.created_at"),
-                          sha=parsed.sha)
-    return UsageCommand(**fields, unknown=parsed.unknown)
+        return RunCommand(number=number, comment_id=comment_id, author=author,
+                          created_at=payload.timestamp("comment.created_at"), sha=parsed.sha)
+    return UsageCommand(number=number, comment_id=comment_id, author=author, unknown=parsed.unknown)

@@ -106,7 +106,8 @@ class Settings:
             try:
                 Shard.parse(shard)
             except InputError as exc:
-                problems.append(Problem("input shard", None, str(exc.problems[0].message)))
+                first = exc.problems[0]
+                problems.append(Problem("input shard", None, first.message if isinstance(first, Problem) else first))
         if shard is not None and merge is not None:
             problems.append(Problem("input merge", None, "a job either evaluates a shard or merges "
                                                          "the partials, not both"))

@@ -36,15 +36,16 @@ class Entry:
     text: str
 
 
-# A row's kind (gate.KINDS, by name) -> how its line is printed and what it is called.
-# The kinds not named here (relevance drops, moved, still ungrounded) get no line.
+# Which kinds of row (gate.KINDS, by name) get a line, in this order, and at which level;
+# what the line calls the row is the kind's own `one_row`. The kinds not named here
+# (relevance drops, moved, still ungrounded) get no line.
 _ROW_LEVELS = {
-    "blocking": (Level.INFO, "BLOCKING regression"),
-    "review": (Level.INFO, "regression to review"),
-    "errors": (Level.ERROR, "judge error"),
-    "flagged": (Level.WARNING, "answer addresses the judge"),
-    "unstable": (Level.WARNING, "unstable row"),
-    "non_answers": (Level.WARNING, "new non-answer"),
+    "blocking": Level.INFO,
+    "review": Level.INFO,
+    "errors": Level.ERROR,
+    "flagged": Level.WARNING,
+    "unstable": Level.WARNING,
+    "non_answers": Level.WARNING,
 }
 
 
@@ -60,7 +61,7 @@ def verdict_table(report: Report, *, width: int = TABLE_WIDTH) -> str:
 
 
 def row_line(kind: str, row: Row) -> Entry:
-    level, name = _ROW_LEVELS[kind]
+    level, name = _ROW_LEVELS[kind], gate.kind_named(kind).one_row
     where = f"{one_line_within(row.id, 80)} [{one_line_within(row.category, 40)}]"
     movement = f"{reading(row.baseline)} → {reading(row.candidate)}"
     return Entry(level, f"{name}: {where}, {movement}: {one_line_within(why(row), _TEXT)}")

@@ -44,19 +44,19 @@ def describe(config: Config, provider: str | None = None) -> JudgeInfo:
 
     chosen = _chosen(config, provider)
     second = second_judge(config.judge, chosen)
-    pinned = {"rescore": rescore_mode(config, chosen),
-              "second_opinion": second.model if second is not None else None}
+    rescore = rescore_mode(config, chosen)
+    second_model = second.model if second is not None else None
     if chosen == "offline":
         from flipgate.judges.offline import OfflineJudge
 
-        return replace(OfflineJudge.info, **pinned)
+        return replace(OfflineJudge.info, rescore=rescore, second_opinion=second_model)
     judge = config.judge
     hashes = prompts.rubric_hashes(prompts.rubric_texts(questions=config.relevance.questions))
     return JudgeInfo(provider=chosen, model=judge.model, engine=judge.engine,
                      embedding_model=config.relevance.embedding_model,
                      rubric_version=prompts.pinned_version(base.RUBRIC_VERSION, hashes),
                      rubric_hash=hashes, temperature=None if judge.reasoning else 0,
-                     seed=judge.seed, **pinned)
+                     seed=judge.seed, rescore=rescore, second_opinion=second_model)
 
 
 def make_judge(config: Config, *, runtime: Runtime, settings: Settings,

@@ -84,8 +84,8 @@ def read_result(result: Mapping[str, Any], metric: str) -> Score:
         raise _BadReply(f"score must be a whole number {SCORE_MIN}-{SCORE_MAX}, got {score}")
     if not SCORE_MIN <= score <= SCORE_MAX:
         raise _BadReply(f"score {score:g} is outside {SCORE_MIN}-{SCORE_MAX}")
-    reason = result.get(f"{metric}_reason")
-    return Score(value=int(score), reason=strip_lead_in(reason) if isinstance(reason, str) else "")
+    given = result.get(f"{metric}_reason")
+    return Score(value=int(score), reason=strip_lead_in(given) if isinstance(given, str) else "")
 
 
 def _api_failure(exc: BaseException) -> openai.OpenAIError | None:

@@ -24,7 +24,10 @@ RUBRIC_VERSION = "2026-11-30.1"
 
 
 class Judge(Protocol):
-    info: JudgeInfo
+    @property
+    def info(self) -> JudgeInfo:
+        """What report.json pins about this judge."""
+        ...
 
     async def groundedness(self, case: Case, response: str, *, sample: int = 0) -> Score:
         """1-5 groundedness of `response` against `case.context`, with the query.

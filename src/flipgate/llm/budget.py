@@ -46,7 +46,8 @@ def chat_worst_case(body: Mapping[str, Any], *, completion_ceiling: int = DEFAUL
     prompt = sum(_text_bytes(message) + MESSAGE_OVERHEAD for message in messages) + REPLY_OVERHEAD
     limit = body.get("max_completion_tokens") or body.get("max_tokens")
     completion = limit if isinstance(limit, int) and limit > 0 else completion_ceiling
-    choices = body.get("n") if isinstance(body.get("n"), int) and body["n"] > 1 else 1
+    n = body.get("n")
+    choices = n if isinstance(n, int) and n > 1 else 1
     return prompt + completion * choices
 
 

@@ -24,7 +24,7 @@ import struct
 import sys
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeGuard, TypeVar
 from urllib.parse import urlsplit
 
 from flipgate.llm.budget import Budget, BudgetExceeded, chat_worst_case, embedding_worst_case
@@ -41,6 +41,7 @@ from flipgate.llm.pacing import LONGEST_PAUSE, Limiter, retry_after
 from flipgate.settings import Settings
 
 if TYPE_CHECKING:
+    import openai
     from openai import AsyncOpenAI
 
 # The probe: the smallest request that proves the key, the endpoint and the model.
@@ -134,9 +135,10 @@ def provider_message(exc: BaseException) -> str:
     """The provider's own words: `error.message` of its JSON body, else the client's."""
     body = getattr(exc, "body", None)
     if isinstance(body, dict):
-        inner = body.get("error") if isinstance(body.get("error"), dict) else body
-        if isinstance(inner.get("message"), str) and inner["message"].strip():
-            return inner["message"].strip()
+        inner = found if isinstance(found := body.get("error"), dict) else body
+        message = inner.get("message")
+        if isinstance(message, str) and message.strip():
+            return message.strip()
     return str(getattr(exc, "message", None) or exc).strip()
 
 
@@ -240,7 +242,7 @@ class LLM:
         choices = reply.get("choices") or [{}]
         choice = choices[0] if isinstance(choices[0], dict) else {}
         message = choice.get("message") if isinstance(choice.get("message"), dict) else {}
-        usage = reply.get("usage") if isinstance(reply.get("usage"), dict) else {}
+        usage = found if isinstance(found := reply.get("usage"), dict) else {}
         completion = Completion(
             content=reply_text(message),
             finish_reason=choice.get("finish_reason"),
@@ -345,7 +347,7 @@ class LLM:
             try:
                 self.budget.reserve(worst_case)
                 try:
-                    response = await client.post(
+                    response: Any = await client.post(
                         path, body=body, cast_to=_raw_response_type(client),
                         options={"max_retries": 0})
                     reply = _json_object(response)
@@ -588,7 +590,7 @@ class LazyClient:
         return self._client is None or self._client.is_closed()
 
 
-def is_api_error(exc: BaseException) -> bool:
+def is_api_error(exc: BaseException) -> TypeGuard[openai.OpenAIError]:
     """An error from the openai client (if the SDK was never imported, none can be)."""
     openai = sys.modules.get("openai")
     return openai is not None and isinstance(exc, openai.OpenAIError)

@@ -502,7 +502,7 @@ def _section_blocks(view: View, plan: Plan, blocks: dict[_BlockKey, str],
     Built most important first, so a plan whose blocking table is already
     too long is given up before the rest is rendered.
     """
-    tables = environment().get_template(TABLES_TEMPLATE).module
+    tables: Any = environment().get_template(TABLES_TEMPLATE).module
     out = []
     used = 0
     for section in _sections(view, plan):
@@ -589,7 +589,8 @@ def _render_suites(report: Report, max_chars: int) -> str:
     evaluated, then one section per evaluated suite. The room left after the top is
     shared out smallest section first, so a short section leaves its rest to the others."""
     evaluated = [part for part in report.suites if part.evaluated]
-    top = str(environment().get_template(TABLES_TEMPLATE).module.suites_top(
+    tables: Any = environment().get_template(TABLES_TEMPLATE).module
+    top = str(tables.suites_top(
         marker=MARKER, conclusion=report.conclusion.value, counts=report.counts,
         counts_sentence=counts_sentence(report.counts),
         evaluated=[(part.name, part.report.conclusion.value) for part in evaluated],

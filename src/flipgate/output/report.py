@@ -12,7 +12,7 @@ from typing import Any
 from flipgate.verdict import gate
 from flipgate.errors import InputError, Problem
 from flipgate.model import Change, Counts, E2EReport, JudgeInfo, Relevance, Report, Row, Score, Side
-from flipgate.text.parsing import decode_utf8
+from flipgate.text.parsing import decode_utf8, json_refusal
 
 REPORT_VERSION = 1
 
@@ -230,7 +230,12 @@ def read_report_json(data: bytes | str, *, source: str) -> dict[str, Any]:
     try:
         report = json.loads(decode_utf8(data, source))
     except json.JSONDecodeError as exc:
+        if exc.msg == "Extra data":  # a second JSON value follows the first: a JSONL file
+            raise InputError(Problem(source, exc.lineno, "not a flipgate report.json: it holds more "
+                                     "than one JSON value (a JSONL file such as the cases?)")) from None
         raise InputError(Problem(source, exc.lineno, f"invalid JSON: {exc.msg}")) from None
+    except (RecursionError, ValueError) as exc:  # nested too deeply, or a number too long
+        raise InputError(Problem(source, 1, f"not a readable report.json: {json_refusal(exc)}")) from None
     if not isinstance(report, dict) or not isinstance(report.get("rows"), list):
         raise InputError(Problem(source, 1, "not a flipgate report.json: it has no 'rows' list"))
     return report

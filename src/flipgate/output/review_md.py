@@ -84,7 +84,7 @@ def diff(review: Review, limit: int) -> str:
                 tags = (*tags, "b")
             last_of_claim = change.claim is not None and (
                 index + 1 == len(changes) or changes[index + 1].claim != change.claim)
-            suffix = claim_label(change.claim, numbered) if last_of_claim else ""
+            suffix = claim_label(change.claim, numbered) if last_of_claim and change.claim is not None else ""
             yield (change.text, tags, suffix + " ")
     return inline(_within(parts(), limit).rstrip())
 

@@ -143,7 +143,9 @@ def split_v2(text: str, *, attributes: bool = True) -> list[Message]:
     """v2's split. With `attributes` False (the reference's default "strict" format,
     which rewrites role lines before rendering), `[name=...]` attributes are dropped."""
     messages: list[Message] = []
-    role, metadata, lines = "system", {}, []
+    role = "system"
+    metadata: dict[str, str] = {}
+    lines: list[str] = []
 
     def flush() -> None:
         if lines:

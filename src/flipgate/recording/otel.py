@@ -117,7 +117,7 @@ def key_values(entries: Any) -> dict[str, Any]:
 
 
 def _span(obj: dict[str, Any], resource: dict[str, Any], line: int | None) -> Span:
-    context = obj.get("context") if isinstance(obj.get("context"), dict) else {}
+    context = found if isinstance(found := obj.get("context"), dict) else {}
     trace_id = obj.get("traceId") or context.get("trace_id") or ""
     span_id = obj.get("spanId") or context.get("span_id") or ""
     events = []
@@ -171,6 +171,8 @@ def parse_spans(data: bytes, *, source: str) -> list[Span]:
             whole = json.loads(text)
         except json.JSONDecodeError:
             whole = None  # more than one document: JSONL
+        except (RecursionError, ValueError):
+            whole = None  # read line by line, where the line is named
         if isinstance(whole, dict) and "resourceSpans" in whole:
             return list(_spans_of_export(whole, source=source, line=None, text=text))
     problems: list[Problem] = []
@@ -209,6 +211,8 @@ def _structured(value: Any, name: str) -> Any:
             return json.loads(value)
         except json.JSONDecodeError:
             raise _Unreadable(f"{name} is not JSON (truncated by an attribute length limit?)") from None
+        except (RecursionError, ValueError):
+            raise _Unreadable(f"{name} is JSON nested too deeply or with a number too long") from None
     return value
 
 

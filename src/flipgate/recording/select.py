@@ -3,11 +3,12 @@
 Pure: the observations and the cases already recorded go in, the cases to
 append and a summary come out.
 
-- **Masking first.** `--drop` patterns discard a record; emails, card numbers
-  (Luhn-checked) and every `--mask` pattern are replaced in every value kept,
-  before ids are derived or anything is compared, written or printed.
-- **Deduplicated** on (query, context) after masking, against the cases file
-  too; of several copies the most recent one is kept.
+- **Masking first** (`masking.py`): `--drop` patterns discard a record; e-mails,
+  card numbers (Luhn-checked) and every `--mask` pattern are replaced in every
+  value kept, before ids are derived or anything is compared, written or printed.
+- **Deduplicated** on (query, context) after masking, in a normalised form
+  (`masking.dedup_key`: NFKC, no zero-width characters, whitespace folded), against
+  the cases file too; of several copies the most recent one is kept.
 - **Stable ids**: the log's own id when it has one, else `<category>-<hash of
   query and context>`. An id already in the file is never reused.
 - **Sampled per category** up to `per_category` cases in the file, seeded:
@@ -28,60 +29,13 @@ from typing import Any
 
 from flipgate.errors import InputError, Problem
 from flipgate.model import Case
+from flipgate.recording.masking import Masking, dedup_key
 from flipgate.recording.sources import Observation
 from flipgate.text.parsing import load_yaml_located
 
 DEFAULT_PER_CATEGORY = 50
 DEFAULT_CATEGORY = "uncategorized"
 _RECENCY_WEIGHT = 3.0  # the newest record weighs 1 + this; the oldest 1
-
-EMAIL = re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}")
-# 13-19 digits, optionally grouped by spaces or dashes, standing alone (not inside a hex id).
-CARD_CANDIDATE = re.compile(r"(?<![\w-])\d(?:[ -]?\d){12,18}(?![\w-])")
-
-
-def luhn_ok(digits: str) -> bool:
-    total = 0
-    for index, char in enumerate(reversed(digits)):
-        value = int(char)
-        if index % 2 == 1:
-            value = value * 2 - 9 if value > 4 else value * 2
-        total += value
-    return total % 10 == 0
-
-
-@dataclass(frozen=True)
-class Masking:
-    """What is dropped and what is masked. Emails and card numbers are always masked."""
-
-    mask: tuple[re.Pattern[str], ...] = ()
-    drop: tuple[re.Pattern[str], ...] = ()
-
-    @classmethod
-    def from_options(cls, mask: Sequence[str] = (), drop: Sequence[str] = ()) -> Masking:
-        problems = []
-        compiled: dict[str, list[re.Pattern[str]]] = {"mask": [], "drop": []}
-        for option, patterns in (("--mask", mask), ("--drop", drop)):
-            for pattern in patterns:
-                try:
-                    compiled[option[2:]].append(re.compile(pattern))
-                except re.error as exc:
-                    problems.append(Problem(option, None, f"'{pattern}' is not a regular expression: {exc}"))
-        if problems:
-            raise InputError(problems)
-        return cls(mask=tuple(compiled["mask"]), drop=tuple(compiled["drop"]))
-
-    def drops(self, *texts: str) -> bool:
-        return any(p.search(text) for p in self.drop for text in texts)
-
-    def apply(self, text: str) -> str:
-        text = EMAIL.sub("[email]", text)
-        text = CARD_CANDIDATE.sub(
-            lambda m: "[card]" if luhn_ok(re.sub(r"\D", "", m.group())) else m.group(), text)
-        for pattern in self.mask:
-            text = pattern.sub("[masked]", text)
-        return text
-
 
 @dataclass(frozen=True)
 class CategoryRules:
@@ -226,7 +180,7 @@ def select(observations: Sequence[Observation], existing: Sequence[Case], *,
                       passed_over=dict(passed_over or {}))
     for case in existing:
         outcome.categories.setdefault(case.category, CategoryCount()).existing += 1
-    recorded = {(case.query, case.context) for case in existing}
+    recorded = {(dedup_key(case.query), dedup_key(case.context)) for case in existing}
     taken_ids = {case.id for case in existing}
     by_content: dict[tuple[str, str], _Candidate] = {}
 
@@ -239,18 +193,18 @@ def select(observations: Sequence[Observation], existing: Sequence[Case], *,
         masked = {k: masking.apply(v) if isinstance(v, str) else v for k, v in values.items()}
         if masked != values:
             outcome.masked += 1
-        query, context = masked.pop("query"), masked.pop("context")
+        query, context = masked.pop("query") or "", masked.pop("context") or ""
         category = (masked.pop("category") or (rules.category_of(query) if rules else None)
                     or DEFAULT_CATEGORY)
         given_id = masked.pop("id")
-        if (query, context) in recorded:
+        key = (dedup_key(query), dedup_key(context))
+        if key in recorded:
             _bump(outcome.passed_over, "already in the cases file")
             continue
         candidate = _Candidate(id=given_id or hashed_id(category, query, context), query=query,
                                context=context, category=category, timestamp=observation.timestamp,
                                extra={k: v for k, v in masked.items() if isinstance(v, str)},
                                source=observation.source)
-        key = (query, context)
         if key in by_content:
             _bump(outcome.passed_over, "duplicates (same query and context)")
             if _newer(candidate.timestamp, by_content[key].timestamp):

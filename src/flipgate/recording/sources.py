@@ -168,7 +168,10 @@ def read_jsonl(data: bytes, *, source: str, fields: Mapping[str, str] | None = N
         raw_time = lookup(obj, paths["timestamp"])
         timestamp = parse_timestamp(raw_time) if found(raw_time) else None
         if found(raw_time) and raw_time is not None and timestamp is None:
-            problems.append(Problem(source, number, f"field 'timestamp' is not a time: {raw_time!r:.60}"))
+            # The value itself is never echoed: a mis-mapped field may hold personal data.
+            problems.append(Problem(source, number, f"field 'timestamp' is not a time (a "
+                                                    f"{type(raw_time).__name__} at path "
+                                                    f"'{paths['timestamp']}'; not shown)"))
             continue
         reading.observations.append(Observation(
             query=values["query"], context=values["context"], source=f"{source}:{number}",
@@ -186,7 +189,8 @@ def read_report(data: bytes, *, source: str) -> Reading:
     carries its `query` and `context`) become observations."""
     report = read_report_json(data, source=source)
     reading = Reading()
-    e2e = report.get("e2e") if isinstance(report.get("e2e"), dict) else {}
+    e2e_part = report.get("e2e")
+    e2e: dict[str, Any] = e2e_part if isinstance(e2e_part, dict) else {}
     when = parse_timestamp(e2e.get("date")) if e2e else None
     for index, row in enumerate(e2e.get("rows") or []):
         if not isinstance(row, dict):

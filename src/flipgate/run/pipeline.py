@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import os
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -48,6 +49,7 @@ from flipgate.run.refs import (
     require_generator,
 )
 from flipgate.generator.replay import PreparedGenerator, first_failure_cancels, replay
+from flipgate.llm.client import Endpoint, LazyClient
 from flipgate.llm.runtime import Runtime
 from flipgate.run.scoring import (
     Scored,
@@ -83,6 +85,23 @@ def with_concurrency(config: Config, concurrency: int | None) -> Config:
 
 def open_repo(path: Path, settings: Settings) -> Repo:
     return Repo(Path(path).resolve(), Git(settings.git_environment()))
+
+
+def generator_client(endpoint: Endpoint, settings: Settings) -> LazyClient:
+    """The client the generators' requests go through (built on first use)."""
+    return LazyClient(endpoint, settings=settings)
+
+
+@dataclass(frozen=True)
+class Wiring:
+    """The outside worlds a check talks to, passed in: git, the model runtime, the judges
+    and the generators' client. `run_check` (the edge) builds the real ones; tests may
+    hand in their own."""
+
+    open_git: Callable[[Path, Settings], Repo] = open_repo
+    runtime: Callable[..., Runtime] = Runtime.from_config
+    judges: Callable[..., Judges] = make_judges
+    client: Callable[[Endpoint, Settings], LazyClient] = generator_client
 
 
 def prepare(repo: Repo, refs: dict[str, Ref], generators: dict[str, Generator],
@@ -125,24 +144,22 @@ def lock_generators(repo: Repo, base: Ref, head: Ref, *, config: Config,
 
 async def _replay_and_score(*, inputs: Inputs, pair: LockedPair,
                             prepared: dict[str, PreparedGenerator], runtime: Runtime,
-                            settings: Settings, judge: Judges) -> Scored:
-    from flipgate.llm.client import LazyClient
-
+                            settings: Settings, judge: Judges, wiring: Wiring) -> Scored:
     # One cheap request to the judge (and its embeddings model) before any
     # generation: a wrong key, endpoint or model stops the run here. Cached like
     # any reply, so a later suite's probe sends nothing again.
     await judge.probe()
-    client = LazyClient(pair.baseline.endpoint, settings=settings)
+    client = wiring.client(pair.baseline.endpoint, settings)
     try:
         cases = inputs.cases
-        side = {"client": client, "runtime": runtime, "debug": settings.debug}
+        side = functools.partial(replay, cases, client=client, runtime=runtime, debug=settings.debug)
         if pair.adopted:
-            candidate = await replay(cases, prepared["candidate"], purpose="candidate", **side)
+            candidate = await side(prepared["candidate"], purpose="candidate")
             baseline: dict[str, Answer] = dict(candidate)
         else:
             baseline, candidate = await first_failure_cancels([
-                replay(cases, prepared["baseline"], purpose="baseline", **side),
-                replay(cases, prepared["candidate"], purpose="candidate", **side),
+                side(prepared["baseline"], purpose="baseline"),
+                side(prepared["candidate"], purpose="candidate"),
             ])
     finally:
         await client.close()
@@ -155,7 +172,7 @@ async def _end_to_end(*, repo: Repo, base: Ref, inputs: Inputs, pair: LockedPair
                       refs: dict[str, Ref], sides: dict[str, Generator], frozen: list[Row],
                       runtime: Runtime, settings: Settings, judge: str | None,
                       request: E2ERequest, cache_dir: Path | None,
-                      environ: Mapping[str, str]) -> E2EReport:
+                      environ: Mapping[str, str], wiring: Wiring) -> E2EReport:
     """The end-to-end run: the same generation and judging as the frozen run, on live contexts."""
     from flipgate.e2e.run import run_e2e
 
@@ -163,10 +180,10 @@ async def _end_to_end(*, repo: Repo, base: Ref, inputs: Inputs, pair: LockedPair
         prepared = await asyncio.to_thread(
             prepare, repo, refs, sides, live_cases, environ=environ,
             strict_undefined=inputs.config.generator_options.strict_undefined)
-        live_judge = make_judges(inputs.config, runtime=runtime, settings=settings, provider=judge)
+        live_judge = wiring.judges(inputs.config, runtime=runtime, settings=settings, provider=judge)
         scored = await _replay_and_score(inputs=dataclasses.replace(inputs, cases=live_cases),
                                          pair=pair, prepared=prepared, runtime=runtime,
-                                         settings=settings, judge=live_judge)
+                                         settings=settings, judge=live_judge, wiring=wiring)
         return scored.rows
 
     assert inputs.config.e2e is not None
@@ -239,13 +256,14 @@ async def check(*, repo: Path, base: str, head: str, settings: Settings,
                 comment_limit: int = GITHUB_COMMENT_LIMIT, console: Console | None = None,
                 progress: Progress | None = None, concurrency: int | None = None,
                 suites: Sequence[str] = (), shard: Shard | None = None,
-                e2e: E2ERequest | None = None) -> CheckResult:
+                e2e: E2ERequest | None = None, wiring: Wiring) -> CheckResult:
     """`run_check`, for callers that already run an event loop. `concurrency` (`--concurrency`)
     wins over the configuration's. `suites`: only those of the config's suites. With `shard`,
     only that part of the cases is evaluated and a partial is written for `flipgate merge`.
     `e2e`: also the end-to-end run (live retrieval), asked for at the edge; it never changes
-    the exit code (a configuration without suites only)."""
-    git_repo = open_repo(repo, settings)
+    the exit code (a configuration without suites only). `wiring`: git, the runtime, the
+    judges and the generators' client."""
+    git_repo = wiring.open_git(repo, settings)
     base_ref, head_ref = git_repo.ref(base), git_repo.ref(head)
     changed = git_repo.changed(base_ref, head_ref)
     trusted = load_config_at(git_repo, base_ref, head_ref, config_path)
@@ -263,9 +281,9 @@ async def check(*, repo: Path, base: str, head: str, settings: Settings,
         return await _end_to_end(repo=git_repo, base=base_ref, inputs=one.inputs, pair=one.pair,
                                  refs=one.refs, sides=one.sides, frozen=frozen, runtime=runtime,
                                  settings=settings, judge=judge, request=e2e,
-                                 cache_dir=cache_dir, environ=environ)
+                                 cache_dir=cache_dir, environ=environ, wiring=wiring)
 
-    runtime = Runtime.from_config(config, cache_dir=cache_dir, progress=progress)
+    runtime = wiring.runtime(config, cache_dir=cache_dir, progress=progress)
     reports: list[Report] = []
     messages: list[str] = []
     if all(one.pair is None for one in planned):
@@ -277,11 +295,11 @@ async def check(*, repo: Path, base: str, head: str, settings: Settings,
     else:
         # The run's judges, built before any generation: a judge that cannot be
         # set up stops the run before anything is paid for. One set for every suite.
-        the_judge = make_judges(config, runtime=runtime, settings=settings, provider=judge)
+        the_judge = wiring.judges(config, runtime=runtime, settings=settings, provider=judge)
         async with contextlib.aclosing(the_judge):
             for one in planned:
                 report, message = await _evaluate(one, runtime=runtime, settings=settings,
-                                                  judge=the_judge, head_sha=head_ref.sha,
+                                                  judge=the_judge, head_sha=head_ref.sha, wiring=wiring,
                                                   end_to_end=end_to_end if with_e2e else None)
                 reports.append(report)
                 if message:
@@ -320,7 +338,7 @@ async def check(*, repo: Path, base: str, head: str, settings: Settings,
 
 
 async def _evaluate(one: Planned, *, runtime: Runtime, settings: Settings, judge: Judges,
-                    head_sha: str,
+                    head_sha: str, wiring: Wiring,
                     end_to_end: Callable[[Planned, list[Row]], Awaitable[E2EReport]] | None = None,
                     ) -> tuple[Report, str | None]:
     """One suite's report: skipped, or replayed and scored (or stopped: `error`)."""
@@ -334,7 +352,8 @@ async def _evaluate(one: Planned, *, runtime: Runtime, settings: Settings, judge
     message = scored = None
     try:
         scored = await _replay_and_score(inputs=one.inputs, pair=one.pair, prepared=one.prepared,
-                                         runtime=runtime, settings=settings, judge=judge)
+                                         runtime=runtime, settings=settings, judge=judge,
+                                         wiring=wiring)
     except IncompleteError as exc:
         message = str(exc)
         notes.append(stopped_note(message))
@@ -351,16 +370,17 @@ async def _evaluate(one: Planned, *, runtime: Runtime, settings: Settings, judge
     return report, message
 
 
-def run_check(**kwargs: Any) -> CheckResult:
+def run_check(*, wiring: Wiring | None = None, **kwargs: Any) -> CheckResult:
     """The whole PR check: detect the change, replay both refs, gate, write the outputs
-    (the keyword arguments of `check`).
+    (the keyword arguments of `check`), with the real git, runtime, judges and client
+    unless `wiring` says otherwise.
 
     Bad input or a refused pull request raises InputError / SecurityError
     (exit 2) before any request. A run that cannot finish (an API failed
     after retries, the budget ran out) still writes a report with conclusion
     `error` and returns exit code 3 with `message` saying why.
     """
-    return asyncio.run(check(**kwargs))
+    return asyncio.run(check(wiring=wiring or Wiring(), **kwargs))
 
 
 def merged_check(folder: str | os.PathLike[str]) -> Callable[..., CheckResult]:
@@ -380,8 +400,8 @@ def merged_check(folder: str | os.PathLike[str]) -> Callable[..., CheckResult]:
                     raise InputError(Problem(str(path), None, f"was made for {name.replace('_', ' ')} "
                                                               f"{fingerprint.get(name)}, not {sha}"))
         report = shards.merge(paths)
-        markdown = write_outputs(report, out_dir, **({"comment_limit": comment_limit}
-                                                     if comment_limit is not None else {}))
+        markdown = (write_outputs(report, out_dir) if comment_limit is None
+                    else write_outputs(report, out_dir, comment_limit=comment_limit))
         return CheckResult(report=report, markdown=markdown, exit_code=gate.exit_code(report.conclusion))
 
     return check
@@ -402,12 +422,11 @@ async def replay_ref(*, repo: Path, ref: str, settings: Settings,
                      config_path: str = DEFAULT_CONFIG,
                      cache_dir: Path | None = Path(DEFAULT_CACHE_DIR),
                      progress: Progress | None = None, suite: str | None = None,
-                     concurrency: int | None = None) -> ReplayResult:
+                     concurrency: int | None = None, wiring: Wiring | None = None) -> ReplayResult:
     """Every case's answer from the generator at one ref (configuration and cases of that ref);
     with several suites, the one named `suite` (needed unless there is only one)."""
-    from flipgate.llm.client import LazyClient
-
-    git_repo = open_repo(repo, settings)
+    wiring = wiring or Wiring()
+    git_repo = wiring.open_git(repo, settings)
     at = git_repo.ref(ref)
     trusted = load_config_at(git_repo, at, at, config_path)
     inputs = load_cases_for(git_repo, trusted,
@@ -421,8 +440,8 @@ async def replay_ref(*, repo: Path, ref: str, settings: Settings,
     prepared = prepare(git_repo, {"generation": at}, {"generation": pair.baseline}, inputs.cases,
                        environ=settings.environ,
                        strict_undefined=config.generator_options.strict_undefined)
-    runtime = Runtime.from_config(config, cache_dir=cache_dir, progress=progress)
-    client = LazyClient(pair.baseline.endpoint, settings=settings)
+    runtime = wiring.runtime(config, cache_dir=cache_dir, progress=progress)
+    client = wiring.client(pair.baseline.endpoint, settings)
     try:
         answers = await replay(inputs.cases, prepared["generation"], client=client, runtime=runtime,
                                purpose="generation", debug=settings.debug)

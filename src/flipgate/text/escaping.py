@@ -152,13 +152,13 @@ def fence(text: object, limit: int, info: str = "diff") -> str:
     """Untrusted multi-line text as a fenced code block it cannot close early.
 
     The fence is longer than any run of backticks inside, so no line of the
-    text can end it. Inside a code block entities are not decoded, so a
-    literal zero-width space breaks mentions, and breaks `<!--` so the raw
-    comment holds the hidden marker exactly once.
+    text can end it. It holds no invisible character, so what a reader copies
+    is what they see: a mention inside a code block is inert on GitHub as it
+    is, and `<!--` becomes a visible `<\\!--`, so the raw comment holds its hidden
+    markers exactly once.
     """
     body = _LINE_BREAKS.sub("\n", str(text).replace("\t", "    "))
-    body = _INVISIBLE.sub("", body).replace("@", "@" + _ZERO_WIDTH_SPACE)
-    body = body.replace("<!--", "<!" + _ZERO_WIDTH_SPACE + "--")
+    body = _INVISIBLE.sub("", body).replace("<!--", "<\\!--")
     lines = body.rstrip("\n").split("\n")
     kept: list[str] = []
     used = 0

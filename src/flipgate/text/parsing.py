@@ -6,6 +6,8 @@ reports a bad byte or bad YAML the same way: file, line, what is wrong.
 
 from __future__ import annotations
 
+import json
+import sys
 from typing import Any
 
 import yaml
@@ -22,6 +24,24 @@ def decode_utf8(data: bytes | str, source: str) -> str:
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n") + 1
         raise InputError(Problem(source, line, "not valid UTF-8")) from None
+
+
+def json_refusal(exc: BaseException) -> str:
+    """Why `json.loads` refused a text, in words: bad syntax, nesting deeper than the
+    parser's recursion limit, or a number longer than int() converts."""
+    if isinstance(exc, json.JSONDecodeError):
+        return f"invalid JSON: {exc.msg} (column {exc.colno})"
+    if isinstance(exc, RecursionError):
+        return "nested too deeply to read"
+    return f"a number with more than {sys.get_int_max_str_digits():,} digits"
+
+
+def load_json(text: str) -> Any:
+    """`json.loads`, every refusal a ValueError saying why (`json_refusal`)."""
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise ValueError(json_refusal(exc)) from None
 
 
 # How many values a YAML document may hold once its aliases are expanded. Far

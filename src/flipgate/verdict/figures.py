@@ -161,8 +161,8 @@ def _read_number(tokens: Sequence[_Token], i: int) -> tuple[Decimal, int, bool] 
         return value, j, False
     if token.kind != "word" or token.lower not in NUMBER_WORDS:
         return None
-    value, j = _read_number_words(tokens, i)
-    return Decimal(value), j, True
+    words, j = _read_number_words(tokens, i)
+    return Decimal(words), j, True
 
 
 def _read_number_words(tokens: Sequence[_Token], i: int) -> tuple[int, int]:
@@ -406,9 +406,9 @@ def expand_known(figures: Iterable[Figure]) -> list[Figure]:
         known.append(figure)
         if figure.unit == "date":
             year, _, day = figure.value
-            if year is not None:
+            if isinstance(year, int):
                 known.append(Figure(figure.text, "count", (Decimal(year), None)))
-            if day is not None:
+            if isinstance(day, int):
                 known.append(Figure(figure.text, "ordinal", (Decimal(day), None)))
         elif figure.from_to:
             low, high = figure.value

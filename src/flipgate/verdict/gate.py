@@ -277,6 +277,7 @@ class Kind:
     about: str                        # one sentence under the heading; `{threshold}` is filled in
     layout: str                       # the table's columns: flips | relevance | errors | brief
     nouns: str                        # "… and 3 more <nouns>"
+    one_row: str                      # one such row in a line of its own (the job log's)
     tier: Tier
 
     @property
@@ -299,13 +300,13 @@ KINDS: tuple[Kind, ...] = (
          title="❌ Blocking regressions",
          about="Newly ungrounded answers in a blocking category, confirmed by a second scoring: "
                "the same judge's re-score, unless the row names a second judge.",
-         layout="flips", nouns="blocking regressions", tier=Tier.BLOCKING),
+         layout="flips", nouns="blocking regressions", one_row="BLOCKING regression", tier=Tier.BLOCKING),
     Kind(name="errors", holds=lambda row: row.verdict is Verdict.ERROR or bool(row.errors),
          count_field="errors", status=Phrase("judge error"),
          label="judge error", style="bold yellow", title="⚠️ Judge errors",
          about="The judge failed on these rows after retries; they count neither as a pass "
                "nor as a regression.",
-         layout="errors", nouns="rows with judge errors", tier=Tier.MUST_READ),
+         layout="errors", nouns="rows with judge errors", one_row="judge error", tier=Tier.MUST_READ),
     Kind(name="review", holds=lambda row: _regression(row) and not row.blocking,
          count_field="regressions_to_review",
          status=Phrase("to review", "to review"), label="review", style="red",
@@ -313,7 +314,7 @@ KINDS: tuple[Kind, ...] = (
          about="Confirmed regressions outside the blocking categories, or in a blocking "
                "category with too few cases for one judge to block: they do not block, but "
                "read them before merging.",
-         layout="flips", nouns="regressions to review", tier=Tier.MUST_READ),
+         layout="flips", nouns="regressions to review", one_row="regression to review", tier=Tier.MUST_READ),
     Kind(name="flagged", holds=is_flagged, count_field="manipulation_flags",
          status=Phrase("answer addresses the judge", "answers address the judge"),
          label="addresses judge", style="bold magenta",
@@ -321,36 +322,36 @@ KINDS: tuple[Kind, ...] = (
          about="These answers speak to the grader (instructions, score requests, fake rubric "
                "sections), found by a lexical check before judging. Their verdicts may have "
                "been steered: a person should read them, whatever the verdict says.",
-         layout="flagged", nouns="flagged answers", tier=Tier.MUST_READ),
+         layout="flagged", nouns="flagged answers", one_row="answer addresses the judge", tier=Tier.MUST_READ),
     Kind(name="non_answers", holds=_verdict(Verdict.NEW_NON_ANSWER),
          count_field="new_non_answers",
          status=Phrase("new non-answer"), label="non-answer", style="yellow",
          title="🤐 New non-answers",
          about="The baseline answered; the candidate now asks for clarification, refuses or "
                "fills space.",
-         layout="flips", nouns="new non-answers", tier=Tier.WORTH_READING),
+         layout="flips", nouns="new non-answers", one_row="new non-answer", tier=Tier.WORTH_READING),
     Kind(name="unstable", holds=_verdict(Verdict.UNSTABLE),
          count_field="unstable", status=Phrase("unstable", "unstable"),
          label="unstable", style="magenta", title="🎲 Unstable rows",
          about="Newly ungrounded on the first scoring, but a second scoring disagreed: a "
                "person should decide.",
-         layout="flips", nouns="unstable rows", tier=Tier.WORTH_READING),
+         layout="flips", nouns="unstable rows", one_row="unstable row", tier=Tier.WORTH_READING),
     Kind(name="relevance", holds=lambda row: row.relevance_drop,
          count_field="relevance_drops",
          status=Phrase("relevance drop"), label="relevance drop", style="cyan",
          title="↘️ Relevance drops",
          about="Relevance fell below {threshold} where the baseline was at or above it.",
-         layout="relevance", nouns="relevance drops", tier=Tier.WORTH_READING),
+         layout="relevance", nouns="relevance drops", one_row="relevance drop", tier=Tier.WORTH_READING),
     Kind(name="moved", holds=_verdict(Verdict.MOVED),
          count_field="moved", status=Phrase("moved", "moved"),
          label="moved", style="", title="Moved: changed bucket, up or down", about="",
-         layout="brief", nouns="moved rows", tier=Tier.SKIM),
+         layout="brief", nouns="moved rows", one_row="moved row", tier=Tier.SKIM),
     Kind(name="still_ungrounded", holds=_verdict(Verdict.STILL_UNGROUNDED),
          count_field="still_ungrounded",
          status=Phrase("still ungrounded", "still ungrounded"), label="still ungrounded",
          style="dim",
          title="Still ungrounded: ungrounded in both versions, not caused by this change",
-         about="", layout="brief", nouns="still-ungrounded rows", tier=Tier.SKIM),
+         about="", layout="brief", nouns="still-ungrounded rows", one_row="still-ungrounded row", tier=Tier.SKIM),
 )
 
 
