@@ -131,6 +131,9 @@ def one_run(directory: Path, server: FakeOpenAI, *, limiter_type: type[Limiter],
 
 
 def main() -> int:
+    import openai  # noqa: F401 - imported before the first timed run, not inside it
+    import flipgate.judges  # noqa: F401
+
     server = FakeOpenAI()
     server.latency = ARGS.latency
     server.start()
