@@ -133,8 +133,9 @@ def rate_limit_pause(headers: Mapping[str, str], *, streak: int) -> float:
 OWN_RATE, HICCUP = "own_rate", "hiccup"
 # A 429 is judged among the run's last RECENT_OUTCOMES outcomes: more than STORM of them
 # refused (this one included) is the run's own rate. A provider that refuses one request
-# in ten at random stays under it (9 or more of 33 happens about once in 200 429s), and a
-# run that outgrows its provider's rate gets there within a few round trips.
+# in ten at random stays under it for all but about one 429 in 85 (8 or more refusals among
+# the 32 outcomes before it), and a run that outgrows its provider's rate gets there within
+# a few round trips.
 RECENT_OUTCOMES = 32
 STORM = 8
 
