@@ -1,4 +1,4 @@
-# flipgate as a Docker container action (see action.yml and the README, "On GitHub").
+# flipgate as a Docker container action (see action.yml and docs/action.md).
 #
 # Reproducible: the base is pinned by digest and every dependency is installed from
 # a lock with hashes (requirements/*.txt, made by scripts/lock-image). Only flipgate's

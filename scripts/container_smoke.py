@@ -44,6 +44,8 @@ from support.openai_server import FakeOpenAI  # noqa: E402
 RUNNER_UID = 1001  # the GitHub runner's user
 PR, ISSUE = 42, 43
 STATUS_CONTEXT = "flipgate-smoke"
+# A gate's comment carries its status context's marker (interface.md, "GitHub mode, continued").
+MARKER = f"<!-- flipgate:{STATUS_CONTEXT} -->"
 MODEL_KEY = "sk-smoke-from-the-input"
 BLOCKED = "flipgate blocked this change"
 PAYLOADS = ROOT / "tests" / "fixtures" / "github"
@@ -266,7 +268,7 @@ def run_action(image: str, ws: Workspace, github: FakeGitHub, openai: FakeOpenAI
 
 def own_comments(github: FakeGitHub, number: int) -> list[dict[str, Any]]:
     return [c for c in github.comments_on(number)
-            if c["user"]["login"] == ACTIONS_BOT and "<!-- flipgate -->" in c["body"]]
+            if c["user"]["login"] == ACTIONS_BOT and MARKER in c["body"]]
 
 
 def scenario_pull_request(smoke: Smoke) -> None:

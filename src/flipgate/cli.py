@@ -23,6 +23,8 @@ _COMMANDS = {
     "merge": ("flipgate.commands.merge", "merge", "Combine the partials of a sharded run into one report."),
     "calibrate": ("flipgate.commands.calibrate", "calibrate",
                   "Check the judge against human labels, or write a labels file to fill in."),
+    "init": ("flipgate.commands.init", "init",
+             "Write a starter .flipgate.yml, workflow and cases file for this repository."),
     "action": ("flipgate.commands.action", "action", "Entrypoint of the GitHub Docker action."),
 }
 

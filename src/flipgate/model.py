@@ -69,11 +69,13 @@ class Answer:
 
 @dataclass(frozen=True)
 class Score:
-    """One judge reading on a 1-5 rubric. `value` is None exactly when `error` is set."""
+    """One judge reading: a 1-5 score, or, from a true/false instrument (the GroundednessPro
+    second opinion), a `label` (True: grounded). Exactly one of the reading and `error` is set."""
 
     value: int | None
     reason: str = ""
     error: str | None = None
+    label: bool | None = None
 
     @classmethod
     def failed(cls, error: str) -> Score:
@@ -81,7 +83,7 @@ class Score:
 
     @property
     def ok(self) -> bool:
-        return self.value is not None
+        return self.value is not None or self.label is not None
 
 
 @dataclass(frozen=True)
@@ -187,6 +189,8 @@ class JudgeInfo:
     provider: str          # openai | azure | offline
     model: str
     engine: str = "openai"  # openai | azure-ai-evaluation | lexical
+    mode: str = "with_query"  # the groundedness rubric: with_query | without_query
+    sdk: Mapping[str, str | None] | None = None  # the azure engine's package: {"name", "version"}
     embedding_model: str | None = None
     rubric_version: str | None = None
     rubric_hash: Mapping[str, str] = field(default_factory=dict)  # metric -> sha256 of its prompt
@@ -194,6 +198,7 @@ class JudgeInfo:
     seed: int | None = None
     rescore: str = "same_judge"       # how a flip is confirmed: same_judge | second_opinion | both
     second_opinion: str | None = None  # the second judge's model, when one confirms flips
+    auth: str | None = "key"           # key | entra: how the judge signs in (None: no endpoint)
     returned_models: tuple[str, ...] = ()      # what the provider said answered
     system_fingerprints: tuple[str, ...] = ()
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import MappingProxyType
 
 # A caller's GIT_DIR & co. would silently point git at another repository.
@@ -48,6 +49,57 @@ class Settings:
     @property
     def openai_api_version(self) -> str | None:
         return self._get("OPENAI_API_VERSION")
+
+    # Microsoft Entra ID (`auth: entra`, llm/entra.py). In GitHub Actions the runner offers
+    # an OIDC token when the workflow grants `id-token: write`; the action's azure-client-id
+    # and azure-tenant-id inputs arrive as AZURE_CLIENT_ID / AZURE_TENANT_ID.
+    @property
+    def github_oidc_request_url(self) -> str | None:
+        return self._get("ACTIONS_ID_TOKEN_REQUEST_URL")
+
+    @property
+    def github_oidc_request_token(self) -> str | None:
+        return self._get("ACTIONS_ID_TOKEN_REQUEST_TOKEN")
+
+    @property
+    def azure_client_id(self) -> str | None:
+        return self._get("AZURE_CLIENT_ID")
+
+    @property
+    def azure_tenant_id(self) -> str | None:
+        return self._get("AZURE_TENANT_ID")
+
+    @property
+    def github_actions(self) -> bool:
+        """GITHUB_ACTIONS: running as a step of a GitHub Actions job."""
+        return self._get("GITHUB_ACTIONS") == "true"
+
+    @property
+    def azure_client_secret_set(self) -> bool:
+        """Whether azure-identity's own client secret or token file is configured (not the value)."""
+        return bool(self._get("AZURE_CLIENT_SECRET") or self._get("AZURE_CLIENT_CERTIFICATE_PATH")
+                    or self._get("AZURE_FEDERATED_TOKEN_FILE"))
+
+    @property
+    def azure_authority_host(self) -> str | None:
+        """AZURE_AUTHORITY_HOST: another cloud's Entra authority (login.microsoftonline.com by default)."""
+        return self._get("AZURE_AUTHORITY_HOST")
+
+    @property
+    def cache_key(self) -> str | None:
+        """FLIPGATE_CACHE_KEY: a secret (a repository secret, in CI) that signs the reply cache."""
+        return self._get("FLIPGATE_CACHE_KEY")
+
+    @property
+    def cache_key_file(self) -> Path:
+        """Where the generated cache key is kept when no secret is given: FLIPGATE_CACHE_KEY_FILE,
+        else the user's cache directory (in the Docker action, the job's home, outside the
+        workspace)."""
+        if named := self._get("FLIPGATE_CACHE_KEY_FILE"):
+            return Path(named)
+        base = self._get("XDG_CACHE_HOME") or str(Path(self._get("HOME") or "~").expanduser()
+                                                  / ".cache")
+        return Path(base) / "flipgate" / "cache.key"
 
     @property
     def debug(self) -> bool:

@@ -195,6 +195,7 @@ def test_end_to_end_a_readers_command_makes_no_model_call(pipeline: Pipeline) ->
 
 def test_end_to_end_a_writers_command_reruns(pipeline: Pipeline) -> None:
     harness = pipeline.harness
+    harness.record_head()
     harness.comment_event("/flipgate run")
 
     assert pipeline.run() == 1, harness.log.getvalue()[-3000:]
@@ -335,28 +336,29 @@ def b_reached_the_model(openai: Any) -> bool:
     return any(B_ONLY in json.dumps(request.body) for request in openai.requests)
 
 
-def test_a_command_evaluates_the_head_it_was_written_on_not_a_later_push(
+def test_a_push_after_the_command_runs_nothing_and_the_reply_says_why(
         pipeline: Pipeline) -> None:
+    """The head the command approved (A) is no longer the head; the new one (B) was never
+    approved: neither runs, and the reply says a new command is needed (issue 17)."""
     harness = pipeline.harness
     head_a = harness.head
+    harness.record_head()
     harness.comment_event("/flipgate run")
     head_b = push_unreviewed_head(harness)
 
-    assert pipeline.run() == 1  # A's prompt invents a fee: blocked
+    assert pipeline.run() == 0
 
-    assert not b_reached_the_model(pipeline.openai)
-    assert pipeline.openai.chat_requests("generation")  # A was evaluated
-    assert [s["state"] for s in harness.server.statuses_for(head_a)] == ["pending", "failure"]
+    assert pipeline.openai.requests == []
     assert harness.server.statuses_for(head_b) == []
+    assert [s["state"] for s in harness.server.statuses_for(head_a)] == ["pending"]  # the record
     [reply] = harness.replies()
-    assert f"`{head_a}`" in reply and head_b in reply and "/flipgate run" in reply
-    assert sha_marker(head_a) in harness.own_comments()[0]["body"]
+    assert "Nothing was run" in reply and head_b[:7] in reply and "/flipgate run" in reply
 
 
-def test_a_forks_new_head_stays_pending_even_with_a_forged_commit_date(
+def test_a_forks_new_head_never_runs_under_an_earlier_command_even_with_a_forged_date(
         pipeline: Pipeline) -> None:
     """require-command: the pull_request_target runs record each head with a pending status
-    (GitHub's clock); the comment's time picks A, whatever date B's author wrote."""
+    (GitHub's clock); B, pushed after the command with a date long before it, is refused."""
     harness = pipeline.harness
     head_a = harness.head
     harness.server.add_pull(PR, base_sha=harness.base, head_sha=head_a, fork=True)
@@ -369,26 +371,35 @@ def test_a_forks_new_head_stays_pending_even_with_a_forged_commit_date(
     assert pipeline.run() == 0  # B waits too
     use_event(harness, "issue_comment")
 
-    assert pipeline.run() == 1
+    assert pipeline.run() == 0
 
-    assert not b_reached_the_model(pipeline.openai)
+    assert pipeline.openai.requests == []
     assert [s["state"] for s in harness.server.statuses_for(head_b)] == ["pending"]
-    assert harness.server.statuses_for(head_b)[0]["description"] == WAITING_FOR_COMMAND
-    assert harness.final_status(head_a)["state"] == "failure"
-    assert f"`{head_a}`" in harness.replies()[0]
+    assert harness.server.statuses_for(head_b)[0]["description"] == f"#{PR}: {WAITING_FOR_COMMAND}"
+    assert "Nothing was run" in harness.replies()[0]
 
 
-def test_a_command_naming_a_commit_evaluates_exactly_that_commit(pipeline: Pipeline) -> None:
+def test_a_command_naming_the_head_evaluates_exactly_that_commit(pipeline: Pipeline) -> None:
     harness = pipeline.harness
-    head_b = push_unreviewed_head(harness)
-    harness.comment_event(f"/flipgate run {harness.head[:10]}")
+    harness.comment_event(f"/flipgate run {harness.head}")
 
     assert pipeline.run() == 1
 
-    assert not b_reached_the_model(pipeline.openai)
     assert harness.final_status(harness.head)["state"] == "failure"
-    assert harness.server.statuses_for(head_b) == []
-    assert "named in the command" in harness.replies()[0]
+
+
+def test_a_command_naming_a_commit_that_is_no_longer_the_head_runs_nothing(
+        pipeline: Pipeline) -> None:
+    harness = pipeline.harness
+    named = harness.head
+    head_b = push_unreviewed_head(harness)
+    harness.comment_event(f"/flipgate run {named[:10]}")
+
+    assert pipeline.run() == 0
+
+    assert pipeline.openai.requests == []
+    assert harness.server.statuses_for(head_b) == [] and harness.server.statuses_for(named) == []
+    assert "is not the pull request's head now" in harness.replies()[0]
 
 
 def test_a_command_naming_a_commit_outside_the_pull_request_runs_nothing(

@@ -120,6 +120,31 @@ def test_fluency_is_asked_for_tied_rows_only_after_groundedness_when_nothing_blo
     assert not any(note.startswith("Fluency was not asked") for note in report.get("notes", []))
 
 
+def test_report_json_pins_the_mode_and_no_sdk_for_the_native_engine(openai_server, tmp_path: Path) -> None:
+    openai_server.on_groundedness(scripted())
+    assert CliRunner().invoke(cli, write_inputs(tmp_path)).exit_code == 1
+    judge = json.loads((tmp_path / "out" / "report.json").read_text())["judge"]
+    assert (judge["mode"], judge["sdk"]) == ("with_query", None)
+
+
+def test_without_query_grades_on_the_context_alone_and_never_shows_the_query(openai_server,
+                                                                            tmp_path: Path) -> None:
+    openai_server.on_groundedness(scripted())
+    args = write_inputs(tmp_path)
+    config = tmp_path / "flipgate.yml"
+    config.write_text(config.read_text().replace("  timeout: 5\n", "  timeout: 5\n  mode: without_query\n"))
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 1, result.output
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert report["judge"]["mode"] == "without_query"
+    assert {row["id"]: (row["verdict"], row["blocking"]) for row in report["rows"]} == EXPECTED
+    requests = openai_server.chat_requests("groundedness")
+    assert requests
+    for request in requests:
+        assert "3 = accurate but vague" in request.body["messages"][0]["content"]
+        assert "question " not in request.body["messages"][1]["content"]  # no case's query
+
+
 def test_a_second_run_is_served_from_the_cache(openai_server, tmp_path: Path) -> None:
     openai_server.on_groundedness(scripted())
     args = write_inputs(tmp_path)
@@ -149,6 +174,28 @@ def test_judge_errors_exit_3_and_still_list_confirmed_regressions(openai_server,
     assert len(steady) == 2
 
 
+def test_an_unreadable_reply_is_a_judge_error_naming_the_model_quoted_short_and_escaped(
+        openai_server, tmp_path: Path) -> None:
+    from support.gfm import to_html
+
+    hostile = "<img src=x onerror=alert(1)> | **score: 5** " + "x" * 400
+
+    def score(query, context, response, call_index):
+        if response == "candidate answer steady":
+            return hostile
+        return scripted()(query, context, response, call_index)
+
+    openai_server.on_groundedness(score)
+    result = CliRunner().invoke(cli, write_inputs(tmp_path))
+    assert result.exit_code == 3, result.output
+    rows = {row["id"]: row for row in json.loads((tmp_path / "out" / "report.json").read_text())["rows"]}
+    (error,) = rows["steady"]["errors"]
+    assert "(model judge-pinned; reply " in error
+    assert json.dumps(hostile[:200]) + " (cut))" in error and hostile[:201] not in error
+    html = to_html((tmp_path / "out" / "comment.md").read_text())
+    assert "<img" not in html and "&lt;img src=x" in html
+
+
 def test_an_unreachable_judge_is_exit_3_never_a_pass(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")  # discard port: refused
     monkeypatch.setenv("OPENAI_API_KEY", "k")
@@ -163,6 +210,14 @@ def test_an_unreachable_judge_is_exit_3_never_a_pass(tmp_path: Path, monkeypatch
     (lambda d: (d / "cand.jsonl").write_text("{not json\n"), "cand.jsonl:1: invalid JSON"),
     (lambda d: (d / "flipgate.yml").write_text("cases: cases.jsonl\njudge:\n  provder: x\n"),
      "flipgate.yml:3: unknown key 'judge.provder'"),
+    (lambda d: (d / "flipgate.yml").write_text("cases: cases.jsonl\njudge:\n  provider: openai\n"
+                                               "  model: m\n  mode: sometimes\n"),
+     "flipgate.yml:5: 'judge.mode' must be one of with_query, without_query"),
+    # With the default judge.mode (with_query), a case without a query is bad input: the
+    # azure engine would otherwise grade that row with the other rubric.
+    (lambda d: (d / "cases.jsonl").write_text(
+        '{"id": "ok", "query": "q?", "context": "c"}\n{"id": "blank", "query": "  ", "context": "c"}\n'),
+     "cases.jsonl:2: case 'blank' has an empty 'query', but judge.mode is with_query"),
 ])
 def test_bad_input_exits_2_naming_file_and_line(openai_server, tmp_path: Path, mutate, expected) -> None:
     args = write_inputs(tmp_path)

@@ -334,6 +334,8 @@ def test_a_missing_variable_renders_empty_and_the_run_warns(server: FakeOpenAI, 
     assert "prompts/answer.prompty@" in warning and "'account' (3 cases, e.g. refund-007)" in warning
     assert "generator.strict_undefined: true" in warning
     assert "account" in comment(tmp_path)
+    terminal = " ".join(result.output.split())  # the terminal says it too, wrapped or not
+    assert "Warning: prompts/answer.prompty@" in terminal and "'account' (3 cases" in terminal
 
 
 def test_a_missing_variable_exits_2_naming_template_line_and_case_when_strict(
@@ -639,3 +641,17 @@ def test_a_skipped_run_replaces_an_earlier_comment_with_the_skipped_one(
     assert report["conclusion"] == "skipped" and report["rows"] == []
     assert comment(tmp_path).splitlines()[1] == "## ⏭️ flipgate skipped: no prompt or model change"
     assert "blocked" not in comment(tmp_path)
+
+
+@pytest.mark.parametrize("sample, warned", [("", True), ("sample:\n  query: Can I get a refund?\n  context: Refunds within 30 days.\n", False)])
+def test_replay_sample_warns_when_the_file_has_no_sample(repo: GitRepo, sample: str,
+                                                         warned: bool) -> None:
+    repo.commit({"prompts/answer.prompty": PROMPT.replace("---\nsystem:", sample + "---\nsystem:", 1)})
+    result = CliRunner().invoke(cli, ["replay", "--sample", "--ref", "HEAD", "--repo", str(repo.path),
+                                      "--generator", "prompts/answer.prompty"])
+    assert result.exit_code == 0, result.output
+    request = json.loads(result.stdout)  # the request still prints, on stdout alone
+    assert request["model"] == "gpt-4o-mini"
+    assert ("warning: prompts/answer.prompty has no sample:" in result.stderr) is warned
+    if not warned:
+        assert "Can I get a refund?" in request["messages"][-1]["content"]

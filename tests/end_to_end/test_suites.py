@@ -137,7 +137,9 @@ def test_only_the_suite_whose_generator_changed_is_evaluated(server: FakeOpenAI,
     assert report["suites"]["support"]["counts"]["blocking_regressions"] == 1
     assert report["suites"]["billing"] == {**report["suites"]["billing"], "evaluated": False,
                                            "conclusion": "skipped", "rows": []}
-    assert report["counts"]["cases"] == len(SUPPORT_CASES) + len(BILLING_CASES)
+    # The top counts are what was evaluated: the skipped suite's cases are not among them.
+    assert report["counts"]["cases"] == len(SUPPORT_CASES)
+    assert report["suites"]["billing"]["counts"]["cases"] == len(BILLING_CASES)
     assert report["counts"]["blocking_regressions"] == 1
     assert [(row["id"], row["suite"]) for row in report["rows"]] == [
         ("refund-007", "support"), ("card-002", "support")]

@@ -393,7 +393,7 @@ def test_fork_under_target_with_require_command_waits_pending(harness: Harness,
 
     assert check.calls == [] and harness.own_comments() == []
     [status] = harness.server.statuses_for(harness.head)
-    assert (status["state"], status["description"]) == ("pending", WAITING_FOR_COMMAND)
+    assert (status["state"], status["description"]) == ("pending", f"#{PR}: {WAITING_FOR_COMMAND}")
 
 
 def test_fork_under_target_with_policy_run_is_evaluated(harness: Harness,
@@ -412,6 +412,7 @@ def test_a_writers_command_runs_on_the_head_pinned_when_read(harness: Harness,
     harness.server.grant("maintainer", role)
     pushed = harness.repo.commit({"prompts/answer.prompty": "v3\n"}, message="pushed")
     harness.server.push(PR, pushed)  # the PR's head when the command is read
+    harness.record_head(pushed)      # flipgate's run on that push recorded it
     command = harness.comment_event("/flipgate run")
 
     assert harness.run(check) == 0
@@ -427,6 +428,7 @@ def test_a_writers_command_evaluates_a_forks_pull_request(harness: Harness,
                                                           check: RecordingCheck,
                                                           policy: str) -> None:
     harness.server.add_pull(PR, base_sha=harness.base, head_sha=harness.head, fork=True)
+    harness.record_head()
     harness.comment_event("/flipgate run")
 
     assert harness.run(check, **{"INPUT_FORK-POLICY": policy}) == 0
@@ -437,6 +439,7 @@ def test_a_writers_command_evaluates_a_forks_pull_request(harness: Harness,
 
 def test_a_push_after_the_command_is_not_what_gets_evaluated(harness: Harness,
                                                              check: RecordingCheck) -> None:
+    harness.record_head()
     harness.comment_event("/flipgate run")
     later = harness.repo.commit({"prompts/answer.prompty": "v4\n"}, message="later")
 

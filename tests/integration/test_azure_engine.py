@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import importlib.metadata
 import importlib.util
+import json
+import re
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -58,29 +63,38 @@ def groundedness(**kwargs: Any) -> Score:
     return with_judge(lambda judge: judge.groundedness(FEE, ANSWER), **kwargs)
 
 
-@pytest.mark.parametrize("result, expected", [
-    ({"groundedness": 4.0, "groundedness_reason": " ok ", "groundedness_status": "completed"},
-     Score(4, "ok")),
-    ({"groundedness": 1.0}, Score(1, "")),
+def sdk_result(reply: str | None, **fields: Any) -> dict[str, Any]:
+    """An evaluator's result as 1.18 returns it: its own parse, and the reply in sample_output."""
+    sample = json.dumps([{"role": "assistant", "content": reply}]) if reply is not None else ""
+    return {"groundedness": 5.0, "groundedness_status": "completed",
+            "groundedness_properties": {"sample_output": sample}, **fields}
+
+
+@pytest.mark.parametrize("reply, expected", [
+    ('{"reason": " ok ", "score": 4, "status": "completed"}', Score(4, "ok")),
+    ("1", Score(1, "")),
+    ("<S0>t</S0><S1>because</S1><S2>3</S2>", Score(3, "because")),
 ])
-def test_results_map_to_scores(result: dict, expected: Score) -> None:
-    assert read_result(result, "groundedness") == expected
+def test_the_reply_inside_the_result_is_read_by_the_shared_reader(reply: str, expected: Score) -> None:
+    # The SDK's own parse (5.0 here) is never what counts.
+    assert read_result(sdk_result(reply), "groundedness") == expected
 
 
 @pytest.mark.parametrize("result, problem", [
-    ({"groundedness": float("nan")}, "the evaluator gave no score"),
-    ({"groundedness": 9.0}, "score 9 is outside 1-5"),
-    ({"groundedness": 0.0}, "score 0 is outside 1-5"),
-    ({"groundedness": 4.5}, "whole number"),
-    ({"groundedness": None, "groundedness_status": "skipped", "groundedness_reason": "empty"},
+    (sdk_result('{"score": 2, "score": 5}'), 'the key "score" twice'),   # the SDK kept the 5
+    (sdk_result('{"score": "2", "status": "completed"}'), 'got string "2"'),  # the SDK read 2
+    (sdk_result('{"score": 9}'), "score 9 is outside 1-5"),
+    (sdk_result('{"score": 4.5}'), "whole number"),
+    (sdk_result('{"score": null, "status": "skipped", "reason": "empty"}'),
      "judge skipped the evaluation: empty"),
-    ({"groundedness": True}, "no score"),
-    ({}, "no score"),
+    (sdk_result(None, groundedness_status="skipped", groundedness_reason="Not applicable: x"),
+     "carries no judge reply (status skipped: Not applicable: x)"),
+    ({"groundedness": 4.0}, "carries no judge reply"),
 ])
-def test_results_without_a_valid_score_are_judge_errors(result: dict, problem: str) -> None:
+def test_results_without_a_readable_reply_are_judge_errors(result: dict, problem: str) -> None:
     from flipgate.judges.azure_eval import _BadReply
 
-    with pytest.raises(_BadReply, match=problem):
+    with pytest.raises(_BadReply, match=re.escape(problem)):
         read_result(result, "groundedness")
 
 
@@ -115,7 +129,7 @@ def test_relevance_reuses_the_openai_engine(openai_server: FakeOpenAI) -> None:
 
 
 @pytest.mark.parametrize("reply, problem", [
-    ("this is not json", "unreadable reply: JSONDecodeError"),
+    ("this is not json", 'reply is not valid JSON (model judge-model-pinned; reply "this is not json")'),
     ({"reason": "great", "score": 9, "status": "completed"}, "score 9 is outside 1-5"),
     ({"reason": "n/a", "score": None, "status": "skipped"}, "judge skipped the evaluation"),
     ({"reason": "between", "score": 3.5}, "whole number 1-5, got 3.5"),
@@ -189,3 +203,67 @@ def test_the_engine_is_named_in_the_judge_info(openai_server: FakeOpenAI) -> Non
     judge_info = with_judge(info)
     assert (judge_info.provider, judge_info.engine, judge_info.model) == (
         "openai", "azure-ai-evaluation", JUDGE_MODEL)
+
+
+def _sdk_prompty(name: str) -> str:
+    import azure.ai.evaluation as sdk  # the engine imported it already (PF_LOGGING_LEVEL is set)
+
+    return (Path(sdk.__file__).parent / "_evaluators" / name).read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("mode, prompty, other", [
+    ("with_query", "_groundedness/groundedness_with_query.prompty",
+     "_groundedness/groundedness_without_query.prompty"),
+    ("without_query", "_groundedness/groundedness_without_query.prompty",
+     "_groundedness/groundedness_with_query.prompty"),
+])
+def test_the_mode_picks_the_sdk_prompty_and_the_report_pins_its_text(
+        openai_server: FakeOpenAI, mode: str, prompty: str, other: str) -> None:
+    openai_server.on_groundedness(lambda *_: 4)
+
+    async def score_and_describe(judge: Judge) -> Any:
+        return await judge.groundedness(FEE, ANSWER), judge.info
+
+    score, info = with_judge(score_and_describe, config=make_config(mode=mode))
+    assert score.value == 4
+    (request,) = openai_server.chat_requests("groundedness")
+    sent = "\n".join(m["content"] for m in request.body["messages"])
+    assert ("QUERY: " + FEE.query in sent) == (mode == "with_query")
+    text = _sdk_prompty(prompty)
+    # What was sent is that file's text: its system turn, word for word.
+    system = request.body["messages"][0]["content"].strip()
+    assert system in text and system not in _sdk_prompty(other)
+    assert info.mode == mode
+    assert info.rubric_hash["groundedness"] == hashlib.sha256(text.encode("utf-8")).hexdigest()
+    assert info.rubric_hash["fluency"] == hashlib.sha256(
+        _sdk_prompty("_fluency/fluency.prompty").encode("utf-8")).hexdigest()
+    assert info.sdk == {"name": "azure-ai-evaluation",
+                        "version": importlib.metadata.version("azure-ai-evaluation")}
+
+
+def test_without_query_the_sdk_never_sees_the_query(openai_server: FakeOpenAI) -> None:
+    openai_server.on_groundedness(lambda *_: 3)
+    with_judge(lambda judge: judge.groundedness(FEE, ANSWER), config=make_config(mode="without_query"))
+    (request,) = openai_server.chat_requests("groundedness")
+    assert FEE.query not in json.dumps(request.body)
+    assert "Accurate but Vague" in json.dumps(request.body)
+
+
+def test_the_sdk_and_the_mode_are_part_of_the_relevance_cache_key(openai_server: FakeOpenAI,
+                                                                  tmp_path: Path) -> None:
+    """Relevance goes through the cached LLM door: another mode or SDK is another key."""
+    from flipgate.llm.cache import Cache
+
+    openai_server.on_relevance(lambda response, i: [FEE.query])
+
+    def relevance(**judge: Any) -> None:
+        with_judge(lambda j: j.relevance([(FEE, ANSWER)]), config=make_config(**judge),
+                   runtime=Runtime(limiter=Limiter(limit=4), budget=Budget(), cache=Cache(tmp_path)))
+
+    relevance()
+    relevance()
+    assert len(openai_server.chat_requests("relevance")) == 1  # the second run hit the cache
+    relevance(mode="without_query")
+    assert len(openai_server.chat_requests("relevance")) == 2
+    relevance(engine="openai")  # the native engine: no SDK in its key
+    assert len(openai_server.chat_requests("relevance")) == 3

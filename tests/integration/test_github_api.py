@@ -117,18 +117,34 @@ def test_a_force_push_replaces_the_commits(api: RepoAPI, github_server: FakeGitH
     assert [c.sha for c in api.pull_commits(7)] == [NEWEST]
 
 
-def test_first_status_at_reads_githubs_clock_for_one_context(api: RepoAPI,
-                                                             github_server: FakeGitHub) -> None:
-    assert api.first_status_at(NEW, "flipgate") is None
-    api.set_status(NEW, StatusUpdate(state="pending", description="waiting", context="other"))
-    api.set_status(NEW, StatusUpdate(state="pending", description="waiting", context="flipgate"))
-    api.set_status(NEW, StatusUpdate(state="success", description="passed", context="flipgate"))
+def test_head_statuses_are_flipgates_pending_ones_naming_the_pull_request(
+        api: RepoAPI, github_server: FakeGitHub) -> None:
+    api.set_status(NEW, StatusUpdate(state="pending", description="#7: waiting", context="other"))
+    api.set_status(NEW, StatusUpdate(state="pending", description="#7: waiting", context="flipgate"))
+    api.set_status(NEW, StatusUpdate(state="pending", description="#8: waiting", context="flipgate"))
+    api.set_status(NEW, StatusUpdate(state="success", description="#7: passed", context="flipgate"))
+    github_server.add_status(NEW, state="pending", description="#7: waiting", creator="other[bot]")
 
-    first = api.first_status_at(NEW, "flipgate")
+    records = api.head_statuses(NEW, context="flipgate", number=7, login=github_server.login)
 
-    created = [s["created_at"] for s in github_server.statuses_for(NEW)
-               if s["context"] == "flipgate"]
-    assert first == datetime.fromisoformat(min(created))
+    [ours] = [s for s in github_server.statuses_for(NEW)
+              if s["context"] == "flipgate" and s["description"] == "#7: waiting"
+              and s["creator"]["login"] == github_server.login]
+    assert [(r.sha, r.at) for r in records] == [(NEW, datetime.fromisoformat(ours["created_at"]))]
+
+
+def test_head_rewrites_read_force_pushes_and_branch_events_from_the_timeline(
+        api: RepoAPI, github_server: FakeGitHub) -> None:
+    github_server.add_comment(7, "hello")
+    github_server.push(7, NEW, force=True)
+    github_server.add_event(7, "head_ref_deleted")
+    github_server.add_event(7, "labeled")
+
+    records = api.head_rewrites(7)
+
+    assert [(r.sha, r.rewrite, r.what) for r in records] == [
+        (NEW, True, "a force-push"), (None, True, "the head branch deleted")]
+    assert all(r.at.tzinfo is not None for r in records)
 
 
 # -- writing ---------------------------------------------------------------------
@@ -353,3 +369,30 @@ def test_an_api_url_with_a_path_prefix_is_honoured() -> None:
         assert all(r.path.startswith("/api/v3/") for r in server.requests)
     finally:
         server.stop()
+
+
+@pytest.mark.parametrize("verbose", [False, True])
+def test_the_expected_403_on_get_user_reaches_the_log_only_when_verbose(
+        api: RepoAPI, verbose: bool) -> None:
+    import logging
+
+    from flipgate.github.api import github_logging
+
+    class Collect(logging.Handler):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lines: list[str] = []
+
+        def emit(self, record: logging.LogRecord) -> None:
+            self.lines.append(record.getMessage())
+
+    collect = Collect()
+    logger = logging.getLogger("github")
+    logger.addHandler(collect)  # beside PyGithub's own stderr handler
+    github_logging(verbose=verbose)
+    try:
+        assert api.own_login() == ACTIONS_BOT_LOGIN
+    finally:
+        logger.removeHandler(collect)
+        logger.setLevel(logging.INFO)  # PyGithub's own default
+    assert any("failed with 403" in line for line in collect.lines) is verbose

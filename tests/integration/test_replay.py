@@ -132,7 +132,7 @@ def test_the_cache_answers_a_second_replay_and_is_keyed_by_the_request(openai_se
     assert second == first
     assert openai_server.requests == []
     assert second_runtime.usage_report()["baseline"]["requests"] == 0
-    assert second_runtime.cache.stats() == {"hits": 12, "misses": 0}
+    assert second_runtime.cache.stats() == {"hits": 12, "misses": 0, "rejected": 0}
     run(prepared(PROMPT.replace("0.3", "0.4")), runtime_for(tmp_path))  # a new parameter: new requests
     assert len(openai_server.chat_requests("generation")) == 12
 

@@ -116,6 +116,12 @@ class Harness:
         self._write_event("issue_comment", event)
         return comment
 
+    def record_head(self, sha: str | None = None) -> None:
+        """What flipgate's run on a push leaves: a pending status naming the PR on its head
+        (GitHub's clock), from which a later command's head is proven."""
+        self.server.add_status(sha or self.head, state="pending",
+                               description=f"#{PR}: evaluating {(sha or self.head)[:7]}…")
+
     # -- running
     def run(self, check: Callable[..., Any] | None, **env: str) -> int:
         self.env.update(env)

@@ -31,6 +31,11 @@ What it serves (one repository, `owner/name`, real response shapes)
 - ``POST /repos/{o}/{r}/statuses/{sha}`` (description at most 140 characters,
   else 422);
 - ``GET /repos/{o}/{r}/commits/{sha}`` (422 for a SHA it doesn't know);
+- ``GET /repos/{o}/{r}/issues/{n}/timeline``: the PR's events as GitHub's timeline
+  lists them, paged: ``commented`` for each comment, ``committed`` for each of its
+  commits (no ``created_at``: GitHub gives only the dates the author wrote),
+  ``head_ref_force_pushed`` for each ``push(..., force=True)`` (``commit_id`` the new
+  head, ``created_at`` the server's clock), and whatever ``add_event`` adds;
 - ``GET /repos/{o}/{r}/collaborators/{user}/permission``: the role given with
   ``grant(user, role)`` (``admin | maintain | write | triage | read``), with the
   legacy ``permission`` field GitHub derives from it (maintain -> write, triage
@@ -95,6 +100,10 @@ _ROUTES = Map([
     Rule("/repos/<owner>/<repo>/commits/<sha>", endpoint="commit", methods=["GET"]),
     Rule("/repos/<owner>/<repo>/collaborators/<user>/permission", endpoint="permission",
          methods=["GET"]),
+    Rule("/repos/<owner>/<repo>/issues/<int:number>/timeline", endpoint="timeline",
+         methods=["GET"]),
+    Rule("/repositories/<int:repo_id>/issues/<int:number>/timeline", endpoint="timeline",
+         methods=["GET"]),
 ])
 
 
@@ -143,6 +152,7 @@ class FakeGitHub:
     roles: dict[str, str] = field(default_factory=dict)
     commits: dict[str, datetime] = field(default_factory=dict)
     requests: list[Recorded] = field(default_factory=list)
+    events: dict[int, list[dict[str, Any]]] = field(default_factory=dict)  # timeline, not comments
 
     def __post_init__(self) -> None:
         self._lock = threading.RLock()
@@ -199,6 +209,36 @@ class FakeGitHub:
                                  [sha for sha in record["commits"] if sha != head_sha])
             record["commits"].append(head_sha)
             self.commits[head_sha] = committed_at or self._tick()
+            if force:
+                self.add_event(number, "head_ref_force_pushed", commit_id=head_sha,
+                               actor=record["author"])
+
+    def add_event(self, number: int, event: str, *, commit_id: str | None = None,
+                  actor: str = "contributor", created_at: datetime | None = None) -> None:
+        """An issue event on the PR's timeline (`head_ref_force_pushed`, `head_ref_deleted`...)."""
+        with self._lock:
+            event_id = next(self._ids)
+            api = self._api(f"/repos/{self.repository}")
+            self.events.setdefault(number, []).append({
+                "id": event_id, "node_id": _node_id("event", event_id),
+                "url": f"{api}/issues/events/{event_id}", "actor": self._user(actor),
+                "event": event, "commit_id": commit_id,
+                "commit_url": f"{api}/commits/{commit_id}" if commit_id else None,
+                "created_at": _stamp(created_at or self._tick()),
+                "performed_via_github_app": None})
+
+    def add_status(self, sha: str, *, state: str, description: str, context: str = "flipgate",
+                   creator: str | None = None) -> None:
+        """A commit status as someone set it earlier (`creator`: whose token; ours by default)."""
+        with self._lock:
+            status_id = next(self._ids)
+            created = self._now()
+            self.statuses.append({
+                "sha": sha, "url": self._api(f"/repos/{self.repository}/statuses/{sha}"),
+                "id": status_id, "node_id": _node_id("status", status_id), "state": state,
+                "description": description, "target_url": None, "context": context,
+                "created_at": created, "updated_at": created,
+                "creator": self._user(creator or self.login)})
 
     def add_commit(self, sha: str, committed_at: datetime) -> None:
         with self._lock:
@@ -496,6 +536,19 @@ class FakeGitHub:
                         for status in reversed(self.statuses) if status["sha"] == sha]
         return self._page(request, newest_first,
                           f"/repositories/{self.repo_id}/commits/{sha}/statuses")
+
+    def _on_timeline(self, request: Request, body: Any, number: int) -> Response:
+        if number not in self.pulls:
+            return _message(404, "Not Found")
+        record = self.pulls[number]
+        stamped = [(comment["created_at"], {"event": "commented", "actor": comment["user"],
+                                            **comment}) for comment in self.comments[number]]
+        stamped += [(event["created_at"], event) for event in self.events.get(number, [])]
+        # GitHub places commits by the dates their author wrote, which prove nothing.
+        stamped += [(_stamp(self.commits[sha]), {**self._commit(sha), "event": "committed"})
+                    for sha in record["commits"]]
+        items = [item for _, item in sorted(stamped, key=lambda pair: pair[0])]
+        return self._page(request, items, f"/repositories/{self.repo_id}/issues/{number}/timeline")
 
     def _on_permission(self, request: Request, body: Any, user: str) -> Response:
         role = self.roles.get(user, "read")

@@ -104,7 +104,7 @@ import struct
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -361,6 +361,8 @@ class FakeOpenAI:
         self.missing_models: set[str] = set()
         self._calls: Counter[tuple[str, str | None, JudgeInputs]] = Counter()
         self.system_fingerprint: str | None = "fp_loopback"
+        # When set, only these bearer tokens are accepted (an Entra ID sign-in under test).
+        self.bearer_tokens: Collection[str] | None = None
         # kind -> model -> script, for judges scripted per model (a second opinion).
         self._per_model: dict[str, dict[str, Callable[..., Any]]] = {}
         self._generation: Callable[[dict[str, Any]], Any] = default_generation
@@ -517,7 +519,12 @@ class FakeOpenAI:
         if record.deployment is not None and "api-version" not in request.args:
             return _error(404, "api-version query parameter is missing", "not_found")
         auth = request.headers.get("Authorization", "")
-        if not (auth.startswith("Bearer ") and auth[7:].strip()) and not request.headers.get("api-key"):
+        if self.bearer_tokens is not None:
+            # Entra ID: only a bearer token the loopback authority issued is let in.
+            if not auth.startswith("Bearer ") or auth[7:] not in self.bearer_tokens:
+                return _error(401, "Access denied due to invalid subscription key or wrong API "
+                              "endpoint, or the bearer token is not valid.", "PermissionDenied")
+        elif not (auth.startswith("Bearer ") and auth[7:].strip()) and not request.headers.get("api-key"):
             return _error(401, "missing API key", "invalid_api_key")
         if not isinstance(record.body, dict):
             return _error(400, "body must be a JSON object", "invalid_request_error")

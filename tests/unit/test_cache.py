@@ -22,7 +22,7 @@ def test_round_trip_and_statistics(tmp_path: Path) -> None:
     assert cache.get({"q": "x"}) is None
     cache.put({"q": "x"}, {"content": "ünïcode"})
     assert cache.get({"q": "x"}) == {"content": "ünïcode"}
-    assert cache.stats() == {"hits": 1, "misses": 1}
+    assert cache.stats() == {"hits": 1, "misses": 1, "rejected": 0}
 
 
 def test_a_corrupt_entry_is_a_miss(tmp_path: Path) -> None:

@@ -78,3 +78,32 @@ def test_a_terminal_gets_one_bar_per_phase() -> None:
     bar.close()
     assert [(t.description, t.total, t.completed) for t in bar._progress.tasks] == [
         ("generation", 4, 1), ("judging", 6, 2)]
+
+
+def test_the_bar_keeps_its_count_and_eta_on_an_80_column_terminal() -> None:
+    import io
+
+    from rich.console import Console
+
+    from flipgate.output.progress import Bar
+
+    live = Console(file=io.StringIO(), width=80, force_terminal=True, color_system=None)
+    console = Console(file=io.StringIO(), width=80, color_system=None)
+    bar = Bar(console=live)
+    bar.watch(lambda: (123_456, 98_765_432))
+    bar.show(lambda: "concurrency 8/8, 429s 12, paused 3s for the provider's limit")
+    try:
+        bar.add(2_000, "judging")
+        bar.advance(1_234, "judging")
+        console.print(bar.renderable())
+    finally:
+        bar.close()
+    import re
+
+    shown = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", console.file.getvalue())
+    lines = [line for line in shown.splitlines() if "judging" in line]
+    assert lines, shown
+    assert all(len(line) <= 80 for line in lines)
+    last = lines[-1]  # the live display's first frames come before the counts
+    assert "1234/2000" in last and "ETA" in last
+    assert "…" in last  # the usage text is what gives way

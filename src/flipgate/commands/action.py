@@ -17,7 +17,9 @@ from flipgate.commands.common import concurrency_option
               help="Where model replies are cached, relative to the workspace.")
 @click.option("--no-cache", is_flag=True, help="Neither read nor write the cache.")
 @concurrency_option
-def action(cache_dir: str, no_cache: bool, concurrency: int | None) -> None:
+@click.option("--verbose", is_flag=True, help="Also log the GitHub client's own messages "
+              "(each request it retried or that was refused).")
+def action(cache_dir: str, no_cache: bool, concurrency: int | None, verbose: bool) -> None:
     """Run as the flipgate GitHub Action: read the event, check the PR, comment, set the status.
 
     Reads the standard Actions variables (GITHUB_EVENT_NAME, GITHUB_EVENT_PATH,
@@ -27,7 +29,9 @@ def action(cache_dir: str, no_cache: bool, concurrency: int | None) -> None:
     not finish.
     """
     from flipgate.github.action import CheckOptions, main
+    from flipgate.github.api import github_logging
 
+    github_logging(verbose=verbose)
     # Files written into the workspace stay readable by its owner and by actions/cache.
     os.umask(0o022)
     options = CheckOptions(cache=None if no_cache else Path(cache_dir), concurrency=concurrency)

@@ -28,7 +28,7 @@ def _read(path: str) -> bytes:
               help='Labels (JSONL): {"id", "side": "baseline"|"candidate", "label": BUCKET}.')
 @click.option("--template", "template_path", type=click.Path(dir_okay=False),
               help="Write a labels file to fill in for this report.json, flipped rows first.")
-@click.option("--out", "out", default=None,
+@click.option("--out", "out", metavar="PATH", default=None,
               help=f"With --labels: the folder for calibration.json and calibration.md (default "
                    f"{DEFAULT_OUT_DIR}/). With --template: the labels file (default labels.jsonl).")
 @report_failures

@@ -34,7 +34,7 @@ from flipgate.config.schema import DEFAULT_OUT_DIR, GateConfig
               help="Candidate responses (JSONL).")
 @config_option
 @judge_option
-@click.option("--out", "out_dir", default=DEFAULT_OUT_DIR, show_default=True,
+@click.option("--out", "out_dir", metavar="PATH", default=DEFAULT_OUT_DIR, show_default=True,
               type=click.Path(file_okay=False), help="Where report.json and comment.md go.")
 @cache_options
 @concurrency_option
@@ -55,12 +55,13 @@ def gate(cases_path: str, baseline_path: str, candidate_path: str, config_path: 
 
     from flipgate.verdict import gate as gate_core
     from flipgate.output import progress
-    from flipgate.config.cases import load_answer_sets, load_cases
+    from flipgate.config.cases import load_answer_sets, load_cases, require_queries
     from flipgate.config.schema import Config
     from flipgate.errors import IncompleteError
     from flipgate.judges import make_judges
     from flipgate.model import Conclusion
     from flipgate.output.write import write_outputs
+    from flipgate.llm.cache_secret import cache_secret
     from flipgate.llm.runtime import Runtime
     from flipgate.run.scoring import Scored, build_report, score_rows, stopped_note
     from flipgate.run.shards import Shard, digest, write_partial
@@ -79,14 +80,18 @@ def gate(cases_path: str, baseline_path: str, candidate_path: str, config_path: 
     if concurrency is not None:
         config = dataclasses.replace(config, concurrency=concurrency)
     cases = load_cases(cases_path)
+    require_queries(cases, source=cases_path, mode=config.judge.mode)
     baseline, candidate = load_answer_sets(cases, cases_path, [baseline_path, candidate_path])
     part = Shard.parse(shard) if shard else None
     total = len(cases)
     if part is not None:
         cases, positions = part.select(cases)
 
-    runtime = Runtime.from_config(config, cache_dir=cache_dir_or_none(cache_dir, no_cache))
-    the_judge = make_judges(config, runtime=runtime, settings=settings_from_env(), provider=judge)
+    settings = settings_from_env()
+    cache = cache_dir_or_none(cache_dir, no_cache)
+    runtime = Runtime.from_config(config, cache_dir=cache, cache_key=cache_secret(settings).key
+                                  if cache is not None else None)
+    the_judge = make_judges(config, runtime=runtime, settings=settings, provider=judge)
     bar = progress.for_stream(sys.stderr)
     runtime.attach(bar)
 

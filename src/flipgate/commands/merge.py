@@ -13,7 +13,7 @@ from flipgate.config.schema import DEFAULT_OUT_DIR
 
 @click.command("merge")
 @click.argument("partials", nargs=-1, required=True, type=click.Path())
-@click.option("--out", "out_dir", default=DEFAULT_OUT_DIR, show_default=True,
+@click.option("--out", "out_dir", metavar="PATH", default=DEFAULT_OUT_DIR, show_default=True,
               type=click.Path(file_okay=False), help="Where report.json and comment.md go.")
 @report_failures
 def merge(partials: tuple[str, ...], out_dir: str) -> None:

@@ -72,7 +72,7 @@ def summary_lines(outcome: Outcome, *, minimum: int, blocking: frozenset[str], o
 
 @click.command("record")
 @click.argument("inputs", nargs=-1, required=True, type=click.Path(dir_okay=False))
-@click.option("--out", "out_path", required=True, type=click.Path(dir_okay=False),
+@click.option("--out", "out_path", metavar="PATH", required=True, type=click.Path(dir_okay=False),
               help="The cases file to create or extend (JSONL).")
 @click.option("--format", "input_format", type=click.Choice(FORMATS), default=None,
               help="Input format (default: detected per file).")

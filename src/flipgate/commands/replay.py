@@ -25,7 +25,7 @@ from flipgate.config.schema import DEFAULT_CONFIG
 @click.option("--config", "config_path", default=None,
               help=f"Configuration file, a path inside the repository (read from the ref; "
                    f"default {DEFAULT_CONFIG}).")
-@click.option("--out", "out_path", type=click.Path(dir_okay=False),
+@click.option("--out", "out_path", metavar="PATH", type=click.Path(dir_okay=False),
               help="Where the responses JSONL goes (required unless --sample).")
 @click.option("--sample", is_flag=True,
               help="Send nothing: print the request the generator would send for its own sample.")
@@ -55,7 +55,9 @@ def replay(ref: str, config_path: str | None, out_path: str | None, sample: bool
 
     if sample:
         request = replay_sample(repo=Path(repo), ref=ref, settings=settings_from_env(),
-                                config_path=config_path, generator=generator, suite=suite)
+                                config_path=config_path, generator=generator, suite=suite,
+                                warn=lambda text: click.echo(f"flipgate: warning: {visible(text)}",
+                                                             err=True))
         click.echo(json.dumps(request, indent=2, ensure_ascii=False))
         return
     if out_path is None:

@@ -25,7 +25,8 @@ if TYPE_CHECKING:
 
 
 def usage_line(usage: dict[str, dict[str, int]] | None, cache: dict[str, int] | None) -> str:
-    """One line for stderr: requests and tokens per purpose, and cache hits and misses."""
+    """One line for stderr: requests and tokens per purpose, and cache hits, misses and rejected
+    entries."""
     parts = []
     for purpose, counts in (usage or {}).items():
         tokens = counts.get("prompt_tokens", 0) + counts.get("completion_tokens", 0)
@@ -35,6 +36,9 @@ def usage_line(usage: dict[str, dict[str, int]] | None, cache: dict[str, int] | 
     line = "usage: " + ("; ".join(parts) if parts else "no model requests")
     if cache is not None and (cache.get("hits") or cache.get("misses")):
         line += f" | cache: {cache.get('hits', 0):,} hits, {cache.get('misses', 0):,} misses"
+        if cache.get("rejected"):
+            line += (f", {cache['rejected']:,} rejected (not signed with this run's key: "
+                     "ignored and asked again)")
     return line
 
 
@@ -57,7 +61,7 @@ def e2e_line(e2e: E2EReport) -> str:
 @click.option("--head", required=True, help="The head ref (the pull request), e.g. HEAD.")
 @click.option("--config", "config_path", default=DEFAULT_CONFIG, show_default=True,
               help="Configuration file, a path inside the repository (read from the base ref).")
-@click.option("--out", "out_dir", default=DEFAULT_OUT_DIR, show_default=True,
+@click.option("--out", "out_dir", metavar="PATH", default=DEFAULT_OUT_DIR, show_default=True,
               type=click.Path(file_okay=False), help="Where report.json and comment.md go.")
 @judge_option
 @cache_options

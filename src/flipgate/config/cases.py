@@ -13,6 +13,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from flipgate.config.schema import WITH_QUERY, WITHOUT_QUERY
 from flipgate.errors import InputError, Problem
 from flipgate.model import Answer, Case
 from flipgate.text.parsing import decode_utf8, load_json
@@ -95,6 +96,18 @@ def parse_cases(data: bytes, *, source: str) -> list[Case]:
     if problems:
         raise InputError(problems)
     return cases
+
+
+def require_queries(cases: Sequence[Case], *, source: str, mode: str) -> None:
+    """With `judge.mode: with_query` the rubric grades each answer against its query, so a
+    case without one is bad input, never a row scored by another rubric."""
+    if mode != WITH_QUERY:
+        return
+    problems = [Problem(source, case.line, f"case '{case.id}' has an empty 'query', but judge.mode is "
+                        f"{WITH_QUERY} (give it a query, or set judge.mode: {WITHOUT_QUERY})")
+                for case in cases if not case.query.strip()]
+    if problems:
+        raise InputError(problems)
 
 
 def parse_responses_located(data: bytes, *, source: str) -> tuple[dict[str, Answer], dict[str, int]]:

@@ -6,6 +6,7 @@ from. Unknown keys are errors, so a typo never silently weakens the gate.
 
 from __future__ import annotations
 
+import datetime
 import os
 import re
 from collections.abc import Callable, Sequence
@@ -40,6 +41,17 @@ ENGINES = (OPENAI_ENGINE, AZURE_ENGINE)
 
 
 SECOND_OPINION_MODES = ("replace", "both")
+# `judge.mode`: the groundedness rubric, the same for both sides (report.json judge.mode).
+WITH_QUERY, WITHOUT_QUERY = "with_query", "without_query"
+JUDGE_MODES = (WITH_QUERY, WITHOUT_QUERY)
+# How flipgate signs in to an Azure endpoint: the key from the environment, or
+# Microsoft Entra ID through azure-identity (llm/entra.py).
+AUTH_KEY, AUTH_ENTRA = "key", "entra"
+AUTHS = (AUTH_KEY, AUTH_ENTRA)
+# A second opinion from the Azure AI evaluation service (GroundednessProEvaluator):
+# a true/false verdict instead of a 1-5 score.
+GROUNDEDNESS_PRO = "groundedness_pro"
+SECOND_OPINION_ENGINES = (GROUNDEDNESS_PRO,)
 
 
 @dataclass(frozen=True)
@@ -56,6 +68,8 @@ class SecondOpinionConfig:
     reasoning: bool | None = None    # None: as the judge
     timeout: float | None = None
     max_retries: int | None = None
+    engine: str | None = None        # None: a chat model; groundedness_pro: the Azure AI service
+    azure_ai_project: str | None = None  # groundedness_pro's project endpoint (a URL)
 
 
 @dataclass(frozen=True)
@@ -63,9 +77,11 @@ class JudgeConfig:
     provider: str = "offline"
     model: str = OFFLINE_MODEL
     engine: str = OPENAI_ENGINE
+    mode: str = WITH_QUERY           # with_query | without_query (JUDGE_MODES)
     base_url: str | None = None
     azure_endpoint: str | None = None
     api_version: str | None = None
+    auth: str = AUTH_KEY             # key | entra (azure only)
     reasoning: bool = False
     timeout: float = DEFAULT_TIMEOUT_SECONDS
     max_retries: int = DEFAULT_MAX_RETRIES  # other transient failures (5xx, timeouts), per request
@@ -89,17 +105,24 @@ def second_judge(judge: JudgeConfig, provider: str | None = None) -> JudgeConfig
     first = provider or judge.provider
     if first == "offline" and judge.provider != "offline" and second.provider != "offline":
         return None
+    if second.engine == GROUNDEDNESS_PRO:
+        # Not a chat model: the service's verdict, signed in through Entra ID.
+        return JudgeConfig(provider="azure", model=GROUNDEDNESS_PRO, engine=GROUNDEDNESS_PRO,
+                           auth=AUTH_ENTRA, timeout=second.timeout or judge.timeout,
+                           max_retries=judge.max_retries if second.max_retries is None
+                           else second.max_retries, max_wait=judge.max_wait)
     if second.provider is None:
         if first == "offline":
             return None
-        return JudgeConfig(provider=first, model=second.model, base_url=judge.base_url,
+        return JudgeConfig(provider=first, model=second.model, mode=judge.mode, base_url=judge.base_url,
                            azure_endpoint=judge.azure_endpoint, api_version=judge.api_version,
+                           auth=judge.auth,
                            reasoning=judge.reasoning if second.reasoning is None else second.reasoning,
                            timeout=second.timeout or judge.timeout,
                            max_retries=judge.max_retries if second.max_retries is None
                            else second.max_retries, max_wait=judge.max_wait, seed=judge.seed)
     return JudgeConfig(provider=second.provider, model=second.model or OFFLINE_MODEL,
-                       base_url=second.base_url, azure_endpoint=second.azure_endpoint,
+                       mode=judge.mode, base_url=second.base_url, azure_endpoint=second.azure_endpoint,
                        api_version=second.api_version, reasoning=bool(second.reasoning),
                        timeout=second.timeout or judge.timeout,
                        max_retries=judge.max_retries if second.max_retries is None
@@ -147,6 +170,7 @@ class EndpointConfig:
     api_version: str | None = None
     deployment: str | None = None     # the model (azure: the deployment) when the file names none
     model: str | None = None          # the same, spelled for openai
+    auth: str = AUTH_KEY              # key | entra: how the generator's Azure endpoint is signed in to
 
 
 @dataclass(frozen=True)
@@ -239,11 +263,18 @@ def _is_str(value: Any) -> str | None:
     return None if isinstance(value, str) and value.strip() else "must be a non-empty string"
 
 
-def _is_text(value: Any) -> str | None:
-    """A string; YAML's dates (`api_version: 2024-10-21`) count as their text."""
-    import datetime
-
-    return None if isinstance(value, datetime.date) else _is_str(value)
+def _api_versions_as_text(values: Any) -> None:
+    """Every `api_version` that YAML read as a date (`api_version: 2024-10-21`, as
+    Azure's docs write it) becomes its ISO text, wherever the key is accepted."""
+    if isinstance(values, list):
+        for item in values:
+            _api_versions_as_text(item)
+    elif isinstance(values, dict):
+        for key, value in values.items():
+            if key == "api_version" and isinstance(value, datetime.date):
+                values[key] = value.isoformat()
+            else:
+                _api_versions_as_text(value)
 
 
 def _is_bool(value: Any) -> str | None:
@@ -296,9 +327,10 @@ _SCHEMA: dict[str, Any] = {
             "provider": _one_of(("openai", "azure")),
             "base_url": _is_str,
             "azure_endpoint": _is_str,
-            "api_version": _is_text,
+            "api_version": _is_str,
             "deployment": _is_str,
             "model": _is_str,
+            "auth": _one_of(AUTHS),
         },
         "strict_undefined": _is_bool,
     },
@@ -308,9 +340,11 @@ _SCHEMA: dict[str, Any] = {
         "provider": _one_of(PROVIDERS),
         "model": _is_str,
         "engine": _one_of(ENGINES),
+        "mode": _one_of(JUDGE_MODES),
         "base_url": _is_str,
         "azure_endpoint": _is_str,
         "api_version": _is_str,
+        "auth": _one_of(AUTHS),
         "reasoning": _is_bool,
         "timeout": _is_positive_number,
         "max_retries": _is_count,
@@ -327,6 +361,10 @@ _SCHEMA: dict[str, Any] = {
             "reasoning": _is_bool,
             "timeout": _is_positive_number,
             "max_retries": _is_count,
+            "engine": _one_of(SECOND_OPINION_ENGINES),
+            "azure_ai_project": lambda v: None if isinstance(v, str) and v.startswith("https://")
+            else "must be the project's https:// endpoint "
+                 "(https://RESOURCE.services.ai.azure.com/api/projects/PROJECT)",
         },
     },
     "gate": {"blocking_categories": _is_str_list, "min_cases_per_category": _is_positive_int,
@@ -380,6 +418,7 @@ def parse_config(text: str, *, source: str = DEFAULT_CONFIG, directory: str = ".
     if not isinstance(loaded, dict):
         raise InputError(Problem(source, 1, "must be a mapping of settings (key: value)"))
     data: dict[str, Any] = loaded
+    _api_versions_as_text(data)
 
     def check_section(values: dict[Any, Any], schema: dict[str, Any], path: tuple[str, ...]) -> None:
         for key, value in values.items():
@@ -419,6 +458,14 @@ def parse_config(text: str, *, source: str = DEFAULT_CONFIG, directory: str = ".
         problem(("judge",), f"'judge.model' is required for provider {provider} (pin the judge)")
     if judge_values.get("engine") == AZURE_ENGINE and provider == "offline":
         problem(("judge", "engine"), "'judge.engine' azure-ai-evaluation needs provider openai or azure")
+    if judge_values.get("auth") == AUTH_ENTRA and provider != "azure":
+        problem(("judge", "auth"), "'judge.auth' entra signs in to Azure: it needs provider azure")
+    generator_values = data.get("generator")
+    endpoint_values = generator_values.get("endpoint") if isinstance(generator_values, dict) else None
+    if isinstance(endpoint_values, dict) and endpoint_values.get("auth") == AUTH_ENTRA \
+            and endpoint_values.get("provider", "azure") != "azure":
+        problem(("generator", "endpoint", "auth"),
+                "'generator.endpoint.auth' entra signs in to Azure: it needs provider azure")
     second_values = judge_values.get("second_opinion")
     if isinstance(second_values, dict):
         _check_second_opinion(second_values, judge_values, problem)
@@ -493,8 +540,7 @@ def _generator_of(value: Any) -> tuple[str | None, GeneratorOptions]:
         return value, GeneratorOptions()
     endpoint = value.get("endpoint")
     return value.get("path"), GeneratorOptions(
-        endpoint=EndpointConfig(**{k: v.isoformat() if hasattr(v, "isoformat") else str(v)
-                                   for k, v in endpoint.items()}) if endpoint else None,
+        endpoint=EndpointConfig(**{k: str(v) for k, v in endpoint.items()}) if endpoint else None,
         strict_undefined=value.get("strict_undefined", False))
 
 
@@ -556,6 +602,9 @@ def _check_second_opinion(second: dict[Any, Any], judge: dict[Any, Any],
                           problem: Callable[[tuple[str, ...], str], None]) -> None:
     """A second opinion names its judge, and is a different judge from the first."""
     here = ("judge", "second_opinion")
+    if second.get("engine") == GROUNDEDNESS_PRO or "azure_ai_project" in second:
+        _check_groundedness_pro(second, judge, problem)
+        return
     own_provider = second.get("provider")
     if "model" in second and "deployment" in second:
         problem(here, "'judge.second_opinion' takes model or deployment, not both")
@@ -576,6 +625,28 @@ def _check_second_opinion(second: dict[Any, Any], judge: dict[Any, Any],
     if same_endpoint and named is not None and named == judge.get("model"):
         problem(here, "'judge.second_opinion' must be a different judge: it names the judge's own "
                       f"model {named!r} on the same endpoint")
+
+
+def _check_groundedness_pro(second: dict[Any, Any], judge: dict[Any, Any],
+                            problem: Callable[[tuple[str, ...], str], None]) -> None:
+    """The Azure AI service's verdict: an Azure run, a project to ask, and no chat model."""
+    here = ("judge", "second_opinion")
+    if second.get("engine") != GROUNDEDNESS_PRO:
+        problem((*here, "azure_ai_project"), "'judge.second_opinion.azure_ai_project' is for "
+                                             f"'engine: {GROUNDEDNESS_PRO}'")
+        return
+    if judge.get("provider", "offline") != "azure" or second.get("provider", "azure") != "azure":
+        where = (*here, "provider") if "provider" in second else (*here, "engine")
+        problem(where, f"'judge.second_opinion.engine' {GROUNDEDNESS_PRO} is an Azure AI service: "
+                       "it needs 'judge.provider: azure'")
+    if "azure_ai_project" not in second:
+        problem((*here, "engine"), f"'judge.second_opinion.engine' {GROUNDEDNESS_PRO} needs "
+                                   "'azure_ai_project' (https://RESOURCE.services.ai.azure.com/"
+                                   "api/projects/PROJECT)")
+    for key in ("model", "deployment", "base_url", "azure_endpoint", "api_version", "reasoning"):
+        if key in second:
+            problem((*here, key), f"'judge.second_opinion.{key}' does not apply to "
+                                  f"'engine: {GROUNDEDNESS_PRO}' (the service picks its own model)")
 
 
 def load_config(path: str | os.PathLike[str]) -> Config:

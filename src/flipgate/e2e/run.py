@@ -58,14 +58,15 @@ def e2e_wanted(config: Config, *, trusted: bool, request: E2ERequest | None) -> 
 
 async def run_e2e(*, config: E2EConfig, source: str, repo: Path, git: Git, base_sha: str,
                   cases: Sequence[Case], frozen: Sequence[Row], request: E2ERequest,
-                  cache_dir: Path | None, limit: int, gate_cases: GateCases,
+                  cache: Cache | None, limit: int, gate_cases: GateCases,
                   progress: Progress | None = None) -> E2EReport:
     """Fetch every case's live context with the base's retriever, gate both versions on them,
     and compare each row with the frozen run. Never raises for a failure of its own: a
     stopped end-to-end run is reported as such, since it never blocks."""
     import httpx
 
-    cache = Cache(cache_dir / CACHE_SUBDIR) if cache_dir is not None else None
+    # The run's cache (signed with its key, counted with it), in a folder of its own.
+    cache = cache.child(CACHE_SUBDIR) if cache is not None else None
     description = f"command `{config.command}`" if config.command is not None else f"POST {config.url}"
     try:
         with tempfile.TemporaryDirectory(prefix="flipgate-e2e-") as scratch:

@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from flipgate.config.schema import Config, EndpointConfig
+from flipgate.config.schema import AUTH_ENTRA, AUTH_KEY, Config, EndpointConfig
 from flipgate.errors import InputError, Problem, SecurityError
 from flipgate.llm.client import Endpoint, azure_endpoint, openai_endpoint
 from flipgate.prompty import Prompty
@@ -378,6 +378,7 @@ class _Target:
     url: str | None
     api_version: str | None
     deployment: str | None           # from generator.endpoint, when the file names no model
+    auth: str = AUTH_KEY             # generator.endpoint.auth (the base's configuration)
 
 
 def _target(trusted: Prompty, configuration: Mapping[str, str | None], settings: EndpointConfig | None,
@@ -406,15 +407,20 @@ def _target(trusted: Prompty, configuration: Mapping[str, str | None], settings:
     else:
         url = configuration.get("base_url") or setting("base_url") or environ.get("OPENAI_BASE_URL")
         version = None
+    auth = settings.auth if settings is not None else AUTH_KEY
+    if auth == AUTH_ENTRA and kind != "azure_openai":
+        raise InputError(Problem(config_source, None, "generator.endpoint.auth entra signs in to "
+                                 f"Azure, but the generator's endpoint is {kind} ({trusted.source})"))
     return _Target(kind=kind, url=url, api_version=version,
-                   deployment=setting("deployment") or setting("model"))
+                   deployment=setting("deployment") or setting("model"), auth=auth)
 
 
 def _endpoint(target: _Target, model: str, settings: Settings) -> Endpoint:
     """The endpoint; what neither the file, generator.endpoint nor the environment says
     is the openai client's own default (llm.py)."""
     if target.kind == "azure_openai":
-        return azure_endpoint(target.url, target.api_version, deployment=model, settings=settings)
+        return azure_endpoint(target.url, target.api_version, deployment=model, settings=settings,
+                              auth=target.auth)
     return openai_endpoint(target.url, settings=settings)
 
 

@@ -150,6 +150,26 @@ def changed_paths(repo: Path, base: str, head: str, *, git: Git = Git()) -> list
     return sorted({_path_text(p) for p in result.stdout.split(b"\x00") if p})
 
 
+def top_level(directory: Path, *, git: Git = Git()) -> Path:
+    """The root of the work tree `directory` is in; InputError (exit 2) when it is in none."""
+    result = git.run(directory, "rev-parse", "--show-toplevel", check=False)
+    if result.returncode != 0 or not result.stdout.strip():
+        raise InputError(f"{directory} is not a git repository (run `git init` there first)")
+    return Path(result.stdout.decode("utf-8", "surrogateescape").strip())
+
+
+def index_tree(repo: Path, *, git: Git = Git()) -> str:
+    """A tree object of what the index holds (`git write-tree`): the tracked files as
+    they would be committed, readable with `read` before any commit exists."""
+    return git.run(repo, "write-tree").stdout.decode().strip()
+
+
+def tree_paths(repo: Path, tree: str, *, git: Git = Git()) -> list[str]:
+    """Every file path of a tree or commit, sorted."""
+    result = git.run(repo, "ls-tree", "-r", "-z", "--name-only", "--full-tree", "--end-of-options", tree)
+    return sorted(_path_text(p) for p in result.stdout.split(b"\x00") if p)
+
+
 def _path_text(raw: bytes) -> str:
     """A path git listed, as text that can be written anywhere (report.json, a comment).
 

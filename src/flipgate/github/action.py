@@ -11,6 +11,7 @@ loopback servers and a temporary repository.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import sys
@@ -39,6 +40,7 @@ from flipgate.errors import (
 from flipgate.text.escaping import short, shorten
 from flipgate.github import joblog
 from flipgate.github import texts as messages
+from flipgate.github.cancel import STATUS_BUDGET, Cancellation, handled, within
 from flipgate.github.api import GitHubError, RepoAPI, StatusUpdate, connect
 from flipgate.github.event import (
     AwaitCommand,
@@ -55,10 +57,11 @@ from flipgate.github.event import (
     may_command,
 )
 from flipgate.github.ownership import hand_back
-from flipgate.github.pinning import Commit, Unpinned, pin_head
+from flipgate.github.pinning import Unpinned, pin_head
 from flipgate.github.inputs import Settings, export_model_keys
 from flipgate.github.sticky import CommentMode, Published, body_limit, publish
 from flipgate.github.workflow import Workflow
+from flipgate.github.workspace_guard import refuse_unsafe_places
 from flipgate.git.repository import Git
 from flipgate.model import Conclusion, Report
 from flipgate.output.progress import LOG_EVERY, PeriodicLines
@@ -201,7 +204,19 @@ def main(environ: MutableMapping[str, str] | None = None, *, check: CheckRunner 
         workflow.append_summary(messages.fork_cannot_run(activity.pull))
         return EXIT_PASS
 
+    cancellation = Cancellation()
+    with handled(cancellation):
+        return _act(settings, run_settings, activity, workflow, api_factory=api_factory,
+                    check=check, options=options, cancellation=cancellation)
+
+
+def _act(settings: Settings, run_settings: RunSettings, activity: object, workflow: Workflow, *,
+         api_factory: Callable[[Settings], RepoAPI], check: CheckRunner | None,
+         options: CheckOptions, cancellation: Cancellation) -> int:
     api = api_factory(settings)
+
+    def fresh_api() -> RepoAPI:
+        return api_factory(settings)
     try:
         if isinstance(activity, AwaitCommand):
             return await_command(settings, api, workflow, activity.pull)
@@ -214,7 +229,7 @@ def main(environ: MutableMapping[str, str] | None = None, *, check: CheckRunner 
             if pull is None:
                 return EXIT_PASS
             exit_code = evaluate(settings, run_settings, api, workflow, pull, check=check,
-                                 options=options,
+                                 options=options, cancellation=cancellation, fresh_api=fresh_api,
                                  e2e=_e2e_request(settings, run_settings, pull, approved=True))
             react(api, workflow, activity, "rocket" if exit_code in (0, 1) else "confused")
             return exit_code
@@ -224,11 +239,12 @@ def main(environ: MutableMapping[str, str] | None = None, *, check: CheckRunner 
                           f"#{pull.number}, head pinned at {pull.head_sha}")
             # Only someone with write access can dispatch a workflow: approved like a command.
             return evaluate(settings, run_settings, api, workflow, pull, check=check,
-                            options=options,
+                            options=options, cancellation=cancellation, fresh_api=fresh_api,
                             e2e=_e2e_request(settings, run_settings, pull, approved=True))
         assert isinstance(activity, RunCheck)
         return evaluate(settings, run_settings, api, workflow, activity.pull, check=check,
-                        options=options,
+                        options=options, cancellation=cancellation, fresh_api=fresh_api,
+                        records_head=is_head_now(api, activity.pull),
                         e2e=_e2e_request(settings, run_settings, activity.pull, approved=False))
     except GitHubError as exc:
         workflow.error(f"GitHub API: {exc}")
@@ -250,7 +266,8 @@ def await_command(settings: Settings, api: RepoAPI, workflow: Workflow,
                   pull: PullRequest) -> int:
     """A fork's PR under require-command: pending, so a required check cannot pass unseen."""
     api.set_status(pull.head_sha, StatusUpdate(state="pending",
-                                               description=messages.WAITING_FOR_COMMAND,
+                                               description=messages.waiting_description(
+                                                   pull, records_head=is_head_now(api, pull)),
                                                context=settings.status_context,
                                                target_url=settings.run_url))
     workflow.notice(messages.await_command(pull))
@@ -258,10 +275,20 @@ def await_command(settings: Settings, api: RepoAPI, workflow: Workflow,
     return EXIT_PASS
 
 
+def is_head_now(api: RepoAPI, pull: PullRequest) -> bool:
+    """Whether a delivery's head is still the PR's head: a re-run of an old delivery's job
+    must not record its head again (pinning.py trusts each record's time)."""
+    try:
+        return api.pull(pull.number).head_sha == pull.head_sha
+    except GitHubError:
+        return False  # unknown: no record, a later command needs another proof
+
+
 def obey(settings: Settings, api: RepoAPI, workflow: Workflow,
          command: RunCommand) -> PullRequest | None:
-    """Check who asked; if they may, pin the commit they approved (see pinning.py):
-    the head when the comment was written, or the commit they named."""
+    """Check who asked; if they may, pin the commit they approved (see pinning.py): the
+    head now, when the PR's history proves it was the head when the comment was written
+    (or the commit they named is the head now). Anything else is refused with a reply."""
     permission = api.permission(command.author)
     if not may_command(permission):
         api.create_comment(command.number, messages.refusal_reply(author=command.author,
@@ -271,9 +298,14 @@ def obey(settings: Settings, api: RepoAPI, workflow: Workflow,
         return None
     react(api, workflow, command, "eyes")
     pull = api.pull(command.number)
-    pin = pin_head(commits=[Commit(c.sha, c.committed_at) for c in api.pull_commits(pull.number)],
+    # What the PR's history proves about its head (pinning.py): the rewrites on its
+    # timeline, and the pending statuses flipgate set on the current head for this PR.
+    records = [*api.head_rewrites(pull.number),
+               *api.head_statuses(pull.head_sha, context=settings.status_context,
+                                  number=pull.number, login=api.own_login())]
+    pin = pin_head(commits=[c.sha for c in api.pull_commits(pull.number)],
                    current_head=pull.head_sha, comment_at=command.created_at, named=command.sha,
-                   first_status_at=lambda sha: api.first_status_at(sha, settings.status_context))
+                   records=records)
     if isinstance(pin, Unpinned):
         api.create_comment(command.number, messages.unpinned_reply(pin.why))
         react(api, workflow, command, "confused")
@@ -297,7 +329,11 @@ def react(api: RepoAPI, workflow: Workflow, command: RunCommand, content: str) -
 
 def evaluate(settings: Settings, run_settings: RunSettings, api: RepoAPI, workflow: Workflow,
              pull: PullRequest, *, check: CheckRunner | None,
-             options: CheckOptions | None = None, e2e: E2ERequest | None = None) -> int:
+             options: CheckOptions | None = None, e2e: E2ERequest | None = None,
+             cancellation: Cancellation | None = None,
+             fresh_api: Callable[[], RepoAPI] | None = None, records_head: bool = True) -> int:
+    """`records_head`: the pending status records `pull.head_sha` as the PR's head (it is
+    the head now; a re-run of an old delivery's job is not)."""
     options = options or CheckOptions()
     if settings.shard is not None:
         return evaluate_shard(settings, run_settings, workflow, pull, check=check, options=options)
@@ -307,7 +343,11 @@ def evaluate(settings: Settings, run_settings: RunSettings, api: RepoAPI, workfl
     # `comment: never` reads and writes no comment, so it needs no login either.
     login = api.own_login() if settings.comment_mode is not CommentMode.NEVER else ""
     status = _status_setter(settings, api, pull)
-    status("pending", messages.pending_description(pull))
+    status("pending", messages.pending_description(pull, records_head=records_head))
+    if cancellation is not None:  # from now on a cancelled run must not stay pending
+        cancellation.report = functools.partial(
+            report_cancelled, settings=settings, fresh_api=fresh_api or (lambda: api),
+            workflow=workflow, pull=pull, options=options)
 
     outcome = run_check_safely(settings, run_settings, workflow, pull, check=check,
                                options=options, e2e=e2e)
@@ -333,6 +373,8 @@ def evaluate(settings: Settings, run_settings: RunSettings, api: RepoAPI, workfl
     except GitHubError as exc:
         workflow.error(f"could not set the commit status: {exc}")
         exit_code = EXIT_INCOMPLETE
+    if cancellation is not None:
+        cancellation.report = None  # the final status stands
 
     if outcome.report is not None:
         write_verdicts(workflow, outcome.report)
@@ -346,6 +388,27 @@ def evaluate(settings: Settings, run_settings: RunSettings, api: RepoAPI, workfl
     if outcome.state != "success":
         workflow.error(f"flipgate: {outcome.headline or outcome.description}")
     return exit_code
+
+
+def report_cancelled(signal_name: str, *, settings: Settings, fresh_api: Callable[[], RepoAPI],
+                     workflow: Workflow, pull: PullRequest, options: CheckOptions) -> None:
+    """The run was cancelled: `error` on the head (within cancel.STATUS_BUDGET), the summary,
+    the outputs and the log say so, the workspace goes back to its owner."""
+    description = messages.cancelled_description(signal_name)
+    update = StatusUpdate(state="error", description=description,
+                          context=settings.status_context, target_url=settings.run_url)
+    status_set = within(STATUS_BUDGET, lambda: fresh_api().set_status(pull.head_sha, update))
+    steps: list[Callable[[], None]] = [
+        lambda: workflow.set_output("conclusion", "error"),
+        lambda: workflow.append_summary(messages.cancelled_summary(pull, signal_name)),
+        lambda: workflow.error(f"flipgate: {description}" + (
+            "" if status_set else "; GitHub did not take the error status in time")),
+        lambda: give_workspace_back(settings.workspace, workflow, options)]
+    for step in steps:
+        try:
+            step()
+        except Exception:  # noqa: BLE001 - each is best effort; the exit comes regardless
+            continue
 
 
 def write_verdicts(workflow: Workflow, report: Report) -> None:
@@ -416,8 +479,11 @@ def run_check_safely(settings: Settings, run_settings: RunSettings, workflow: Wo
                   f"{short(pull.base_sha)}..{short(pull.head_sha)} ({settings.status_context})")
     progress = PeriodicLines(stream=workflow.stream, every=options.progress_every)
     try:
-        ensure_commits(workspace, [pull.base_sha, pull.head_sha],
-                       git=Git(run_settings.git_environment()))
+        git = Git(run_settings.git_environment())
+        ensure_commits(workspace, [pull.base_sha, pull.head_sha], git=git)
+        refuse_unsafe_places(workspace, {"output": Path(OUT_DIR),
+                                         **({"cache": options.cache} if options.cache else {})},
+                             head_sha=pull.head_sha, git=git)
         if check is None:
             check = run_check
         # The check's log may echo text from the PR or the model: commands off meanwhile.

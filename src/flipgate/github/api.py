@@ -9,9 +9,11 @@ message, never the token.
 from __future__ import annotations
 
 import functools
+import logging
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from github import Auth, Github, GithubException
@@ -19,12 +21,25 @@ from requests import RequestException
 
 from flipgate.errors import InputError
 from flipgate.github.event import PullRequest, pull_from_payload
+from flipgate.github.pinning import HeadRecord
+from flipgate.github.texts import recorded_pull
+
+# Timeline events that move a PR's head other than forward, as the reply names them.
+REWRITES = {"head_ref_force_pushed": "a force-push", "head_ref_deleted": "the head branch deleted",
+            "head_ref_restored": "the head branch restored", "reopened": "a reopening"}
+_SHA = re.compile(r"^[0-9a-f]{40}$")
 
 # GitHub answers GET /user with 401/403 for the Actions token; its comments are this login's.
 ACTIONS_BOT_LOGIN = "github-actions[bot]"
 PER_PAGE = 100  # the most GitHub serves a page; fewer round trips through long threads
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+def github_logging(*, verbose: bool) -> None:
+    """PyGithub logs every refused request at INFO on its own stderr handler, including the
+    Actions token's expected 403 on GET /user; the job log shows them with --verbose only."""
+    logging.getLogger("github").setLevel(logging.DEBUG if verbose else logging.WARNING)
 
 
 class GitHubError(Exception):
@@ -138,12 +153,35 @@ class RepoAPI:
                            if item.commit.committer else None)
                 for item in self._repo.get_pull(number).get_commits()]
 
+    @_translated("list the pull request's timeline")
+    def head_rewrites(self, number: int) -> list[HeadRecord]:
+        """The timeline's events that move the head where pushes cannot (GitHub's clock):
+        force-pushes (with the new head, when GitHub names it), deleted or restored head
+        branches, reopenings."""
+        found = []
+        for item in self._repo.get_issue(number).get_timeline():
+            raw = item.raw_data
+            what = REWRITES.get(str(raw.get("event")))
+            if what is None:
+                continue
+            at = _timestamp(raw.get("created_at"))
+            if at is None:  # a rewrite GitHub did not date: nothing after it can be proven
+                at = datetime.max.replace(tzinfo=UTC)
+            commit = raw.get("commit_id") if raw.get("event") == "head_ref_force_pushed" else None
+            found.append(HeadRecord(at=at, sha=commit if _is_sha(commit) else None,
+                                    rewrite=True, what=what))
+        return found
+
     @_translated("list commit statuses")
-    def first_status_at(self, sha: str, context: str) -> datetime | None:
-        """When a status in `context` was first set on `sha` (GitHub's own clock), if ever."""
-        times = [status.created_at for status in self._repo.get_commit(sha).get_statuses()
-                 if status.context == context]
-        return min(times, default=None)
+    def head_statuses(self, sha: str, *, context: str, number: int,
+                      login: str) -> list[HeadRecord]:
+        """The pending statuses flipgate (`login`) set on `sha` for pull request `number`:
+        each records `sha` as that PR's head when GitHub stamped it."""
+        return [HeadRecord(at=status.created_at, sha=sha, what="flipgate's status")
+                for status in self._repo.get_commit(sha).get_statuses()
+                if status.context == context and status.state == "pending"
+                and status.creator is not None and status.creator.login == login
+                and recorded_pull(status.description) == number]
 
     @_translated("GET collaborator permission")
     def _permission(self, user: str) -> str:
@@ -200,3 +238,17 @@ class RepoAPI:
             if exc.status in (404, 422):
                 return None
             raise
+
+
+def _is_sha(value: object) -> bool:
+    return isinstance(value, str) and bool(_SHA.match(value))
+
+
+def _timestamp(value: object) -> datetime | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        when = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return when if when.tzinfo is not None else when.replace(tzinfo=UTC)

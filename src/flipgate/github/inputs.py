@@ -25,6 +25,9 @@ DEFAULT_STATUS_CONTEXT = "flipgate"
 E = TypeVar("E", bound=StrEnum)
 # Input name -> the variable the openai client reads for the length of the run.
 KEY_INPUTS = {"openai-api-key": "OPENAI_API_KEY", "azure-openai-api-key": "AZURE_OPENAI_API_KEY"}
+# The Entra app registration whose federated credential trusts this repository's OIDC
+# tokens (`auth: entra`): identifiers, not secrets, set where azure-identity looks too.
+ENTRA_INPUTS = {"azure-client-id": "AZURE_CLIENT_ID", "azure-tenant-id": "AZURE_TENANT_ID"}
 
 
 def input_value(environ: Mapping[str, str], name: str) -> str | None:
@@ -52,6 +55,8 @@ class Settings:
     merge: str | None = None  # a workspace folder of partials: merge them, then comment and status
     # Input name -> value, for the model keys passed as inputs (never printed).
     model_keys: Mapping[str, str] = field(default_factory=dict, repr=False)
+    # Input name -> value: the Entra app registration and its tenant (both or neither).
+    entra_app: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def owner(self) -> str:
@@ -111,6 +116,14 @@ class Settings:
         if shard is not None and merge is not None:
             problems.append(Problem("input merge", None, "a job either evaluates a shard or merges "
                                                          "the partials, not both"))
+        entra_app = {name: value for name in ENTRA_INPUTS
+                     if (value := input_value(environ, name)) is not None}
+        if len(entra_app) == 1:
+            given, = entra_app
+            missing = next(name for name in ENTRA_INPUTS if name != given)
+            problems.append(Problem(f"input {missing}", None,
+                                    f"`{given}` is set without `{missing}`: Entra ID sign-in from "
+                                    "GitHub's OIDC token needs both"))
         if problems:
             raise InputError(problems)
 
@@ -133,6 +146,7 @@ class Settings:
             shard=shard,
             merge=merge,
             model_keys=keys,
+            entra_app=entra_app,
         )
 
 
@@ -154,7 +168,8 @@ def _url(environ: Mapping[str, str], name: str, default: str) -> str:
 
 def export_model_keys(settings: Settings, environ: MutableMapping[str, str], *,
                       mask: Callable[[str], None]) -> list[str]:
-    """Mask the keys passed as inputs, then export them where the openai client looks.
+    """Mask the keys passed as inputs, then export them where the openai client looks,
+    and the Entra app registration's ids where the sign-in (llm/entra.py) looks.
 
     Returns the names of the variables set. The GitHub token is masked too:
     the runner already hides `secrets.*`, but a token passed some other way
@@ -166,6 +181,10 @@ def export_model_keys(settings: Settings, environ: MutableMapping[str, str], *,
         value = settings.model_keys.get(input_name)
         if value is not None:
             mask(value)
+            environ[variable] = value
+            exported.append(variable)
+    for input_name, variable in ENTRA_INPUTS.items():
+        if (value := settings.entra_app.get(input_name)) is not None:
             environ[variable] = value
             exported.append(variable)
     return exported

@@ -1,44 +1,58 @@
 """Which commit a `/flipgate run` approved: pure rules, the API's answers passed in.
 
-A maintainer's command approves what they saw: the PR's head when the
-comment was written, or the commit they named (`/flipgate run SHA`). A push
-after the comment, before the job reads the PR, must not ride on that
-approval. So the head is pinned from records, in this order of trust:
+A maintainer's command approves what they saw: the PR's head when the comment
+was written, or the commit they named (`/flipgate run SHA`). Only a commit that
+is the PR's head now, and provably was when the command was written, is run.
+"It had a flipgate status once" proves nothing: a fork can push an evil C
+(pending), then a benign child A, wait for the approval of A, and force-push C back.
 
-1. **Named.** `/flipgate run SHA` evaluates that commit, if it is one of the
-   PR's commits. Exact; nothing to infer.
-2. **Recorded by GitHub.** Every run of flipgate on a head sets a commit
-   status on it (pending first), and GitHub stamps each status with its own
-   clock; a PR author cannot set statuses on the base repository. The newest
-   commit of the PR whose first flipgate status is older than the comment
-   was the head the maintainer saw (or a head before it).
-3. **Committer dates**, only when no commit of the PR carries a flipgate
-   status at all (flipgate runs on comments only). The author writes these
-   dates and can forge them, so this is the weak case: the README says so,
-   and recommends the named form for forks.
+The proof uses only records GitHub stamps with its own clock and a PR author
+cannot write, all about this pull request:
 
-A head that arrived after the comment is never evaluated under it; the
-reply says which commit was and that newer ones need a new command.
+- **head records**: the pending status flipgate sets, naming the PR (`#N: ...`),
+  when it runs on the PR's `opened`/`synchronize` delivery (its head) or on a
+  command; and a `head_ref_force_pushed` event whose `commit_id` is the new head;
+- **rewrites**: every `head_ref_force_pushed`, `head_ref_deleted`,
+  `head_ref_restored` and `reopened` event of the PR's timeline.
+
+The rule: the newest head record before the comment names the current head, and
+no rewrite and no record of another commit comes after that record. Without a
+rewrite, the head only moves forward (each push adds descendants), so it cannot
+leave a commit and come back to it: the head then stayed that commit from the
+record, through the comment, until now. Timeline `committed` events carry only
+the dates the author wrote and never count.
+
+Named commits: a full SHA that is the head now is exactly what the maintainer
+approved. A shortened one must also be unique among the PR's commits, with no
+rewrite since the comment (a force-push could bring a commit ground to share the
+prefix). Anything not proven is refused; `why` goes into the reply.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 
+from flipgate.text.escaping import short
+
+FULL_SHA = 40
+
 
 class PinnedBy(StrEnum):
     NAMED = "named in the command"
-    RECORDED = "the head when the command was written (from flipgate's commit statuses)"
-    COMMITTER_DATE = "the head when the command was written (from committer dates)"
+    RECORDED = "the head when the command was written (from the pull request's history)"
 
 
 @dataclass(frozen=True)
-class Commit:
-    sha: str
-    committed_at: datetime | None  # as the author wrote it
+class HeadRecord:
+    """What the pull request's history says happened to its head at `at` (GitHub's clock)."""
+
+    at: datetime
+    sha: str | None        # the head it records, when it names one
+    rewrite: bool = False  # a force-push, a deleted or restored head branch, a reopening
+    what: str = ""         # for the reply: "a force-push", "flipgate's status"
 
 
 @dataclass(frozen=True)
@@ -54,42 +68,60 @@ class Unpinned:
     why: str
 
 
-def pin_head(*, commits: Sequence[Commit], current_head: str, comment_at: datetime,
-             named: str | None, first_status_at: Callable[[str], datetime | None]
-             ) -> Pinned | Unpinned:
-    """The commit a command written at `comment_at` approved.
+def pin_head(*, commits: Sequence[str], current_head: str, comment_at: datetime,
+             named: str | None, records: Sequence[HeadRecord]) -> Pinned | Unpinned:
+    """The commit a command written at `comment_at` approved, if it can be proven.
 
-    `commits` are the PR's commits, oldest first; `first_status_at(sha)` is
-    when flipgate's status was first set on a commit (None: never).
+    `commits` are the PR's commit SHAs; `records` its head records and rewrites, any order.
     """
-    history = [commit for commit in commits if commit.sha != current_head]
-    history.append(next((c for c in commits if c.sha == current_head),
-                        Commit(current_head, None)))
     if named is not None:
-        return _named(history, named)
-    newest_first = history[::-1]
-    any_status = False
-    for commit in newest_first:
-        seen = first_status_at(commit.sha)
-        if seen is None:
-            continue
-        any_status = True
-        if seen <= comment_at:
-            return Pinned(commit.sha, PinnedBy.RECORDED)
-    if any_status:
-        return Unpinned("none of the pull request's commits was recorded as its head before "
-                        "the command was written")
-    for commit in newest_first:
-        if commit.committed_at is not None and commit.committed_at <= comment_at:
-            return Pinned(commit.sha, PinnedBy.COMMITTER_DATE)
-    return Unpinned("every commit of the pull request is dated after the command")
+        return _named(commits, current_head, named, comment_at, records)
+    # A record stamped in the same second as the comment may be either side of it.
+    before = [record for record in records if record.at < comment_at and record.sha]
+    if not before:
+        return Unpinned(f"nothing in the pull request's history shows that its head now, "
+                        f"{short(current_head)}, was its head when the command was written")
+    newest = max(record.at for record in before)
+    latest = {record.sha for record in before if record.at == newest}
+    if latest != {current_head}:
+        seen = ", ".join(sorted(short(sha) for sha in latest if sha))
+        return Unpinned(f"the head when the command was written was {seen}, and the head is now "
+                        f"{short(current_head)}; a commit pushed after a command is not run "
+                        "under it")
+    for record in sorted(records, key=lambda r: r.at):
+        if record.at < newest or (record.at == newest and record.sha):
+            continue  # before the newest record, or one of them (all naming the head)
+        if record.rewrite:
+            return Unpinned(f"the pull request's history was rewritten "
+                            f"({record.what or 'a force-push'} at {_when(record.at)}) after the head "
+                            f"{short(current_head)} was recorded, so what the command approved "
+                            "cannot be told")
+        if record.sha != current_head:
+            return Unpinned(f"the head was {short(record.sha or '')} at {_when(record.at)}, after "
+                            "the command; a commit pushed after a command is not run under it")
+    return Pinned(current_head, PinnedBy.RECORDED)
 
 
-def _named(history: Sequence[Commit], named: str) -> Pinned | Unpinned:
-    matches = [commit.sha for commit in history if commit.sha.startswith(named)]
-    if len(matches) == 1:
-        return Pinned(matches[0], PinnedBy.NAMED)
+def _named(commits: Sequence[str], current_head: str, named: str, comment_at: datetime,
+           records: Sequence[HeadRecord]) -> Pinned | Unpinned:
+    matches = sorted({sha for sha in [*commits, current_head] if sha.startswith(named)})
     if not matches:
         return Unpinned(f"{named} is not a commit of this pull request")
-    return Unpinned(f"{named} names more than one commit of this pull request; "
-                    "give more of the SHA")
+    if len(matches) > 1:
+        return Unpinned(f"{named} names more than one commit of this pull request; "
+                        "give more of the SHA")
+    if matches[0] != current_head:
+        return Unpinned(f"{named} is not the pull request's head now ({short(current_head)}); "
+                        "only the head is run")
+    if len(named) < FULL_SHA:
+        rewrites = [r for r in records if r.rewrite and r.at >= comment_at]
+        if rewrites:
+            return Unpinned(f"the pull request's history was rewritten "
+                            f"({rewrites[0].what or 'a force-push'} at {_when(rewrites[0].at)}) "
+                            f"after the command, so the shortened {named} may name another "
+                            "commit; give the full SHA")
+    return Pinned(current_head, PinnedBy.NAMED)
+
+
+def _when(at: datetime) -> str:
+    return at.strftime("%Y-%m-%d %H:%M:%S UTC")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 
 from flipgate.verdict import gate
 from flipgate.text.escaping import fence, inline_code, plural, short, shorten
@@ -57,8 +58,39 @@ def status_description(report: Report) -> str:
     return shorten(f"{lead}: {plural(counts.cases, 'case')}; " + ", ".join(details), STATUS_LIMIT)
 
 
-def pending_description(pull: PullRequest) -> str:
-    return f"evaluating {short(pull.head_sha)}…"
+# Each pending status flipgate sets names its pull request: GitHub's stamp on it then
+# records that commit as that PR's head at that moment (pinning.py reads it back).
+_RECORDED_PULL = re.compile(r"^#(\d+): ")
+
+
+def _recording(pull: PullRequest, records_head: bool) -> str:
+    return f"#{pull.number}: " if records_head else ""
+
+
+def pending_description(pull: PullRequest, *, records_head: bool = True) -> str:
+    return f"{_recording(pull, records_head)}evaluating {short(pull.head_sha)}…"
+
+
+def waiting_description(pull: PullRequest, *, records_head: bool = True) -> str:
+    return f"{_recording(pull, records_head)}{WAITING_FOR_COMMAND}"
+
+
+def recorded_pull(description: str | None) -> int | None:
+    """The pull request a pending status of flipgate's names, if it names one."""
+    found = _RECORDED_PULL.match(description or "")
+    return int(found.group(1)) if found else None
+
+
+def cancelled_description(signal_name: str) -> str:
+    return shorten(f"cancelled ({signal_name}) before a verdict; rerun the job", STATUS_LIMIT)
+
+
+def cancelled_summary(pull: PullRequest, signal_name: str) -> str:
+    """The step summary of a run that was cancelled mid-way."""
+    return (f"## ⚠️ flipgate was cancelled\n\nThe run on {inline_code(pull.head_sha)} received "
+            f"{signal_name} before it reached a verdict, so its status is `error`, not "
+            "`pending`. Rerun the job to evaluate the pull request; replies already cached "
+            "are not asked again.\n")
 
 
 def failure_description(kind: str) -> str:
@@ -97,8 +129,8 @@ def pinned_reply(*, evaluated: str, by: str, current_head: str) -> str:
 
 def unpinned_reply(why: str) -> str:
     """The reply when no commit may be evaluated under the command."""
-    return (f"Nothing was run: {why}. Name the commit to evaluate with "
-            f"`/flipgate run SHA` (one of this pull request's commits).\n")
+    return (f"Nothing was run: {why}. Comment `/flipgate run` again once you have reviewed "
+            f"the head as it is now, or name that head in full: `/flipgate run SHA`.\n")
 
 
 def fork_cannot_run(pull: PullRequest) -> str:

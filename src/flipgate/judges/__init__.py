@@ -10,7 +10,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from flipgate.config.schema import AZURE_ENGINE, OPENAI_ENGINE, PROVIDERS, Config, JudgeConfig, second_judge
+from flipgate.config.schema import (
+    AUTH_ENTRA,
+    AZURE_ENGINE,
+    GROUNDEDNESS_PRO,
+    OPENAI_ENGINE,
+    PROVIDERS,
+    WITH_QUERY,
+    Config,
+    JudgeConfig,
+    second_judge,
+)
 from flipgate.errors import InputError
 
 if TYPE_CHECKING:
@@ -46,17 +56,26 @@ def describe(config: Config, provider: str | None = None) -> JudgeInfo:
     second = second_judge(config.judge, chosen)
     rescore = rescore_mode(config, chosen)
     second_model = second.model if second is not None else None
+    mode = config.judge.mode
     if chosen == "offline":
         from flipgate.judges.offline import OfflineJudge
 
-        return replace(OfflineJudge.info, rescore=rescore, second_opinion=second_model)
+        return replace(OfflineJudge.info, rescore=rescore, second_opinion=second_model, mode=mode)
     judge = config.judge
-    hashes = prompts.rubric_hashes(prompts.rubric_texts(questions=config.relevance.questions))
-    return JudgeInfo(provider=chosen, model=judge.model, engine=judge.engine,
+    texts = prompts.rubric_texts(questions=config.relevance.questions, mode=judge.mode)
+    sdk = None
+    if judge.engine == AZURE_ENGINE:
+        from flipgate.judges import azure_eval
+
+        # The SDK's own prompty files score groundedness and fluency: pin their text.
+        texts.update(azure_eval.sdk_prompty_texts(judge.mode))
+        sdk = azure_eval.sdk_pin()
+    hashes = prompts.rubric_hashes(texts)
+    return JudgeInfo(provider=chosen, model=judge.model, engine=judge.engine, mode=mode, sdk=sdk,
                      embedding_model=config.relevance.embedding_model,
                      rubric_version=prompts.pinned_version(base.RUBRIC_VERSION, hashes),
                      rubric_hash=hashes, temperature=None if judge.reasoning else 0,
-                     seed=judge.seed, rescore=rescore, second_opinion=second_model)
+                     seed=judge.seed, auth=judge.auth, rescore=rescore, second_opinion=second_model)
 
 
 def make_judge(config: Config, *, runtime: Runtime, settings: Settings,
@@ -85,9 +104,13 @@ def make_second_judge(config: Config, *, runtime: Runtime, settings: Settings,
         from flipgate.judges.offline import OfflineJudge
 
         return OfflineJudge(config)
+    if second.engine == GROUNDEDNESS_PRO:
+        return _groundedness_pro(config, second, runtime=runtime, settings=settings,
+                                 provider=_chosen(config, provider))
     from dataclasses import replace
 
-    info = replace(describe(config, second.provider), model=second.model, engine=OPENAI_ENGINE,
+    info = replace(describe(replace(config, judge=replace(config.judge, engine=OPENAI_ENGINE)),
+                            second.provider), model=second.model, engine=OPENAI_ENGINE,
                    temperature=None if second.reasoning else 0, rescore="second_opinion",
                    second_opinion=None)
     return _llm_judge(config, replace(second, engine=OPENAI_ENGINE), provider=second.provider,
@@ -99,11 +122,15 @@ def _llm_judge(config: Config, judge: JudgeConfig, *, provider: str, runtime: Ru
     from flipgate.judges.openai_judge import OpenAIJudge
     from flipgate.llm.client import LazyClient, RetryPolicy, azure_endpoint, openai_endpoint
 
+    if judge.auth == AUTH_ENTRA and provider != "azure":
+        raise InputError(f"{config.source}: judge.auth entra signs in to Azure; "
+                         f"--judge {provider} has no Azure endpoint")
     endpoint = (openai_endpoint(judge.base_url, settings=settings) if provider == "openai"
                 else azure_endpoint(judge.azure_endpoint, judge.api_version, deployment=judge.model,
-                                    settings=settings))
+                                    settings=settings, auth=judge.auth))
+    sign_in = runtime.sign_in(settings) if endpoint.auth == AUTH_ENTRA else None
     client = LazyClient(endpoint, settings=settings, timeout=judge.timeout,
-                        max_retries=judge.max_retries)
+                        max_retries=judge.max_retries, sign_in=sign_in)
     llm = runtime.llm(client, endpoint, purpose=purpose,
                       retry=RetryPolicy(max_retries=judge.max_retries, max_wait=judge.max_wait),
                       embedding_batch=config.relevance.embedding_batch)
@@ -115,9 +142,34 @@ def _llm_judge(config: Config, judge: JudgeConfig, *, provider: str, runtime: Ru
     from flipgate.judges.azure_eval import AzureEvalJudge, model_config_for
 
     return AzureEvalJudge(model_config=model_config_for(endpoint, model=judge.model, settings=settings),
+                          credential=sign_in.credential() if sign_in is not None else None,
                           info=info, relevance_judge=llm_judge, limiter=runtime.limiter,
                           budget=runtime.budget, timeout=judge.timeout * (judge.max_retries + 1),
                           reasoning=judge.reasoning, usage=llm.usage)
+
+
+def _groundedness_pro(config: Config, second: JudgeConfig, *, runtime: Runtime,
+                      settings: Settings, provider: str) -> Judge:
+    """The Azure AI evaluation service's verdict (GroundednessProEvaluator), signed in through
+    Entra ID; the project endpoint comes from the base's configuration only."""
+    from dataclasses import replace
+
+    from flipgate.judges.groundedness_pro import GroundednessProJudge
+
+    opinion = config.judge.second_opinion
+    assert opinion is not None and opinion.azure_ai_project is not None  # the schema's rule
+    if provider != "azure":
+        raise InputError(f"{config.source}: judge.second_opinion.engine {GROUNDEDNESS_PRO} is an "
+                         f"Azure AI service; --judge {provider} is not azure")
+    info = replace(describe(config, provider), model=GROUNDEDNESS_PRO, engine=GROUNDEDNESS_PRO,
+                   embedding_model=None, rubric_version=None, rubric_hash={}, temperature=None,
+                   seed=None, auth=AUTH_ENTRA, rescore="second_opinion", second_opinion=None)
+    return GroundednessProJudge(project=opinion.azure_ai_project,
+                                sign_in=runtime.sign_in(settings), info=info,
+                                limiter=runtime.limiter, budget=runtime.budget,
+                                timeout=second.timeout * (second.max_retries + 1),
+                                usage=runtime.usage_for("second_opinion"),
+                                with_query=config.judge.mode == WITH_QUERY)
 
 
 @dataclass

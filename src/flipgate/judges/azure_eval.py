@@ -14,28 +14,35 @@ What this engine does differently, and why:
   in its own daemon thread under `asyncio.wait_for`. A call that times out is
   abandoned; its thread may finish in the background but never keeps the
   process from exiting.
+- The SDK's own reading of a reply is not used: it keeps the last of two
+  duplicate keys and takes the string "2" as 2. The reply text it got (the
+  result's `sample_output`, or the `JSONDecodeError` it raised on a fenced or
+  bare reply) goes through `flipgate.judges.replies`, the reader the openai
+  engine uses, so both engines read every reply the same way.
 - Known traps of 1.18.10, handled here: the model config needs
   `"type": "openai"` and a `base_url`; `PF_LOGGING_LEVEL` must be set before
   the SDK is imported or tracebacks go to stdout (cli.main sets it); an evaluator used
   once with a query keeps the query prompt, so each instance serves one mode
-  only (groundedness is always asked with the query); bad replies raise raw
-  `JSONDecodeError`/`ValueError` or give NaN, and scores are not
-  range-checked. All of those become judge errors, never scores.
+  only (`judge.mode` picks the prompty: with_query always passes the query,
+  without_query never does).
 """
 
 from __future__ import annotations
 
 import asyncio
-import math
+import importlib.metadata
+import importlib.util
+import json
 import threading
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from flipgate.config.schema import AZURE_ENGINE
+from flipgate.config.schema import AUTH_ENTRA, AZURE_ENGINE, WITH_QUERY, WITHOUT_QUERY
 from flipgate.errors import FlipgateError, InputError
 from flipgate.judges.base import EMPTY_ANSWER
 from flipgate.judges.openai_judge import OpenAIJudge, describe_api_error
-from flipgate.judges.replies import SCORE_MAX, SCORE_MIN, strip_lead_in
+from flipgate.judges.replies import JudgeReplyError, describe_bad_reply, read_score
 from flipgate.llm.client import Budget, Endpoint, Limiter, Usage
 from flipgate.model import Case, JudgeInfo, Relevance, Score, Statements
 from flipgate.settings import Settings
@@ -46,15 +53,59 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 INSTALL_HINT = "pip install 'flipgate[azure]'"
+SDK_NAME = "azure-ai-evaluation"
+# The prompty file behind each metric the SDK scores, under azure/ai/evaluation/_evaluators/.
+_PROMPTY_FILES = {
+    ("groundedness", WITH_QUERY): "_groundedness/groundedness_with_query.prompty",
+    ("groundedness", WITHOUT_QUERY): "_groundedness/groundedness_without_query.prompty",
+    ("fluency", WITH_QUERY): "_fluency/fluency.prompty",
+    ("fluency", WITHOUT_QUERY): "_fluency/fluency.prompty",
+}
 
 
 class _BadReply(Exception):
-    """The SDK read the judge's reply and found no usable score."""
+    """The evaluator gave no reply that reads as a score; `reply` is its text, if known."""
+
+    def __init__(self, problem: str, reply: str | None = None):
+        super().__init__(problem)
+        self.reply = reply
+
+
+def _sdk_root() -> Path | None:
+    """The installed SDK's package folder, found without importing it (None: not installed)."""
+    spec = importlib.util.find_spec("azure.ai.evaluation") if importlib.util.find_spec("azure") else None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def sdk_pin() -> dict[str, str | None]:
+    """The SDK as report.json's `judge.sdk` names it."""
+    try:
+        version: str | None = importlib.metadata.version(SDK_NAME)
+    except importlib.metadata.PackageNotFoundError:
+        version = None
+    return {"name": SDK_NAME, "version": version}
+
+
+def sdk_prompty_texts(mode: str) -> dict[str, str]:
+    """The text of each prompty file the SDK sends for `mode`, by metric, read from the
+    installed package: what `rubric_hash` pins for this engine. Without the package there is
+    nothing to pin (and `make_judge` refuses to build this engine)."""
+    root = _sdk_root()
+    if root is None:
+        return {}
+    return {metric: (root / "_evaluators" / name).read_text(encoding="utf-8")
+            for (metric, file_mode), name in _PROMPTY_FILES.items() if file_mode == mode}
 
 
 def model_config_for(endpoint: Endpoint, *, model: str, settings: Settings) -> dict[str, Any]:
     """The SDK's model configuration for an endpoint. The key comes from the
-    environment only (through `settings`), as for the openai engine."""
+    environment only (through `settings`), as for the openai engine; with `auth: entra`
+    there is none, and the evaluators sign in with the run's credential instead."""
+    if endpoint.kind == "azure" and endpoint.auth == AUTH_ENTRA:
+        return {"type": "azure_openai", "azure_endpoint": endpoint.base_url,
+                "azure_deployment": model, "api_version": endpoint.api_version}
     if endpoint.kind == "azure":
         key = settings.azure_openai_api_key
         if not key:
@@ -70,22 +121,45 @@ def model_config_for(endpoint: Endpoint, *, model: str, settings: Settings) -> d
     return {"type": "openai", "model": model, "base_url": endpoint.base_url, "api_key": key}
 
 
+def reply_of(result: Mapping[str, Any], metric: str) -> str:
+    """The judge's reply text inside an evaluator's result (`sample_output`, the
+    assistant turn the SDK got), or _BadReply when the result holds none."""
+    properties = result.get(f"{metric}_properties")
+    sample = properties.get("sample_output") if isinstance(properties, Mapping) else None
+    try:
+        turns = json.loads(sample) if isinstance(sample, str) and sample else []
+    except ValueError:
+        turns = []
+    replies = [turn.get("content") for turn in turns if isinstance(turn, dict)
+               and turn.get("role") == "assistant" and isinstance(turn.get("content"), str)]
+    if len(replies) != 1:
+        status = result.get(f"{metric}_status")
+        why = f" (status {status}: {result.get(f'{metric}_reason')})" if status else ""
+        raise _BadReply(f"the evaluator's result carries no judge reply{why}")
+    return str(replies[0])
+
+
 def read_result(result: Mapping[str, Any], metric: str) -> Score:
-    """An evaluator's result dict as a Score; raises _BadReply when it holds none."""
-    if result.get(f"{metric}_status") == "skipped":
-        reason = str(result.get(f"{metric}_reason") or "").strip()
-        raise _BadReply(f"judge skipped the evaluation{': ' + reason if reason else ''}")
-    score = result.get(metric)
-    if isinstance(score, bool) or not isinstance(score, (int, float)):
-        raise _BadReply(f"no score in the evaluator's result (got {score!r})")
-    if not math.isfinite(score):
-        raise _BadReply("the reply could not be read (the evaluator gave no score)")
-    if not float(score).is_integer():
-        raise _BadReply(f"score must be a whole number {SCORE_MIN}-{SCORE_MAX}, got {score}")
-    if not SCORE_MIN <= score <= SCORE_MAX:
-        raise _BadReply(f"score {score:g} is outside {SCORE_MIN}-{SCORE_MAX}")
-    given = result.get(f"{metric}_reason")
-    return Score(value=int(score), reason=strip_lead_in(given) if isinstance(given, str) else "")
+    """An evaluator's result as a Score, read from the judge's own reply by the shared
+    reader (never from the SDK's own parse); raises _BadReply when it holds none."""
+    reply = reply_of(result, metric)
+    try:
+        return read_score(reply)
+    except JudgeReplyError as exc:
+        raise _BadReply(str(exc), reply) from None
+
+
+def _reply_in(exc: BaseException) -> str | None:
+    """The reply text behind an SDK exception: it raises the `JSONDecodeError` of its own
+    `json.loads` on a reply that is not bare JSON (a fence, prose, a bare integer, tags)."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, json.JSONDecodeError) and isinstance(current.doc, str):
+            return current.doc
+        current = current.__cause__ or current.__context__
+    return None
 
 
 def _api_failure(exc: BaseException) -> openai.OpenAIError | None:
@@ -115,7 +189,8 @@ class AzureEvalJudge:
 
     def __init__(self, *, model_config: Mapping[str, Any], info: JudgeInfo,
                  relevance_judge: OpenAIJudge, limiter: Limiter, budget: Budget,
-                 timeout: float, reasoning: bool = False, usage: Usage | None = None):
+                 timeout: float, reasoning: bool = False, usage: Usage | None = None,
+                 credential: Any = None):
         sdk = _import_sdk()
         self.info = info
         self.relevance_judge = relevance_judge
@@ -123,16 +198,22 @@ class AzureEvalJudge:
         self.budget = budget
         self.timeout = timeout
         self.usage = usage if usage is not None else Usage()
-        # One instance per mode: this one is only ever called with a query.
-        self._groundedness_with_query = sdk.GroundednessEvaluator(
-            dict(model_config), is_reasoning_model=reasoning)
-        self._fluency = sdk.FluencyEvaluator(dict(model_config), is_reasoning_model=reasoning)
+        # One instance, one mode: with_query always passes the query (the SDK then loads
+        # groundedness_with_query.prompty), without_query never does. `credential`
+        # (auth: entra): the SDK asks it for Cognitive Services tokens itself.
+        self._groundedness = sdk.GroundednessEvaluator(dict(model_config), is_reasoning_model=reasoning,
+                                                       credential=credential)
+        self._fluency = sdk.FluencyEvaluator(dict(model_config), is_reasoning_model=reasoning,
+                                             credential=credential)
 
     async def groundedness(self, case: Case, response: str, *, sample: int = 0) -> Score:
         # `sample` needs no cache tag here: this engine never caches, every call asks.
         if not response.strip():
             return EMPTY_ANSWER
-        return await self._score("groundedness", lambda: self._groundedness_with_query(
+        if self.info.mode == WITHOUT_QUERY:
+            return await self._score("groundedness", lambda: self._groundedness(
+                context=case.context, response=response))
+        return await self._score("groundedness", lambda: self._groundedness(
             query=case.query, context=case.context, response=response))
 
     async def fluency(self, response: str) -> Score:
@@ -156,7 +237,7 @@ class AzureEvalJudge:
     async def _score(self, metric: str, call: Callable[[], Mapping[str, Any]]) -> Score:
         """Run an evaluator; a bad reply is asked again once, like the openai engine."""
         prefix = f"{metric} judge ({AZURE_ENGINE})"
-        problem = ""
+        problem, reply = "", None
         for _attempt in range(2):
             try:
                 result = await self._run(call)
@@ -165,15 +246,25 @@ class AzureEvalJudge:
             except TimeoutError:
                 return Score.failed(f"{prefix}: no answer within {self.timeout:g}s")
             except _BadReply as exc:
-                problem = str(exc)
+                problem, reply = str(exc), exc.reply
             except FlipgateError:
                 raise  # the budget ran out: the run stops
             except Exception as exc:  # noqa: BLE001 - the SDK raises many unrelated types
                 if (api_error := _api_failure(exc)) is not None:
                     return Score.failed(f"{prefix}: {describe_api_error(api_error, retries=None)} "
                                         "(after the evaluator's own retries)")
-                problem = f"unreadable reply: {type(exc).__name__}: {exc}"
-        return Score.failed(f"{prefix} answered nonsense twice: {problem}")
+                reply = _reply_in(exc)
+                if reply is None:
+                    problem = f"the evaluator failed: {type(exc).__name__}: {exc}"
+                    continue
+                # The SDK could not read it; the shared reader may (a fence, tags, "4").
+                self.usage.requests += 1
+                try:
+                    return read_score(reply)
+                except JudgeReplyError as bad:
+                    problem = str(bad)
+        return Score.failed(f"{prefix} answered nonsense twice: "
+                            f"{describe_bad_reply(problem, reply, model=self.info.model)}")
 
     def _account(self, result: Mapping[str, Any], metric: str) -> None:
         """Token usage as the SDK reports it (its own retries are not visible here)."""

@@ -243,7 +243,7 @@ def _code_hash() -> str:
 class OfflineJudge:
     """The `Judge` protocol on the lexical checks above: no network, same answer every time."""
 
-    info = JudgeInfo(provider="offline", model=OFFLINE_MODEL, engine="lexical",
+    info = JudgeInfo(provider="offline", model=OFFLINE_MODEL, engine="lexical", auth=None,
                      rubric_version=OFFLINE_MODEL,
                      rubric_hash=dict.fromkeys(("groundedness", "relevance", "fluency", "statements"),
                                                _code_hash()))

@@ -22,6 +22,7 @@ from flipgate.judges.base import EMPTY_ANSWER, RUBRIC_VERSION
 from flipgate.judges.replies import (
     JudgeReplyError,
     Questions,
+    describe_bad_reply,
     read_questions,
     read_score,
     read_statements,
@@ -118,7 +119,7 @@ class OpenAIJudge:
         if not response.strip():
             return EMPTY_ANSWER  # never send a judge nothing to grade
         messages = prompts.groundedness_messages(query=case.query, context=case.context,
-                                                 response=response)
+                                                 response=response, mode=self._info.mode)
         return await self._score("groundedness", messages, sample=sample)
 
     async def statements(self, case: Case, response: str) -> Statements:
@@ -233,8 +234,9 @@ class OpenAIJudge:
         # The rubric's version and the hash of its text are part of the key: a
         # verdict cached under another rubric is never reused.
         tag = {"rubric": RUBRIC_VERSION, "rubric_hash": prompts.text_hash(messages[0]["content"]),
-               "metric": metric, "sample": sample}
-        problem = ""
+               "metric": metric, "sample": sample, "mode": self._info.mode,
+               "sdk": dict(self._info.sdk) if self._info.sdk is not None else None}
+        problem, content = "", ""
         for _attempt in range(2):
             try:
                 completion = await self.llm.chat(model=self._info.model, messages=messages,
@@ -251,13 +253,15 @@ class OpenAIJudge:
                 self._returned_models[completion.model] = None
             if completion.system_fingerprint:
                 self._fingerprints[completion.system_fingerprint] = None
+            content = completion.content
             try:
-                return read(completion.content)
+                return read(content)
             except JudgeReplyError as exc:
                 problem = str(exc)
                 if completion.finish_reason == "length":
                     problem += " (the reply was cut off at the token limit)"
-        raise JudgeFailure(f"{metric} judge answered nonsense twice: {problem}")
+        raise JudgeFailure(f"{metric} judge answered nonsense twice: "
+                           f"{describe_bad_reply(problem, content, model=self._info.model)}")
 
     async def _score(self, metric: str, messages: list[dict[str, str]], *, sample: int) -> Score:
         try:

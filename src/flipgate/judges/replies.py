@@ -1,8 +1,18 @@
 """Reading a judge's reply: strict, pure, and never a guess.
 
-A reply that does not say exactly what the rubric asked for is a judge error,
-never a score. The readers raise `JudgeReplyError` with a message fit for the
-report; `flipgate.llm.client.LLM.chat(validate=...)` uses the same readers, so a
+One reader serves both engines (the openai judge and azure-ai-evaluation), under
+the contract's "Judge replies" rule. A reply is read when it says one score
+unambiguously, in one of the shapes real models send:
+
+- the JSON object the rubric asked for, alone, inside a ```json fence, or after
+  some prose;
+- azure-ai-evaluation's tags, `<S0>thoughts</S0><S1>reason</S1><S2>score</S2>`;
+- one integer 1-5 and nothing else (what promptflow-evals' prompts ask for).
+
+Everything else is a `JudgeReplyError`, never a score: two scores that differ
+(duplicate JSON keys, two `<S2>` tags, prose beside the object naming another
+score), a score outside 1-5, a fraction, a string or a boolean where a number
+belongs. `flipgate.llm.client.LLM.chat(validate=...)` uses the same readers, so a
 rejected reply is never cached.
 """
 
@@ -19,12 +29,33 @@ from flipgate.model import Score, Statement, StatementLabel
 
 SCORE_MIN, SCORE_MAX = 1, 5
 _SNIPPET = 80
-# Some OpenAI-compatible servers wrap JSON mode output in a Markdown fence.
-_FENCE = re.compile(r"\A```(?:json)?\s*\n(.*)\n```\Z", re.DOTALL | re.IGNORECASE)
+QUOTE_LIMIT = 200  # at most this much of an unreadable reply goes into the judge error
+# A reply that is one Markdown fence, ```json or bare.
+_FENCE = re.compile(r"\A```[ \t]*(?:json)?[ \t]*\n(.*?)\n?```\Z", re.DOTALL | re.IGNORECASE)
+_INTEGER = re.compile(r"[+-]?\d+")
+_NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
+_TAG = re.compile(r"<(/?)S([0-9]+)>", re.IGNORECASE)
+# Prose beside a score that names a score of its own: "score: 2", "rating is 4",
+# "4/5", "4 out of 5", "I'd give it a 3", a "score" key. Any such number that is not the
+# reply's score makes the reply ambiguous.
+_CLAIMS = (
+    re.compile(r"\b(?:score|rating|rated|grade|level)s?\b[^0-9\n<>{}]{0,24}?(" + _NUMBER.pattern + r")",
+               re.IGNORECASE),
+    re.compile(r"(" + _NUMBER.pattern + r")\s*(?:/|out\s+of)\s*(?:5|10|100)\b", re.IGNORECASE),
+    re.compile(r"\bgive\s+(?:it|this|the\s+\w+)\s+an?\s+(" + _NUMBER.pattern + r")", re.IGNORECASE),
+)
 
 
 class JudgeReplyError(ValueError):
     """The judge answered, but not in the shape its rubric asked for."""
+
+
+def describe_bad_reply(problem: str, content: str | None, *, model: str) -> str:
+    """A judge error for an unreadable reply: what was wrong, the model, and at most
+    `QUOTE_LIMIT` characters of what it said (escaped downstream like any judge text)."""
+    quote = json.dumps((content or "")[:QUOTE_LIMIT], ensure_ascii=False)
+    cut = " (cut)" if content and len(content) > QUOTE_LIMIT else ""
+    return f"{problem} (model {model}; reply {quote}{cut})"
 
 
 @dataclass(frozen=True)
@@ -51,22 +82,97 @@ def _refuse_constant(name: str) -> float:
     raise JudgeReplyError(f"reply is not valid JSON: it contains {name}")
 
 
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """`object_pairs_hook`: a key said twice may say two different things, so neither counts."""
+    seen: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in seen:
+            same = "" if seen[key] == value else f" with different values ({_type_name(seen[key])}, " \
+                                                  f"{_type_name(value)})"
+            raise JudgeReplyError(f"reply has the key {json.dumps(key)} twice{same}")
+        seen[key] = value
+    return seen
+
+
+def _decode(text: str) -> Any:
+    return json.loads(text, parse_constant=_refuse_constant, object_pairs_hook=_unique_keys)
+
+
+@dataclass(frozen=True)
+class _Located:
+    """A JSON object found in a reply, and the prose around it."""
+
+    value: dict[str, Any]
+    prose: str
+
+
+def _locate_object(text: str) -> _Located:
+    """The reply's JSON object: the whole reply, one fence, or prose then the object
+    (fenced or not) ending the reply. Text after the object is refused."""
+    if (fenced := _FENCE.match(text)) is not None:
+        text = fenced.group(1).strip()
+    if not text.startswith("{"):
+        try:
+            value = _decode(text)
+        except JudgeReplyError:
+            raise
+        except ValueError:
+            pass  # prose, perhaps with an object after it
+        else:
+            raise JudgeReplyError(f"reply is a JSON {_type_name(value).split()[0]}, not an object")
+    decoder = json.JSONDecoder(object_pairs_hook=_unique_keys, parse_constant=_refuse_constant)
+    starts = re.finditer(r"^[ \t]*(```[ \t]*(?:json)?[ \t]*\n[ \t]*)?\{", text, re.MULTILINE | re.IGNORECASE)
+    for match in starts:
+        start = match.end() - 1
+        try:
+            value, end = decoder.raw_decode(text, start)
+        except JudgeReplyError:
+            raise
+        except ValueError:
+            if start == 0:
+                break  # a broken object, not prose
+            continue
+        rest = text[end:].strip()
+        if match.group(1) and rest.startswith("```"):
+            rest = rest[3:].strip()  # the fence the object opened in
+        if rest:
+            raise JudgeReplyError("reply has text after its JSON object: "
+                                  f"{json.dumps(snippet(rest, _SNIPPET))}")
+        return _Located(value, text[:match.start()])
+    raise JudgeReplyError("reply is not valid JSON")
+
+
 def read_object(content: str) -> dict[str, Any]:
-    """The reply as a JSON object, or a JudgeReplyError saying why not."""
+    """The reply as a JSON object, or a JudgeReplyError saying why not.
+
+    Prose before the object may not name a score: an object that carries no score
+    (relevance, statements) has no score for prose to agree with."""
+    located = _locate_object(_text_of(content))
+    _check_prose(located.prose, score=None)
+    return located.value
+
+
+def _text_of(content: str) -> str:
     text = (content or "").strip()
     if not text:
         raise JudgeReplyError("empty reply")
-    if (fenced := _FENCE.match(text)) is not None:
-        text = fenced.group(1).strip()
-    try:
-        value = json.loads(text, parse_constant=_refuse_constant)
-    except JudgeReplyError:
-        raise
-    except ValueError:
-        raise JudgeReplyError(f"reply is not valid JSON: {json.dumps(snippet(text, _SNIPPET))}") from None
-    if not isinstance(value, dict):
-        raise JudgeReplyError(f"reply is a JSON {_type_name(value).split()[0]}, not an object")
-    return value
+    return text
+
+
+def _check_prose(prose: str, *, score: int | None) -> None:
+    """Prose beside a score must not name a different one."""
+    for pattern in _CLAIMS:
+        for claim in pattern.finditer(prose):
+            number = claim.group(1)
+            said = json.dumps(snippet(claim.group(0), _SNIPPET))
+            if score is None:
+                raise JudgeReplyError(f"reply names a score ({said}) beside an object that has none")
+            if float(number) != score:
+                raise JudgeReplyError(f"reply names two scores: {said} beside the score {score}")
+    if "{" in prose and re.search(r'"score"\s*:', prose):
+        raise JudgeReplyError("reply has a second score, a JSON \"score\", beside its own")
+    if _TAG.search(prose):
+        raise JudgeReplyError("reply mixes <S0>/<S1>/<S2> tags with a JSON object")
 
 
 def _check_status(reply: dict[str, Any]) -> None:
@@ -126,15 +232,74 @@ def _check_reason(reply: dict[str, Any]) -> str:
     return strip_lead_in(reason)
 
 
-def read_score(content: str) -> Score:
-    """A 1-5 rubric reply (groundedness or fluency): `{"reason", "score", "status"?}`.
+def _whole_level(text: str, *, where: str) -> int:
+    """A score written as text (a bare reply, an <S2> tag): an integer 1-5, nothing else."""
+    if _INTEGER.fullmatch(text) is not None:
+        score = int(text)
+    elif _NUMBER.fullmatch(text) is not None:
+        value = float(text)
+        if not math.isfinite(value) or not value.is_integer():
+            raise JudgeReplyError(f"{where} must be a whole number {SCORE_MIN}-{SCORE_MAX}, got {text}")
+        score = int(value)  # "4.0" names level 4 exactly, as the JSON number 4.0 does
+    else:
+        raise JudgeReplyError(f"{where} must be a whole number {SCORE_MIN}-{SCORE_MAX}, "
+                              f"got {json.dumps(snippet(text, _SNIPPET))}")
+    if not SCORE_MIN <= score <= SCORE_MAX:
+        raise JudgeReplyError(f"score {score} is outside {SCORE_MIN}-{SCORE_MAX}")
+    return score
 
-    `status` is optional (the fluency rubric does not ask for it), but when
-    present it must be "completed": "skipped" is a judge error, not a score.
+
+def _read_tags(text: str) -> Score:
+    """azure-ai-evaluation's tagged reply: <S0>thoughts</S0> <S1>reason</S1> <S2>score</S2>.
+
+    Each tag at most once and closed; the score tag exactly once; the text outside
+    the tags may not name another score."""
+    spans: dict[str, str] = {}
+    outside = []
+    position = 0
+    for opening in _TAG.finditer(text):
+        if opening.start() < position:
+            continue  # the closing tag of the span just read
+        if opening.group(1):
+            raise JudgeReplyError(f"reply closes <S{opening.group(2)}> that it never opened")
+        number = opening.group(2)
+        closing = re.compile(rf"</S{number}>", re.IGNORECASE).search(text, opening.end())
+        if closing is None:
+            raise JudgeReplyError(f"reply opens <S{number}> and never closes it")
+        body = text[opening.end():closing.start()]
+        if _TAG.search(body):
+            raise JudgeReplyError(f"reply nests a tag inside <S{number}>")
+        if number in spans:
+            what = "two scores" if number == "2" else "a tag twice"
+            raise JudgeReplyError(f"reply has {what}: <S{number}> appears twice")
+        spans[number] = body.strip()
+        outside.append(text[position:opening.start()])
+        position = closing.end()
+    outside.append(text[position:])
+    if "2" not in spans:
+        raise JudgeReplyError("reply has <S0>/<S1> tags but no <S2> score")
+    score = _whole_level(spans["2"], where="the <S2> score")
+    _check_prose("\n".join(outside), score=score)
+    return Score(value=score, reason=strip_lead_in(spans.get("1") or spans.get("0") or ""))
+
+
+def read_score(content: str) -> Score:
+    """A 1-5 rubric reply (groundedness or fluency), in any shape the rule reads.
+
+    The JSON object is `{"reason", "score", "status"?}`. `status` is optional (the
+    fluency rubric does not ask for it), but when present it must be "completed":
+    "skipped" is a judge error, not a score.
     """
-    reply = read_object(content)
+    text = _text_of(content)
+    if _NUMBER.fullmatch(text) is not None:
+        return Score(value=_whole_level(text, where="score"), reason="")
+    if _TAG.search(text) and not text.startswith(("{", "```")):
+        return _read_tags(text)
+    located = _locate_object(text)
+    reply = located.value
     _check_status(reply)
     score = _check_score(reply)
+    _check_prose(located.prose, score=score)
     return Score(value=score, reason=_check_reason(reply))
 
 

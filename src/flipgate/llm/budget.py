@@ -3,7 +3,10 @@
 Before each send the LLM door reserves the request's worst case: its prompt
 bounded from above (a token is at least one UTF-8 byte, so a text's byte
 count never under-counts its tokens, plus a few tokens a message for the
-chat format) plus the most it may generate (`max_tokens`,
+chat format), every other field of the body the provider may bill as prompt
+(`tools`, `functions`, `response_format` schemas, `user`, `stop`, any field
+the endpoint lock lets through: its JSON, keys included, a token a byte),
+plus the most it may generate (`max_tokens`,
 `max_completion_tokens`, or `budget.completion_ceiling` when the request
 sets neither). The reply's reported usage replaces the reservation; a reply
 without usage, a timeout or a cancelled request is counted at its worst case.
@@ -13,6 +16,7 @@ provider's own miscount, and no request is sent that could.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -40,10 +44,22 @@ def _text_bytes(value: Any) -> int:
     return len(str(value).encode("utf-8")) if value is not None else 0
 
 
+def _field_bytes(body: Mapping[str, Any]) -> int:
+    """The JSON bytes of every field beside `messages` that can carry text: a schema's
+    property names are billed too, so keys count. A number or a flag carries none."""
+    billed = {name: value for name, value in body.items()
+              if name != "messages" and not isinstance(value, (int, float, bool, type(None)))}
+    if not billed:
+        return 0
+    return len(json.dumps(billed, ensure_ascii=False, separators=(",", ":"),
+                          default=str).encode("utf-8"))
+
+
 def chat_worst_case(body: Mapping[str, Any], *, completion_ceiling: int = DEFAULT_COMPLETION_CEILING) -> int:
     """An upper bound on the tokens one chat completion request can cost."""
     messages = body.get("messages") or ()
-    prompt = sum(_text_bytes(message) + MESSAGE_OVERHEAD for message in messages) + REPLY_OVERHEAD
+    prompt = (sum(_text_bytes(message) + MESSAGE_OVERHEAD for message in messages)
+              + _field_bytes(body) + REPLY_OVERHEAD)
     limit = body.get("max_completion_tokens") or body.get("max_tokens")
     completion = limit if isinstance(limit, int) and limit > 0 else completion_ceiling
     n = body.get("n")

@@ -30,6 +30,8 @@ from urllib.parse import urlsplit
 from flipgate.llm.budget import Budget, BudgetExceeded, chat_worst_case, embedding_worst_case
 from flipgate.llm.cache import Cache, cache_key
 from flipgate.config.schema import (
+    AUTH_ENTRA,
+    AUTH_KEY,
     DEFAULT_EMBEDDING_BATCH,
     DEFAULT_MAX_RETRIES,
     DEFAULT_MAX_WAIT,
@@ -37,6 +39,7 @@ from flipgate.config.schema import (
     DEFAULT_TIMEOUT_SECONDS,
 )
 from flipgate.errors import FlipgateError, IncompleteError, InputError
+from flipgate.llm.entra import EntraSignIn
 from flipgate.llm.pacing import LONGEST_PAUSE, Limiter, retry_after
 from flipgate.settings import Settings
 
@@ -67,6 +70,7 @@ class Endpoint:
     base_url: str
     api_version: str | None = None
     deployment: str | None = None
+    auth: str = AUTH_KEY  # key | entra (a name, never a secret: it is part of the identity)
 
     def identity(self) -> dict[str, str | None]:
         parts = urlsplit(self.base_url)
@@ -79,6 +83,8 @@ class Endpoint:
         }
         if self.kind == "azure":
             identity.update(api_version=self.api_version, deployment=self.deployment)
+        if self.auth != AUTH_KEY:
+            identity["auth"] = self.auth  # absent for keys: earlier caches stay valid
         return identity
 
 
@@ -524,25 +530,37 @@ def openai_endpoint(base_url: str | None, *, settings: Settings) -> Endpoint:
 
 
 def azure_endpoint(azure_endpoint_url: str | None, api_version: str | None,
-                   deployment: str | None = None, *, settings: Settings) -> Endpoint:
+                   deployment: str | None = None, *, settings: Settings,
+                   auth: str = AUTH_KEY) -> Endpoint:
     url = azure_endpoint_url or settings.azure_openai_endpoint
     if not url:
         raise InputError("azure needs an endpoint: set azure_endpoint or AZURE_OPENAI_ENDPOINT")
     version = api_version or settings.openai_api_version
     if not version:
         raise InputError("azure needs an api_version: set api_version or OPENAI_API_VERSION")
-    return Endpoint(kind="azure", base_url=url, api_version=version, deployment=deployment)
+    return Endpoint(kind="azure", base_url=url, api_version=version, deployment=deployment, auth=auth)
 
 
 def make_client(endpoint: Endpoint, *, settings: Settings, timeout: float = DEFAULT_TIMEOUT_SECONDS,
-                max_retries: int = DEFAULT_MAX_RETRIES) -> AsyncOpenAI:
+                max_retries: int = DEFAULT_MAX_RETRIES,
+                sign_in: EntraSignIn | None = None) -> AsyncOpenAI:
     """Build the real openai client for an endpoint, with its own retries and timeout.
 
-    The key comes only from the environment, never from a file the PR controls.
+    The key comes only from the environment, never from a file the PR controls. With
+    `auth: entra` the client gets `sign_in`'s bearer token provider instead of a key;
+    the endpoint is one the base named (the judge's, or the generator's, held to the
+    base by endpoint_lock), so the token never goes where a pull request chose.
     """
-    key = _api_key(endpoint, settings)
     import openai  # lazy: keeps `flipgate --help` fast
 
+    if endpoint.auth == AUTH_ENTRA:
+        if sign_in is None or endpoint.kind != "azure":
+            raise InputError("auth entra needs an Azure endpoint and a sign-in")
+        return openai.AsyncAzureOpenAI(azure_endpoint=endpoint.base_url,
+                                       azure_ad_token_provider=sign_in.token_provider(),
+                                       api_version=endpoint.api_version,
+                                       timeout=timeout, max_retries=max_retries)
+    key = _api_key(endpoint, settings)
     if endpoint.kind == "azure":
         return openai.AsyncAzureOpenAI(azure_endpoint=endpoint.base_url, api_key=key,
                                        api_version=endpoint.api_version,
@@ -569,16 +587,21 @@ class LazyClient:
     so a run whose every reply is cached never loads the SDK."""
 
     def __init__(self, endpoint: Endpoint, *, settings: Settings,
-                 timeout: float = DEFAULT_TIMEOUT_SECONDS, max_retries: int = DEFAULT_MAX_RETRIES):
-        _api_key(endpoint, settings)  # a missing key is bad input now, before any work
-        self.endpoint, self.settings = endpoint, settings
+                 timeout: float = DEFAULT_TIMEOUT_SECONDS, max_retries: int = DEFAULT_MAX_RETRIES,
+                 sign_in: EntraSignIn | None = None):
+        if endpoint.auth == AUTH_ENTRA:
+            if sign_in is None or endpoint.kind != "azure":
+                raise InputError("auth entra signs in to Azure: the endpoint must be an Azure one")
+        else:
+            _api_key(endpoint, settings)  # a missing key is bad input now, before any work
+        self.endpoint, self.settings, self.sign_in = endpoint, settings, sign_in
         self.timeout, self.max_retries = timeout, max_retries
         self._client: AsyncOpenAI | None = None
 
     def get(self) -> AsyncOpenAI:
         if self._client is None:
             self._client = make_client(self.endpoint, settings=self.settings, timeout=self.timeout,
-                                       max_retries=self.max_retries)
+                                       max_retries=self.max_retries, sign_in=self.sign_in)
         return self._client
 
     async def close(self) -> None:

@@ -1,5 +1,5 @@
 """What one run shares across every model call: the limit, cache, budget, retry policy,
-requests in flight (single flight), usage and progress."""
+requests in flight (single flight), usage, progress and the Entra ID sign-in."""
 
 from __future__ import annotations
 
@@ -10,7 +10,9 @@ from typing import Any
 from flipgate.llm.cache import Cache
 from flipgate.config.schema import Config
 from flipgate.llm.client import Budget, Limiter, RetryPolicy, Usage
+from flipgate.llm.entra import EntraSignIn
 from flipgate.output.progress import Progress, Silent
+from flipgate.settings import Settings
 
 
 @dataclass
@@ -24,6 +26,8 @@ class Runtime:
     usage: dict[str, Usage] = field(default_factory=dict)
     # Requests in flight by cache digest, shared by every LLM of the run (single flight).
     flights: dict[str, Any] = field(default_factory=dict)
+    # One Entra ID credential for every `auth: entra` client of the run (built on first use).
+    entra: EntraSignIn | None = None
 
     def __post_init__(self) -> None:
         show = getattr(self.progress, "show", None)  # older Progress implementations lack it
@@ -32,7 +36,8 @@ class Runtime:
 
     @classmethod
     def from_config(cls, config: Config, *, cache_dir: str | Path | None,
-                    progress: Progress | None = None) -> Runtime:
+                    progress: Progress | None = None, cache_key: bytes | None = None) -> Runtime:
+        """`cache_key` signs the cache's entries (cache_secret.py); None: this process's own."""
         runtime = cls(
             limiter=Limiter(limit=config.concurrency),
             budget=Budget(max_requests=config.budget.max_requests,
@@ -40,7 +45,7 @@ class Runtime:
                           completion_ceiling=config.budget.completion_ceiling),
             # Generation keeps the default count of retries; 429s are waited out as long as the judge's.
             retry=RetryPolicy(max_wait=config.judge.max_wait),
-            cache=Cache(cache_dir) if cache_dir is not None else None,
+            cache=Cache(cache_dir, key=cache_key) if cache_dir is not None else None,
             progress=progress or Silent(),
         )
         runtime.watch_with(runtime.progress)
@@ -55,6 +60,12 @@ class Runtime:
         usages = list(self.usage.values())
         return (sum(u.requests + u.embedding_requests for u in usages),
                 sum(u.prompt_tokens + u.completion_tokens for u in usages))
+
+    def sign_in(self, settings: Settings) -> EntraSignIn:
+        """The run's Entra ID sign-in, shared by the judge, the generator and the SDK engines."""
+        if self.entra is None:
+            self.entra = EntraSignIn(settings)
+        return self.entra
 
     def usage_for(self, purpose: str) -> Usage:
         return self.usage.setdefault(purpose, Usage())

@@ -104,7 +104,12 @@ def _reading(side: Side, *, with_rescore: bool = False) -> str:
         detail += f"; re-score {side.rescore.value}" if side.rescore.ok else "; re-score failed"
     if with_rescore and side.second_opinion is not None:
         second = side.second_opinion
-        detail += f"; second judge {second.value}" if second.ok else "; second judge failed"
+        if not second.ok:
+            detail += "; second judge failed"
+        elif second.label is not None:
+            detail += f"; second judge: {'grounded' if second.label else 'not grounded'}"
+        else:
+            detail += f"; second judge {second.value}"
     return f"{bucket} ({detail})"
 
 

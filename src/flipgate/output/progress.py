@@ -15,7 +15,10 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol, TextIO
+from typing import TYPE_CHECKING, Protocol, TextIO
+
+if TYPE_CHECKING:
+    from rich.console import Console, RenderableType
 
 # (requests, tokens) spent so far.
 UsageSource = Callable[[], tuple[int, int]]
@@ -165,17 +168,28 @@ class PeriodicLines:
 
 
 class Bar:
-    """Rich progress bars, one per phase, for an interactive terminal."""
+    """Rich progress bars, one per phase, for an interactive terminal. The phase, the count
+    and the ETA come first and never shrink; the bar takes what is left of a narrow
+    terminal, and the usage text is cut with an ellipsis before anything else is."""
 
-    def __init__(self, *, stream: TextIO | None = None):
+    def __init__(self, *, stream: TextIO | None = None, console: Console | None = None):
         from rich.console import Console
         from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeRemainingColumn
         from rich.progress import Progress as RichProgress
+        from rich.table import Column
 
-        self._progress = RichProgress(TextColumn("{task.description}"), BarColumn(),
-                                      MofNCompleteColumn(), TextColumn("ETA"),
-                                      TimeRemainingColumn(), TextColumn("{task.fields[usage]}"),
-                                      console=Console(file=stream or sys.stderr), transient=True)
+        console = console or Console(file=stream or sys.stderr)
+        # Phase, count and ETA take about 40 columns; the bar and the usage text share the rest.
+        rest = max(console.width - 40, 20)
+        self._progress = RichProgress(
+            TextColumn("{task.description}", table_column=Column(no_wrap=True)),
+            MofNCompleteColumn(table_column=Column(no_wrap=True)),
+            TextColumn("ETA", table_column=Column(no_wrap=True)),
+            TimeRemainingColumn(table_column=Column(no_wrap=True)),
+            BarColumn(bar_width=min(24, rest // 3)),
+            TextColumn("{task.fields[usage]}", table_column=Column(
+                no_wrap=True, overflow="ellipsis", max_width=rest - min(24, rest // 3) - 2)),
+            console=console, transient=True)
         self._tasks: dict[str, object] = {}
         self._usage: UsageSource = lambda: (0, 0)
         self._detail: Callable[[], str] | None = None
@@ -203,6 +217,10 @@ class Bar:
         if self._detail is not None:
             usage += f" · {self._detail()}"
         self._progress.update(self._task(phase), advance=n, usage=usage)
+
+    def renderable(self) -> RenderableType:
+        """The bars as the terminal shows them now."""
+        return self._progress.make_tasks_table(self._progress.tasks)
 
     def close(self) -> None:
         self._progress.stop()

@@ -9,6 +9,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from flipgate.config.schema import GROUNDEDNESS_PRO
 from flipgate.verdict import gate
 from flipgate.errors import InputError, Problem
 from flipgate.model import Change, Counts, E2EReport, JudgeInfo, Relevance, Report, Row, Score, Side
@@ -63,20 +64,28 @@ def _side(side: Side) -> dict[str, Any]:
 
 def _candidate(side: Side, second_opinion: str | None) -> dict[str, Any]:
     out = _side(side)
-    if side.second_opinion is not None:
-        out["second_opinion"] = {"model": second_opinion, **(_score(side.second_opinion) or {})}
+    second = side.second_opinion
+    if second is not None and second_opinion == GROUNDEDNESS_PRO:
+        # A true/false instrument: its label (True: grounded) instead of a score.
+        out["second_opinion"] = {"engine": GROUNDEDNESS_PRO, "label": second.label,
+                                 "reason": second.reason}
+        if second.error:
+            out["second_opinion"]["error"] = second.error
+    elif second is not None:
+        out["second_opinion"] = {"model": second_opinion, **(_score(second) or {})}
     return out
 
 
 def judge_dict(judge: JudgeInfo) -> dict[str, Any]:
     """The instrument: enough to trace any verdict to the judge, rubric and settings behind it."""
-    out: dict[str, Any] = {"provider": judge.provider, "model": judge.model, "engine": judge.engine}
+    out: dict[str, Any] = {"provider": judge.provider, "model": judge.model, "engine": judge.engine,
+                           "mode": judge.mode, "sdk": dict(judge.sdk) if judge.sdk is not None else None}
     if judge.embedding_model:
         out["embedding_model"] = judge.embedding_model
     if judge.lexical:
         out["note"] = "offline lexical judge: word and figure overlap, not an LLM"
     out.update(rubric_version=judge.rubric_version, rubric_hash=dict(judge.rubric_hash),
-               temperature=judge.temperature, seed=judge.seed, rescore=judge.rescore,
+               temperature=judge.temperature, seed=judge.seed, auth=judge.auth, rescore=judge.rescore,
                second_opinion=judge.second_opinion, returned_models=list(judge.returned_models),
                system_fingerprints=list(judge.system_fingerprints))
     return out

@@ -161,6 +161,16 @@ def judge_line(report: Report) -> Text:
     return line
 
 
+WARNING_PREFIX = "Warning:"
+
+
+def warnings(report: Report) -> list[str]:
+    """The report's warnings (notes that say `Warning:`), its suites' too, each once: what the
+    comment warns about, the terminal says as well."""
+    notes = [*report.notes, *(note for part in report.suites for note in part.report.notes)]
+    return list(dict.fromkeys(note for note in notes if note.startswith(WARNING_PREFIX)))
+
+
 def print_summary(report: Report, console: Console) -> None:
     if report.conclusion is not Conclusion.SKIPPED:
         table, left_out = rows_table(report, with_why=console.width >= WIDE)
@@ -172,5 +182,7 @@ def print_summary(report: Report, console: Console) -> None:
         console.print(Text(counts_line(report)))
     for line in suite_lines(report):
         console.print(Text(line))
+    for warning in warnings(report):
+        console.print(Text(one_line_within(warning, 2_000), style="yellow"))
     line, style = conclusion_line(report)
     console.print(Text(line, style=style))

@@ -122,6 +122,18 @@ def sample_isolated(data: bytes, *, path: str, source: str, repo: str | os.PathL
     return _prompty_from_json(answer["prompty"]), _rendered_from_json(answer)
 
 
+def sample_values_isolated(data: bytes, *, path: str, source: str, repo: str | os.PathLike[str],
+                           sha: str, environ: Mapping[str, str],
+                           limits: Limits = Limits()) -> tuple[Prompty, dict[str, Any]]:
+    """Parse a generator and read its own sample's values (what `flipgate init` turns into
+    a first case), in the child; nothing is rendered."""
+    check_size(data, source=source, limits=limits)
+    answer = _run_child({"job": "values", "path": path, "source": source,
+                         "text": data.decode("utf-8", "surrogateescape"), "repo": str(repo), "sha": sha},
+                        source=source, limits=limits, environ=environ, what="reading the sample")
+    return _prompty_from_json(answer["prompty"]), answer["values"]
+
+
 def render_isolated(prompty: Prompty, cases: Sequence[Case], *, repo: str | os.PathLike[str],
                     sha: str, environ: Mapping[str, str] | None = None, limits: Limits = Limits(),
                     strict_undefined: bool = False) -> Rendered:
@@ -241,6 +253,9 @@ def _job(request: dict[str, Any], limits: Limits) -> dict[str, Any]:
         files, complete = referenced_files(prompty, read=read, limits=limits)
         files = files | extra_files | data_files(prompty)
         return {"prompty": _prompty_to_json(prompty), "files": sorted(files), "complete": complete}
+    if request["job"] == "values":
+        _plain_json(prompty)
+        return {"prompty": _prompty_to_json(prompty), "values": sample_values(prompty, read=read)}
     if request["job"] == "sample":
         _plain_json(prompty)
         values = {"sample": sample_values(prompty, read=read)}

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from flipgate.verdict import gate
 from flipgate.config.schema import (
+    AUTH_ENTRA,
     DEFAULT_CACHE_DIR,
     DEFAULT_CONFIG,
     DEFAULT_OUT_DIR,
@@ -49,6 +50,7 @@ from flipgate.run.refs import (
     require_generator,
 )
 from flipgate.generator.replay import PreparedGenerator, first_failure_cancels, replay
+from flipgate.llm.cache_secret import cache_secret
 from flipgate.llm.client import Endpoint, LazyClient
 from flipgate.llm.runtime import Runtime
 from flipgate.run.scoring import (
@@ -87,9 +89,12 @@ def open_repo(path: Path, settings: Settings) -> Repo:
     return Repo(Path(path).resolve(), Git(settings.git_environment()))
 
 
-def generator_client(endpoint: Endpoint, settings: Settings) -> LazyClient:
-    """The client the generators' requests go through (built on first use)."""
-    return LazyClient(endpoint, settings=settings)
+def generator_client(endpoint: Endpoint, settings: Settings, runtime: Runtime) -> LazyClient:
+    """The client the generators' requests go through (built on first use): to the base's
+    endpoint (the head is held to it), signed in with the run's Entra ID credential when
+    the base's configuration says `auth: entra`."""
+    return LazyClient(endpoint, settings=settings,
+                      sign_in=runtime.sign_in(settings) if endpoint.auth == AUTH_ENTRA else None)
 
 
 @dataclass(frozen=True)
@@ -101,7 +106,7 @@ class Wiring:
     open_git: Callable[[Path, Settings], Repo] = open_repo
     runtime: Callable[..., Runtime] = Runtime.from_config
     judges: Callable[..., Judges] = make_judges
-    client: Callable[[Endpoint, Settings], LazyClient] = generator_client
+    client: Callable[[Endpoint, Settings, Runtime], LazyClient] = generator_client
 
 
 def prepare(repo: Repo, refs: dict[str, Ref], generators: dict[str, Generator],
@@ -149,7 +154,7 @@ async def _replay_and_score(*, inputs: Inputs, pair: LockedPair,
     # generation: a wrong key, endpoint or model stops the run here. Cached like
     # any reply, so a later suite's probe sends nothing again.
     await judge.probe()
-    client = wiring.client(pair.baseline.endpoint, settings)
+    client = wiring.client(pair.baseline.endpoint, settings, runtime)
     try:
         cases = inputs.cases
         side = functools.partial(replay, cases, client=client, runtime=runtime, debug=settings.debug)
@@ -171,8 +176,8 @@ async def _replay_and_score(*, inputs: Inputs, pair: LockedPair,
 async def _end_to_end(*, repo: Repo, base: Ref, inputs: Inputs, pair: LockedPair,
                       refs: dict[str, Ref], sides: dict[str, Generator], frozen: list[Row],
                       runtime: Runtime, settings: Settings, judge: str | None,
-                      request: E2ERequest, cache_dir: Path | None,
-                      environ: Mapping[str, str], wiring: Wiring) -> E2EReport:
+                      request: E2ERequest, environ: Mapping[str, str],
+                      wiring: Wiring) -> E2EReport:
     """The end-to-end run: the same generation and judging as the frozen run, on live contexts."""
     from flipgate.e2e.run import run_e2e
 
@@ -189,8 +194,13 @@ async def _end_to_end(*, repo: Repo, base: Ref, inputs: Inputs, pair: LockedPair
     assert inputs.config.e2e is not None
     return await run_e2e(config=inputs.config.e2e, source=inputs.config.source, repo=repo.path,
                          git=repo.git, base_sha=base.sha, cases=inputs.cases, frozen=frozen,
-                         request=request, cache_dir=cache_dir, limit=inputs.config.concurrency,
+                         request=request, cache=runtime.cache, limit=inputs.config.concurrency,
                          gate_cases=gate_cases, progress=runtime.progress)
+
+
+def cache_key_for(settings: Settings, *, repo: Path, cache_dir: Path | None) -> bytes | None:
+    """The key that signs the run's cache: one the repository's files cannot hold."""
+    return cache_secret(settings, outside=[repo]).key if cache_dir is not None else None
 
 
 @dataclass
@@ -280,10 +290,11 @@ async def check(*, repo: Path, base: str, head: str, settings: Settings,
         assert e2e is not None and one.pair is not None
         return await _end_to_end(repo=git_repo, base=base_ref, inputs=one.inputs, pair=one.pair,
                                  refs=one.refs, sides=one.sides, frozen=frozen, runtime=runtime,
-                                 settings=settings, judge=judge, request=e2e,
-                                 cache_dir=cache_dir, environ=environ, wiring=wiring)
+                                 settings=settings, judge=judge, request=e2e, environ=environ,
+                                 wiring=wiring)
 
-    runtime = wiring.runtime(config, cache_dir=cache_dir, progress=progress)
+    runtime = wiring.runtime(config, cache_dir=cache_dir, progress=progress,
+                             cache_key=cache_key_for(settings, repo=repo, cache_dir=cache_dir))
     reports: list[Report] = []
     messages: list[str] = []
     if all(one.pair is None for one in planned):
@@ -440,8 +451,9 @@ async def replay_ref(*, repo: Path, ref: str, settings: Settings,
     prepared = prepare(git_repo, {"generation": at}, {"generation": pair.baseline}, inputs.cases,
                        environ=settings.environ,
                        strict_undefined=config.generator_options.strict_undefined)
-    runtime = wiring.runtime(config, cache_dir=cache_dir, progress=progress)
-    client = wiring.client(pair.baseline.endpoint, settings)
+    runtime = wiring.runtime(config, cache_dir=cache_dir, progress=progress,
+                             cache_key=cache_key_for(settings, repo=repo, cache_dir=cache_dir))
+    client = wiring.client(pair.baseline.endpoint, settings, runtime)
     try:
         answers = await replay(inputs.cases, prepared["generation"], client=client, runtime=runtime,
                                purpose="generation", debug=settings.debug)
@@ -462,7 +474,8 @@ def one_suite(config: Config, suite: str | None) -> Config:
 
 
 def replay_sample(*, repo: Path, ref: str, settings: Settings, config_path: str | None = None,
-                  generator: str | None = None, suite: str | None = None) -> dict[str, Any]:
+                  generator: str | None = None, suite: str | None = None,
+                  warn: Callable[[str], None] = lambda text: None) -> dict[str, Any]:
     """`replay --sample`: the request the generator at `ref` would send for its own sample.
     The generator is `generator` (a repository path) or the configuration's (the suite's)."""
     from flipgate.git import repository as gitrefs
@@ -488,4 +501,5 @@ def replay_sample(*, repo: Path, ref: str, settings: Settings, config_path: str 
     options = config.generator_options if config is not None else None
     return sample_request(repo=git_repo, ref=at, path=path, environ=settings.environ,
                           endpoint=options.endpoint if options else None,
-                          strict_undefined=options.strict_undefined if options else False)
+                          strict_undefined=options.strict_undefined if options else False,
+                          warn=warn)

@@ -16,7 +16,7 @@ from pathlib import Path
 from flipgate.verdict import changes
 
 from flipgate.git import repository as gitrefs
-from flipgate.config.cases import parse_cases
+from flipgate.config.cases import parse_cases, require_queries
 from flipgate.config.schema import Config, parse_config
 from flipgate.generator.endpoint_lock import LockedPair, check_adopted_config
 from flipgate.errors import InputError, Problem
@@ -154,6 +154,7 @@ def load_cases_for(repo: Repo, trusted: TrustedConfig, config: Config, head: Ref
     cases_path = gitrefs.safe_path(config.path_of(config.cases), source=config.source)
     cases_data = repo.read_required(source_ref, cases_path)
     cases = parse_cases(cases_data, source=f"{cases_path}@{source_ref.label}")
+    require_queries(cases, source=f"{cases_path}@{source_ref.label}", mode=config.judge.mode)
     cases_diff = None
     if source_ref.sha != head.sha and cases_path in changed:
         cases_diff = _head_cases_description(repo, head, cases_path, cases)

@@ -8,25 +8,36 @@ the gaps, as the reference runtime fills them.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from flipgate.config.schema import EndpointConfig
 from flipgate.generator.endpoint_lock import trusted_request
-from flipgate.prompty import sample_isolated
+from flipgate.prompty import Prompty, sample_isolated
 
 if TYPE_CHECKING:
     from flipgate.run.refs import Ref, Repo
 
 
 def sample_request(*, repo: Repo, ref: Ref, path: str, environ: Mapping[str, str],
-                   endpoint: EndpointConfig | None = None,
-                   strict_undefined: bool = False) -> dict[str, Any]:
-    """`{"messages", "model", "parameters"}` for the generator at `path` of `ref`."""
+                   endpoint: EndpointConfig | None = None, strict_undefined: bool = False,
+                   warn: Callable[[str], None] = lambda text: None) -> dict[str, Any]:
+    """`{"messages", "model", "parameters"}` for the generator at `path` of `ref`; `warn` hears
+    when the file has no sample, so its inputs rendered empty."""
     data = repo.read_required(ref, path)
     prompty, rendered = sample_isolated(data, path=path, source=f"{path}@{ref.label}", repo=repo.path,
                                         sha=ref.sha, environ=environ, strict_undefined=strict_undefined)
+    if not has_sample(prompty):
+        warn(f"{path} has no sample: (nor input examples or defaults), so its inputs rendered "
+             "empty; add a sample: to see a real request")
     model, parameters = trusted_request(prompty, environ=environ, endpoint=endpoint,
                                         read=repo.reader(ref))
     return {"messages": [dict(m) for m in rendered.messages["sample"]], "model": model,
             "parameters": parameters}
+
+
+def has_sample(prompty: Prompty) -> bool:
+    """Whether the file gives a dry run anything to fill its inputs with: a `sample:`, or a
+    v2 input's example or default."""
+    return prompty.sample is not None or any(
+        spec.example is not None or spec.default is not None for spec in prompty.inputs)

@@ -301,13 +301,15 @@ def build_suites_report(parts: Sequence[SuiteReport], *, notes: Sequence[str] = 
                         head_sha: str | None = None, relevance_threshold: float = 0.7,
                         strict: bool = False, per_suite_status: bool = False) -> Report:
     """Several suites' reports as the run's one: each suite's own report under `suites`, the
-    worst conclusion and the summed counts on top (gate.worst, gate.add_counts). The run's
-    usage and cache are reported once, on top."""
+    worst conclusion and the counts of the suites that were evaluated summed on top
+    (gate.worst, gate.add_counts; when none was, every suite's). The run's usage and cache
+    are reported once, on top."""
     for part in parts:
         part.report.usage = part.report.cache = None
     judge = next((part.report.judge for part in parts if part.evaluated), parts[0].report.judge)
+    counted = [part for part in parts if part.evaluated] or list(parts)
     return Report(conclusion=gate.worst(part.report.conclusion for part in parts), judge=judge,
-                  counts=gate.add_counts(part.report.counts for part in parts),
+                  counts=gate.add_counts(part.report.counts for part in counted),
                   rows=[row for part in parts for row in part.report.rows],
                   relevance_threshold=relevance_threshold, usage=usage, cache=cache,
                   notes=list(notes), head_sha=head_sha, strict=strict, suites=list(parts),

@@ -148,7 +148,8 @@ def _change(data: Mapping[str, Any] | None) -> Change | None:
 
 
 def _score(data: Mapping[str, Any] | None) -> Score | None:
-    return None if data is None else Score(value=data["value"], reason=data["reason"], error=data["error"])
+    return None if data is None else Score(value=data["value"], reason=data["reason"],
+                                           error=data["error"], label=data.get("label"))
 
 
 def _side(data: Mapping[str, Any]) -> Side:
@@ -160,7 +161,7 @@ def _side(data: Mapping[str, Any]) -> Side:
             score=relevance["score"], questions=tuple(relevance["questions"]),
             noncommittal=relevance["noncommittal"], error=relevance["error"]),
         rescore=_score(data["rescore"]), fluency=_score(data["fluency"]),
-        finish_reason=data["finish_reason"])
+        finish_reason=data["finish_reason"], second_opinion=_score(data.get("second_opinion")))
 
 
 def _row(data: Mapping[str, Any]) -> Row:

@@ -73,6 +73,14 @@ def confirmations_needed(mode: str) -> tuple[bool, bool]:
     return mode in (SAME_JUDGE, BOTH), mode in (SECOND_OPINION, BOTH)
 
 
+def reads_ungrounded(score: Score) -> bool:
+    """A confirming reading that agrees the answer is ungrounded: a 1-5 score in the
+    ungrounded bucket, or a true/false instrument's "not grounded" (label False)."""
+    if score.label is not None:
+        return not score.label
+    return score.value is not None and bucket_of(score.value) is Bucket.UNGROUNDED
+
+
 def classify(baseline: Score, candidate: Score, rescore: Score | None = None, *,
              second: Score | None = None, mode: str = SAME_JUDGE) -> tuple[Verdict, list[str]]:
     """The verdict of one row, and the judge errors that explain an `error` verdict.
@@ -99,8 +107,7 @@ def classify(baseline: Score, candidate: Score, rescore: Score | None = None, *,
                 return Verdict.ERROR, [f"candidate: newly ungrounded but {missing}"]
             if not score.ok:
                 return Verdict.ERROR, [f"candidate {name}: {score.error}"]
-        agree = all(score is not None and score.value is not None
-                    and bucket_of(score.value) is Bucket.UNGROUNDED for _, score, _ in confirming)
+        agree = all(score is not None and reads_ungrounded(score) for _, score, _ in confirming)
         return (Verdict.REGRESSION if agree else Verdict.UNSTABLE), []
     if after is Bucket.NON_ANSWER and before in _ANSWERING:
         return Verdict.NEW_NON_ANSWER, []

@@ -1,0 +1,162 @@
+"""What `flipgate init` writes: a starter `.flipgate.yml`, workflow and first case (pure text).
+
+The workflow is the one docs/action.md recommends: `pull_request` for the
+automatic check, `issue_comment` for a maintainer's `/flipgate run`, and the
+three permissions flipgate needs.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from flipgate.config.schema import DEFAULT_CACHE_DIR, DEFAULT_CONFIG, DEFAULT_OUT_DIR
+
+DEFAULT_CASES = "eval/cases.jsonl"
+DEFAULT_WORKFLOW = ".github/workflows/flipgate.yml"
+DEFAULT_ACTION = "OWNER/flipgate@v1"   # the README's stand-in for wherever the action comes from
+EXAMPLE_CATEGORY = "general"
+JUDGE_MODELS = {"openai": "gpt-4.1-mini"}
+
+# Sample inputs that hold the question, and the retrieved context, most likely first.
+_QUERY_NAMES = ("query", "question", "input", "user_input", "user_query", "prompt", "message")
+_CONTEXT_NAMES = ("context", "documents", "sources", "retrieved", "retrieval", "passages", "docs")
+_RESERVED = ("id", "category")
+
+
+@dataclass(frozen=True)
+class Starter:
+    """The choices a starter set is built from; paths are repository-relative (POSIX)."""
+
+    generator: str
+    generator_type: str = "openai"        # the Prompty's configuration type: openai | azure_openai
+    generator_model: str | None = None
+    config: str = DEFAULT_CONFIG
+    cases: str = DEFAULT_CASES
+    workflow: str = DEFAULT_WORKFLOW
+    action: str = DEFAULT_ACTION
+
+    @property
+    def judge_provider(self) -> str:
+        return "azure" if self.generator_type == "azure_openai" else "openai"
+
+
+def _relative(path: str, config: str) -> str:
+    """`path` as the configuration names it: relative to the configuration's directory."""
+    return posixpath.relpath(path, posixpath.dirname(config) or ".")
+
+
+def config_text(starter: Starter) -> str:
+    provider = starter.judge_provider
+    model = JUDGE_MODELS.get(provider) or starter.generator_model or "YOUR-JUDGE-DEPLOYMENT"
+    model_note = ("  # the pinned judge model" if provider == "openai"
+                  else "  # azure: the deployment that judges (set endpoint and version below or "
+                       "in AZURE_OPENAI_ENDPOINT / OPENAI_API_VERSION)")
+    return f"""\
+# flipgate: gate prompt and model changes on groundedness flips.
+# Every key: docs/configuration.md. Read from the pull request's BASE branch.
+version: 1
+cases: {_relative(starter.cases, starter.config)}
+generator: {_relative(starter.generator, starter.config)}
+judge:
+  provider: {provider}
+  model: {model}{model_note}
+gate:
+  # Categories whose confirmed regressions block the merge (a case's "category").
+  blocking_categories: [{EXAMPLE_CATEGORY}]
+  # Below 50 cases a category, only a second-opinion judge's confirmation blocks
+  # (docs/deciding.md): a small first suite reports regressions to review, and passes.
+  # min_cases_per_category: 50
+relevance:
+  threshold: 0.7
+  embedding_model: text-embedding-3-small
+"""
+
+
+def _first_text(values: Mapping[str, Any], names: tuple[str, ...]) -> str | None:
+    for name in names:
+        value = values.get(name)
+        if isinstance(value, str) and value.strip():
+            return value
+        if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+            return "\n\n".join(value)
+    return None
+
+
+def example_case(sample: Mapping[str, Any]) -> dict[str, Any]:
+    """One case from a Prompty's sample inputs: its question and context when it names
+    them, every other sample value kept as a field the template reads."""
+    query = _first_text(sample, _QUERY_NAMES)
+    context = _first_text(sample, _CONTEXT_NAMES)
+    case: dict[str, Any] = {
+        "id": "example-001",
+        "category": EXAMPLE_CATEGORY,
+        "query": query or "A question your users ask",
+        "context": context or "The exact text your retrieval returned for that question.",
+    }
+    for name, value in sample.items():  # the template reads them by their own names
+        if name not in case and name not in _RESERVED:
+            case[name] = value
+    return case
+
+
+def cases_text(sample: Mapping[str, Any]) -> str:
+    return json.dumps(example_case(sample), ensure_ascii=False) + "\n"
+
+
+def workflow_text(starter: Starter) -> str:
+    secret = ("azure-openai-api-key: ${{ secrets.AZURE_OPENAI_API_KEY }}"
+              if starter.judge_provider == "azure" else "openai-api-key: ${{ secrets.OPENAI_API_KEY }}")
+    config_input = ("" if starter.config == DEFAULT_CONFIG
+                    else f"\n          config: {starter.config}")
+    number = "github.event.pull_request.number || github.event.issue.number"
+    return f"""\
+# flipgate on every pull request, and on a maintainer's `/flipgate run` comment
+# (how a fork's pull request gets evaluated). See docs/action.md.
+name: flipgate
+
+on:
+  pull_request:
+    types: [opened, synchronize, reopened]
+  issue_comment:
+    types: [created]
+
+permissions:
+  contents: read        # check out the repository, fetch the PR's commits
+  pull-requests: write  # the comment, replies and reactions on a PR
+  statuses: write       # the `flipgate` commit status
+
+jobs:
+  flipgate:
+    # Of all comments, only `/flipgate ...` on a pull request starts a job.
+    if: >-
+      github.event_name == 'pull_request' ||
+      (github.event.issue.pull_request && startsWith(github.event.comment.body, '/flipgate'))
+    runs-on: ubuntu-latest
+    timeout-minutes: 30
+    concurrency:
+      group: flipgate-${{{{ {number} }}}}
+      cancel-in-progress: ${{{{ github.event_name == 'pull_request' }}}}
+    steps:
+      - uses: actions/checkout@v4
+      - uses: actions/cache@v4
+        with:
+          path: {DEFAULT_CACHE_DIR}
+          key: flipgate-${{{{ {number} }}}}-${{{{ github.run_id }}}}
+          restore-keys: |
+            flipgate-${{{{ {number} }}}}-
+            flipgate-
+      - id: flipgate
+        uses: {starter.action}
+        with:
+          {secret}{config_input}
+      - if: always()
+        uses: actions/upload-artifact@v4
+        with:
+          name: flipgate-report
+          path: {DEFAULT_OUT_DIR}/
+          if-no-files-found: ignore
+"""
