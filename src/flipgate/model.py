@@ -117,7 +117,7 @@ class Statement:
 
     text: str
     label: StatementLabel
-    span: str | None = None  # the context text that supports it, verbatim
+    span: str | None = None  # the context text that supports (unsupported: contradicts) it, verbatim
 
 
 @dataclass(frozen=True)

@@ -130,8 +130,8 @@ def gate(cases_path: str, baseline_path: str, candidate_path: str, config_path: 
         # Judge errors on rows are part of the result; only a part that stopped fails its job.
         sys.exit(3 if stopped is not None else 0)
     write_outputs(report, Path(out_dir), console=Console())
-    click.echo(f"wrote {Path(out_dir) / 'report.json'} and {Path(out_dir) / 'comment.md'}",
-               err=True)
+    click.echo(f"wrote {Path(out_dir) / 'report.json'}, {Path(out_dir) / 'comment.md'} and "
+               f"{Path(out_dir) / 'report.html'}", err=True)
     sys.exit(gate_core.exit_code(report.conclusion))
 
 

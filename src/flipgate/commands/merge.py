@@ -34,5 +34,6 @@ def merge(partials: tuple[str, ...], out_dir: str) -> None:
 
     report = merge_partials([Path(p) / PARTIAL_FILE if Path(p).is_dir() else Path(p) for p in partials])
     write_outputs(report, Path(out_dir), console=Console())
-    click.echo(f"wrote {Path(out_dir) / 'report.json'} and {Path(out_dir) / 'comment.md'}", err=True)
+    click.echo(f"wrote {Path(out_dir) / 'report.json'}, {Path(out_dir) / 'comment.md'} and "
+               f"{Path(out_dir) / 'report.html'}", err=True)
     sys.exit(gate_core.exit_code(report.conclusion))

@@ -122,5 +122,6 @@ def run(base: str, head: str, config_path: str, out_dir: str, judge: str | None,
         click.echo(f"wrote {result.partial} (shard {shard}); `flipgate merge` turns the partials "
                    "into the report", err=True)
     else:
-        click.echo(f"wrote {Path(out_dir) / 'report.json'} and {Path(out_dir) / 'comment.md'}", err=True)
+        click.echo(f"wrote {Path(out_dir) / 'report.json'}, {Path(out_dir) / 'comment.md'} and "
+                   f"{Path(out_dir) / 'report.html'}", err=True)
     sys.exit(result.exit_code)

@@ -26,6 +26,7 @@ from urllib.parse import urlsplit
 from flipgate.verdict import gate
 
 from flipgate.output import comment as render
+from flipgate.output.html import HTML_FILE
 from flipgate.config.schema import DEFAULT_CACHE_DIR, DEFAULT_OUT_DIR
 from flipgate.e2e.run import E2ERequest
 from flipgate.errors import (
@@ -125,13 +126,17 @@ class Outcome:
 
 
 def outcome_of_report(report: Report, *, comment: str, exit_code: int, report_path: str,
-                      summary_room: int, message: str | None = None) -> Outcome:
+                      summary_room: int, message: str | None = None,
+                      page_path: str = "") -> Outcome:
     """The status, comment and summary of a finished check (`comment`: the comment.md the
-    check wrote; `message`: why it stopped early)."""
+    check wrote; `message`: why it stopped early; `page_path`: the report.html it wrote,
+    which the summary names)."""
+    note = messages.page_note(page_path) if page_path else ""
     try:  # the summary gets the most detail that fits what is left of its 1 MiB
-        summary = render.render_summary(report, max_chars=summary_room)
+        summary = render.render_summary(report, max_chars=summary_room - len(note.encode()))
     except ValueError:
         summary = comment
+    summary += note if len(summary.encode()) + len(note.encode()) <= summary_room else ""
     fingerprint = messages.verdicts_fingerprint(report, message=message)
     if report.conclusion is Conclusion.SKIPPED:
         return Outcome(state=gate.commit_state(report.conclusion), description=messages.NO_CHANGE,
@@ -502,10 +507,12 @@ def run_check_safely(settings: Settings, run_settings: RunSettings, workflow: Wo
                 workflow.info(traceback.format_exc())
         return outcome_of_failure(exc, head_sha=pull.head_sha)
     report_file = workspace / OUT_DIR / "report.json"
+    page_file = workspace / OUT_DIR / HTML_FILE
     return outcome_of_report(result.report, comment=result.markdown, exit_code=result.exit_code,
                              report_path=f"{OUT_DIR}/report.json" if report_file.exists() else "",
                              summary_room=workflow.summary_room(),
-                             message=getattr(result, "message", None))
+                             message=getattr(result, "message", None),
+                             page_path=f"{OUT_DIR}/{HTML_FILE}" if page_file.exists() else "")
 
 
 def ensure_commits(repo: Path, shas: Sequence[str], *, git: Git) -> None:

@@ -108,6 +108,13 @@ def could_not_run_comment(*, head_sha: str, kind: str, detail: str) -> str:
             f"Fix the problem and push, or ask a maintainer for `/flipgate run`.\n")
 
 
+def page_note(path: str) -> str:
+    """The job summary's pointer to the page with every row (the workflow uploads it)."""
+    return (f"\n\n---\n\n📄 **Every row**, with its query, the whole context, both answers and "
+            f"the judge's output, is in `{path}`: upload it with `actions/upload-artifact` "
+            "to read it from this run (docs/reviewing.md).\n")
+
+
 def usage_reply(unknown: str | None) -> str:
     lead = f"I did not understand {inline_code('/flipgate ' + unknown)}.\n\n" if unknown else ""
     return lead + USAGE
