@@ -224,6 +224,7 @@ class FluencySummary:
     rows: int
     mean_delta: float | None
     failed: int = 0
+    skipped: int = 0  # tied rows not asked: the run blocked, so fluency could not matter
 
 
 @dataclass(frozen=True)

@@ -108,6 +108,11 @@ def test_four_shards_merge_into_the_unsharded_run(repo: GitRepo, tmp_path: Path)
     assert report["budget"]["max_tokens"] == expected["budget"]["max_tokens"]
     assert report["budget"]["spent_requests"] > expected["budget"]["spent_requests"]  # a probe a job
     assert report["scheduling"]["max_concurrency"] == expected["scheduling"]["max_concurrency"]
+    # The merged run blocks, so fluency was skipped over all its tied rows, said once, as the
+    # whole run says it (a shard that did not block asked fluency for its own ties).
+    assert report["fluency"] == expected["fluency"] and expected["fluency"]["skipped"] > 0
+    said = [[n for n in r["notes"] if n.startswith("Fluency was not asked")] for r in (report, expected)]
+    assert said[0] == said[1] and len(said[0]) == 1
     comment = (tmp_path / "merged" / "comment.md").read_text()
     assert "case-4" in comment and "Merged from 4 shards." in comment
 

@@ -252,6 +252,9 @@ def test_fluency_comes_last_as_a_tie_breaker() -> None:
     (fluency(rows=5, mean_delta=0.5, failed=1), "1 tied row had no fluency score and was left out"),
     (fluency(rows=5, mean_delta=0.5, failed=2),
      "2 tied rows had no fluency score and were left out"),
+    (fluency(rows=0, mean_delta=None, skipped=3),
+     "Not asked: the gate blocked on a groundedness regression, so fluency could not change the "
+     "outcome; the 3 tied rows (partial or grounded in both versions) were not scored for fluency."),
 ])
 def test_fluency_without_scores_says_so(summary, expected) -> None:
     assert expected in read(render_comment(make_report([], fluency=summary))).text

@@ -396,6 +396,12 @@ def _decided(read: Sequence[tuple[str, Partial]], at: int, count: int) -> Report
         ordered = [placed[i] for i in sorted(placed)]
     rows = decide_rows([(row.case, _side(row.baseline), _side(row.candidate)) for row in ordered],
                        rules)
+    if gate.run_blocks(rows):
+        # The run blocks, so it asks no fluency; a shard that did not block on its own part
+        # asked for its ties, and those readings are not the run's.
+        rows = [dataclasses.replace(row, baseline=dataclasses.replace(row.baseline, fluency=None),
+                                    candidate=dataclasses.replace(row.candidate, fluency=None))
+                for row in rows]
     report = _report(read, at, rows=rows, rules=rules, total=total,
                      conclusion=Conclusion.ERROR if stopped else None)
     report.e2e = _merged_e2e([partial.parts[at].report.e2e for _, partial in read], report)
@@ -413,9 +419,12 @@ def _side(side: Side) -> Side:
 def _report(read: Sequence[tuple[str, Partial]], at: int, *, rows: list[Any] | None,
             rules: Rules, total: int, conclusion: Conclusion | None) -> Report:
     states = [partial.parts[at].report for _, partial in read]
+    # A shard's own "fluency was not asked" note counted only its rows; report_of says the
+    # run's once.
+    notes = dict.fromkeys(note for state in states for note in state.notes
+                          if not note.startswith(gate.FLUENCY_SKIPPED))
     return report_of(rows, rules=rules, judge=_judge([state.judge for state in states]),
-                     cases=total, conclusion=conclusion,
-                     notes=list(dict.fromkeys(note for state in states for note in state.notes)),
+                     cases=total, conclusion=conclusion, notes=list(notes),
                      change=states[0].change, head_sha=states[0].head_sha)
 
 
