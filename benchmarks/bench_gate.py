@@ -1,16 +1,22 @@
 """Time `flipgate gate` on N generated cases against a loopback judge with a fixed latency.
 
 Not a test: it prints what a reader needs to judge the concurrency —
-requests sent, the peak in flight (measured by the server), the wall time,
-and the ideal (requests x latency / concurrency) beside it.
+requests sent (by kind: on a run that blocks no fluency request is sent),
+the peak in flight (measured by the server), the wall time, and the ideal
+(requests x latency / concurrency) beside it.
 
     .venv/bin/python benchmarks/bench_gate.py --cases 200 --latency 0.05 --concurrency 8
+    .venv/bin/python benchmarks/bench_gate.py --cases 80 --unblocked   # nothing blocks: fluency asked
+
+Every tenth candidate invents a fee in the `pricing` category (a blocking one),
+so by default the run blocks; `--unblocked` files those cases under `general`.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+from collections import Counter
 import os
 import subprocess
 import sys
@@ -24,16 +30,18 @@ sys.path.insert(0, str(ROOT / "tests"))
 from support.openai_server import FakeOpenAI  # noqa: E402  (the tests' loopback server)
 
 
-def write_inputs(directory: Path, n: int) -> tuple[Path, Path, Path, Path]:
+def write_inputs(directory: Path, n: int, *, category: str = "pricing") -> tuple[Path, Path, Path, Path]:
     cases, baseline, candidate = (directory / name for name in ("cases.jsonl", "b.jsonl", "c.jsonl"))
     with cases.open("w") as c, baseline.open("w") as b, candidate.open("w") as d:
         for i in range(n):
             context = f"Card {i}: a replacement costs {i % 20 + 1} dollars and arrives in 5 days."
-            c.write(json.dumps({"id": f"case-{i}", "query": f"How much is replacement card {i}?",
-                                "context": context, "category": "pricing"}) + "\n")
-            b.write(json.dumps({"id": f"case-{i}", "response": context}) + "\n")
             # Every tenth candidate invents a fee, so re-scores are part of the load.
-            extra = " There is also a 9 dollar courier fee." if i % 10 == 0 else ""
+            invents = i % 10 == 0
+            c.write(json.dumps({"id": f"case-{i}", "query": f"How much is replacement card {i}?",
+                                "context": context,
+                                "category": category if invents else "pricing"}) + "\n")
+            b.write(json.dumps({"id": f"case-{i}", "response": context}) + "\n")
+            extra = " There is also a 9 dollar courier fee." if invents else ""
             d.write(json.dumps({"id": f"case-{i}", "response": context + extra}) + "\n")
     config = directory / "flipgate.yml"
     config.write_text("version: 1\ncases: cases.jsonl\njudge:\n  provider: openai\n  model: judge-1\n")
@@ -45,6 +53,8 @@ def main() -> int:
     parser.add_argument("--cases", type=int, default=200)
     parser.add_argument("--latency", type=float, default=0.05, help="seconds per request")
     parser.add_argument("--concurrency", type=int, default=8)
+    parser.add_argument("--unblocked", action="store_true",
+                        help="file the invented fees under a non-blocking category")
     args = parser.parse_args()
 
     server = FakeOpenAI()
@@ -53,7 +63,8 @@ def main() -> int:
     try:
         with tempfile.TemporaryDirectory() as tmp:
             directory = Path(tmp)
-            cases, baseline, candidate, config = write_inputs(directory, args.cases)
+            cases, baseline, candidate, config = write_inputs(
+                directory, args.cases, category="general" if args.unblocked else "pricing")
             env = {**os.environ, "OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": "bench"}
             started = time.perf_counter()
             done = subprocess.run(
@@ -70,8 +81,11 @@ def main() -> int:
     ideal = requests * args.latency / args.concurrency
     print(f"cases            {args.cases}")
     print(f"exit code        {done.returncode}")
+    kinds = Counter(r.kind for r in server.requests)
     print(f"requests         {requests} (chat {len(server.chat_requests())}, "
           f"embeddings {len(server.embedding_requests())})")
+    print("by kind          " + ", ".join(f"{kind} {n}" for kind, n in sorted(kinds.items())))
+    print(f"fluency          {kinds['fluency']} of {requests} requests")
     print(f"peak concurrency {server.peak_concurrency} (limit {args.concurrency})")
     print(f"wall time        {wall:.2f}s (includes interpreter start-up)")
     print(f"ideal            {ideal:.2f}s = {requests} x {args.latency}s / {args.concurrency}")

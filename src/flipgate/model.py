@@ -117,7 +117,7 @@ class Statement:
 
     text: str
     label: StatementLabel
-    span: str | None = None  # the context text that supports it, verbatim
+    span: str | None = None  # the context text that supports (unsupported: contradicts) it, verbatim
 
 
 @dataclass(frozen=True)
@@ -224,6 +224,7 @@ class FluencySummary:
     rows: int
     mean_delta: float | None
     failed: int = 0
+    skipped: int = 0  # tied rows not asked: the run blocked, so fluency could not matter
 
 
 @dataclass(frozen=True)

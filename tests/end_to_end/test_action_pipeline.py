@@ -153,6 +153,10 @@ def test_end_to_end_a_blocking_regression(pipeline: Pipeline) -> None:
     assert comment["body"] == with_markers(written, context="flipgate", head_sha=harness.head,
                                            fingerprint=marked_fingerprint(comment["body"]))
     assert BLOCKED in harness.summary()
+    # The page with every row is written beside the report, and the summary names it.
+    page = (harness.repo.path / "flipgate-out/report.html").read_text(encoding="utf-8")
+    assert 'data-id="refund-007"' in page
+    assert "`flipgate-out/report.html`" in harness.summary()
     assert "::add-mask::sk-from-the-input" in harness.log.getvalue()
 
 

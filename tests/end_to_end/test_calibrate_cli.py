@@ -36,6 +36,18 @@ def test_template_then_labels_then_figures(tmp_path: Path) -> None:
     first_calm = next(i for i, line in enumerate(template) if verdicts[line["id"]] not in flipped)
     assert all(verdicts[line["id"]] not in flipped for line in template[first_calm:])
     assert len(template) == 2 * len(report["rows"])
+    # Each line carries what a labeller reads: the case and the answer of its side.
+    cases = {c["id"]: c for c in map(json.loads, (EXAMPLE / "cases.jsonl").read_text().splitlines())}
+    answers = {side: {a["id"]: a["response"] for a in
+                      map(json.loads, (EXAMPLE / f"{side}.jsonl").read_text().splitlines())}
+               for side in ("baseline", "candidate")}
+    for line in template:
+        assert line["query"] == cases[line["id"]]["query"]
+        assert line["context"] == cases[line["id"]]["context"]
+        assert line["answer"] == answers[line["side"]][line["id"]]
+        assert line["suite"] is None and line["label"] is None
+        assert line["judge_label"] == next(r[line["side"]]["bucket"] for r in report["rows"]
+                                           if r["id"] == line["id"])
 
     # A person who agrees with the judge everywhere except on one ungrounded answer.
     buckets = {(row["id"], side): row[side]["bucket"] for row in report["rows"]

@@ -86,8 +86,11 @@ def test_every_verdict_comes_out_right_against_a_scripted_llm_judge(openai_serve
     grounded = openai_server.chat_requests("groundedness")
     assert len(grounded) == 2 * len(SCRIPT) + 3
     assert {r.body["model"] for r in openai_server.chat_requests()} == {"judge-pinned"}
-    # Fluency only for the one tied row, both sides.
-    assert len(openai_server.chat_requests("fluency")) == 2
+    # The run blocks, so fluency (a tie-breaker) is never asked, and both outputs say why.
+    assert openai_server.chat_requests("fluency") == []
+    assert report["fluency"] == {"rows": 0, "mean_delta": None, "failed": 0, "skipped": 1}
+    assert any(note.startswith("Fluency was not asked on 1 tied row: the gate blocked")
+               for note in report["notes"])
     # One statements request per flip a reviewer reads (2 regressions, 1 unstable, 1 new
     # non-answer), each for the candidate's answer; none for the other rows.
     flips = {"fee-invented", "review-me", "wobbly", "went-quiet"}
@@ -95,6 +98,26 @@ def test_every_verdict_comes_out_right_against_a_scripted_llm_judge(openai_serve
         f"candidate answer {case_id}" for case_id in flips)
     comment = (tmp_path / "out" / "comment.md").read_text()
     assert "fee-invented" in comment and "<!-- flipgate -->" in comment
+    assert "Not asked: the gate blocked on a groundedness regression" in comment
+
+
+def test_fluency_is_asked_for_tied_rows_only_after_groundedness_when_nothing_blocks(
+        openai_server, tmp_path: Path) -> None:
+    script = {**SCRIPT, "fee-invented": ("pricing", 5, [2, 4])}  # unstable now: nothing blocks
+    openai_server.on_groundedness(scripted(script))
+    result = CliRunner().invoke(cli, write_inputs(tmp_path, script))
+    assert result.exit_code == 0, result.output
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert report["conclusion"] == "success"
+    fluency = openai_server.chat_requests("fluency")
+    assert sorted(r.inputs.response for r in fluency) == ["baseline answer steady",
+                                                           "candidate answer steady"]
+    assert report["fluency"]["rows"] == 1 and report["fluency"]["skipped"] == 0
+    # Fluency is the second phase: every groundedness request was sent before the first one.
+    kinds = [r.kind for r in openai_server.requests]
+    last_groundedness = max(i for i, kind in enumerate(kinds) if kind == "groundedness")
+    assert kinds.index("fluency") > last_groundedness
+    assert not any(note.startswith("Fluency was not asked") for note in report.get("notes", []))
 
 
 def test_report_json_pins_the_mode_and_no_sdk_for_the_native_engine(openai_server, tmp_path: Path) -> None:

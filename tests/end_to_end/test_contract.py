@@ -162,9 +162,9 @@ def test_every_judge_request_is_json_mode_to_the_pinned_model_with_inputs_verbat
     assert CliRunner().invoke(cli, args).exit_code == 1
 
     chats = openai_server.chat_requests()
-    # The probe: one tiny request to the same pinned model before any scoring.
-    assert chats and {r.kind for r in chats} == {"probe", "groundedness", "relevance", "fluency",
-                                                 "statements"}
+    # The probe: one tiny request to the same pinned model before any scoring. The run
+    # blocks ("fee"), so fluency, a tie-breaker, is never asked (its wire format: below).
+    assert chats and {r.kind for r in chats} == {"probe", "groundedness", "relevance", "statements"}
     assert chats[0].kind == "probe" and len(openai_server.chat_requests("probe")) == 1
     for request in chats:
         assert request.body["response_format"] == {"type": "json_object"}
@@ -184,11 +184,7 @@ def test_every_judge_request_is_json_mode_to_the_pinned_model_with_inputs_verbat
     for request in statements:
         assert "statements" in request.text
         assert request.inputs.response == TRICKY_CAND[by_context[request.inputs.context]["id"]]
-    fluency = openai_server.chat_requests("fluency")
-    assert fluency and all("fluency" in r.text.lower() for r in fluency)
-    # Fluency only on the tied row ("hours": grounded on both sides); its two sides give
-    # the same answer, so one request serves both (single flight).
-    assert [r.inputs.response for r in fluency] == [TRICKY_BASE["hours"]]
+    assert openai_server.chat_requests("fluency") == []
 
     # The key and the server come from the client's own variables (OPENAI_API_KEY, OPENAI_BASE_URL).
     assert {r.headers.get("Authorization") for r in openai_server.requests} == {"Bearer test-key"}
@@ -199,6 +195,24 @@ def test_every_judge_request_is_json_mode_to_the_pinned_model_with_inputs_verbat
     assert probe.body["input"] == ["flipgate probe"]
     assert probe.body["model"] == embeddings.body["model"] == "embed-pinned"
     assert {case["query"] for case in TRICKY_CASES} <= set(embeddings.body["input"])
+
+
+def test_fluency_is_json_mode_to_the_pinned_model_on_the_tied_row_only(
+        openai_server: FakeOpenAI, tmp_path: Path) -> None:
+    openai_server.on_groundedness(scripted_scores)
+    config = LLM_CONFIG.replace("blocking_categories: [pricing]", "blocking_categories: [safety]")
+    args = gate_args(tmp_path, config=config, cases=TRICKY_CASES, baseline=TRICKY_BASE,
+                     candidate=TRICKY_CAND)
+    assert CliRunner().invoke(cli, args).exit_code == 0  # the regression does not block now
+
+    fluency = openai_server.chat_requests("fluency")
+    assert fluency and all("fluency" in r.text.lower() for r in fluency)
+    for request in fluency:
+        assert request.body["response_format"] == {"type": "json_object"}
+        assert request.model == "judge-pinned"
+    # Fluency only on the tied row ("hours": grounded on both sides); its two sides give
+    # the same answer, so one request serves both (single flight).
+    assert [r.inputs.response for r in fluency] == [TRICKY_BASE["hours"]]
 
 
 def test_an_azure_judge_reads_the_azure_variables(openai_server: FakeOpenAI, tmp_path: Path,

@@ -273,7 +273,28 @@ def test_no_end_to_end_run_when_the_frozen_run_could_not_finish(server: FakeOpen
     assert any("No end-to-end run" in note for note in report["notes"])
 
 
-def test_e2e_and_shard_do_not_combine(tmp_path: Path) -> None:
-    result = CliRunner().invoke(cli, ["run", "--base", "main", "--head", "HEAD", "--e2e", "--shard", "1/2"])
-    assert result.exit_code == 2
-    assert "cannot be combined with --shard" in result.output
+def test_e2e_shards_merge_into_the_unsharded_e2e_section(
+        server: FakeOpenAI, repo: GitRepo, tmp_path: Path, retrieval_log: Path) -> None:
+    """The end-to-end section is part of the run a merge rebuilds: rows in the cases' order,
+    drift against the merged frozen verdicts."""
+    from support.reports import comparable
+
+    generation.invent = True
+    repo.commit({"prompts/answer.prompty": HEAD_PROMPT})
+    whole, expected = invoke(repo, tmp_path, "--e2e", out="whole")
+    assert whole.exit_code == 1, whole.output
+    for i in (1, 2):
+        shard, _ = invoke(repo, tmp_path, "--e2e", "--shard", f"{i}/2", out=f"s{i}")
+        assert shard.exit_code == 0, shard.output
+    merged = CliRunner().invoke(cli, ["merge", str(tmp_path / "s1"), str(tmp_path / "s2"),
+                                      "--out", str(tmp_path / "m")])
+    assert merged.exit_code == 1, merged.output
+    report = json.loads((tmp_path / "m" / "report.json").read_text())
+    # The shards found the live contexts in the cache the whole run filled: a per-job note.
+    notes = report["e2e"].pop("notes")
+    assert all("came from today's cache" in note for note in notes)
+    expected["e2e"].pop("notes", None)
+    assert report["e2e"] == expected["e2e"]
+    assert [row["id"] for row in report["e2e"]["rows"]] == [c["id"] for c in CASES]
+    report.pop("e2e"), expected.pop("e2e")
+    assert comparable(report, shards=2) == comparable(expected)

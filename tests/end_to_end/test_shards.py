@@ -13,6 +13,7 @@ from flipgate.run.shards import Shard
 
 from support.gitrepo import GitRepo
 from support.openai_server import FakeOpenAI
+from support.reports import comparable
 
 CONFIG = """version: 1
 cases: eval/cases.jsonl
@@ -102,6 +103,16 @@ def test_four_shards_merge_into_the_unsharded_run(repo: GitRepo, tmp_path: Path)
     assert rows(report) == rows(expected)
     assert report["counts"] == expected["counts"] and report["conclusion"] == expected["conclusion"]
     assert report["head_sha"] == expected["head_sha"]
+    # The whole report, but what each job measures of itself (an LLM judge: budget, scheduling).
+    assert comparable(report, shards=4) == comparable(expected)
+    assert report["budget"]["max_tokens"] == expected["budget"]["max_tokens"]
+    assert report["budget"]["spent_requests"] > expected["budget"]["spent_requests"]  # a probe a job
+    assert report["scheduling"]["max_concurrency"] == expected["scheduling"]["max_concurrency"]
+    # The merged run blocks, so fluency was skipped over all its tied rows, said once, as the
+    # whole run says it (a shard that did not block asked fluency for its own ties).
+    assert report["fluency"] == expected["fluency"] and expected["fluency"]["skipped"] > 0
+    said = [[n for n in r["notes"] if n.startswith("Fluency was not asked")] for r in (report, expected)]
+    assert said[0] == said[1] and len(said[0]) == 1
     comment = (tmp_path / "merged" / "comment.md").read_text()
     assert "case-4" in comment and "Merged from 4 shards." in comment
 

@@ -547,7 +547,7 @@ def test_the_posted_comment_is_the_comment_md_the_check_wrote(harness: Harness) 
     """One rendering, at the size the sticky comment takes: what GitHub shows is the
     uploaded comment.md, byte for byte, with only flipgate's hidden markers on its first
     line (the gate's context, the SHA, the verdicts' fingerprint)."""
-    report = many_regressions(400)
+    report = many_regressions(1_000)
 
     def writing_check(**kwargs: Any) -> CheckResult:  # writes its outputs as the pipeline does
         markdown = write_outputs(report, kwargs["out_dir"], comment_limit=kwargs["comment_limit"])

@@ -124,3 +124,45 @@ def test_a_token_bucket_is_finished_with_fewer_429s_than_requests(openai_server)
     assert 0 < openai_server.rate_limited < 60
     assert llm.limiter.rate_limited == openai_server.rate_limited
     assert llm.limiter.lowest < 8
+
+
+def test_a_hiccup_429_retries_that_request_alone_and_the_rest_goes_on(openai_server) -> None:
+    # One request in ten refused at random, with capacity left: no pause for the run, no cut.
+    openai_server.hiccups(0.1, retry_after=0.5, headers=True, seed=7)
+    llm = make_llm(openai_server.base_url, limit=4)
+    completions = ask(llm, *(f"q{i}" for i in range(60)))
+    assert len(completions) == 60 and all(c.content for c in completions)
+    assert openai_server.hiccups_sent > 0
+    assert llm.limiter.hiccups == llm.limiter.rate_limited == openai_server.hiccups_sent
+    assert llm.limiter.lowest == 4  # the limit was never cut
+    requests = openai_server.chat_requests()
+    for refused in (r for r in requests if r.status == 429):
+        retry = next(r for r in requests if r.text == refused.text and r.received_at > refused.received_at)
+        assert retry.received_at - refused.received_at >= 0.45  # it waited its Retry-After...
+        others = [r for r in requests if refused.received_at < r.received_at < retry.received_at]
+        assert others or retry.status == 429  # ...while the others were still being sent
+
+
+def test_a_429_that_says_the_window_is_spent_pauses_the_run_even_after_successes(openai_server) -> None:
+    # Ten successes, then a 429 whose headers say no request is left: the whole run waits.
+    spent = {"x-ratelimit-limit-requests": "60", "x-ratelimit-remaining-requests": "0",
+             "x-ratelimit-reset-requests": "1s"}
+    llm = make_llm(openai_server.base_url, limit=2)
+
+    async def go() -> None:
+        try:
+            for i in range(10):
+                await llm.chat(model="m", messages=[{"role": "user", "content": f"warm{i}"}])
+            openai_server.fail("generation", status=429, times=1, retry_after=0.4, headers=spent)
+            await asyncio.gather(*(llm.chat(model="m", messages=[{"role": "user", "content": c}])
+                                   for c in ("a", "b", "c", "d")))
+        finally:
+            await llm.client.close()
+
+    asyncio.run(go())
+    assert (llm.limiter.rate_limited, llm.limiter.hiccups, llm.limiter.lowest) == (1, 0, 1)
+    requests = openai_server.chat_requests()
+    refused = next(r for r in requests if r.status == 429)
+    later = [r for r in requests if r.received_at > refused.received_at]
+    soon = [r for r in later if r.received_at - refused.received_at < 0.38]
+    assert len(later) == 4 and len(soon) <= 1  # only the one already in flight beside it

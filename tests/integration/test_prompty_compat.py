@@ -224,3 +224,19 @@ def test_replay_sample_prints_what_the_reference_renders_for_an_evaluator(
     theirs = reference_request(references, repo.path / name, {}, 1)
     assert printed == theirs
     assert printed["messages"][0]["role"] == "system" and printed["parameters"]["temperature"] == 0.0
+
+
+@pytest.mark.parametrize("name", [
+    "contoso-creative-writer/src/api/evaluate/friendliness.prompty",  # max_tokens, temperature
+    "prompty-v1/runtime/prompty/tests/prompts/funcfile.prompty",       # tools from a file
+])
+def test_v1_parameters_are_sent_as_the_01_runtime_sends_them_not_dropped_as_2x_does(
+        references: Path, corpus_repo: tuple[GitRepo, str], name: str) -> None:
+    # The 2.x runtime loads v1 files too, but drops every `model.parameters` entry (max_tokens,
+    # temperature, response_format, tools). flipgate follows 0.1.x: what the author wrote is sent.
+    repo, sha = corpus_repo
+    file = repo.path / name
+    v1, v2 = (reference_request(references, file, {}, version) for version in (1, 2))
+    assert v1["parameters"] and v2["parameters"] == {}
+    ours = flipgate_request(repo, sha, name)
+    assert ours["parameters"] == v1["parameters"]

@@ -129,8 +129,9 @@ def make_change(*, generator: str = "prompts/answer.prompty",
                   template_diff=template_diff, config_diff=config_diff, cases_diff=cases_diff)
 
 
-def fluency(rows: int = 12, mean_delta: float | None = 0.25, failed: int = 0) -> FluencySummary:
-    return FluencySummary(rows=rows, mean_delta=mean_delta, failed=failed)
+def fluency(rows: int = 12, mean_delta: float | None = 0.25, failed: int = 0,
+            skipped: int = 0) -> FluencySummary:
+    return FluencySummary(rows=rows, mean_delta=mean_delta, failed=failed, skipped=skipped)
 
 
 def one_of_each(*, id_prefix: str = "", blocking_category: str = "policy",

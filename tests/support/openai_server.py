@@ -59,10 +59,11 @@ Scripting (plain callables; every one has a default)
 
 Faults and timing
 -----------------
-- ``fail(kind, status=500, times=1, retry_after=None)``: the next ``times``
-  requests of ``kind`` (or ``"any"``) get that HTTP error. ``retry_after``
+- ``fail(kind, status=500, times=1, retry_after=None, headers=None)``: the next
+  ``times`` requests of ``kind`` (or ``"any"``) get that HTTP error. ``retry_after``
   (seconds) is sent as ``Retry-After``; without it the server sends
   ``retry-after-ms: 1`` so the client's own retries stay fast in tests.
+  ``headers`` are sent with it too (e.g. ``x-ratelimit-remaining-requests: 0``).
 - ``missing_models``: model (or Azure deployment) names answered with the
   provider's own 404 ("model_not_found" / "DeploymentNotFound").
 - ``rate_limit(rate, burst, retry_after=True, headers=True)``: a token
@@ -72,6 +73,11 @@ Faults and timing
   With ``retry_after`` the 429 says when a token is back (``retry-after-ms``
   and a whole-second ``Retry-After``); with ``headers`` every reply carries
   ``x-ratelimit-limit/remaining/reset-requests`` as OpenAI sends them.
+- ``hiccups(share, retry_after=1, headers=False, seed=0)``: a share of the
+  requests the bucket admits (chosen at random, seeded) get 429 anyway, with
+  ``Retry-After`` — a provider's load-independent refusals, not the client's
+  rate (counted in ``rate_limited`` and ``hiccups_sent``). With ``headers``
+  they carry ``x-ratelimit-*`` headers that show capacity left.
 - ``latency``: seconds every request waits (after it is recorded) before answering (threads
   overlap, so concurrent requests really run concurrently).
 - ``peak_concurrency``: most requests in flight at once, measured here.
@@ -92,6 +98,7 @@ import base64
 import hashlib
 import json
 import math
+import random
 import re
 import struct
 import threading
@@ -160,6 +167,7 @@ class _Fault:
     status: int
     remaining: int
     retry_after: float | None
+    headers: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -347,6 +355,8 @@ class FakeOpenAI:
         self._active = 0
         self.bucket: TokenBucket | None = None
         self.rate_limited = 0
+        self.hiccups_sent = 0
+        self._hiccups: tuple[float, float, bool, random.Random] | None = None
         self._faults: dict[str, list[_Fault]] = {}
         self.missing_models: set[str] = set()
         self._calls: Counter[tuple[str, str | None, JudgeInputs]] = Counter()
@@ -409,17 +419,23 @@ class FakeOpenAI:
             self._per_model.setdefault(kind, {})[model] = fn
 
     def fail(self, kind: str, *, status: int = 500, times: int = 1,
-             retry_after: float | None = None) -> None:
+             retry_after: float | None = None, headers: dict[str, str] | None = None) -> None:
         if kind not in (*KINDS, "any"):
             raise ValueError(f"unknown kind {kind!r}")
         with self._lock:
-            self._faults.setdefault(kind, []).append(_Fault(status, times, retry_after))
+            self._faults.setdefault(kind, []).append(
+                _Fault(status, times, retry_after, dict(headers or {})))
 
     def rate_limit(self, rate: float, burst: int, *, retry_after: bool = True,
                    headers: bool = True) -> None:
         with self._lock:
             self.bucket = TokenBucket(rate=rate, burst=burst, retry_after=retry_after,
                                       headers=headers)
+
+    def hiccups(self, share: float, *, retry_after: float = 1, headers: bool = False,
+                seed: int = 0) -> None:
+        with self._lock:
+            self._hiccups = (share, retry_after, headers, random.Random(seed))
 
     # -- inspection
     def chat_requests(self, kind: str | None = None) -> list[Recorded]:
@@ -438,6 +454,7 @@ class FakeOpenAI:
             self._calls.clear()
             self.peak_concurrency = 0
             self.rate_limited = 0
+            self.hiccups_sent = 0
 
     # -- handling
     def _wsgi(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterator[bytes]:
@@ -473,6 +490,16 @@ class FakeOpenAI:
         with self._lock:
             self.requests.append(record)
             admitted, limit_headers = self.bucket.take() if self.bucket else (True, {})
+            if admitted and self._hiccups is not None and kind != "other":
+                share, wait, with_headers, chance = self._hiccups
+                if chance.random() < share:
+                    admitted = False
+                    self.hiccups_sent += 1
+                    limit_headers = {**limit_headers, "Retry-After": f"{wait:g}"}
+                    if with_headers and not self.bucket:
+                        limit_headers.update({"x-ratelimit-limit-requests": "10000",
+                                              "x-ratelimit-remaining-requests": "9000",
+                                              "x-ratelimit-reset-requests": "6s"})
             if not admitted:
                 self.rate_limited += 1
 
@@ -512,6 +539,7 @@ class FakeOpenAI:
         if (fault := self._take_fault(record.kind)) is not None:
             headers = ({"Retry-After": str(fault.retry_after)} if fault.retry_after is not None
                        else {"retry-after-ms": "1"})
+            headers.update(fault.headers)
             return _error(fault.status, f"injected {fault.status}", "injected", headers=headers)
         if record.kind == "embeddings":
             return self._embeddings(record.body)

@@ -31,6 +31,12 @@ def _v2(path: str, inputs: dict[str, Any]) -> dict[str, Any]:
 
     agent = prompty.load(path)
     messages = prompty.prepare(agent, inputs)
+    if agent.model is None:
+        # No `model:` section: the runtime renders the file, but its executor reads options
+        # from a model object; an empty one (what `model: ""` loads as) adds none.
+        from prompty.model import Model
+
+        agent.model = Model()
     args = OpenAIExecutor()._build_chat_args(agent, messages)  # the request it would send
     model = agent.model.id if agent.model is not None else None
     args.pop("model")

@@ -7,6 +7,7 @@ import json
 import pytest
 
 from flipgate.calibration import agreement as calibration
+from flipgate.model import Verdict
 from flipgate.errors import InputError
 
 U, N, P, G = "ungrounded", "non_answer", "partial", "grounded"
@@ -149,7 +150,7 @@ def test_a_label_twice_and_an_unknown_id_are_errors() -> None:
         calibration.calibrate(sides, labels, labels_source="labels.jsonl")
 
 
-def test_template_lists_flipped_rows_first_and_hides_the_judge() -> None:
+def test_template_lists_flipped_rows_first_in_the_verdicts_order() -> None:
     report = json.dumps({"rows": [
         {"id": verdict, "category": "c", "verdict": verdict,
          "baseline": {"bucket": G}, "candidate": {"bucket": U}}
@@ -160,6 +161,49 @@ def test_template_lists_flipped_rows_first_and_hides_the_judge() -> None:
     assert [(line["id"], line["side"]) for line in lines[:6]] == [
         ("regression", "baseline"), ("regression", "candidate"), ("unstable", "baseline"),
         ("unstable", "candidate"), ("new_non_answer", "baseline"), ("new_non_answer", "candidate")]
-    assert [line["id"] for line in lines[6::2]] == ["moved", "still_ungrounded", "unchanged"]
-    assert all(set(line) == {"id", "side", "category", "label"} and line["label"] is None
-               for line in lines)
+    assert [line["id"] for line in lines[6::2]] == [v.value for v in Verdict
+                                                   if v.value in ("moved", "still_ungrounded", "unchanged")]
+    assert all(set(line) == {"id", "suite", "side", "category", "query", "context", "answer",
+                             "judge_label", "label"} and line["label"] is None for line in lines)
+    assert {line["judge_label"] for line in lines} == {G, U}
+
+
+def report_of_two_suites() -> str:
+    """Two suites that share the case id `q1`, with different buckets."""
+    return json.dumps({"rows": [
+        {"id": "q1", "suite": "support", "category": "policy", "verdict": "regression",
+         "baseline": {"bucket": G}, "candidate": {"bucket": U}},
+        {"id": "q1", "suite": "sales", "category": "pricing", "verdict": "unchanged",
+         "baseline": {"bucket": G}, "candidate": {"bucket": G}}]})
+
+
+def test_two_suites_sharing_an_id_do_not_collide() -> None:
+    sides = calibration.read_report_sides(report_of_two_suites(), source="r")
+    template = calibration.template_lines(sides)
+    assert len(template) == len(set(template)) == 4
+    filled = []
+    for line in map(json.loads, template):
+        line["label"] = line["judge_label"]  # a person who agrees everywhere
+        filled.append(json.dumps(line))
+    labels = calibration.read_labels("\n".join(filled), source="labels.jsonl")
+    result = calibration.calibrate(sides, labels)
+    assert result.labelled == 4 and result.overall.agreement.value == 1
+    # Each suite's answers land in their own category, not the other suite's.
+    assert result.per_category["policy"].confusion[U][U] == 1
+    assert result.per_category["pricing"].confusion[G][G] == 2
+
+
+def test_a_label_without_its_suite_must_name_it_when_the_id_is_shared() -> None:
+    sides = calibration.read_report_sides(report_of_two_suites(), source="r")
+    labels = calibration.read_labels('{"id": "q1", "side": "candidate", "label": "grounded"}',
+                                     source="labels.jsonl")
+    with pytest.raises(InputError, match="several suites"):
+        calibration.calibrate(sides, labels, labels_source="labels.jsonl")
+
+
+def test_the_same_answer_labelled_twice_in_one_suite_is_refused_but_not_across_suites() -> None:
+    two = ('{"id": "q1", "suite": "support", "side": "candidate", "label": "grounded"}\n'
+           '{"id": "q1", "suite": "sales", "side": "candidate", "label": "grounded"}\n')
+    assert len(calibration.read_labels(two, source="l")) == 2
+    with pytest.raises(InputError, match="support/q1/candidate is labelled twice"):
+        calibration.read_labels(two + two.splitlines()[0], source="l")

@@ -130,15 +130,17 @@ def test_a_groundedness_pro_label_survives_a_shard_merge(tmp_path) -> None:
     from dataclasses import replace
 
     from flipgate.output.report import row_to_dict
-    from flipgate.run.shards import Shard, merge, write_partial
+    from flipgate.run.scoring import Rules
+    from flipgate.run.shards import Part, Shard, merge, write_partial
 
     from support.factories import make_judge, make_report, make_row
 
     row = make_row("fee", after=2)
     row = replace(row, candidate=replace(row.candidate, second_opinion=Score(None, "no source", label=False)))
     report = make_report([row], judge=replace(make_judge(), second_opinion="groundedness_pro"))
-    path = write_partial(report, tmp_path, shard=Shard(1, 1), positions=[0], total=1,
-                         fingerprint={"config": "x"})
+    path = write_partial(report, tmp_path, shard=Shard(1, 1), fingerprint={"config": "x"},
+                         parts=[Part(name=None, report=report, cases=[row.case], positions=[0],
+                                     rules=Rules())])
     merged = merge([path])
     shown = row_to_dict(merged.rows[0], second_opinion=merged.judge.second_opinion)
     assert shown["candidate"]["second_opinion"] == {"engine": "groundedness_pro", "label": False,

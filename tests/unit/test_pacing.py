@@ -6,7 +6,16 @@ import asyncio
 
 import pytest
 
-from flipgate.llm.pacing import Limiter, parse_duration, rate_limit_pause, rate_window, retry_after
+from flipgate.llm.pacing import (
+    HICCUP,
+    OWN_RATE,
+    Limiter,
+    classify_429,
+    parse_duration,
+    rate_limit_pause,
+    rate_window,
+    retry_after,
+)
 
 
 class Clock:
@@ -87,8 +96,8 @@ def test_a_429_halves_the_limit_once_per_round_trip_and_successes_grow_it_back()
 def test_a_429_pauses_every_new_send_for_the_whole_run() -> None:
     clock = Clock()
     limiter = Limiter(limit=4, clock=clock)
-    pause = limiter.throttled(sent_at=clock(), headers={"retry-after": "2"})
-    assert pause == 2.0 and limiter.resume_at == clock() + 2
+    throttle = limiter.throttled(sent_at=clock(), headers={"retry-after": "2"})
+    assert throttle.shared and throttle.pause == 2.0 and limiter.resume_at == clock() + 2
 
 
 def test_few_requests_left_spaces_the_sends_at_the_refill_rate() -> None:
@@ -138,3 +147,60 @@ def test_a_cancelled_waiter_does_not_lose_a_wake_up() -> None:
         return limiter.active
 
     assert asyncio.run(scenario()) == 1
+
+
+OUT = {"x-ratelimit-limit-requests": "60", "x-ratelimit-remaining-requests": "0",
+       "x-ratelimit-reset-requests": "1s"}
+LEFT = {"x-ratelimit-limit-requests": "600", "x-ratelimit-remaining-requests": "450",
+        "x-ratelimit-reset-requests": "1s", "retry-after": "1"}
+TOKENS_OUT = {**LEFT, "x-ratelimit-remaining-tokens": "0", "x-ratelimit-reset-tokens": "2s"}
+CALM = [True] * 20  # successes only
+NOISY = ([True] * 9 + [False]) * 3 + [True, True]  # one in ten refused, at random
+STORM = [True] * 20 + [False] * 12  # the run has outgrown the provider's rate
+
+
+@pytest.mark.parametrize("headers, recent, kind", [
+    (OUT, CALM, OWN_RATE),             # the headers say a window is spent: whatever came before
+    (TOKENS_OUT, CALM, OWN_RATE),      # any window: tokens too
+    (LEFT, CALM, HICCUP),              # capacity left, successes around it
+    ({"retry-after": "1"}, CALM, HICCUP),  # no rate headers: the success rate decides
+    ({"retry-after": "1"}, NOISY, HICCUP),  # one in ten at random is still a hiccup
+    (LEFT, NOISY, HICCUP),
+    ({"retry-after": "1"}, STORM, OWN_RATE),  # many 429s lately: the run's own rate
+    (LEFT, STORM, OWN_RATE),           # capacity in one window does not outvote them
+    ({}, [], OWN_RATE),                # no headers, nothing seen yet: the cautious reading
+    ({}, [False] * 3, OWN_RATE),       # no headers and no success lately
+    ({}, [True], HICCUP),              # a success says the provider takes requests
+    (LEFT, [], HICCUP),                # nothing seen yet, but the headers show capacity left
+    ({}, [True] * 25 + [False] * 7, HICCUP),   # 8 of the last 33 refused...
+    ({}, [True] * 24 + [False] * 8, OWN_RATE),  # ...9 is a storm
+    (LEFT, [False] * 8, OWN_RATE),
+    ({}, [False] * 40 + [True] * 32, HICCUP),  # only the most recent outcomes count
+])
+def test_a_429_is_the_runs_own_rate_or_a_hiccup(headers, recent, kind) -> None:
+    assert classify_429(headers, recent) == kind
+
+
+def test_a_hiccup_leaves_the_run_alone_and_waits_for_that_request_only() -> None:
+    clock = Clock()
+    limiter = Limiter(limit=8, clock=clock)
+    for _ in range(10):
+        limiter.succeeded()
+    throttle = limiter.throttled(sent_at=clock(), headers={"retry-after": "1"})
+    assert (throttle.kind, throttle.pause, throttle.shared) == (HICCUP, 1.0, False)
+    assert limiter.current == 8 and limiter.resume_at == 0.0
+    assert (limiter.rate_limited, limiter.hiccups) == (1, 1)
+    assert limiter.describe() == "concurrency 8/8, 429s 1, hiccups 1"
+    # Without a Retry-After a hiccup backs off briefly, longer on the request's next one.
+    first = limiter.throttled(sent_at=clock(), headers={}, attempt=0)
+    assert first.kind == HICCUP and 0.18 <= first.pause <= 0.25
+    assert limiter.throttled(sent_at=clock(), headers={}, attempt=3).pause > first.pause
+
+
+def test_a_429_with_a_spent_window_pauses_the_run_even_among_successes() -> None:
+    clock = Clock()
+    limiter = Limiter(limit=8, clock=clock)
+    for _ in range(10):
+        limiter.succeeded()
+    throttle = limiter.throttled(sent_at=clock(), headers={**OUT, "retry-after": "1"})
+    assert throttle.shared and limiter.current == 4 and limiter.resume_at == clock() + 1.0

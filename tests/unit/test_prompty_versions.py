@@ -167,3 +167,35 @@ def test_a_template_may_write_role_lines_from_a_history_it_was_given() -> None:
     messages = render_values(parsed, {"k": {"past": past, "query": "q"}}, read={}.get).messages["k"]
     assert [(m["role"], m["content"]) for m in messages] == [
         ("system", "Rules."), ("user", "Hi"), ("assistant", "Hello"), ("user", "q")]
+
+
+@pytest.mark.parametrize("front, version", [
+    ("name: no-model\ndescription: a prompt with no model", 2),  # only the 2.x runtime loads it
+    ("name: child\nbase: parent.prompty", 1),   # v1 takes its model from the base
+    ("model:\n  api: chat", 1),
+])
+def test_a_file_without_a_model_is_read_as_the_runtime_that_loads_it_reads_it(front, version) -> None:
+    parsed = parse_prompty(f"---\n{front}\n---\nsystem:\nYou help.\n\nuser:\n{{{{question}}}}\n",
+                           path="p.prompty")
+    assert parsed.version == version
+
+
+def _v1_with_sample(sample: str, files: dict[str, str]):
+    from flipgate.prompty.references import sample_values
+
+    parsed = parse_prompty(f"---\nmodel:\n  api: chat\nsample:\n{sample}\n---\nuser:\n{{{{a}}}}\n",
+                           path="dir/p.prompty")
+    return sample_values(parsed, read=lambda path: files[path].encode() if path in files else None)
+
+
+def test_a_v1_sample_loads_file_references_inside_it_and_inside_what_they_load() -> None:
+    values = _v1_with_sample("  a: x\n  research: ${file:research.json}", {
+        "dir/research.json": '{"web": [{"url": " u "}], "more": "${file:more.json}"}',
+        "dir/more.json": '["  m  "]'})
+    # Every string stripped, as the 0.1.x runtime reads them; files relative to the prompty.
+    assert values == {"a": "x", "research": {"web": [{"url": "u"}], "more": ["m"]}}
+
+
+def test_a_v1_sample_file_that_names_itself_is_bad_input() -> None:
+    with pytest.raises(InputError, match=r"p.prompty:5: sample.loop: \$\{file:\} references nest"):
+        _v1_with_sample("  loop: ${file:loop.json}", {"dir/loop.json": '["${file:loop.json}"]'})

@@ -114,17 +114,20 @@ def test_tables_come_in_order_each_with_its_own_rows() -> None:
     evidence = [summary for summary in page.summaries if ": the query" in summary]
     assert [summary.split(":", 1)[0] for summary in evidence] == [
         "blocking", "review", "non-answer", "unstable"]
-    assert [s for s in page.summaries if s not in evidence] == [
+    contexts = [summary for summary in page.summaries if summary.startswith("The whole context")]
+    assert len(contexts) == 4  # each row with evidence carries its whole context
+    assert [s for s in page.summaries if s not in evidence + contexts] == [
         "Moved: changed bucket, up or down (1)",
         "Still ungrounded: ungrounded in both versions, not caused by this change (1)"]
-    assert page.count("details") == page.count("/details") == 6
+    assert page.count("details") == page.count("/details") == 10
     assert "unchanged" not in page.text
 
 
 def test_only_non_empty_tables_appear() -> None:
     page = read(render_comment(make_report([make_row("fee", before=5, after=2, rescore=1)])))
     assert [text for tag, text in page.headings if tag == "h3"] == ["❌ Blocking regressions (1)"]
-    assert page.summaries == ["fee: the query, the answers and the context"]
+    assert page.summaries == ["fee: the query, the answers and the context",
+                              "The whole context (1 passage marked)"]
 
 
 def test_a_flip_row_is_one_line_and_its_evidence_is_in_a_collapsed_block() -> None:
@@ -249,6 +252,9 @@ def test_fluency_comes_last_as_a_tie_breaker() -> None:
     (fluency(rows=5, mean_delta=0.5, failed=1), "1 tied row had no fluency score and was left out"),
     (fluency(rows=5, mean_delta=0.5, failed=2),
      "2 tied rows had no fluency score and were left out"),
+    (fluency(rows=0, mean_delta=None, skipped=3),
+     "Not asked: the gate blocked on a groundedness regression, so fluency could not change the "
+     "outcome; the 3 tied rows (partial or grounded in both versions) were not scored for fluency."),
 ])
 def test_fluency_without_scores_says_so(summary, expected) -> None:
     assert expected in read(render_comment(make_report([], fluency=summary))).text
@@ -286,7 +292,9 @@ def test_the_templates_live_inside_the_package() -> None:
 
     assert templates_dir() == Path(flipgate.__file__).resolve().parent / "output" / "templates"
     assert sorted(p.name for p in templates_dir().glob("*.j2")) == [
-        "_tables.md.j2", "calibration.md.j2", "comment.md.j2"]
+        "_tables.md.j2", "calibration.md.j2", "comment.md.j2", "report.html.j2"]
+    # report.html's style and script, inlined into the page
+    assert {p.name for p in templates_dir().glob("report.*")} >= {"report.css", "report.js"}
 
 
 # ---------------------------------------------------------------- size budget
@@ -331,7 +339,8 @@ def sections_add_up(comment: str) -> None:
                 "Moved: changed bucket, up or down": "moved rows",
                 "Still ungrounded: ungrounded in both versions, not caused by this change":
                     "still-ungrounded rows"}[name]
-        more = re.search(rf"… and ([\d,]+) more {re.escape(noun)}; see report.json", comment)
+        more = re.search(rf"… and ([\d,]+) more {re.escape(noun)}(?:; see report.html|, not shown)",
+                         comment)
         left_out = int(more.group(1).replace(",", "")) if more else 0
         if f"{total:,} {noun} not listed here" in comment:
             left_out = total
@@ -356,7 +365,9 @@ def test_thousands_of_rows_fit_in_one_comment(huge_report) -> None:
     assert page.count("pre") == page.count("/pre")
     # The blocking table is the one that survives; it says how much it left out.
     assert len(page.table_after("Blocking")) > 1
-    assert re.search(r"… and [\d,]+ more blocking regressions; see report.json", comment)
+    # The blocking rows left out are named, with where to read them.
+    assert re.search(r"… and [\d,]+ more blocking regressions, not shown to fit GitHub's size "
+                     r"limit: blocking-\d+, .*\. Every row, with its context, is in report.html", comment)
     for left_out in ["1,000 regressions to review not listed", "1,000 moved rows not listed",
                      "500 rows with judge errors not listed",
                      "Prompt template diff left out to fit GitHub's size limit"]:
@@ -372,7 +383,10 @@ def test_the_step_summary_keeps_more_within_its_mebibyte(huge_report) -> None:
     def rows_shown(markdown: str) -> int:
         return len(ROW_ID.findall(markdown))
 
-    assert rows_shown(summary) > 5 * rows_shown(comment)
+    # The comment keeps its blocking rows on compact lines; the summary keeps all of
+    # them with their evidence blocks.
+    assert rows_shown(summary) > 2 * rows_shown(comment)
+    assert summary.count("<details><summary>blocking-") == 1000
     sections_add_up(summary)
 
 
@@ -387,16 +401,16 @@ def test_blocking_rows_are_the_last_to_go() -> None:
     # The moved rows make room: some shown, the rest counted, none silently lost.
     moved_shown = len(re.findall(r"^\| moved-\d+ \|", comment, re.MULTILINE))
     assert 0 < moved_shown < 2000
-    assert f"… and {2000 - moved_shown:,} more moved rows; see report.json" in comment
+    assert f"… and {2000 - moved_shown:,} more moved rows; see report.html" in comment
     sections_add_up(comment)
 
 
 def test_a_summary_that_fits_leaves_nothing_out() -> None:
     report = make_report(many_rows(blocking=50, review=200, moved=200, still=200))
     summary = render_summary(report)
-    assert "see report.json" not in summary
+    assert "see report.html" not in summary
     assert len(read(summary).table_after("Moved")) == 201
-    assert "see report.json" in render_comment(report)
+    assert "see report.html" in render_comment(report)
 
 
 @pytest.mark.parametrize("max_chars", [6_000, 12_000, 30_000, GITHUB_COMMENT_LIMIT])

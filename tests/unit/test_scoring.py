@@ -150,6 +150,36 @@ def test_fluency_is_asked_only_on_ties_and_never_changes_a_verdict() -> None:
     assert report.fluency is not None and report.fluency.mean_delta == 2.0
 
 
+def test_a_blocked_run_asks_no_fluency_and_says_so() -> None:
+    judge = ScriptedJudge({"g1": [5], "g2": [5], "good": [5, 5], "invented": [2, 2]})
+    report = run([case("tie"), case("flip")], {"tie": "g1", "flip": "good"},
+                 {"tie": "g2", "flip": "invented"}, judge)
+    assert report.conclusion is Conclusion.FAILURE
+    assert [kind for kind, _, _ in judge.calls if kind == "fluency"] == []
+    assert report.fluency is not None
+    assert (report.fluency.rows, report.fluency.mean_delta, report.fluency.skipped) == (0, None, 1)
+    assert report.rows[0].baseline.fluency is None and report.rows[0].candidate.fluency is None
+    assert ("Fluency was not asked on 1 tied row: the gate blocked on a groundedness regression, "
+            "and fluency never outweighs one.") in report.notes
+
+
+def test_a_regression_outside_the_blocking_categories_still_gets_fluency() -> None:
+    judge = ScriptedJudge({"g1": [5], "g2": [5], "good": [5, 5], "invented": [2, 2]})
+    report = run([case("tie"), case("flip", category="general")], {"tie": "g1", "flip": "good"},
+                 {"tie": "g2", "flip": "invented"}, judge)
+    assert report.conclusion is Conclusion.SUCCESS
+    assert sorted(r for kind, r, _ in judge.calls if kind == "fluency") == ["g1", "g2"]
+    assert report.fluency is not None and report.fluency.rows == 1 and not report.notes
+
+
+def test_fluency_waits_until_every_row_is_scored() -> None:
+    judge = ScriptedJudge({f"g{i}": [5] for i in range(20)})
+    cases = [case(f"c{i}") for i in range(10)]
+    run(cases, {f"c{i}": f"g{i}" for i in range(10)}, {f"c{i}": f"g{i + 10}" for i in range(10)}, judge)
+    kinds = [kind for kind, _, _ in judge.calls if kind != "relevance"]
+    assert kinds == ["groundedness"] * 20 + ["fluency"] * 20
+
+
 def test_relevance_is_asked_once_for_the_whole_run_and_drops_are_flagged() -> None:
     judge = ScriptedJudge({"on": [5], "off": [5]}, relevance={"on": 0.9, "off": 0.3})
     report = run([case("a"), case("b")], {"a": "on", "b": "on"}, {"a": "off", "b": "on"}, judge)

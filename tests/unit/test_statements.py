@@ -80,3 +80,15 @@ def test_the_offline_judge_splits_and_labels_lexically() -> None:
 def test_the_ratio_names_the_claims_only(labels, shown) -> None:
     items = tuple(Statement(text=f"s{i}", label=label, span=None) for i, label in enumerate(labels))
     assert statements_ratio(Statements(items=items)) == shown
+
+
+def test_an_unsupported_statement_keeps_the_span_that_contradicts_it() -> None:
+    items = read_statements(reply(
+        {"text": "They cost a $12 fee.", "label": "unsupported", "span": "A replacement card is free."},
+        {"text": "Anything else?", "label": "not_a_claim", "span": "A replacement card is free."}),
+        answer=ANSWER, context=CONTEXT)
+    assert items[0].span == "A replacement card is free."  # marked in the context for a reviewer
+    assert items[1].span is None  # a non-claim cites nothing
+    with pytest.raises(JudgeReplyError, match="quotes a span that is not in the context"):
+        read_statements(reply({"text": "They cost a $12 fee.", "label": "unsupported",
+                               "span": "Cards cost $5."}), answer=ANSWER, context=CONTEXT)

@@ -137,7 +137,7 @@ def test_long_lists_are_capped_and_say_so() -> None:
     out = printed(make_report(rows))
     body = table_lines(out)
     assert len(body) == MAX_ROWS and body[0][1] == "fee"
-    assert f"… and {101 - MAX_ROWS} more rows in report.json and comment.md" in out
+    assert f"… and {101 - MAX_ROWS} more rows in report.html and report.json" in out
 
 
 def test_a_narrow_console_gives_each_row_a_second_line_with_its_evidence() -> None:

@@ -3,6 +3,8 @@
 Pure functions only: `read_report_sides` and `read_labels` turn the two
 files' text into values (every problem with its file and line), `calibrate`
 computes the figures, `template_lines` writes a labels file to fill in.
+An answer is keyed by its suite, its case id and its side everywhere: two
+suites may share a case id.
 
 The figures, per category and overall, each with the counts behind it:
 
@@ -30,7 +32,7 @@ from typing import Any
 
 from flipgate.config.cases import json_objects
 from flipgate.errors import InputError, Problem
-from flipgate.model import Bucket
+from flipgate.model import Bucket, Verdict
 from flipgate.output.report import read_report_json
 
 SIDES = ("baseline", "candidate")
@@ -38,9 +40,9 @@ BUCKETS = tuple(bucket.value for bucket in Bucket)
 UNGROUNDED = Bucket.UNGROUNDED.value
 # The normal quantile for a two-sided 95% interval.
 Z_95 = 1.959963984540054
-# The template lists rows a person should label first: flips, then the rest.
-_TEMPLATE_ORDER = ("regression", "unstable", "new_non_answer", "moved", "still_ungrounded",
-                   "unchanged")
+# The template lists rows a person should label first: flips, then the rest, in the
+# verdicts' own order.
+_TEMPLATE_RANK = {verdict.value: rank for rank, verdict in enumerate(Verdict)}
 
 
 @dataclass(frozen=True)
@@ -52,6 +54,11 @@ class JudgedSide:
     category: str
     bucket: str
     verdict: str
+    suite: str | None = None
+
+    @property
+    def key(self) -> tuple[str | None, str, str]:
+        return (self.suite, self.id, self.side)
 
 
 @dataclass(frozen=True)
@@ -60,6 +67,11 @@ class Label:
     side: str
     label: str | None  # None: not labelled yet (a template line left as it was)
     line: int
+    suite: str | None = None
+
+    @property
+    def key(self) -> tuple[str | None, str, str]:
+        return (self.suite, self.id, self.side)
 
 
 def wilson(successes: int, n: int, z: float = Z_95) -> tuple[float, float] | None:
@@ -150,8 +162,11 @@ class Calibration:
 def calibrate(sides: Sequence[JudgedSide], labels: Sequence[Label], *,
               labels_source: str = "labels") -> Calibration:
     """Pair every label with the judge's bucket for the same answer, and count."""
-    judged = {(s.id, s.side): s for s in sides}
-    known_rows = {s.id for s in sides}
+    judged = {s.key: s for s in sides}
+    known_rows = {(s.suite, s.id) for s in sides}
+    suites_of: dict[str, set[str | None]] = {}
+    for s in sides:
+        suites_of.setdefault(s.id, set()).add(s.suite)
     problems: list[Problem] = []
     overall = empty_confusion()
     per_category: dict[str, dict[str, dict[str, int]]] = {}
@@ -162,13 +177,24 @@ def calibrate(sides: Sequence[JudgedSide], labels: Sequence[Label], *,
         if label.label is None:
             unlabelled += 1
             continue
-        side = judged.get((label.id, label.side))
-        if side is None:
-            if label.id in known_rows:
-                unscored.append(f"{label.id}/{label.side}")  # the judge erred on this side
+        suite = label.suite
+        if suite is None and None not in suites_of.get(label.id, {None}):
+            # A label without its suite, for a report with suites: the id must say which.
+            owners = sorted(name for name in suites_of[label.id] if name is not None)
+            if len(owners) > 1:
+                problems.append(Problem(labels_source, label.line,
+                                        f"id {label.id!r} is a case of several suites "
+                                        f"({', '.join(owners)}): name its \"suite\""))
                 continue
+            suite = owners[0]
+        side = judged.get((suite, label.id, label.side))
+        if side is None:
+            if (suite, label.id) in known_rows:
+                unscored.append("/".join(part for part in (suite, label.id, label.side) if part))
+                continue  # the judge erred on this side
+            where = f" of suite {suite!r}" if suite is not None else ""
             problems.append(Problem(labels_source, label.line,
-                                    f"id {label.id!r} is not a row of the report"))
+                                    f"id {label.id!r}{where} is not a row of the report"))
             continue
         labelled += 1
         overall[side.bucket][label.label] += 1
@@ -195,24 +221,33 @@ def read_report_sides(data: bytes | str, *, source: str) -> list[JudgedSide]:
         if not isinstance(row, dict) or not isinstance(row.get("id"), str):
             raise InputError(Problem(source, None, f"rows[{index}] has no string 'id'"))
         category = found if isinstance(found := row.get("category"), str) else "uncategorized"
+        suite = row.get("suite")
+        if suite is not None and not isinstance(suite, str):
+            raise InputError(Problem(source, None, f"rows[{index}].suite must be a string"))
         for name in SIDES:
             side = row.get(name)
             bucket = side.get("bucket") if isinstance(side, dict) else None
             if bucket in BUCKETS:
                 sides.append(JudgedSide(id=row["id"], side=name, category=category, bucket=bucket,
-                                        verdict=str(row.get("verdict", ""))))
+                                        verdict=str(row.get("verdict", "")), suite=suite))
     return sides
 
 
 def read_labels(data: bytes | str, *, source: str) -> list[Label]:
-    """The labels file: `{"id", "side", "label"}` a line; an empty label is not labelled yet."""
+    """The labels file: `{"id", "side", "label"}` a line, and `suite` when the report has
+    suites; other fields (a template's query, context, answer) are ignored. An empty label
+    is not labelled yet."""
     problems: list[Problem] = []
     labels: list[Label] = []
-    seen: dict[tuple[str, str], int] = {}
+    seen: dict[tuple[str | None, str, str], int] = {}
     for number, value in json_objects(data, source, problems):
         row_id, side, label = value.get("id"), value.get("side"), value.get("label")
+        suite = value.get("suite")
         if not isinstance(row_id, str) or not row_id:
             problems.append(Problem(source, number, "field 'id' must be a non-empty string"))
+            continue
+        if suite is not None and (not isinstance(suite, str) or not suite):
+            problems.append(Problem(source, number, "field 'suite' must be a suite's name or null"))
             continue
         if side not in SIDES:
             problems.append(Problem(source, number, "field 'side' must be \"baseline\" or \"candidate\""))
@@ -223,12 +258,14 @@ def read_labels(data: bytes | str, *, source: str) -> list[Label]:
             problems.append(Problem(source, number, f"field 'label' must be one of {', '.join(BUCKETS)} "
                                                     "(or null while not labelled yet)"))
             continue
-        if (row_id, side) in seen:
-            problems.append(Problem(source, number, f"{row_id}/{side} is labelled twice "
-                                                    f"(first on line {seen[(row_id, side)]})"))
+        key = (suite, row_id, side)
+        if key in seen:
+            shown = "/".join(part for part in key if part)
+            problems.append(Problem(source, number, f"{shown} is labelled twice "
+                                                    f"(first on line {seen[key]})"))
             continue
-        seen[(row_id, side)] = number
-        labels.append(Label(id=row_id, side=side, label=label, line=number))
+        seen[key] = number
+        labels.append(Label(id=row_id, side=side, label=label, line=number, suite=suite))
     if problems:
         raise InputError(problems)
     if not labels:
@@ -236,17 +273,53 @@ def read_labels(data: bytes | str, *, source: str) -> list[Label]:
     return labels
 
 
-def template_lines(sides: Sequence[JudgedSide]) -> list[str]:
-    """A labels file to fill in, one line per judged answer, flipped rows first.
+@dataclass(frozen=True)
+class Answered:
+    """What a labeller reads for one row: the case and both answers (answers.jsonl)."""
 
-    It carries no judge bucket: a person labels blind, so the judge's reading
-    cannot anchor theirs.
-    """
-    rank = {verdict: i for i, verdict in enumerate(_TEMPLATE_ORDER)}
-    ordered = sorted(enumerate(sides), key=lambda pair: (rank.get(pair[1].verdict, len(rank)),
-                                                         pair[0]))
-    return [json.dumps({"id": s.id, "side": s.side, "category": s.category, "label": None},
-                       ensure_ascii=False) for _, s in ordered]
+    query: str
+    context: str
+    baseline: str
+    candidate: str
+
+
+def read_answers(data: bytes | str, *, source: str) -> dict[tuple[str | None, str], Answered]:
+    """answers.jsonl (written beside report.json): the query, context and answers by
+    (suite, id)."""
+    problems: list[Problem] = []
+    found: dict[tuple[str | None, str], Answered] = {}
+    for number, value in json_objects(data, source, problems):
+        fields = [value.get(name) for name in ("id", "query", "context", "baseline", "candidate")]
+        texts = [item for item in fields if isinstance(item, str)]
+        suite = value.get("suite")
+        if len(texts) != len(fields) or not (suite is None or isinstance(suite, str)):
+            problems.append(Problem(source, number, "expected {\"id\", \"suite\", \"query\", "
+                                                    "\"context\", \"baseline\", \"candidate\"} "
+                                                    "(strings; suite may be null)"))
+            continue
+        found[(suite, texts[0])] = Answered(*texts[1:])
+    if problems:
+        raise InputError(problems)
+    return found
+
+
+def template_lines(sides: Sequence[JudgedSide],
+                   answers: Mapping[tuple[str | None, str], Answered] | None = None) -> list[str]:
+    """A labels file to fill in, one line per judged answer, flipped rows first: what the
+    labeller needs (the query, the context, the answer; null where the run's answers.jsonl
+    is missing) and the judge's reading (`judge_label`), with `label` null to fill in."""
+    ordered = sorted(enumerate(sides), key=lambda pair: (
+        _TEMPLATE_RANK.get(pair[1].verdict, len(_TEMPLATE_RANK)), pair[0]))
+    lines = []
+    for _, s in ordered:
+        answered = (answers or {}).get((s.suite, s.id))
+        lines.append(json.dumps({
+            "id": s.id, "suite": s.suite, "side": s.side, "category": s.category,
+            "query": answered.query if answered else None,
+            "context": answered.context if answered else None,
+            "answer": getattr(answered, s.side) if answered else None,
+            "judge_label": s.bucket, "label": None}, ensure_ascii=False))
+    return lines
 
 
 # --- output ---------------------------------------------------------------------

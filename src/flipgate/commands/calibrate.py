@@ -10,6 +10,7 @@ import click
 
 from flipgate.commands.common import report_failures
 from flipgate.config.schema import DEFAULT_OUT_DIR
+from flipgate.output.answers import ANSWERS_FILE
 
 
 def _read(path: str) -> bytes:
@@ -25,9 +26,11 @@ def _read(path: str) -> bytes:
 @click.option("--report", "report_path", type=click.Path(dir_okay=False),
               help="The report.json whose verdicts are checked.")
 @click.option("--labels", "labels_path", type=click.Path(dir_okay=False),
-              help='Labels (JSONL): {"id", "side": "baseline"|"candidate", "label": BUCKET}.')
+              help='Labels (JSONL): {"id", "suite", "side": "baseline"|"candidate", "label": BUCKET}; '
+                   'a filled-in template or the action\'s labels.jsonl as they are.')
 @click.option("--template", "template_path", type=click.Path(dir_okay=False),
-              help="Write a labels file to fill in for this report.json, flipped rows first.")
+              help="Write a labels file to fill in for this report.json, flipped rows first "
+                   "(with each row's query, context and answer from answers.jsonl beside it).")
 @click.option("--out", "out", metavar="PATH", default=None,
               help=f"With --labels: the folder for calibration.json and calibration.md (default "
                    f"{DEFAULT_OUT_DIR}/). With --template: the labels file (default labels.jsonl).")
@@ -48,8 +51,15 @@ def calibrate(report_path: str | None, labels_path: str | None, template_path: s
             raise InputError("--template takes the report itself: use either --template R "
                              "or --report R --labels L")
         sides = calibration.read_report_sides(_read(template_path), source=template_path)
+        answers_path = Path(template_path).parent / ANSWERS_FILE
+        answers = None
+        if answers_path.is_file():
+            answers = calibration.read_answers(_read(str(answers_path)), source=str(answers_path))
+        else:
+            click.echo(f"flipgate: warning: no {answers_path} beside the report: the template's "
+                       "query, context and answer are null", err=True)
         target = Path(out or "labels.jsonl")
-        lines = calibration.template_lines(sides)
+        lines = calibration.template_lines(sides, answers)
         target.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
         click.echo(f"wrote {target}: {len(lines):,} answers to label, flipped rows first "
                    "(set each \"label\" to ungrounded, non_answer, partial or grounded; "

@@ -63,8 +63,8 @@ def gate(cases_path: str, baseline_path: str, candidate_path: str, config_path: 
     from flipgate.output.write import write_outputs
     from flipgate.llm.cache_secret import cache_secret
     from flipgate.llm.runtime import Runtime
-    from flipgate.run.scoring import Scored, build_report, score_rows, stopped_note
-    from flipgate.run.shards import Shard, digest, write_partial
+    from flipgate.run.scoring import Rules, Scored, build_report, score_rows, stopped_note
+    from flipgate.run.shards import Part, Shard, digest, write_partial
 
     config = read_config(config_path)
     notes: list[str] = []
@@ -83,7 +83,7 @@ def gate(cases_path: str, baseline_path: str, candidate_path: str, config_path: 
     require_queries(cases, source=cases_path, mode=config.judge.mode)
     baseline, candidate = load_answer_sets(cases, cases_path, [baseline_path, candidate_path])
     part = Shard.parse(shard) if shard else None
-    total = len(cases)
+    all_cases = cases
     if part is not None:
         cases, positions = part.select(cases)
 
@@ -123,15 +123,18 @@ def gate(cases_path: str, baseline_path: str, candidate_path: str, config_path: 
                        "baseline": digest(_bytes(baseline_path)),
                        "candidate": digest(_bytes(candidate_path)),
                        "judge": f"{report.judge.provider}/{report.judge.model}"}
-        path = write_partial(report, out_dir, shard=part, positions=positions, total=total,
-                             fingerprint=fingerprint, stopped=stopped is not None)
-        click.echo(f"wrote {path} (shard {part}: {len(cases)} of {total} cases); "
+        path = write_partial(report, out_dir, shard=part, fingerprint=fingerprint,
+                             parts=[Part(name=None, report=report, cases=all_cases,
+                                         positions=positions,
+                                         rules=Rules.of(config, mode=report.judge.rescore))],
+                             stopped=stopped is not None)
+        click.echo(f"wrote {path} (shard {part}: {len(cases)} of {len(all_cases)} cases); "
                    "`flipgate merge` turns the partials into the report", err=True)
         # Judge errors on rows are part of the result; only a part that stopped fails its job.
         sys.exit(3 if stopped is not None else 0)
     write_outputs(report, Path(out_dir), console=Console())
-    click.echo(f"wrote {Path(out_dir) / 'report.json'} and {Path(out_dir) / 'comment.md'}",
-               err=True)
+    click.echo(f"wrote {Path(out_dir) / 'report.json'}, {Path(out_dir) / 'comment.md'} and "
+               f"{Path(out_dir) / 'report.html'}", err=True)
     sys.exit(gate_core.exit_code(report.conclusion))
 
 

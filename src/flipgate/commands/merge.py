@@ -21,9 +21,13 @@ def merge(partials: tuple[str, ...], out_dir: str) -> None:
 
     Each PARTIAL is a partial.json or the folder a shard wrote it to.
 
-    Writes report.json and comment.md and exits as the unsharded run would
-    (0, 1 or 3). Partials of different configurations, cases, judges, answer
-    files or refs, a shard given twice or a missing shard are bad input (2).
+    Every row is decided again from its scores with the whole run's category
+    sizes, so report.json, answers.jsonl and comment.md are those of the unsharded
+    run (usage, cache, budget spending and scheduling are summed over the jobs),
+    and it exits as that run would (0, 1 or 3). Partials are checked, not trusted:
+    partials of different configurations, cases, rules, judges, answer files or
+    refs, a shard given twice or missing, a row its shard does not hold, a case
+    twice or not at all, a missing field or a wrong type are bad input (2).
     """
     from rich.console import Console
 
@@ -34,5 +38,6 @@ def merge(partials: tuple[str, ...], out_dir: str) -> None:
 
     report = merge_partials([Path(p) / PARTIAL_FILE if Path(p).is_dir() else Path(p) for p in partials])
     write_outputs(report, Path(out_dir), console=Console())
-    click.echo(f"wrote {Path(out_dir) / 'report.json'} and {Path(out_dir) / 'comment.md'}", err=True)
+    click.echo(f"wrote {Path(out_dir) / 'report.json'}, {Path(out_dir) / 'comment.md'} and "
+               f"{Path(out_dir) / 'report.html'}", err=True)
     sys.exit(gate_core.exit_code(report.conclusion))

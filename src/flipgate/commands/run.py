@@ -92,13 +92,11 @@ def run(base: str, head: str, config_path: str, out_dir: str, judge: str | None,
 
     from flipgate.output import progress
     from flipgate.e2e.run import E2ERequest
-    from flipgate.errors import InputError
     from flipgate.run.pipeline import run_check
     from flipgate.run.shards import Shard
 
-    if e2e and shard:
-        # A shard's partial holds frozen rows only; the end-to-end run compares whole runs.
-        raise InputError("--e2e runs on the whole suite; it cannot be combined with --shard")
+    # With --shard, each shard's end-to-end run covers its own cases; merge puts the rows
+    # back together and compares them with the merged frozen verdicts.
     settings = settings_from_env()
     # The retrieval's listed variables come from the same snapshot of the environment.
     request = (E2ERequest(environ=settings.environ, date=datetime.now(UTC).date().isoformat())
@@ -122,5 +120,6 @@ def run(base: str, head: str, config_path: str, out_dir: str, judge: str | None,
         click.echo(f"wrote {result.partial} (shard {shard}); `flipgate merge` turns the partials "
                    "into the report", err=True)
     else:
-        click.echo(f"wrote {Path(out_dir) / 'report.json'} and {Path(out_dir) / 'comment.md'}", err=True)
+        click.echo(f"wrote {Path(out_dir) / 'report.json'}, {Path(out_dir) / 'comment.md'} and "
+                   f"{Path(out_dir) / 'report.html'}", err=True)
     sys.exit(result.exit_code)

@@ -26,6 +26,7 @@ from urllib.parse import urlsplit
 from flipgate.verdict import gate
 
 from flipgate.output import comment as render
+from flipgate.output.html import HTML_FILE
 from flipgate.config.schema import DEFAULT_CACHE_DIR, DEFAULT_OUT_DIR
 from flipgate.e2e.run import E2ERequest
 from flipgate.errors import (
@@ -46,6 +47,7 @@ from flipgate.github.event import (
     AwaitCommand,
     CannotRunFork,
     Ignore,
+    LabelCommand,
     PullRequest,
     RunCheck,
     RunCommand,
@@ -59,13 +61,15 @@ from flipgate.github.event import (
 from flipgate.github.ownership import hand_back
 from flipgate.github.pinning import Unpinned, pin_head
 from flipgate.github.inputs import Settings, export_model_keys
-from flipgate.github.sticky import CommentMode, Published, body_limit, publish
+from flipgate.github import labels as human
+from flipgate.github.sticky import CommentMode, Published, body_limit, find_comment, publish
 from flipgate.github.workflow import Workflow
 from flipgate.github.workspace_guard import refuse_unsafe_places
 from flipgate.git.repository import Git
-from flipgate.model import Conclusion, Report
+from flipgate.model import Conclusion, Report, Row
+from flipgate.output.page import Labels
 from flipgate.output.progress import LOG_EVERY, PeriodicLines
-from flipgate.run.pipeline import merged_check, run_check
+from flipgate.run.pipeline import case_ids, merged_check, run_check
 from flipgate.run.shards import Shard
 from flipgate.settings import Settings as RunSettings
 
@@ -125,13 +129,17 @@ class Outcome:
 
 
 def outcome_of_report(report: Report, *, comment: str, exit_code: int, report_path: str,
-                      summary_room: int, message: str | None = None) -> Outcome:
+                      summary_room: int, message: str | None = None,
+                      page_path: str = "") -> Outcome:
     """The status, comment and summary of a finished check (`comment`: the comment.md the
-    check wrote; `message`: why it stopped early)."""
+    check wrote; `message`: why it stopped early; `page_path`: the report.html it wrote,
+    which the summary names)."""
+    note = messages.page_note(page_path) if page_path else ""
     try:  # the summary gets the most detail that fits what is left of its 1 MiB
-        summary = render.render_summary(report, max_chars=summary_room)
+        summary = render.render_summary(report, max_chars=summary_room - len(note.encode()))
     except ValueError:
         summary = comment
+    summary += note if len(summary.encode()) + len(note.encode()) <= summary_room else ""
     fingerprint = messages.verdicts_fingerprint(report, message=message)
     if report.conclusion is Conclusion.SKIPPED:
         return Outcome(state=gate.commit_state(report.conclusion), description=messages.NO_CHANGE,
@@ -224,6 +232,8 @@ def _act(settings: Settings, run_settings: RunSettings, activity: object, workfl
             api.create_comment(activity.number, messages.usage_reply(activity.unknown))
             workflow.info(f"flipgate: answered {activity.author} with usage")
             return EXIT_PASS
+        if isinstance(activity, LabelCommand):
+            return record_label(settings, run_settings, api, workflow, activity)
         if isinstance(activity, RunCommand):
             pull = obey(settings, api, workflow, activity)
             if pull is None:
@@ -320,7 +330,103 @@ def obey(settings: Settings, api: RepoAPI, workflow: Workflow,
     return replace(pull, head_sha=pin.sha)
 
 
-def react(api: RepoAPI, workflow: Workflow, command: RunCommand, content: str) -> None:
+def record_label(settings: Settings, run_settings: RunSettings, api: RepoAPI, workflow: Workflow,
+                 command: LabelCommand) -> int:
+    """`/flipgate label ID [SIDE] LABEL`: from someone who may command, a label on an answer
+    of the run's cases, kept in the hidden block of the gate's own comment and listed there,
+    and written to labels.jsonl. Anything else gets a reply and records nothing."""
+    permission = api.permission(command.author)
+    if not may_command(permission) or not human.valid_login(command.author):
+        api.create_comment(command.number, messages.refusal_reply(
+            author=command.author, permission=permission, command="label"))
+        react(api, workflow, command, "-1")
+        workflow.notice(f"/flipgate label from {command.author} ({permission} access) refused")
+        return EXIT_PASS
+
+    def refuse(why: str) -> int:
+        api.create_comment(command.number, messages.label_mistake_reply(why))
+        react(api, workflow, command, "confused")
+        workflow.notice(f"/flipgate label from {command.author}: nothing recorded: {why}")
+        return EXIT_PASS
+
+    request = human.parse_label(command.arguments)
+    if isinstance(request, human.LabelMistake):
+        return refuse(request.why)
+    pull = api.pull(command.number)
+    try:
+        ensure_commits(settings.workspace, [pull.base_sha, pull.head_sha],
+                       git=Git(run_settings.git_environment()))
+        cases = case_ids(repo=settings.workspace, base=pull.base_sha, head=pull.head_sha,
+                         settings=run_settings, config_path=settings.config)
+    except InputError as exc:
+        return refuse(f"the run's cases could not be read ({shorten(str(exc), 300)})")
+    label = human.resolve(request, cases, by=command.author)
+    if isinstance(label, human.LabelMistake):
+        return refuse(label.why)
+    comment, _ = find_comment(api, number=command.number, login=api.own_login(),
+                              context=settings.status_context)
+    if comment is None:
+        api.create_comment(command.number, messages.label_no_comment_reply())
+        react(api, workflow, command, "confused")
+        return EXIT_PASS
+    stored = human.read_block(comment.body)
+    if stored.problem:
+        workflow.warning(f"flipgate: the comment's labels were ignored: {stored.problem}")
+    kept = human.latest([*stored.labels, label])
+    if not human.fits(kept):
+        api.create_comment(command.number, messages.label_full_reply())
+        react(api, workflow, command, "confused")
+        return EXIT_PASS
+    api.edit_comment(command.number, comment.id,
+                     human.with_labels(human.on_rows(comment.body, kept), kept))
+    write_labels(settings.workspace, kept, head_sha=pull.head_sha,
+                 git=Git(run_settings.git_environment()), workflow=workflow)
+    react(api, workflow, command, "+1")
+    workflow.info(f"flipgate: {human.shown(label.id)} ({label.side}) {label.shown()}")
+    return EXIT_PASS
+
+
+def stored_labels(api: RepoAPI, workflow: Workflow, *, number: int, login: str,
+                  context: str, quiet: bool = False) -> tuple[human.HumanLabel, ...]:
+    """The labels the gate's comment keeps (none when it has none, or keeps them badly,
+    which is reported unless `quiet`)."""
+    comment, _ = find_comment(api, number=number, login=login, context=context)
+    if comment is None:
+        return ()
+    stored = human.read_block(comment.body)
+    if stored.problem and not quiet:
+        workflow.warning(f"flipgate: the comment's labels were ignored: {stored.problem}")
+    return stored.labels
+
+
+def of_the_run(labels: Sequence[human.HumanLabel],
+               report: Report | None) -> Sequence[human.HumanLabel]:
+    """The labels of answers this run has (so calibrate reads labels.jsonl beside its
+    report.json as it is); all of them when the run has no rows to hold them to."""
+    if report is None or not report.rows:
+        return labels
+    parts: list[tuple[str | None, list[Row]]] = (
+        [(part.name, part.report.rows) for part in report.suites] or [(None, report.rows)])
+    known = {(suite, row.id) for suite, rows in parts for row in rows}
+    return [one for one in labels if (one.suite, one.id) in known]
+
+
+def write_labels(workspace: Path, labels: Sequence[human.HumanLabel], *, head_sha: str,
+                 git: Git, workflow: Workflow) -> None:
+    """flipgate-out/labels.jsonl: the labels format `flipgate calibrate --labels` reads.
+    Never into an output place the pull request made a link or tracks."""
+    try:
+        refuse_unsafe_places(workspace, {"output": Path(OUT_DIR)}, head_sha=head_sha, git=git)
+    except InputError as exc:
+        workflow.warning(f"flipgate: {human.LABELS_FILE} not written: {exc}")
+        return
+    target = workspace / OUT_DIR / human.LABELS_FILE
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(human.jsonl(labels), encoding="utf-8")
+
+
+def react(api: RepoAPI, workflow: Workflow, command: RunCommand | LabelCommand,
+          content: str) -> None:
     try:
         api.react(command.number, command.comment_id, content)
     except GitHubError as exc:  # a missing reaction is cosmetic: say so, carry on
@@ -336,12 +442,15 @@ def evaluate(settings: Settings, run_settings: RunSettings, api: RepoAPI, workfl
     the head now; a re-run of an old delivery's job is not)."""
     options = options or CheckOptions()
     if settings.shard is not None:
-        return evaluate_shard(settings, run_settings, workflow, pull, check=check, options=options)
+        return evaluate_shard(settings, run_settings, workflow, pull, check=check, options=options,
+                              e2e=e2e)
     if settings.merge is not None:
         check = merged_check(settings.workspace / settings.merge)
-        e2e = None  # a merge of partials has no end-to-end run to add
+        e2e = None  # the merge adds no end-to-end run: the shards' travel in their partials
     # `comment: never` reads and writes no comment, so it needs no login either.
     login = api.own_login() if settings.comment_mode is not CommentMode.NEVER else ""
+    kept = (stored_labels(api, workflow, number=pull.number, login=login,
+                          context=settings.status_context) if login else ())
     status = _status_setter(settings, api, pull)
     status("pending", messages.pending_description(pull, records_head=records_head))
     if cancellation is not None:  # from now on a cancelled run must not stay pending
@@ -350,13 +459,21 @@ def evaluate(settings: Settings, run_settings: RunSettings, api: RepoAPI, workfl
             workflow=workflow, pull=pull, options=options)
 
     outcome = run_check_safely(settings, run_settings, workflow, pull, check=check,
-                               options=options, e2e=e2e)
+                               options=options, e2e=e2e, labels=human.by_row(kept))
+    if login:
+        # Read again: a label given while the check ran must not be lost by this edit.
+        kept = stored_labels(api, workflow, number=pull.number, login=login,
+                             context=settings.status_context, quiet=True)
+    if kept:
+        write_labels(settings.workspace, of_the_run(kept, outcome.report), head_sha=pull.head_sha,
+                     git=Git(run_settings.git_environment()), workflow=workflow)
     give_workspace_back(settings.workspace, workflow, options)
 
     exit_code = outcome.exit_code
     try:
         published = publish(api, number=pull.number, login=login, head_sha=pull.head_sha,
-                            body=outcome.comment, create=outcome.create_comment,
+                            body=human.with_labels(human.on_rows(outcome.comment, kept), kept)
+                            if kept else outcome.comment, create=outcome.create_comment,
                             context=settings.status_context, fingerprint=outcome.fingerprint,
                             mode=settings.comment_mode)
         workflow.info(f"flipgate: comment {published.value}"
@@ -436,15 +553,16 @@ def give_workspace_back(workspace: Path, workflow: Workflow,
 
 def evaluate_shard(settings: Settings, run_settings: RunSettings, workflow: Workflow,
                    pull: PullRequest, *, check: CheckRunner | None,
-                   options: CheckOptions | None = None) -> int:
-    """One part of a sharded run: write its partial for the merge job; no comment, no status."""
+                   options: CheckOptions | None = None, e2e: E2ERequest | None = None) -> int:
+    """One part of a sharded run: write its partial for the merge job; no comment, no status.
+    `e2e`: the end-to-end run of the shard's own cases, which the merge puts together."""
     from functools import partial
 
     shard = Shard.parse(settings.shard or "")
     if check is None:
         check = run_check
     outcome = run_check_safely(settings, run_settings, workflow, pull,
-                               check=partial(check, shard=shard), options=options)
+                               check=partial(check, shard=shard), options=options, e2e=e2e)
     give_workspace_back(settings.workspace, workflow, options)
     partial_file = settings.workspace / OUT_DIR / "partial.json"
     workflow.set_output("partial", f"{OUT_DIR}/partial.json" if partial_file.exists() else "")
@@ -467,7 +585,8 @@ def _status_setter(settings: Settings, api: RepoAPI,
 
 def run_check_safely(settings: Settings, run_settings: RunSettings, workflow: Workflow,
                      pull: PullRequest, *, check: CheckRunner | None,
-                     options: CheckOptions | None = None, e2e: E2ERequest | None = None) -> Outcome:
+                     options: CheckOptions | None = None, e2e: E2ERequest | None = None,
+                     labels: Labels | None = None) -> Outcome:
     """Fetch what is missing and run the check; any failure becomes an `error` outcome.
 
     The check prints a progress line every `options.progress_every` seconds,
@@ -493,7 +612,8 @@ def run_check_safely(settings: Settings, run_settings: RunSettings, workflow: Wo
                                settings=run_settings, config_path=settings.config,
                                out_dir=workspace / OUT_DIR, cache_dir=options.cache_dir(workspace),
                                comment_limit=body_limit(settings.status_context),
-                               progress=progress, concurrency=options.concurrency, e2e=e2e)
+                               progress=progress, concurrency=options.concurrency, e2e=e2e,
+                               labels=labels)
             finally:
                 progress.close()
     except Exception as exc:  # noqa: BLE001 - every failure must end in an error status
@@ -502,10 +622,12 @@ def run_check_safely(settings: Settings, run_settings: RunSettings, workflow: Wo
                 workflow.info(traceback.format_exc())
         return outcome_of_failure(exc, head_sha=pull.head_sha)
     report_file = workspace / OUT_DIR / "report.json"
+    page_file = workspace / OUT_DIR / HTML_FILE
     return outcome_of_report(result.report, comment=result.markdown, exit_code=result.exit_code,
                              report_path=f"{OUT_DIR}/report.json" if report_file.exists() else "",
                              summary_room=workflow.summary_room(),
-                             message=getattr(result, "message", None))
+                             message=getattr(result, "message", None),
+                             page_path=f"{OUT_DIR}/{HTML_FILE}" if page_file.exists() else "")
 
 
 def ensure_commits(repo: Path, shas: Sequence[str], *, git: Git) -> None:

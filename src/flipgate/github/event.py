@@ -27,6 +27,8 @@ COMMAND_PREFIX = "/flipgate"
 EVENT_SOURCE = "GITHUB_EVENT_PATH"  # what a problem in the event payload is located by
 # `/flipgate run SHA`: a full or abbreviated commit name (git's shortest is 7).
 _COMMAND_SHA = re.compile(r"[0-9a-fA-F]{7,64}")
+# `/flipgate label ID [SIDE] LABEL`: at most this many words are read, each cut at a length.
+_LABEL_WORDS, _WORD_LIMIT = 8, 256
 # The collaborator-permission endpoint's `permission` values that may command.
 COMMANDING_PERMISSIONS = frozenset({"admin", "maintain", "write"})
 
@@ -86,6 +88,14 @@ class RunCommand(Command):
 
 
 @dataclass(frozen=True)
+class LabelCommand(Command):
+    """`/flipgate label ID [baseline|candidate] LABEL`: record a person's label on an answer
+    if the author may command; the words are checked by github/labels.py."""
+
+    arguments: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class UsageCommand(Command):
     """`/flipgate`, `/flipgate help` or a subcommand we don't know: reply with usage."""
 
@@ -111,8 +121,8 @@ class Ignore:
     reason: str
 
 
-Activity = (RunCheck | AwaitCommand | CannotRunFork | RunCommand | UsageCommand | RunDispatch
-            | Ignore)
+Activity = (RunCheck | AwaitCommand | CannotRunFork | RunCommand | LabelCommand | UsageCommand
+            | RunDispatch | Ignore)
 
 
 def load_event(path: str | Path) -> dict[str, Any]:
@@ -132,9 +142,10 @@ def load_event(path: str | Path) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class ParsedCommand:
-    name: str                   # "run" | "help"
+    name: str                   # "run" | "label" | "help"
     unknown: str | None = None  # set when the words were not a valid command: answer with usage
     sha: str | None = None      # `/flipgate run SHA`: the commit asked for
+    arguments: tuple[str, ...] = ()  # `/flipgate label ...`: the words after `label`
 
 
 def parse_command(body: str | None) -> ParsedCommand | None:
@@ -150,6 +161,8 @@ def parse_command(body: str | None) -> ParsedCommand | None:
         return ParsedCommand("run")
     if len(arguments) == 2 and arguments[0] == "run" and _COMMAND_SHA.fullmatch(arguments[1]):
         return ParsedCommand("run", sha=arguments[1].lower())
+    if arguments[0] == "label" and len(arguments) <= _LABEL_WORDS:
+        return ParsedCommand("label", arguments=tuple(word[:_WORD_LIMIT] for word in arguments[1:]))
     return ParsedCommand("help", unknown=" ".join(arguments)[:80])
 
 
@@ -257,4 +270,7 @@ def _decide_comment(payload: Fields) -> Activity:
     if parsed.name == "run":
         return RunCommand(number=number, comment_id=comment_id, author=author,
                           created_at=payload.timestamp("comment.created_at"), sha=parsed.sha)
+    if parsed.name == "label":
+        return LabelCommand(number=number, comment_id=comment_id, author=author,
+                            arguments=parsed.arguments)
     return UsageCommand(number=number, comment_id=comment_id, author=author, unknown=parsed.unknown)

@@ -25,6 +25,7 @@ from typing import Protocol
 from flipgate.config.schema import GITHUB_COMMENT_LIMIT
 from flipgate.github.api import IssueComment
 from flipgate.github.event import PullRequest
+from flipgate.github.labels import LABELS_ROOM
 from flipgate.output.comment import MARKER
 
 LEGACY_MARKER = MARKER  # `<!-- flipgate -->`: what the comment template writes first
@@ -76,9 +77,10 @@ def verdicts_marker(fingerprint: str) -> str:
 
 
 def marker_space(context: str) -> int:
-    """The most `with_markers` may add to a body (a SHA-256 object name and fingerprint)."""
+    """The most `with_markers` may add to a body (a SHA-256 object name and fingerprint),
+    with the room people's labels may take (their section and hidden block)."""
     return (len(context_marker(context)) + len(sha_marker("0" * 64))
-            + len(verdicts_marker("0" * 64)) + 1)
+            + len(verdicts_marker("0" * 64)) + 1 + LABELS_ROOM)
 
 
 def body_limit(context: str) -> int:

@@ -30,6 +30,7 @@ by someone with write access to the repository:
 |---|---|
 | `/flipgate run` | run the check on the pull request's head as it was when you wrote the command |
 | `/flipgate run SHA` | run the check on that commit of the pull request (7 or more hex digits) |
+| `/flipgate label ID [baseline\\|candidate] LABEL` | record your label on an answer (LABEL: ungrounded, non_answer, partial or grounded; the candidate's answer unless you name the side) |
 | `/flipgate help` | show this message |
 
 A push after your command is not evaluated under it; comment again for newer commits.
@@ -108,15 +109,39 @@ def could_not_run_comment(*, head_sha: str, kind: str, detail: str) -> str:
             f"Fix the problem and push, or ask a maintainer for `/flipgate run`.\n")
 
 
+def page_note(path: str) -> str:
+    """The job summary's pointer to the page with every row (the workflow uploads it)."""
+    return (f"\n\n---\n\n📄 **Every row**, with its query, the whole context, both answers and "
+            f"the judge's output, is in `{path}`: upload it with `actions/upload-artifact` "
+            "to read it from this run (docs/reviewing.md).\n")
+
+
 def usage_reply(unknown: str | None) -> str:
     lead = f"I did not understand {inline_code('/flipgate ' + unknown)}.\n\n" if unknown else ""
     return lead + USAGE
 
 
-def refusal_reply(*, author: str, permission: str) -> str:
+def refusal_reply(*, author: str, permission: str, command: str = "run") -> str:
+    done = "Nothing was run." if command == "run" else "Nothing was recorded."
     return (f"Sorry, {inline_code(author)} has {inline_code(permission)} access to this "
-            f"repository; `/flipgate run` needs `write`, `maintain` or `admin`. "
-            f"Nothing was run.\n")
+            f"repository; `/flipgate {command}` needs `write`, `maintain` or `admin`. "
+            f"{done}\n")
+
+
+def label_mistake_reply(why: str) -> str:
+    """`why` is built by github/labels.py from checked words (code spans, no backticks)."""
+    return f"Nothing was recorded: {why}.\n"
+
+
+def label_no_comment_reply() -> str:
+    return ("Nothing was recorded: this pull request has no flipgate comment yet to keep "
+            "labels in. Run the check first (push, or `/flipgate run`), then label its rows.\n")
+
+
+def label_full_reply() -> str:
+    return ("Nothing was recorded: the comment holds as many labels as it has room for. "
+            "Collect `labels.jsonl` from the last run's outputs into the repository's labels "
+            "file (see docs/labelling.md).\n")
 
 
 def pinned_reply(*, evaluated: str, by: str, current_head: str) -> str:

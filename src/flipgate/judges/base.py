@@ -20,7 +20,7 @@ EMPTY_ANSWER = Score(value=3, reason="empty answer: nothing to ground, counted a
 # Bumped whenever a rubric's wording changes, to say so in the report. The
 # version and a hash of the rubric's text are both part of every judge
 # request's cache key, so cached verdicts of another rubric are never reused.
-RUBRIC_VERSION = "2026-11-30.1"
+RUBRIC_VERSION = "2026-12-01.1"
 
 
 class Judge(Protocol):

@@ -133,7 +133,9 @@ Label each statement:
 - "supported": the CONTEXT states it; give as "span" the shortest passage of the \
 CONTEXT that supports it, copied exactly.
 - "unsupported": it makes a claim (a figure, a date, a condition, a name, a \
-promise) that the CONTEXT does not state or that contradicts it; "span" is null.
+promise) that the CONTEXT does not state or that contradicts it; give as "span" \
+the passage of the CONTEXT that contradicts it, copied exactly, or null when no \
+passage speaks to it.
 - "not_a_claim": it makes no checkable claim (a greeting, a question back, an \
 offer to help); "span" is null.
 

@@ -369,5 +369,5 @@ def read_statements(content: str, *, answer: str, context: str) -> tuple[Stateme
             raise JudgeReplyError(f"statement {number} quotes a span that is not in the context: "
                                   f"{json.dumps(snippet(span, _SNIPPET))}")
         statements.append(Statement(text=text.strip(), label=StatementLabel(label),
-                                    span=span if label == StatementLabel.SUPPORTED.value else None))
+                                    span=None if label == StatementLabel.NOT_A_CLAIM.value else span))
     return tuple(statements)

@@ -353,13 +353,14 @@ class LLM:
         """Send one prepared body until it succeeds or the retry policy gives up.
 
         Every wait (a 429's pause, a backoff) happens outside the concurrency
-        slot. The budget holds the request's worst case while it is in flight.
+        slot: an own-rate 429 pauses every new send (in the limiter), a hiccup 429
+        only this request (after its slot is released). The budget holds the request's worst case while it is in flight.
         """
         import openai
 
         client = self.client.get() if isinstance(self.client, LazyClient) else self.client
         first_try = self.limiter.clock()
-        failures = 0
+        failures = hiccups = 0
         while True:
             sent_at = await self.limiter.acquire()
             backoff = 0.0
@@ -379,12 +380,17 @@ class LLM:
                     reply = _json_object(response)
                 except openai.RateLimitError as exc:
                     self.budget.cancel(worst_case)
-                    pause = self.limiter.throttled(sent_at=sent_at, headers=exc.response.headers)
+                    throttle = self.limiter.throttled(sent_at=sent_at, headers=exc.response.headers,
+                                                      attempt=hiccups)
+                    pause = throttle.pause
                     waited = self.limiter.clock() - first_try
                     if waited + pause > self.retry.max_wait:
                         _explain(exc, f"still rate limited after waiting {waited:.0f}s "
                                       f"(judge.max_wait is {self.retry.max_wait:g}s)")
                         raise
+                    if not throttle.shared:  # a hiccup: this request alone waits
+                        hiccups += 1
+                        backoff = pause
                     continue
                 except openai.APIStatusError as exc:
                     self.budget.settle(worst_case, spent=0)

@@ -6,11 +6,18 @@ maximum: halved when the provider answers 429 (at most once per round trip:
 only a request sent after the last cut can cut again), and grown back by one
 after each window of as many successes as the current limit (AIMD).
 
-Waiting never holds a slot. A 429's `Retry-After` (or `x-ratelimit-reset-*`,
-or a short backoff when the provider says nothing) pauses new sends for the
-whole run, and `x-ratelimit-remaining-*` headers pace sends before the
-provider has to refuse any: no requests left means wait for the reset, few
-left means space the sends at the provider's refill rate.
+Not every 429 is about the client's rate. `classify_429` tells the two apart:
+a 429 whose `x-ratelimit-remaining-*` headers say a window is spent, or that
+comes among many other 429s, is the run's own rate (`OWN_RATE`): the limit is
+cut and new sends pause. A 429 with capacity left and successes around it is
+a hiccup (`HICCUP`): only that request waits for its `Retry-After`, outside
+its slot, and the rest of the run goes on at full speed.
+
+Waiting never holds a slot. An own-rate 429's `Retry-After` (or
+`x-ratelimit-reset-*`, or a short backoff when the provider says nothing)
+pauses new sends for the whole run, and `x-ratelimit-remaining-*` headers pace
+sends before the provider has to refuse any: no requests left means wait for
+the reset, few left means space the sends at the provider's refill rate.
 
 The header readers below are pure functions; the limiter takes its clock as
 an argument so its decisions can be tested without sleeping.
@@ -25,7 +32,7 @@ import random
 import re
 import time
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from flipgate.config.schema import DEFAULT_CONCURRENCY, DEFAULT_MAX_WAIT
@@ -128,6 +135,59 @@ class PauseTooLong(IncompleteError):
     stops (exit 3) rather than outlive the job that runs it."""
 
 
+# Whose 429 it is (see `classify_429`).
+OWN_RATE, HICCUP = "own_rate", "hiccup"
+# A 429 is judged among the run's last RECENT_OUTCOMES outcomes: more than STORM of them
+# refused (this one included) is the run's own rate. A provider that refuses one request
+# in ten at random stays under it for all but about one 429 in 85 (8 or more refusals among
+# the 32 outcomes before it), and a run that outgrows its provider's rate gets there within
+# a few round trips.
+RECENT_OUTCOMES = 32
+STORM = 8
+
+
+def classify_429(headers: Mapping[str, str], recent: Sequence[bool]) -> str:
+    """`OWN_RATE` or `HICCUP` for a 429, from its headers and the run's recent outcomes
+    (`recent`: True for a success, False for a 429, oldest first).
+
+    Own rate: a rate-limit window the headers report is spent (remaining 0); or more
+    than `STORM` of the recent outcomes, this one included, are 429s; or the reply
+    has no rate headers and no recent success says the provider is taking requests.
+    Anything else (capacity left, successes around it) is a hiccup.
+    """
+    windows = [w for unit in ("requests", "tokens") if (w := rate_window(headers, unit)) is not None]
+    if any(w.remaining <= 0 for w in windows):
+        return OWN_RATE
+    window = list(recent)[-RECENT_OUTCOMES:]
+    if window.count(False) + 1 > STORM:
+        return OWN_RATE
+    if not windows and True not in window:
+        return OWN_RATE
+    return HICCUP
+
+
+def hiccup_pause(headers: Mapping[str, str], *, attempt: int) -> float:
+    """How long one request waits after a hiccup: its `Retry-After`, else a short backoff."""
+    told = retry_after(headers)
+    if told is not None:
+        return min(told, LONGEST_PAUSE)
+    return rate_limit_pause({}, streak=attempt)
+
+
+@dataclass(frozen=True)
+class Throttle:
+    """What a 429 asks: `pause` seconds, for the whole run (`OWN_RATE`: the limiter
+    holds every new send) or for the refused request alone (`HICCUP`: its sender
+    waits, outside its slot)."""
+
+    kind: str
+    pause: float
+
+    @property
+    def shared(self) -> bool:
+        return self.kind == OWN_RATE
+
+
 @dataclass
 class Limiter:
     """The run's shared, adaptive concurrency limit (see the module docstring)."""
@@ -141,6 +201,7 @@ class Limiter:
     active: int = 0
     peak: int = 0
     rate_limited: int = 0  # 429 replies seen
+    hiccups: int = 0  # of them, those taken for the provider's own hiccup (no pause for the run)
     lowest: int = 0  # the lowest `current` reached
     resume_at: float = 0.0  # no new request starts before this
     spacing: float = 0.0  # seconds between request starts while the provider is nearly out
@@ -149,6 +210,7 @@ class Limiter:
     _streak: int = 0
     _successes: int = 0
     _waiters: deque[asyncio.Future[None]] = field(default_factory=deque, repr=False)
+    _recent: deque[bool] = field(default_factory=lambda: deque(maxlen=RECENT_OUTCOMES), repr=False)
 
     def __post_init__(self) -> None:
         self.limit = max(1, self.limit)
@@ -219,6 +281,7 @@ class Limiter:
         """A reply came back: grow by one per window of successes, and pace from its headers."""
         self._streak = 0
         self._successes += 1
+        self._recent.append(True)
         if self._successes >= self.current and self.current < self.limit:
             self.current += 1
             self._successes = 0
@@ -226,9 +289,16 @@ class Limiter:
         if headers:
             self._pace(headers)
 
-    def throttled(self, *, sent_at: float, headers: Mapping[str, str]) -> float:
-        """A 429: cut the limit (once per round trip) and pause new sends; returns the pause."""
+    def throttled(self, *, sent_at: float, headers: Mapping[str, str], attempt: int = 0) -> Throttle:
+        """A 429. The run's own rate: cut the limit (once per round trip) and pause new
+        sends. A hiccup: nothing changes for the run; the pause is the request's alone.
+        `attempt`: the request's earlier hiccups, for the backoff when no header says."""
         self.rate_limited += 1
+        kind = classify_429(headers, self._recent)
+        self._recent.append(False)
+        if kind == HICCUP:
+            self.hiccups += 1
+            return Throttle(HICCUP, hiccup_pause(headers, attempt=attempt))
         now = self.clock()
         fresh = sent_at >= self._last_cut
         if fresh:
@@ -240,7 +310,7 @@ class Limiter:
         if fresh:
             self._streak += 1
         self.resume_at = max(self.resume_at, now + pause)
-        return pause
+        return Throttle(OWN_RATE, pause)
 
     def _pace(self, headers: Mapping[str, str]) -> None:
         now = self.clock()
@@ -269,8 +339,10 @@ class Limiter:
     # -- for progress lines and the report
 
     def describe(self) -> str:
-        return f"concurrency {self.current}/{self.limit}, 429s {self.rate_limited}"
+        hiccups = f", hiccups {self.hiccups}" if self.hiccups else ""
+        return f"concurrency {self.current}/{self.limit}, 429s {self.rate_limited}{hiccups}"
 
     def stats(self) -> dict[str, int]:
         return {"max_concurrency": self.limit, "lowest_concurrency": self.lowest,
-                "peak_in_flight": self.peak, "rate_limited": self.rate_limited}
+                "peak_in_flight": self.peak, "rate_limited": self.rate_limited,
+                "hiccups": self.hiccups}

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
@@ -45,7 +45,8 @@ from flipgate.model import (
 )
 from flipgate.output.review import Review, review
 from flipgate.output.review_md import diff as review_diff
-from flipgate.output.review_md import marked_answer
+from flipgate.output.review_md import context_md, marked_answer
+from flipgate.output.page import Labels
 
 MARKER = "<!-- flipgate -->"
 TEMPLATE = "comment.md.j2"
@@ -89,9 +90,13 @@ class RowView:
     query: str = ""
     baseline_answer: str = ""
     review: Review | None = None   # the evidence a reviewer checks; flipped rows only
-    # (claim numbers, the context sentence closest to them or None: nothing mentions them)
-    closest: tuple[tuple[tuple[int, ...], str | None], ...] = ()
+    # (claim numbers, the context passage closest to them or None: nothing mentions them,
+    # whether that passage is the judge's own span that contradicts them)
+    closest: tuple[tuple[tuple[int, ...], str | None, bool], ...] = ()
     unsupported: str = ""  # the table's short cell: the figures, else how many statements
+    claim: str = ""        # the first claim the context does not support, as written
+    more_claims: int = 0   # how many more there are
+    labels: tuple[str, ...] = ()  # people's labels on it: "labelled grounded by @alice"
 
 
 def _reading(side: Side, *, with_rescore: bool = False) -> str:
@@ -148,12 +153,24 @@ def statements_ratio(statements: Statements | None) -> str:
     return f"{statements.supported} of {plural(statements.total, 'statement')} supported"
 
 
-def _closest_groups(found: Review) -> tuple[tuple[tuple[int, ...], str | None], ...]:
-    """Claims that share their closest sentence are listed together, so it is shown once."""
-    groups: dict[str | None, list[int]] = {}
+def _closest_groups(found: Review) -> tuple[tuple[tuple[int, ...], str | None, bool], ...]:
+    """Claims that share their closest passage are listed together, so it is shown once."""
+    groups: dict[tuple[str | None, bool], list[int]] = {}
     for claim in found.claims:
-        groups.setdefault(claim.closest, []).append(claim.number)
-    return tuple((tuple(numbers), sentence) for sentence, numbers in groups.items())
+        groups.setdefault((claim.closest, claim.cited), []).append(claim.number)
+    return tuple((tuple(numbers), sentence, cited)
+                 for (sentence, cited), numbers in groups.items())
+
+
+def _first_claim(found: Review | None, statements: tuple[str, ...],
+                 figures: tuple[str, ...]) -> str:
+    """The first claim the context lacks, as one short line: its figures first (what is
+    wrong is most often a figure), then the statement they stand in."""
+    claim = next((piece.text for piece in found.answer if piece.claim), None) if found else None
+    if claim is None:
+        claim = next(iter(statements + figures), "")
+    inside = [figure for figure in figures if figure in claim][:3]
+    return f"{', '.join(inside)} — {claim}" if inside and claim not in inside else claim
 
 
 def _unsupported(figures: tuple[str, ...], statements: tuple[str, ...]) -> str:
@@ -180,7 +197,8 @@ def row_view(row: Row, *, second_model: str | None = None, with_reason: bool = T
     found = (review(context=row.case.context, baseline=row.baseline.response,
                     candidate=candidate.response,
                     evidence=Evidence(unsupported_figures=figures,
-                                      unsupported_statements=unsupported))
+                                      unsupported_statements=unsupported),
+                    statements=judged.items if judged is not None else ())
              if carries_evidence(row.verdict) else None)
     second = candidate.second_opinion
     second_reason = ""
@@ -215,6 +233,8 @@ def row_view(row: Row, *, second_model: str | None = None, with_reason: bool = T
         review=found,
         closest=_closest_groups(found) if found else (),
         unsupported=_unsupported(figures, unsupported),
+        claim=_first_claim(found, unsupported, figures),
+        more_claims=max(len(found.claims) - 1, 0) if found else 0,
     )
 
 
@@ -308,13 +328,16 @@ class View:
     suite: str | None = None  # one suite's part of a several-suite comment
 
 
-def build_view(report: Report, suite: str | None = None) -> View:
+def build_view(report: Report, suite: str | None = None, labels: Labels | None = None) -> View:
     sections: dict[str, list[RowView]] = {kind.name: [] for kind in gate.KINDS}
     for row in report.rows:
         kinds = gate.kinds_of(row)
         if kinds:
             shown = row_view(row, second_model=report.judge.second_opinion,
                              with_reason=not report.judge.lexical)
+            given = (labels or {}).get((suite, row.id))
+            if given:
+                shown = replace(shown, labels=tuple(given))
             for kind in kinds:
                 sections[kind.name].append(shown)
     return View(report=report, sections={key: tuple(rows) for key, rows in sections.items()},
@@ -336,13 +359,25 @@ class Cells:
     item: int = 120        # each unsupported figure/statement, error, question
     items: int = 5         # how many of them per cell
     detail: int = 1_200    # each text in a row's evidence block; 0 leaves the blocks out
+    context: int = 6_000   # the whole context in a row's evidence block; 0 leaves it out
+    # With no evidence block, a flipped row's line shows its query, its claim and the
+    # passage closest to it (the answer cell's and the item's limits) instead of its answer.
+    compact: bool = False
 
 
 FULL = Cells()
-MEDIUM = Cells(id=60, reason=200, answer=160, item=80, items=4, detail=600)
-SHORT = Cells(id=50, category=30, reason=120, answer=100, item=60, items=3, detail=300)
-TINY = Cells(id=40, category=24, reason=80, answer=60, item=40, items=2, detail=0)
-BRIEF = replace(SHORT, detail=0)  # SHORT without the evidence blocks
+MEDIUM = Cells(id=60, reason=200, answer=160, item=80, items=4, detail=600, context=2_500)
+SHORT = Cells(id=50, category=30, reason=120, answer=100, item=60, items=3, detail=300,
+              context=1_000)
+TINY = Cells(id=40, category=24, reason=80, answer=60, item=40, items=2, detail=0, context=0)
+BRIEF = replace(SHORT, detail=0, context=0)  # SHORT without the evidence blocks
+# A blocking row's last forms: its query, its claim and the closest passage on one line.
+COMPACT = Cells(id=40, category=24, reason=0, answer=70, item=90, items=1, detail=0, context=0,
+                compact=True)
+COMPACT_SMALL = Cells(id=32, category=16, reason=0, answer=40, item=50, items=1, detail=0,
+                      context=0, compact=True)
+COMPACT_TINY = Cells(id=32, category=12, reason=0, answer=32, item=40, items=1, detail=0,
+                     context=0, compact=True)
 
 
 @dataclass(frozen=True)
@@ -388,7 +423,18 @@ LADDER: tuple[Plan, ...] = (
          diff_limit=None, notes=5, note_limit=150, files=5, parameters=10),
     Plan(cells=TINY, blocking_cells=SHORT, caps=_caps(must_read=0, worth_reading=0, skim=0),
          diff_limit=None, notes=5, note_limit=150, files=5, parameters=10),
-    Plan(cells=TINY, blocking_cells=TINY, caps=_caps(must_read=0, worth_reading=0, skim=0),
+    # Every other table is gone: the blocking rows' whole context goes next, then their
+    # evidence blocks, and each keeps its query, claim and closest passage on its line.
+    Plan(cells=TINY, blocking_cells=replace(SHORT, context=0),
+         caps=_caps(must_read=0, worth_reading=0, skim=0),
+         diff_limit=None, notes=5, note_limit=150, files=5, parameters=10),
+    Plan(cells=TINY, blocking_cells=COMPACT, caps=_caps(must_read=0, worth_reading=0, skim=0),
+         diff_limit=None, notes=5, note_limit=150, files=5, parameters=10),
+    Plan(cells=TINY, blocking_cells=COMPACT_SMALL,
+         caps=_caps(must_read=0, worth_reading=0, skim=0),
+         diff_limit=None, notes=5, note_limit=150, files=5, parameters=10),
+    Plan(cells=TINY, blocking_cells=COMPACT_TINY,
+         caps=_caps(must_read=0, worth_reading=0, skim=0),
          diff_limit=None, notes=5, note_limit=150, files=5, parameters=10),
 )
 MINIMAL = replace(LADDER[-1], caps=_caps(blocking=0, must_read=0, worth_reading=0, skim=0),
@@ -401,6 +447,8 @@ class Section:
     total: int
     rows: tuple[RowView, ...]
     cells: Cells
+    # The ids of the rows left out, when they are named (blocking rows are).
+    left_out_ids: tuple[str, ...] = ()
 
     @property
     def left_out(self) -> int:
@@ -414,8 +462,11 @@ def _sections(view: View, plan: Plan) -> list[Section]:
         rows = view.sections[kind.name]
         cap = plan.cap(kind)
         shown = rows if cap is None else rows[:cap]
-        cells = plan.blocking_cells if kind.tier is Tier.BLOCKING else plan.cells
-        out.append(Section(kind=kind, total=len(rows), rows=shown, cells=cells))
+        blocking = kind.tier is Tier.BLOCKING
+        cells = plan.blocking_cells if blocking else plan.cells
+        named = tuple(row.id for row in rows[len(shown):]) if blocking else ()
+        out.append(Section(kind=kind, total=len(rows), rows=shown, cells=cells,
+                           left_out_ids=named))
     return out
 
 
@@ -485,7 +536,7 @@ def environment() -> ImmutableSandboxedEnvironment:
     )
     env.filters.update(cell=cell, cell_list=cell_list, escape_md=escape_md, fence=fence,
                        plural=plural, number=number, marked_answer=marked_answer,
-                       review_diff=review_diff)
+                       review_diff=review_diff, context_md=context_md)
     return env
 
 
@@ -571,25 +622,28 @@ def _cannot_fit(view: View, plan: Plan, max_chars: int) -> bool:
     floor = 0
     for section in _sections(view, plan):
         for row in section.rows:
+            shown = row.query if section.cells.compact else row.answer
             floor += (_ROW_SKELETON + len(cell(row.id, section.cells.id))
-                      + len(cell(row.answer, section.cells.answer)))
+                      + len(cell(shown, section.cells.answer)))
             if floor > max_chars:
                 return True
     return False
 
 
-def render_within(report: Report, max_chars: int, *, suite: str | None = None) -> str:
+def render_within(report: Report, max_chars: int, *, suite: str | None = None,
+                  labels: Labels | None = None) -> str:
     """The most detailed rendering of `report` whose size stays within `max_chars`
-    (`suite`: the report is that suite's section of a several-suite comment)."""
+    (`suite`: the report is that suite's section of a several-suite comment; `labels`:
+    people's labels, shown on their rows)."""
     if report.suites and suite is None:
-        return _render_suites(report, max_chars)
+        return _render_suites(report, max_chars, labels)
     try:
-        return _render_within(build_view(report, suite), max_chars).lstrip("\n")
+        return _render_within(build_view(report, suite, labels), max_chars).lstrip("\n")
     finally:
         clear_cell_cache()
 
 
-def _render_suites(report: Report, max_chars: int) -> str:
+def _render_suites(report: Report, max_chars: int, labels: Labels | None = None) -> str:
     """A several-suite comment: the aggregate on top, naming the suites that were not
     evaluated, then one section per evaluated suite. The room left after the top is
     shared out smallest section first, so a short section leaves its rest to the others."""
@@ -606,12 +660,12 @@ def _render_suites(report: Report, max_chars: int) -> str:
     room = max_chars - _size(top) - _size(separator) * len(evaluated)
     if room < 0:
         raise ValueError(f"max_chars={max_chars:,} is too small for even the shortest comment")
-    full = {part.name: _size(render_within(part.report, room, suite=part.name))
+    full = {part.name: _size(render_within(part.report, room, suite=part.name, labels=labels))
             for part in evaluated}
     texts: dict[str, str] = {}
     for index, part in enumerate(sorted(evaluated, key=lambda one: full[one.name])):
         share = room // (len(evaluated) - index)
-        texts[part.name] = render_within(part.report, share, suite=part.name)
+        texts[part.name] = render_within(part.report, share, suite=part.name, labels=labels)
         room -= _size(texts[part.name])
     return top + "".join(separator + texts[part.name] for part in evaluated)
 
@@ -669,9 +723,10 @@ def _most_blocking_rows(view: View, max_chars: int, blocks: dict[_BlockKey, str]
     return fits_text
 
 
-def render_comment(report: Report, *, max_chars: int = GITHUB_COMMENT_LIMIT) -> str:
+def render_comment(report: Report, *, max_chars: int = GITHUB_COMMENT_LIMIT,
+                   labels: Labels | None = None) -> str:
     """comment.md: what GitHub gets, within its size limit."""
-    return render_within(report, max_chars)
+    return render_within(report, max_chars, labels=labels)
 
 
 def render_summary(report: Report, *, max_chars: int = STEP_SUMMARY_LIMIT) -> str:

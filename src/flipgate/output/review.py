@@ -2,9 +2,13 @@
 
 For a flipped row: the candidate's answer cut into pieces, each unsupported
 figure or statement marked as a numbered claim; for each claim the context
-sentence that shares most of its content words ("closest in the context"),
-or none when no sentence shares any; and, when the two answers are close
-enough for it to help, a word-level diff baseline -> candidate.
+passage that contradicts it (the judge's span, when its statements gave one)
+or else the context sentence that shares most of its content words
+("closest in the context"), or none when no sentence shares any; the whole
+context cut into passages, those the judge's supported statements cite
+marked as supporting and each claim's closest passage marked with the
+claim's number; and, when the two answers are close enough for it to help,
+a word-level diff baseline -> candidate.
 
 Everything here is plain text and indexes; the comment's template escapes it.
 """
@@ -13,16 +17,18 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from flipgate.verdict.evidence import content_words, cut_text, split_statements
-from flipgate.model import Evidence
+from flipgate.model import Evidence, Statement, StatementLabel
 
 # Below this share of common words a word diff reads as noise: show both answers instead.
 DIFF_SIMILARITY = 0.4
 DIFF_MAX_WORDS = 2_000  # longer answers are not diffed: too slow to compute, too long to read
 MAX_CLAIMS = 20  # claims marked in one answer; the rest are in report.json
+MAX_PASSAGES = 40  # supporting passages marked in one context
+MAX_PASSAGE_WORDS = 400  # a longer span is looked for verbatim only
 _TOKEN = re.compile(r"\S+")
 
 
@@ -38,6 +44,21 @@ class Piece:
 class Claim:
     number: int
     closest: str | None        # the context sentence closest to it; None: nothing mentions it
+    cited: bool = False        # `closest` is the judge's own span, not the lexical match
+
+
+@dataclass(frozen=True)
+class Passage:
+    """A run of the context: `supports` when a supported statement of the judge cites it,
+    `claims` the numbers of the claims it contradicts or comes closest to."""
+
+    text: str
+    supports: bool = False
+    claims: tuple[int, ...] = ()
+
+    @property
+    def marked(self) -> bool:
+        return self.supports or bool(self.claims)
 
 
 @dataclass(frozen=True)
@@ -54,6 +75,11 @@ class Review:
     answer: tuple[Piece, ...]
     claims: tuple[Claim, ...]
     diff: tuple[Change, ...] | None   # None: the answers differ too much for a word diff
+    context: tuple[Passage, ...] = ()  # the whole context, its cited passages marked
+
+    @property
+    def marked_passages(self) -> int:
+        return sum(1 for passage in self.context if passage.marked)
 
 
 def _spans(answer: str, evidence: Evidence) -> list[tuple[int, int]]:
@@ -105,10 +131,12 @@ def closest_sentence(context: str, claim: str) -> str | None:
     return best
 
 
-def mark_answer(answer: str, context: str, evidence: Evidence) -> tuple[tuple[Piece, ...],
-                                                                         tuple[Claim, ...]]:
+def mark_answer(answer: str, context: str, evidence: Evidence,
+                judge_spans: Mapping[str, str] | None = None) -> tuple[tuple[Piece, ...],
+                                                                      tuple[Claim, ...]]:
     """The answer in pieces with its unsupported claims numbered, and each claim's closest
-    context sentence."""
+    context passage: the judge's span for that statement when it gave one
+    (`judge_spans`: statement text -> span), else the lexically closest sentence."""
     pieces: list[Piece] = []
     claims: list[Claim] = []
     cursor = 0
@@ -117,7 +145,8 @@ def mark_answer(answer: str, context: str, evidence: Evidence) -> tuple[tuple[Pi
             pieces.append(Piece(answer[cursor:start]))
         number = len(claims) + 1
         pieces.append(Piece(answer[start:end], claim=number))
-        claims.append(Claim(number, closest_sentence(
+        cited = (judge_spans or {}).get(answer[start:end])
+        claims.append(Claim(number, cited, cited=True) if cited else Claim(number, closest_sentence(
             context, _enclosing_statement(answer, (start, end)))))
         cursor = end
     if cursor < len(answer) or not pieces:
@@ -171,12 +200,66 @@ def _claim_lookup(pieces: Sequence[Piece]):  # noqa: ANN202 - a small closure
     return claim_at
 
 
-def review(*, context: str, baseline: str, candidate: str, evidence: Evidence | None) -> Review:
+def _find(context: str, passage: str, cursor: int = 0) -> tuple[int, int] | None:
+    """Where `passage` stands in `context`: verbatim, else with any run of whitespace
+    for each of its own (the judge's span is checked verbatim up to whitespace)."""
+    start = context.find(passage, cursor)
+    if start >= 0:
+        return start, start + len(passage)
+    words = passage.split()
+    if not words or len(words) > MAX_PASSAGE_WORDS:
+        return None
+    found = re.compile(r"\s+".join(map(re.escape, words))).search(context, cursor)
+    return (found.start(), found.end()) if found else None
+
+
+def mark_context(context: str, *, supporting: Sequence[str],
+                 claims: Sequence[Claim]) -> tuple[Passage, ...]:
+    """The whole context in passages: those `supporting` names (spans the judge cited for
+    supported statements) and each claim's closest passage marked, overlaps merged."""
+    marks: list[tuple[int, int, bool, tuple[int, ...]]] = []
+    for text in dict.fromkeys(s for s in supporting if s and s.strip()):
+        if len(marks) >= MAX_PASSAGES:
+            break
+        if (where := _find(context, text)) is not None:
+            marks.append((*where, True, ()))
+    for claim in claims:
+        if claim.closest and (where := _find(context, claim.closest)) is not None:
+            marks.append((*where, False, (claim.number,)))
+    bounds = sorted({0, len(context), *(at for start, end, _, _ in marks for at in (start, end))})
+    passages: list[Passage] = []
+    for start, end in zip(bounds, bounds[1:]):
+        covering = [m for m in marks if m[0] <= start and end <= m[1]]
+        passage = Passage(context[start:end], supports=any(m[2] for m in covering),
+                          claims=tuple(sorted({n for m in covering for n in m[3]})))
+        if passages and (passages[-1].supports, passages[-1].claims) == (passage.supports,
+                                                                           passage.claims):
+            passage = Passage(passages[-1].text + passage.text, passage.supports, passage.claims)
+            passages.pop()
+        passages.append(passage)
+    return tuple(passages)
+
+
+def cited_spans(statements: Sequence[Statement]) -> tuple[tuple[str, ...], dict[str, str]]:
+    """The judge's spans: those of supported statements, and unsupported statement -> the
+    passage it said contradicts it."""
+    supporting = tuple(s.span for s in statements
+                       if s.label is StatementLabel.SUPPORTED and s.span)
+    contradicting = {s.text: s.span for s in statements
+                     if s.label is StatementLabel.UNSUPPORTED and s.span}
+    return supporting, contradicting
+
+
+def review(*, context: str, baseline: str, candidate: str, evidence: Evidence | None,
+           statements: Sequence[Statement] = ()) -> Review:
     """A row's review. The answers are read as far as the evidence check reads them
     (`evidence.EVIDENCE_LIMIT`): the comment shows far less, and a hostile answer of a
-    megabyte must cost no more here than there."""
+    megabyte must cost no more here than there. `statements`: the judge's, whose spans
+    mark the context."""
     candidate, _ = cut_text(candidate)
     baseline, _ = cut_text(baseline)
-    pieces, claims = mark_answer(candidate, context, evidence or Evidence())
+    supporting, contradicting = cited_spans(statements)
+    pieces, claims = mark_answer(candidate, context, evidence or Evidence(), contradicting)
     return Review(answer=pieces, claims=claims,
-                  diff=word_diff(baseline, candidate, pieces) if baseline.strip() else None)
+                  diff=word_diff(baseline, candidate, pieces) if baseline.strip() else None,
+                  context=mark_context(context, supporting=supporting, claims=claims))

@@ -177,7 +177,7 @@ def print_summary(report: Report, console: Console) -> None:
         if table.row_count:
             console.print(table)
         if left_out:
-            console.print(Text(f"… and {left_out:,} more rows in report.json and comment.md"))
+            console.print(Text(f"… and {left_out:,} more rows in report.html and report.json"))
         console.print(judge_line(report))
         console.print(Text(counts_line(report)))
     for line in suite_lines(report):

@@ -1,4 +1,5 @@
-"""Writing a run's results: report.json, comment.md and the terminal summary."""
+"""Writing a run's results: report.json, answers.jsonl, comment.md, report.html and the
+terminal summary."""
 
 from __future__ import annotations
 
@@ -7,7 +8,10 @@ from typing import TYPE_CHECKING
 
 from flipgate.config.schema import GITHUB_COMMENT_LIMIT
 from flipgate.model import Report
+from flipgate.output.answers import ANSWERS_FILE, write_answers
 from flipgate.output.comment import render_comment
+from flipgate.output.html import HTML_FILE, write_html
+from flipgate.output.page import Labels
 from flipgate.output.report import write_json
 
 if TYPE_CHECKING:
@@ -15,8 +19,9 @@ if TYPE_CHECKING:
 
 
 def write_outputs(report: Report, out_dir: str | Path, *, console: Console | None = None,
-                  comment_limit: int = GITHUB_COMMENT_LIMIT) -> str:
-    """Write both files into `out_dir`, print the summary table, return the comment Markdown.
+                  comment_limit: int = GITHUB_COMMENT_LIMIT, labels: Labels | None = None) -> str:
+    """Write report.json, answers.jsonl, comment.md and report.html (every row, `labels`
+    beside them) into `out_dir`, print the summary table, return the comment Markdown.
 
     The comment is rendered once, within `comment_limit` (what its consumer takes:
     the action's sticky comment leaves room for its markers), so the comment
@@ -26,8 +31,10 @@ def write_outputs(report: Report, out_dir: str | Path, *, console: Console | Non
     directory = Path(out_dir)
     directory.mkdir(parents=True, exist_ok=True)
     write_json(report, directory / "report.json")
-    markdown = render_comment(report, max_chars=comment_limit)
+    write_answers(report, directory / ANSWERS_FILE)
+    markdown = render_comment(report, max_chars=comment_limit, labels=labels)
     (directory / "comment.md").write_text(markdown, encoding="utf-8")
+    write_html(report, directory / HTML_FILE, labels=labels)
     if console is not None:
         print_summary(report, console)
     return markdown

@@ -158,9 +158,12 @@ def split_front_matter(text: str, source: str) -> tuple[str | None, int, int]:
 
 
 def detect_version(front: Mapping[str, Any]) -> int:
-    """2 when anything is spelled the v2 way, else 1."""
+    """2 when anything is spelled the v2 way, or when only the 2.x runtime can load the
+    file: without `model:` (and no v1 `base:` to take it from) the 0.1.x runtime has no
+    `model.api` to pick its parser by and renders nothing. Else 1."""
     model, template, inputs = front.get("model"), front.get("template"), front.get("inputs")
     v2_signs = (
+        "model" not in front and "base" not in front,
         isinstance(model, str),
         isinstance(model, dict) and bool({"id", "provider", "connection", "options", "apiType"} & set(model)),
         isinstance(inputs, list) or isinstance(front.get("outputs"), list),

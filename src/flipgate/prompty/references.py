@@ -48,6 +48,10 @@ def load_file_reference(value: str, *, prompty: Prompty, read: Reader, what: str
                                                        f"valid JSON ({exc})")) from None
 
 
+# How deep `${file:}` references may nest inside a v1 sample (a file naming itself must end).
+MAX_SAMPLE_NESTING = 8
+
+
 def sample_values(prompty: Prompty, *, read: Reader) -> dict[str, Any]:
     """The generator's own sample inputs."""
     values = prompty.sample_inputs()
@@ -57,4 +61,31 @@ def sample_values(prompty: Prompty, *, read: Reader) -> dict[str, Any]:
             raise InputError(Problem(prompty.source, prompty.line_of("sample"),
                                      "'sample' must load a JSON object"))
         values = {**loaded, **values}
+    if prompty.version == 1:
+        values = {name: _v1_value(value, prompty=prompty, read=read, what=f"sample.{name}", depth=0)
+                  for name, value in values.items()}
     return prompty.with_defaults(values)
+
+
+def _v1_value(value: Any, *, prompty: Prompty, read: Reader, what: str, depth: int) -> Any:
+    """A sample value as the 0.1.x runtime reads it: every string stripped, and a
+    `${file:x.json}` anywhere in it (inline or inside a file it loaded) replaced by that
+    file's JSON, relative to the Prompty file."""
+    if isinstance(value, str):
+        value = value.strip()
+        if FILE_REFERENCE.fullmatch(value) is None:
+            return value
+        if depth >= MAX_SAMPLE_NESTING:
+            raise InputError(Problem(prompty.source, prompty.line_of(*what.split(".")[:2]),
+                                     f"{what}: ${{file:}} references nest more than "
+                                     f"{MAX_SAMPLE_NESTING} deep"))
+        loaded = load_file_reference(value, prompty=prompty, read=read, what=what)
+        if not isinstance(loaded, (dict, list)):
+            return loaded  # the runtime keeps a loaded scalar as it is
+        return _v1_value(loaded, prompty=prompty, read=read, what=what, depth=depth + 1)
+    if isinstance(value, list):
+        return [_v1_value(item, prompty=prompty, read=read, what=what, depth=depth) for item in value]
+    if isinstance(value, dict):
+        return {key: _v1_value(item, prompty=prompty, read=read, what=what, depth=depth)
+                for key, item in value.items()}
+    return value

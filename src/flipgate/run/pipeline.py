@@ -35,12 +35,14 @@ from flipgate.errors import IncompleteError, InputError, Problem
 from flipgate.git.repository import Git
 from flipgate.judges import Judges, make_judges
 from flipgate.model import Answer, Case, Change, Conclusion, E2EReport, Report, Row, SuiteReport
+from flipgate.output.page import Labels
 from flipgate.output.write import write_outputs
 from flipgate.prompty import Prompty, render_isolated
 from flipgate.run.refs import (
     Inputs,
     Ref,
     Repo,
+    TrustedConfig,
     describe,
     detect_change,
     generator_path,
@@ -54,6 +56,7 @@ from flipgate.llm.cache_secret import cache_secret
 from flipgate.llm.client import Endpoint, LazyClient
 from flipgate.llm.runtime import Runtime
 from flipgate.run.scoring import (
+    Rules,
     Scored,
     build_report,
     build_suites_report,
@@ -63,7 +66,7 @@ from flipgate.run.scoring import (
 )
 from flipgate.settings import Settings
 from flipgate.run import shards
-from flipgate.run.shards import Shard, SuitePart, write_partial
+from flipgate.run.shards import Part, Shard, write_partial
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -211,7 +214,7 @@ class Planned:
     inputs: Inputs
     path: str
     notes: list[str]
-    total: int = 0                    # the suite's cases, before a shard took its part
+    all_cases: list[Case] = field(default_factory=list)  # before a shard took its part
     positions: list[int] = field(default_factory=list)  # where the part's cases stood
     pair: LockedPair | None = None
     prepared: dict[str, PreparedGenerator] | None = None
@@ -226,8 +229,8 @@ def plan_suite(git_repo: Repo, base_ref: Ref, head_ref: Ref, inputs: Inputs, *,
     """Detect the suite's change; when it has one, lock its endpoint and render every case
     (with `shard`, only the shard's part of the suite's cases)."""
     config = inputs.config
-    total = len(inputs.cases)
-    positions = list(range(total))
+    all_cases = list(inputs.cases)
+    positions = list(range(len(all_cases)))
     if shard is not None:
         inputs.cases, positions = shard.select(inputs.cases)
     path = generator_path(config)
@@ -243,7 +246,7 @@ def plan_suite(git_repo: Repo, base_ref: Ref, head_ref: Ref, inputs: Inputs, *,
                  "compare with."] if with_e2e else [])
         return Planned(inputs=inputs, path=path,
                        notes=[note, *inputs.notes, *detected.notes, *more],
-                       total=total, positions=positions)
+                       all_cases=all_cases, positions=positions)
     pair = lock_generators(git_repo, base_ref, head_ref, config=config,
                            base_generator=base_generator.prompty if base_generator else None,
                            head_generator=head_generator.prompty, settings=settings)
@@ -257,7 +260,8 @@ def plan_suite(git_repo: Repo, base_ref: Ref, head_ref: Ref, inputs: Inputs, *,
                       inputs=inputs, includes=detected.includes | loaded)
     notes = [*inputs.notes, *detected.notes, *pair.notes, *undefined_notes(prepared)]
     return Planned(inputs=inputs, path=path, notes=notes, pair=pair, prepared=prepared,
-                   change=change, total=total, positions=positions, refs=refs, sides=sides)
+                   change=change, all_cases=all_cases, positions=positions, refs=refs,
+                   sides=sides)
 
 
 async def check(*, repo: Path, base: str, head: str, settings: Settings,
@@ -266,13 +270,14 @@ async def check(*, repo: Path, base: str, head: str, settings: Settings,
                 comment_limit: int = GITHUB_COMMENT_LIMIT, console: Console | None = None,
                 progress: Progress | None = None, concurrency: int | None = None,
                 suites: Sequence[str] = (), shard: Shard | None = None,
-                e2e: E2ERequest | None = None, wiring: Wiring) -> CheckResult:
+                e2e: E2ERequest | None = None, wiring: Wiring,
+                labels: Labels | None = None) -> CheckResult:
     """`run_check`, for callers that already run an event loop. `concurrency` (`--concurrency`)
     wins over the configuration's. `suites`: only those of the config's suites. With `shard`,
     only that part of the cases is evaluated and a partial is written for `flipgate merge`.
     `e2e`: also the end-to-end run (live retrieval), asked for at the edge; it never changes
     the exit code (a configuration without suites only). `wiring`: git, the runtime, the
-    judges and the generators' client."""
+    judges and the generators' client. `labels`: people's labels, shown on their rows."""
     git_repo = wiring.open_git(repo, settings)
     base_ref, head_ref = git_repo.ref(base), git_repo.ref(head)
     changed = git_repo.changed(base_ref, head_ref)
@@ -332,18 +337,20 @@ async def check(*, repo: Path, base: str, head: str, settings: Settings,
                                        "configuration": config_path}
         if config.suites:  # the suites selected (--suite): a merge needs the same ones
             fingerprint["suites"] = [one.inputs.config.suite for one in planned]
-        fingerprint.update(cases=sum(one.total for one in planned),
+        fingerprint.update(cases=sum(len(one.all_cases) for one in planned),
                            judge=f"{report.judge.provider}/{report.judge.model}")
-        path = write_partial(report, out_dir, shard=shard, positions=planned[0].positions,
-                             total=fingerprint["cases"], fingerprint=fingerprint,
-                             stopped=message is not None,
-                             suites=[SuitePart(part.name, part.report, one.total, one.positions)
-                                     for one, part in zip(planned, report.suites, strict=True)]
-                             if config.suites else [])
+        parts = [Part(name=one.inputs.config.suite if config.suites else None, report=part,
+                      cases=one.all_cases, positions=one.positions,
+                      rules=Rules.of(one.inputs.config, mode=report.judge.rescore))
+                 for one, part in zip(planned, [s.report for s in report.suites] or [report],
+                                      strict=True)]
+        path = write_partial(report, out_dir, shard=shard, fingerprint=fingerprint, parts=parts,
+                             stopped=message is not None)
         # Judge errors on rows are part of the result; only a part that stopped fails its job.
         return CheckResult(report=report, markdown="", message=message, partial=path,
                            exit_code=3 if message is not None else 0)
-    markdown = write_outputs(report, out_dir, console=console, comment_limit=comment_limit)
+    markdown = write_outputs(report, out_dir, console=console, comment_limit=comment_limit,
+                             labels=labels)
     return CheckResult(report=report, markdown=markdown, exit_code=gate.exit_code(report.conclusion),
                        message=message)
 
@@ -396,26 +403,64 @@ def run_check(*, wiring: Wiring | None = None, **kwargs: Any) -> CheckResult:
 
 def merged_check(folder: str | os.PathLike[str]) -> Callable[..., CheckResult]:
     """A stand-in for `run_check` that merges the partials found under `folder`
-    (any depth, as downloaded artifacts land) instead of evaluating, and refuses partials
-    made for other commits than the ones being checked."""
-    def check(*, repo: Path, base: str, head: str, out_dir: Path, comment_limit: int | None = None,
-              **_: Any) -> CheckResult:
+    (any depth, as downloaded artifacts land) instead of evaluating. The partials are held
+    to what the checkout says the run is: the commits being checked, the base's cases
+    (their digest) and the rules of its configuration; nothing else is taken on trust."""
+    def check(*, repo: Path, base: str, head: str, out_dir: Path, settings: Settings,
+              config_path: str = DEFAULT_CONFIG, comment_limit: int | None = None,
+              judge: str | None = None, labels: Labels | None = None, **_: Any) -> CheckResult:
         paths = sorted(Path(folder).rglob(shards.PARTIAL_FILE))
         if not paths:
             raise InputError(Problem(str(folder), None, f"no {shards.PARTIAL_FILE} found (download the "
                                                         "shards' artifacts here)"))
-        for path in paths:
-            fingerprint = shards.read_partial(path)["fingerprint"]
-            for name, sha in (("base_sha", base), ("head_sha", head)):
-                if fingerprint.get(name) != sha:
-                    raise InputError(Problem(str(path), None, f"was made for {name.replace('_', ' ')} "
-                                                              f"{fingerprint.get(name)}, not {sha}"))
-        report = shards.merge(paths)
-        markdown = (write_outputs(report, out_dir) if comment_limit is None
-                    else write_outputs(report, out_dir, comment_limit=comment_limit))
+        suites = shards.read_partial(paths[0]).fingerprint.model_dump().get("suites") or ()
+        pinned = run_pins(repo=repo, base=base, head=head, settings=settings,
+                          config_path=config_path, judge=judge, suites=suites)
+        report = shards.merge(paths, pinned=pinned)
+        markdown = (write_outputs(report, out_dir, labels=labels) if comment_limit is None
+                    else write_outputs(report, out_dir, comment_limit=comment_limit, labels=labels))
         return CheckResult(report=report, markdown=markdown, exit_code=gate.exit_code(report.conclusion))
 
     return check
+
+
+def _suite_inputs(*, repo: Path, base: str, head: str, settings: Settings, config_path: str,
+                  suites: Sequence[str] = ()) -> tuple[TrustedConfig, Ref, Ref, list[Inputs]]:
+    """Each suite's cases as the run reads them (the trusted configuration's), no model."""
+    git_repo = open_repo(repo, settings)
+    base_ref, head_ref = git_repo.ref(base), git_repo.ref(head)
+    changed = git_repo.changed(base_ref, head_ref)
+    trusted = load_config_at(git_repo, base_ref, head_ref, config_path)
+    return trusted, base_ref, head_ref, [
+        load_cases_for(git_repo, trusted, narrowed, head_ref, changed=changed)
+        for narrowed in trusted.config.suite_configs(suites)]
+
+
+def run_pins(*, repo: Path, base: str, head: str, settings: Settings, config_path: str,
+             judge: str | None, suites: Sequence[str]) -> dict[str, Any]:
+    """The fingerprint fields a run of these commits must have, read from the checkout as
+    the run reads them: the refs, each suite's cases (their digest) and its rules."""
+    trusted, base_ref, head_ref, parts = _suite_inputs(repo=repo, base=base, head=head,
+                                                       settings=settings, config_path=config_path,
+                                                       suites=suites)
+    mode = judge_info(trusted.config, judge).rescore
+    digests, rules = {}, {}
+    for inputs in parts:
+        name = (inputs.config.suite if trusted.config.suites else None) or ""
+        digests[name] = shards.cases_digest(inputs.cases)
+        rules[name] = shards.rules_dict(Rules.of(inputs.config, mode=mode))
+    return {"base_sha": base_ref.sha, "head_sha": head_ref.sha, "cases_digest": digests,
+            "rules": rules}
+
+
+def case_ids(*, repo: Path, base: str, head: str, settings: Settings,
+             config_path: str = DEFAULT_CONFIG) -> dict[str | None, list[str]]:
+    """The ids of the cases a run of these commits gates, by suite (None: no suites): what a
+    label may name."""
+    trusted, _, _, parts = _suite_inputs(repo=repo, base=base, head=head, settings=settings,
+                                         config_path=config_path)
+    return {(inputs.config.suite if trusted.config.suites else None): [c.id for c in inputs.cases]
+            for inputs in parts}
 
 
 # --- one ref (`flipgate replay`) ----------------------------------------------------

@@ -2,9 +2,10 @@
 
 Each row follows the product's rule: groundedness of both answers, then a
 real second scoring when the candidate newly fell to ungrounded (the same
-judge again, a second-opinion judge, or both), one statement-level request
-for a flip a reviewer must read, and fluency only when the row is tied in an
-answering bucket. Every answer is checked for text addressed to the judge
+judge again, a second-opinion judge, or both), and one statement-level
+request for a flip a reviewer must read. Only once every row's groundedness
+is settled, and only when the gate does not block, is fluency asked, for the
+rows tied in an answering bucket. Every answer is checked for text addressed to the judge
 before any verdict is read. A fixed pool of workers pulls rows (no barrier
 between rows, memory bounded by the pool), beside one batched relevance pass
 for every answer of the run; the shared concurrency limit lives in the LLM layer.
@@ -13,7 +14,7 @@ for every answer of the run; the shared concurrency limit lives in the LLM layer
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,6 +36,7 @@ from flipgate.model import (
     Report,
     Row,
     Score,
+    Side,
     Statements,
     SuiteReport,
 )
@@ -88,6 +90,7 @@ class Readings:
     second: Score | None = None
     fluency: tuple[Score, Score] | None = None
     statements: Statements | None = None
+    tied: bool = False  # partial or grounded on both sides: fluency may break the tie
 
 
 async def _statements(judge: Judge, case: Case, response: str) -> Statements:
@@ -101,19 +104,23 @@ async def _statements(judge: Judge, case: Case, response: str) -> Statements:
 
 # Judging progress: two steps a row, planned before the first request. The first is
 # done when both sides are scored, the second when the follow-up (confirmation and
-# statements, fluency, or nothing) is.
+# statements, fluency, or nothing) is; a tied row's second step waits for the fluency
+# phase, which may ask nothing.
 JUDGING_STEPS_PER_ROW = 2
 
 
 async def _judge_row(judge: Judge, case: Case, baseline: Answer, candidate: Answer, *,
                      second: Judge | None, mode: str, progress: Progress) -> Readings:
-    """One row's judging; its two progress steps are counted whatever happens."""
+    """One row's groundedness judging; its progress steps are counted whatever happens
+    (a tied row's last step is the fluency phase's to count)."""
     steps = [JUDGING_STEPS_PER_ROW]
+    readings: Readings | None = None
     try:
-        return await _readings(judge, case, baseline, candidate, second=second, mode=mode,
-                               progress=progress, steps=steps)
+        readings = await _readings(judge, case, baseline, candidate, second=second, mode=mode,
+                                   progress=progress, steps=steps)
+        return readings
     finally:
-        progress.advance(steps[0], JUDGING)
+        progress.advance(steps[0] - (1 if readings is not None and readings.tied else 0), JUDGING)
 
 
 async def _readings(judge: Judge, case: Case, baseline: Answer, candidate: Answer, *,
@@ -122,8 +129,9 @@ async def _readings(judge: Judge, case: Case, baseline: Answer, candidate: Answe
     """One row's groundedness work, in the rule's order, with no barrier between rows:
     both sides; then, if the candidate newly fell to ungrounded, its confirmation
     (the same judge again, the second-opinion judge, or both); then one statement-
-    level request if the row is a flip a reviewer must read, or fluency if the row
-    is tied in an answering bucket. `steps`: progress steps still to count."""
+    level request if the row is a flip a reviewer must read. A row tied in an
+    answering bucket is marked for the fluency phase. `steps`: progress steps still
+    to count."""
     base, cand = await asyncio.gather(
         _groundedness(judge, case, baseline.response, sample=0),
         _groundedness(judge, case, candidate.response, sample=0))
@@ -143,14 +151,17 @@ async def _readings(judge: Judge, case: Case, baseline: Answer, candidate: Answe
         answers = list(await asyncio.gather(*asks))
         readings.rescore = answers.pop(0) if wants_rescore else None
         readings.second = answers.pop(0) if wants_second and second is not None else None
-    elif gate.is_tie(before, after):
-        fluency = await asyncio.gather(_guard(judge.fluency(baseline.response)),
-                                       _guard(judge.fluency(candidate.response)))
-        readings.fluency = (fluency[0], fluency[1])
+    readings.tied = gate.is_tie(before, after)
     verdict, _ = gate.classify(base, cand, readings.rescore, second=readings.second, mode=mode)
     if gate.needs_statements(verdict):
         readings.statements = await _statements(judge, case, candidate.response)
     return readings
+
+
+async def _fluency(judge: Judge, baseline: Answer, candidate: Answer) -> tuple[Score, Score]:
+    before, after = await asyncio.gather(_guard(judge.fluency(baseline.response)),
+                                         _guard(judge.fluency(candidate.response)))
+    return before, after
 
 
 @dataclass(frozen=True)
@@ -167,7 +178,11 @@ async def score_rows(*, cases: Sequence[Case], baseline: Mapping[str, Answer],
                      mode: str = gate.SAME_JUDGE, workers: int | None = None) -> Scored:
     """Every row, classified, `workers` rows at a time (default: enough for
     `config.concurrency` requests in flight). `second` is the second-opinion judge
-    that `mode` asks for."""
+    that `mode` asks for.
+
+    Two phases, as the rule orders them: groundedness (with its confirmations and
+    statements) for every row; then, only if the gate does not block on those
+    rows, fluency for the tied ones (`gate.fluency_wanted` decides)."""
     if mode != gate.SAME_JUDGE and second is None:
         raise ValueError(f"confirmation mode {mode} needs a second-opinion judge")
     workers = workers or pool_size(config.concurrency)
@@ -175,45 +190,107 @@ async def score_rows(*, cases: Sequence[Case], baseline: Mapping[str, Answer],
     progress.add(JUDGING_STEPS_PER_ROW * n, JUDGING)  # planned before the first request
     relevance_items = [(case, answers[case.id].response)
                        for answers in (baseline, candidate) for case in cases]
-    # Rows go through a bounded pool; a failure that stops the run (a key the provider
-    # refuses, the budget) cancels the pool and the relevance batch at once, so nothing
-    # more is sent, and is raised.
-    judged, relevances = await first_failure_cancels([
-        map_bounded(lambda case: _judge_row(judge, case, baseline[case.id], candidate[case.id],
-                                            second=second, mode=mode, progress=progress),
-                    cases, workers=workers),
-        _relevance(judge, relevance_items)])
-
     policy = gate.Policy(min_cases=config.gate.min_cases_per_category, strict=config.gate.strict,
                          mode=mode)
     sizes = gate.category_sizes(case.category for case in cases)
-    rows = []
-    for i, case in enumerate(cases):
-        readings: Readings = judged[i]
-        fluency = readings.fluency
-        before, after = baseline[case.id], candidate[case.id]
-        rows.append(gate.build_row(
-            case,
-            gate.side(before.response, readings.baseline, relevance=relevances[i],
-                      fluency=fluency[0] if fluency else None, finish_reason=before.finish_reason,
-                      manipulation=find_manipulation(before.response)),
-            gate.side(after.response, readings.candidate, relevance=relevances[n + i],
-                      rescore=readings.rescore, second_opinion=readings.second,
-                      statements=readings.statements,
-                      fluency=fluency[1] if fluency else None, finish_reason=after.finish_reason,
-                      manipulation=find_manipulation(after.response)),
-            blocking_categories=config.gate.blocking_categories,
-            threshold=config.relevance.threshold, find_evidence=_evidence,
-            policy=policy, category_cases=sizes[case.category]))
+
+    def rows_of(judged: Sequence[Readings], relevances: Sequence[Relevance | None],
+                find_evidence: Callable[[Case, str], Evidence]) -> list[Row]:
+        return [_row(case, judged[i], baseline[case.id], candidate[case.id],
+                     relevance=(relevances[i], relevances[n + i]), config=config, policy=policy,
+                     category_cases=sizes[case.category], find_evidence=find_evidence)
+                for i, case in enumerate(cases)]
+
+    async def judge_all() -> list[Readings]:
+        judged = await map_bounded(
+            lambda case: _judge_row(judge, case, baseline[case.id], candidate[case.id],
+                                    second=second, mode=mode, progress=progress),
+            cases, workers=workers)
+        # Groundedness is settled: the gate decides, without relevance (which never
+        # makes or unmakes a block), whether fluency can matter at all.
+        wanted = gate.fluency_wanted(rows_of(judged, [None] * (2 * n), _no_evidence))
+        asked = set(wanted)
+        progress.advance(sum(1 for i, one in enumerate(judged) if one.tied and i not in asked),
+                         JUDGING)
+
+        async def one(i: int) -> tuple[Score, Score]:
+            try:
+                return await _fluency(judge, baseline[cases[i].id], candidate[cases[i].id])
+            finally:
+                progress.advance(1, JUDGING)
+
+        for i, fluency in zip(wanted, await map_bounded(one, wanted, workers=workers), strict=True):
+            judged[i].fluency = fluency
+        return judged
+
+    # Rows go through a bounded pool; a failure that stops the run (a key the provider
+    # refuses, the budget) cancels the pool and the relevance batch at once, so nothing
+    # more is sent, and is raised.
+    judged, relevances = await first_failure_cancels([judge_all(),
+                                                      _relevance(judge, relevance_items)])
+    rows = rows_of(judged, relevances, _evidence)
     return Scored(rows=rows, fluency=gate.fluency_summary(rows))
 
 
-def categories(rows: Sequence[Row], config: Config) -> dict[str, CategoryInfo]:
+def _no_evidence(case: Case, response: str) -> Evidence:
+    return Evidence()
+
+
+def _row(case: Case, readings: Readings, before: Answer, after: Answer, *,
+         relevance: tuple[Relevance | None, Relevance | None], config: Config,
+         policy: gate.Policy, category_cases: int,
+         find_evidence: Callable[[Case, str], Evidence]) -> Row:
+    fluency = readings.fluency
+    return gate.build_row(
+        case,
+        gate.side(before.response, readings.baseline, relevance=relevance[0],
+                  fluency=fluency[0] if fluency else None, finish_reason=before.finish_reason,
+                  manipulation=find_manipulation(before.response)),
+        gate.side(after.response, readings.candidate, relevance=relevance[1],
+                  rescore=readings.rescore, second_opinion=readings.second,
+                  statements=readings.statements,
+                  fluency=fluency[1] if fluency else None, finish_reason=after.finish_reason,
+                  manipulation=find_manipulation(after.response)),
+        blocking_categories=config.gate.blocking_categories,
+        threshold=config.relevance.threshold, find_evidence=find_evidence,
+        policy=policy, category_cases=category_cases)
+
+
+@dataclass(frozen=True)
+class Rules:
+    """What the configuration says about turning a run's readings into verdicts: the
+    blocking categories, the sample-size rule and how flips are confirmed, the relevance
+    threshold. A merged run applies the same rules to all its shards' readings at once."""
+
+    blocking_categories: tuple[str, ...] = ()
+    threshold: float = 0.7
+    policy: gate.Policy = gate.Policy()
+
+    @classmethod
+    def of(cls, config: Config, *, mode: str = gate.SAME_JUDGE) -> Rules:
+        return cls(blocking_categories=tuple(config.gate.blocking_categories),
+                   threshold=config.relevance.threshold,
+                   policy=gate.Policy(min_cases=config.gate.min_cases_per_category,
+                                      strict=config.gate.strict, mode=mode))
+
+
+def decide_rows(sides: Sequence[tuple[Case, Side, Side]], rules: Rules) -> list[Row]:
+    """Every row's verdict, blocking flag and evidence, from its two sides' readings, with
+    the category sizes of all of `sides` (the whole run: the sample-size rule counts every
+    case of a category, never a shard's part)."""
+    sizes = gate.category_sizes(case.category for case, _, _ in sides)
+    return [gate.build_row(case, before, after, blocking_categories=rules.blocking_categories,
+                           threshold=rules.threshold, find_evidence=_evidence,
+                           policy=rules.policy, category_cases=sizes[case.category])
+            for case, before, after in sides]
+
+
+def categories(rows: Sequence[Row], rules: Rules) -> dict[str, CategoryInfo]:
     """Each category's size in this run, whether it blocks, and whether it is below the
     minimum. A blocking category without a single case is listed too (0 cases): nothing
     in it was gated. A run without rows (skipped, stopped) lists none."""
-    blocking = config.gate.blocking_categories
-    minimum = config.gate.min_cases_per_category
+    blocking = rules.blocking_categories
+    minimum = rules.policy.min_cases
     sizes = gate.category_sizes(row.category for row in rows)
     if rows:
         sizes = {**dict.fromkeys(blocking, 0), **sizes}
@@ -235,16 +312,28 @@ def build_report(*, config: Config, judge: JudgeInfo, cases: int, scored: Scored
                  cache: dict[str, int] | None = None, head_sha: str | None = None) -> Report:
     """The report, whole. Without `scored` (skipped, or stopped before its rows) it has no
     rows and `conclusion` must say why; with it, the gate concludes from its rows."""
-    rows = scored.rows if scored is not None else []
-    counts = gate.count(rows, cases=cases)
+    return report_of(scored.rows if scored is not None else None, rules=Rules.of(config),
+                     judge=judge, cases=cases, conclusion=conclusion, notes=notes, change=change,
+                     usage=usage, cache=cache, head_sha=head_sha)
+
+
+def report_of(rows: list[Row] | None, *, rules: Rules, judge: JudgeInfo, cases: int,
+              conclusion: Conclusion | None = None, notes: Sequence[str] = (),
+              change: Change | None = None, usage: dict[str, Any] | None = None,
+              cache: dict[str, int] | None = None, head_sha: str | None = None) -> Report:
+    """`build_report` from decided rows (None: none were scored) and the rules they were
+    decided by."""
+    counts = gate.count(rows or [], cases=cases)
     if conclusion is None:
-        assert scored is not None, "a report without rows needs a conclusion"
+        assert rows is not None, "a report without rows needs a conclusion"
         conclusion = gate.conclude(counts)
-    return Report(conclusion=conclusion, judge=judge, counts=counts, rows=rows,
-                  fluency=scored.fluency if scored is not None else None,
-                  relevance_threshold=config.relevance.threshold, change=change,
-                  usage=usage, cache=cache, notes=list(notes), head_sha=head_sha,
-                  categories=categories(rows, config), strict=config.gate.strict)
+    fluency = gate.fluency_summary(rows) if rows is not None else None
+    skipped = gate.fluency_note(fluency)
+    return Report(conclusion=conclusion, judge=judge, counts=counts, rows=rows or [],
+                  fluency=fluency, relevance_threshold=rules.threshold, change=change,
+                  usage=usage, cache=cache, notes=[*notes, *([skipped] if skipped else [])],
+                  head_sha=head_sha, categories=categories(rows or [], rules),
+                  strict=rules.policy.strict)
 
 
 def build_suites_report(parts: Sequence[SuiteReport], *, notes: Sequence[str] = (),

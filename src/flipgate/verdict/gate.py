@@ -400,8 +400,32 @@ def worth_reading(counts: Counts) -> bool:
                if kind.tier in (Tier.MUST_READ, Tier.WORTH_READING))
 
 
+def run_blocks(rows: Iterable[Row]) -> bool:
+    """A confirmed regression blocks the run: groundedness has decided it."""
+    return any(row.blocking for row in rows)
+
+
+def is_tied(row: Row) -> bool:
+    """A row fluency may break the tie of: unchanged in partial or grounded."""
+    return (row.verdict is Verdict.UNCHANGED and row.baseline.bucket is not None
+            and row.candidate.bucket is not None and is_tie(row.baseline.bucket, row.candidate.bucket))
+
+
+def fluency_wanted(rows: Sequence[Row]) -> list[int]:
+    """The rows whose answers fluency is asked about, once groundedness is settled for the
+    whole run: the tied rows, and none at all when the run blocks (fluency can never
+    outweigh a regression, so asking would buy nothing)."""
+    if run_blocks(rows):
+        return []
+    return [i for i, row in enumerate(rows) if is_tied(row)]
+
+
 def fluency_summary(rows: Sequence[Row]) -> FluencySummary | None:
-    """Mean fluency change over tied rows: a tie-breaker reported last, never a vote."""
+    """Mean fluency change over tied rows: a tie-breaker reported last, never a vote.
+    On a run that blocks it says how many tied rows were not asked (`skipped`)."""
+    if run_blocks(rows):
+        skipped = sum(1 for row in rows if is_tied(row))
+        return FluencySummary(rows=0, mean_delta=None, skipped=skipped) if skipped else None
     ties = [row for row in rows if row.verdict is Verdict.UNCHANGED
             and row.baseline.fluency is not None and row.candidate.fluency is not None]
     if not ties:
@@ -416,6 +440,17 @@ def fluency_summary(rows: Sequence[Row]) -> FluencySummary | None:
             deltas.append(after - before)
     mean = round(sum(deltas) / len(deltas), 3) if deltas else None
     return FluencySummary(rows=len(deltas), mean_delta=mean, failed=failed)
+
+
+FLUENCY_SKIPPED = "Fluency was not asked on "  # how the note below begins
+
+
+def fluency_note(summary: FluencySummary | None) -> str | None:
+    """The report's note when fluency was not asked because the gate blocked."""
+    if summary is None or not summary.skipped:
+        return None
+    return (f"{FLUENCY_SKIPPED}{plural(summary.skipped, 'tied row')}: the gate blocked "
+            "on a groundedness regression, and fluency never outweighs one.")
 
 
 def conclude(counts: Counts) -> Conclusion:

@@ -1,0 +1,285 @@
+"""Human labels from the pull request: `/flipgate label ID [baseline|candidate] LABEL`.
+
+Pure: parsing the command's words, the hidden block that keeps the labels in the bot's own
+comment across runs, the lines of labels.jsonl, and what the comment says about them.
+
+The block, `<!-- flipgate:labels=BASE64 -->`, holds JSON that commands wrote: only the
+bot edits its comment, but every entry came from a comment's words, so the block is read
+like any untrusted input: a block that does not decode is ignored (and reported), and
+every entry must name a known side and label, an id of sane shape and a GitHub login.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from flipgate.model import Bucket
+from flipgate.text.escaping import cell, cell_list, escape_md
+
+SIDES = ("baseline", "candidate")
+DEFAULT_SIDE = "candidate"
+LABELS = tuple(bucket.value for bucket in Bucket)
+LABELS_FILE = "labels.jsonl"
+# The room the block may take in the comment (reserved out of GitHub's limit).
+BLOCK_ROOM = 12_000
+_BLOCK = re.compile(r"<!-- flipgate:labels=([A-Za-z0-9_=-]*) -->")
+# GitHub logins: letters, digits and single hyphens, at most 39; apps end in "[bot]".
+_LOGIN = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9]|-(?=[A-Za-z0-9])){0,38}(?:\[bot\])?")
+_ID_LIMIT = 200
+
+
+@dataclass(frozen=True)
+class HumanLabel:
+    """One person's label on one answer of the run."""
+
+    id: str
+    side: str
+    label: str
+    by: str
+    suite: str | None = None
+
+    @property
+    def key(self) -> tuple[str | None, str, str]:
+        return (self.suite, self.id, self.side)
+
+    def shown(self) -> str:
+        """What the comment says on the row: `labelled grounded by @alice`."""
+        side = "" if self.side == DEFAULT_SIDE else f" ({self.side})"
+        return f"labelled {self.label}{side} by @{self.by}"
+
+
+@dataclass(frozen=True)
+class LabelRequest:
+    """The words of a label command, checked for shape; `target` (an id, or SUITE/ID) is
+    resolved against the run's cases by `resolve`."""
+
+    target: str
+    side: str
+    label: str
+
+
+@dataclass(frozen=True)
+class LabelMistake:
+    """A label command whose words are not one: what to tell its author."""
+
+    why: str
+
+
+def parse_label(arguments: Sequence[str]) -> LabelRequest | LabelMistake:
+    """`ID [SIDE] LABEL` after `/flipgate label`."""
+    if len(arguments) not in (2, 3):
+        return LabelMistake("a label command is `/flipgate label ID [baseline|candidate] LABEL`")
+    target, label = arguments[0], arguments[-1]
+    side = arguments[1] if len(arguments) == 3 else DEFAULT_SIDE
+    if side not in SIDES:
+        return LabelMistake(f"unknown side `{shown(side)}`; the sides are "
+                            f"{', '.join(SIDES)} (candidate when left out)")
+    if label not in LABELS:
+        return LabelMistake(f"unknown label `{shown(label)}`; the labels are {', '.join(LABELS)}")
+    if not valid_id(target):
+        return LabelMistake(f"`{shown(target)}` is not a case id")
+    return LabelRequest(target=target, side=side, label=label)
+
+
+# A reply lists this many of the run's ids when the one given is not among them.
+LISTED_IDS = 30
+
+
+def resolve(request: LabelRequest, cases: Mapping[str | None, Sequence[str]], *,
+            by: str) -> HumanLabel | LabelMistake:
+    """The answer a request names among the run's cases (by suite; None: no suites). With
+    several suites an id two of them share is named as SUITE/ID."""
+    found = [(suite, request.target) for suite, ids in cases.items() if request.target in ids]
+    suite_name, _, rest = request.target.partition("/")
+    if rest and suite_name in cases and rest in cases[suite_name]:
+        found.append((suite_name, rest))
+    if len(found) == 1:
+        suite, case_id = found[0]
+        return HumanLabel(id=case_id, side=request.side, label=request.label, by=by, suite=suite)
+    if found:
+        names = ", ".join(f"`{shown(f'{suite}/{case_id}')}`" for suite, case_id in found)
+        return LabelMistake(f"`{shown(request.target)}` is a case of several suites: name one "
+                            f"as {names}")
+    every = [f"{suite}/{case_id}" if suite and len(cases) > 1 else case_id
+             for suite, ids in cases.items() for case_id in ids]
+    listed = ", ".join(f"`{shown(case_id)}`" for case_id in every[:LISTED_IDS])
+    more = f" and {len(every) - LISTED_IDS:,} more" if len(every) > LISTED_IDS else ""
+    return LabelMistake(f"`{shown(request.target)}` is not a case of this run; the ids are "
+                        f"{listed or 'none'}{more}")
+
+
+def shown(text: str) -> str:
+    """A word from a comment, safe inside an inline code span of a reply."""
+    return "".join(ch if ch.isprintable() and ch != "`" else "'" if ch == "`" else "\ufffd"
+                   for ch in text[:60])
+
+
+def valid_id(text: object) -> bool:
+    return (isinstance(text, str) and 0 < len(text) <= _ID_LIMIT and text.isprintable()
+            and "`" not in text)
+
+
+def valid_login(text: object) -> bool:
+    return isinstance(text, str) and _LOGIN.fullmatch(text) is not None
+
+
+# -- the hidden block -----------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Stored:
+    """The labels a comment keeps, and what was wrong with its block (ignored, reported)."""
+
+    labels: tuple[HumanLabel, ...] = ()
+    problem: str | None = None
+
+
+def read_block(body: str) -> Stored:
+    """The labels in a comment's hidden block: none when there is no block; none, with the
+    problem, when the block is not one this module wrote or any entry is not a label."""
+    found = _BLOCK.findall(body)
+    if not found:
+        return Stored()
+    if len(found) > 1:
+        return Stored(problem="the comment holds more than one labels block")
+    try:
+        data = json.loads(base64.urlsafe_b64decode(found[0].encode("ascii")).decode("utf-8"))
+    except (binascii.Error, UnicodeDecodeError, ValueError, RecursionError):
+        return Stored(problem="the labels block does not decode")
+    if not isinstance(data, list):
+        return Stored(problem="the labels block is not a list of labels")
+    labels = []
+    for number, entry in enumerate(data):
+        label = _entry(entry)
+        if label is None:
+            return Stored(problem=f"entry {number} of the labels block is not a label")
+        labels.append(label)
+    return Stored(labels=tuple(latest(labels)))
+
+
+def _entry(entry: object) -> HumanLabel | None:
+    if not isinstance(entry, dict) or set(entry) != {"suite", "id", "side", "label", "by"}:
+        return None
+    suite = entry["suite"]
+    if not (suite is None or valid_id(suite)) or not valid_id(entry["id"]):
+        return None
+    if entry["side"] not in SIDES or entry["label"] not in LABELS or not valid_login(entry["by"]):
+        return None
+    return HumanLabel(id=entry["id"], side=entry["side"], label=entry["label"], by=entry["by"],
+                      suite=suite)
+
+
+def block(labels: Iterable[HumanLabel]) -> str:
+    data = [{"suite": one.suite, "id": one.id, "side": one.side, "label": one.label, "by": one.by}
+            for one in labels]
+    encoded = base64.urlsafe_b64encode(json.dumps(data, ensure_ascii=False).encode("utf-8"))
+    return f"<!-- flipgate:labels={encoded.decode('ascii')} -->"
+
+
+def without_block(body: str) -> str:
+    return _BLOCK.sub("", body)
+
+
+def latest(labels: Iterable[HumanLabel]) -> list[HumanLabel]:
+    """One label per answer: the last one given wins, in the order first given."""
+    kept: dict[tuple[str | None, str, str], HumanLabel] = {}
+    for one in labels:
+        kept.pop(one.key, None)
+        kept[one.key] = one
+    return list(kept.values())
+
+
+def fits(labels: Sequence[HumanLabel]) -> bool:
+    return len(block(labels)) <= BLOCK_ROOM
+
+
+# -- what is written and shown -----------------------------------------------------------
+
+def jsonl(labels: Iterable[HumanLabel]) -> str:
+    """labels.jsonl, in the labels format `flipgate calibrate --labels` reads (`by` is extra)."""
+    return "".join(json.dumps({"id": one.id, "suite": one.suite, "side": one.side,
+                               "label": one.label, "by": one.by}, ensure_ascii=False) + "\n"
+                   for one in labels)
+
+
+def by_row(labels: Iterable[HumanLabel]) -> dict[tuple[str | None, str], tuple[str, ...]]:
+    """What each row shows, by (suite, id): `labelled LABEL by @USER` per labelled side."""
+    shown: dict[tuple[str | None, str], tuple[str, ...]] = {}
+    for one in labels:
+        shown[(one.suite, one.id)] = (*shown.get((one.suite, one.id), ()), one.shown())
+    return shown
+
+
+# -- the comment's labels section ------------------------------------------------------
+
+# A row's label as a table cell shows it (the comment's row templates write the same).
+ROW_TAG = "<br>🏷️ "
+_ROW_TAG = re.compile(re.escape(ROW_TAG) + r"[^|]*?(?= \|)")
+# The comment's id cells hold at most this many characters of the id (Cells.id).
+_ID_CELL = 80
+TAG_ROOM = 6_000
+
+SECTION_START = "<!-- flipgate:labels-section -->"
+SECTION_END = "<!-- flipgate:labels-section-end -->"
+SECTION_ROOM = 6_000
+# What labels add to a comment at most: the hidden block and the visible section.
+LABELS_ROOM = BLOCK_ROOM + SECTION_ROOM + TAG_ROOM
+
+
+def section(labels: Sequence[HumanLabel]) -> str:
+    """The comment's list of labels, one line a row: `id` — labelled LABEL by @USER."""
+    if not labels:
+        return ""
+    head = "### 🏷️ Labels\n\n"
+    tail = f"\nEvery label is in `{LABELS_FILE}` among the run's outputs.\n"
+    lines = []
+    room = SECTION_ROOM - len(SECTION_START) - len(SECTION_END) - len(head) - len(tail) - 80
+    for key, texts in by_row(labels).items():
+        suite, case_id = key
+        name = f"{suite}/{case_id}" if suite else case_id
+        line = f"- `{shown(name)}` — {'; '.join(escape_md(text) for text in texts)}\n"
+        if len(line) > room:
+            lines.append(f"- … and more ({len(labels):,} labels in all)\n")
+            break
+        room -= len(line)
+        lines.append(line)
+    return f"{SECTION_START}\n{head}{''.join(lines)}{tail}{SECTION_END}"
+
+
+_SECTION = re.compile(re.escape(SECTION_START) + r".*?" + re.escape(SECTION_END), re.DOTALL)
+
+
+def with_labels(body: str, labels: Sequence[HumanLabel]) -> str:
+    """`body` with its labels section and hidden block replaced by these (none: removed)."""
+    bare = _SECTION.sub("", without_block(body)).rstrip("\n")
+    if not labels:
+        return bare + "\n"
+    return f"{bare}\n\n{section(labels)}\n{block(labels)}\n"
+
+
+def on_rows(body: str, labels: Sequence[HumanLabel]) -> str:
+    """`body` with each labelled row's id cell saying who labelled it (`labelled LABEL by
+    @USER`), for the label command, which edits the comment without re-rendering it. Tags
+    from before are taken off first; rows whose id cell was shortened are left as they are,
+    and tagging stops at TAG_ROOM characters (the Labels section lists every label)."""
+    shown_by_id: dict[str, list[str]] = {}
+    for (_, case_id), texts in by_row(labels).items():
+        shown_by_id.setdefault(cell(case_id, _ID_CELL), []).extend(texts)
+    room = TAG_ROOM
+    lines = []
+    for line in body.split("\n"):
+        if line.startswith("| ") and ROW_TAG in line:
+            line = _ROW_TAG.sub("", line)
+        first = line[2:].split(" | ", 1)[0] if line.startswith("| ") else None
+        given = shown_by_id.get(first) if first is not None else None
+        if given and first is not None:
+            tag = ROW_TAG + cell_list(given, 120, 4, "; ")
+            if len(tag) <= room:
+                room -= len(tag)
+                line = f"| {first}{tag}{line[2 + len(first):]}"
+        lines.append(line)
+    return "\n".join(lines)

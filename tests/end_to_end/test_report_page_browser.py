@@ -1,0 +1,102 @@
+"""report.html in headless Chromium: it loads with no console error, shows 2,000 rows,
+and its filters and search hide what they should. Skipped where Chromium is absent
+(Debian: `apt-get install -y chromium`)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from flipgate.model import Case
+from flipgate.output.html import write_html
+from flipgate.verdict import gate
+from flipgate.verdict.evidence import find_unsupported
+
+from support.chromium import CHROMIUM, Browser
+from support.factories import make_report, make_side
+
+pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed")
+ROOT = Path(__file__).resolve().parents[2]
+
+CONTEXT = ("Meal kits ship every Tuesday. Skips must be made at least 3 days before the ship "
+           "date. A skipped week is not charged.")
+HOSTILE = "</script><script>window.pwned = 1</script><img src=x onerror='window.pwned = 2'>"
+
+
+def two_thousand_rows():
+    """2,000 rows: 400 blocking regressions (policy), 100 to review (chat), 300 moved,
+    the rest unchanged; one answer tries to run a script."""
+    rows = []
+    for n in range(2_000):
+        category = "chat" if 400 <= n < 500 else "policy"
+        before, after, rescore = ((5, 2, 1) if n < 500 else (4, 5, False) if n < 800
+                                  else (5, 5, False))
+        answer = f"Skip up to 1 day before the ship date, case {n}." if n < 500 else f"Case {n}."
+        if n == 1_999:
+            answer += HOSTILE
+        case = Case(id=f"case-{n:04d}", query=f"Can I skip box {n}?", context=CONTEXT,
+                    category=category)
+        rows.append(gate.build_row(
+            case, make_side(before, response=f"Skips need 3 days, case {n}."),
+            make_side(after, response=answer, rescore=rescore, reason="judged"),
+            blocking_categories=("policy",), threshold=0.7,
+            find_evidence=lambda c, a: find_unsupported(c.context, a)))
+    return rows
+
+
+VISIBLE = "document.querySelectorAll('details.row:not([hidden])').length"
+
+
+def choose(browser: Browser, name: str, value: str) -> int:
+    """Set one filter as a person would (the element's value, then its change event)."""
+    browser.evaluate(
+        f"(() => {{ const e = document.forms.filters.elements[{name!r}]; "
+        f"if (e.type === 'checkbox') e.checked = {value!r} === 'on'; else e.value = {value!r}; "
+        "e.dispatchEvent(new Event('change', {bubbles: true})); })()")
+    return browser.evaluate(VISIBLE)
+
+
+def test_the_page_loads_clean_shows_every_row_and_filters(tmp_path: Path) -> None:
+    page = write_html(make_report(two_thousand_rows()), tmp_path / "report.html")
+    with Browser(width=1280) as browser:
+        browser.open(page)
+        assert browser.evaluate("document.body.dataset.ready") == "true"
+        assert browser.problems() == []
+        assert browser.evaluate("document.querySelectorAll('details.row').length") == 2_000
+        assert browser.evaluate(VISIBLE) == 2_000
+        assert browser.evaluate("document.getElementById('shown').textContent") == (
+            "showing 2,000 of 2,000 rows")
+        assert browser.evaluate("typeof window.pwned") == "undefined"  # the answer stayed text
+        options = browser.evaluate(
+            "[...document.forms.filters.elements.verdict.options].map(o => o.textContent)")
+        assert options == ["all", "moved (300)", "regression (500)", "unchanged (1200)"]
+
+        assert choose(browser, "verdict", "regression") == 500
+        assert choose(browser, "category", "chat") == 100
+        assert choose(browser, "blocking", "on") == 0  # chat does not block
+        assert choose(browser, "category", "*") == 400
+        assert choose(browser, "blocking", "off") == 500
+        assert choose(browser, "verdict", "*") == 2_000
+        browser.evaluate("document.forms.filters.elements.q.value = 'case-1234'; "
+                         "document.forms.filters.dispatchEvent(new Event('change'))")
+        assert browser.evaluate(VISIBLE) == 1
+        browser.evaluate("document.forms.filters.elements.q.value = 'ship date, case 42.'; "
+                         "document.forms.filters.dispatchEvent(new Event('change'))")
+        assert browser.evaluate(VISIBLE) == 1  # found in an answer's text
+        assert browser.problems() == []
+
+
+def test_the_screenshot_script_shoots_the_examples_page_filtered_and_clean(tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, str(ROOT / "scripts/screenshot_report.py"),
+                           "--out", str(tmp_path), "--verdict", "regression"],
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    for name in ("report.png", "report-filtered.png", "report-open.png"):
+        assert (tmp_path / name).read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
+    shown = re.search(r": (\d+) rows; filtered: (\d+) rows; 0 console problems", done.stdout)
+    assert shown is not None, done.stdout
+    assert 0 < int(shown.group(2)) < int(shown.group(1))  # the filter hid the other rows
