@@ -15,9 +15,9 @@ import argparse
 import time
 from collections.abc import Callable
 
-from flipgate.verdict.evidence import analyse, split_statements
 from flipgate.judges.offline import fluency_heuristic, grade_groundedness
 from flipgate.model import Case
+from flipgate.verdict.evidence import analyse, split_statements
 
 CONTEXT = "Refunds are issued within 30 days of the request. A replacement card costs $12."
 CASE = Case(id="hostile", query="How long do refunds take?", context=CONTEXT, category="policy")

@@ -132,6 +132,7 @@ def one_run(directory: Path, server: FakeOpenAI, *, limiter_type: type[Limiter],
 
 def main() -> int:
     import openai  # noqa: F401 - imported before the first timed run, not inside it
+
     import flipgate.judges  # noqa: F401
 
     server = FakeOpenAI()

@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 from flipgate.github import action
+from flipgate.github.sticky import marked_fingerprint, with_markers
 from flipgate.github.texts import NO_CHANGE, STATUS_LIMIT, WAITING_FOR_COMMAND
-from flipgate.github.sticky import marked_fingerprint, sha_marker, with_markers
 
 from support.action_harness import BLOCKED, COULD_NOT_FINISH, PR, Harness
 from support.gitrepo import GitRepo

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from flipgate.run import pipeline
 from flipgate.cli import cli
 from flipgate.judges import make_judges
+from flipgate.run import pipeline
 from flipgate.run.pipeline import run_check
 
 from support.factories import settings_now
@@ -643,7 +643,8 @@ def test_a_skipped_run_replaces_an_earlier_comment_with_the_skipped_one(
     assert "blocked" not in comment(tmp_path)
 
 
-@pytest.mark.parametrize("sample, warned", [("", True), ("sample:\n  query: Can I get a refund?\n  context: Refunds within 30 days.\n", False)])
+@pytest.mark.parametrize("sample, warned", [
+    ("", True), ("sample:\n  query: Can I get a refund?\n  context: Refunds within 30 days.\n", False)])
 def test_replay_sample_warns_when_the_file_has_no_sample(repo: GitRepo, sample: str,
                                                          warned: bool) -> None:
     repo.commit({"prompts/answer.prompty": PROMPT.replace("---\nsystem:", sample + "---\nsystem:", 1)})

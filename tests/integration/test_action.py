@@ -15,13 +15,13 @@ from typing import Any
 import pytest
 
 from flipgate.errors import IncompleteError, InputError, Problem
-from flipgate.github import action
-from flipgate.github.texts import NO_CHANGE, STATUS_LIMIT, WAITING_FOR_COMMAND
-from flipgate.github.sticky import BODY_LIMIT, marked_fingerprint, marked_sha, with_markers
 from flipgate.git.repository import Git
+from flipgate.github import action
+from flipgate.github.sticky import BODY_LIMIT, marked_fingerprint, marked_sha, with_markers
+from flipgate.github.texts import NO_CHANGE, STATUS_LIMIT, WAITING_FOR_COMMAND
 from flipgate.model import Conclusion, Report
-from flipgate.output.write import write_outputs
 from flipgate.output.comment import render_comment
+from flipgate.output.write import write_outputs
 from flipgate.settings import Settings
 
 from support.action_harness import (

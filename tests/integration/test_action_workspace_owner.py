@@ -21,12 +21,12 @@ from typing import Any
 
 import pytest
 
-from flipgate.verdict import gate
-from flipgate.llm.cache import Cache
 from flipgate.github import action
+from flipgate.llm.cache import Cache
 from flipgate.model import Report
 from flipgate.output.comment import render_comment
 from flipgate.output.report import write_json
+from flipgate.verdict import gate
 
 from support.factories import make_report, make_row
 from support.github_server import FakeGitHub

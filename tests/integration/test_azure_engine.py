@@ -19,8 +19,8 @@ from flipgate.judges import make_judge
 from flipgate.judges.azure_eval import read_result
 from flipgate.judges.base import Judge
 from flipgate.llm.client import Budget, BudgetExceeded, Limiter
-from flipgate.model import Case, Score
 from flipgate.llm.runtime import Runtime
+from flipgate.model import Case, Score
 
 from support.factories import settings_now
 from support.openai_server import FakeOpenAI

@@ -11,7 +11,6 @@ import httpx
 import pytest
 from werkzeug.wrappers import Request, Response
 
-from flipgate.llm.cache import Cache
 from flipgate.config.schema import E2EConfig, parse_config
 from flipgate.e2e.retrieval import (
     CommandRetriever,
@@ -22,6 +21,7 @@ from flipgate.e2e.retrieval import (
     make_retriever,
 )
 from flipgate.errors import InputError
+from flipgate.llm.cache import Cache
 from flipgate.model import Case
 
 from support.loopback import LoopbackHTTP

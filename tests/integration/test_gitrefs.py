@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from flipgate.git import repository as gitrefs
 from flipgate.errors import InputError, SecurityError
-from flipgate.github import action
+from flipgate.git import repository as gitrefs
 from flipgate.git.repository import Git
+from flipgate.github import action
 from flipgate.settings import Settings
 
 from support.gitrepo import GitRepo

@@ -7,13 +7,13 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from flipgate.llm.cache import Cache
 from flipgate.config.schema import Config, JudgeConfig, RelevanceConfig
 from flipgate.judges import describe, make_judge, prompts
 from flipgate.judges.base import RUBRIC_VERSION, Judge
+from flipgate.llm.cache import Cache
 from flipgate.llm.client import Budget, Limiter
-from flipgate.model import Case, StatementLabel
 from flipgate.llm.runtime import Runtime
+from flipgate.model import Case, StatementLabel
 
 from support.factories import settings_now
 from support.openai_server import FakeOpenAI

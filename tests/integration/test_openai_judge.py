@@ -14,15 +14,15 @@ from typing import Any
 
 import pytest
 
-from flipgate.llm.cache import Cache
 from flipgate.config.schema import Config, JudgeConfig, RelevanceConfig
 from flipgate.errors import InputError
 from flipgate.judges import make_judge
 from flipgate.judges.base import RUBRIC_VERSION, Judge
 from flipgate.judges.prompts import fluency_messages, groundedness_messages, relevance_messages
+from flipgate.llm.cache import Cache
 from flipgate.llm.client import Budget, BudgetExceeded, Limiter
-from flipgate.model import Case, JudgeInfo, Score
 from flipgate.llm.runtime import Runtime
+from flipgate.model import Case, JudgeInfo, Score
 
 from support.factories import settings_now
 from support.openai_server import FakeOpenAI

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from flipgate.generator.endpoint_lock import trusted_request
 from flipgate.errors import InputError, Problem, SecurityError
+from flipgate.generator.endpoint_lock import trusted_request
 from flipgate.model import Case
 from flipgate.prompty import parse_prompty, referenced_files, render_cases, render_isolated, split_v1
 

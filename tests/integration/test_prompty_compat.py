@@ -123,9 +123,9 @@ def reference_request(venvs: Path, file: Path, inputs: dict[str, Any], version: 
 
 
 def flipgate_request(repo: GitRepo, sha: str, path: str) -> dict[str, Any]:
-    from flipgate.run.sample import sample_request
     from flipgate.git.repository import Git
     from flipgate.run.refs import Ref, Repo
+    from flipgate.run.sample import sample_request
 
     return sample_request(repo=Repo(repo.path, Git()), ref=Ref(sha, sha), path=path, environ=ENV)
 

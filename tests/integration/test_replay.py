@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 
 from flipgate.config.schema import BudgetConfig, Config
-from flipgate.generator.endpoint_lock import lock
 from flipgate.errors import IncompleteError
+from flipgate.generator.endpoint_lock import lock
+from flipgate.generator.replay import PreparedGenerator, replay, write_answers
 from flipgate.llm.client import BudgetExceeded, make_client
+from flipgate.llm.runtime import Runtime
 from flipgate.model import Case
 from flipgate.prompty import parse_prompty, render_cases
-from flipgate.generator.replay import PreparedGenerator, replay, write_answers
-from flipgate.llm.runtime import Runtime
 
 from support.factories import settings_now
 

@@ -135,7 +135,7 @@ def test_both_engines_read_every_distinct_real_reply_alike(openai_server: FakeOp
             for reply in replies:
                 openai_server.on_groundedness(lambda *_, reply=reply: reply)
                 score = await judge.groundedness(FEE, ANSWER)
-                seen.append(score.value if score.value is not None
+                seen.append(score.value if score.value is not None  # noqa: B023 - awaited in the loop
                             else score.error.split(" (model ")[0].split("twice: ")[-1])
         with_judge(engine, each)
     assert readings["openai"] == readings["azure-ai-evaluation"]

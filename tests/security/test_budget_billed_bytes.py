@@ -122,6 +122,7 @@ def test_the_usage_that_comes_back_replaces_the_reservation_of_a_big_schema(
     import asyncio
 
     from flipgate.llm.client import LLM, Budget, Limiter, make_client, openai_endpoint
+
     from support.factories import settings_now
 
     endpoint = openai_endpoint(openai_server.base_url, settings=settings_now())

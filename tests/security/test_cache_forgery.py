@@ -256,8 +256,9 @@ def test_the_provider_key_signs_through_a_derivation_and_a_given_secret_wins() -
 
 
 def test_the_comment_counts_the_rejected_entries() -> None:
-    from support.factories import make_report, make_row
     from flipgate.output.comment import render_comment
+
+    from support.factories import make_report, make_row
 
     report = make_report([make_row("r1", before=5, after=5)])
     report.cache = {"hits": 0, "misses": 4, "rejected": 3}

@@ -114,7 +114,7 @@ def test_removing_a_row_and_shifting_the_positions_is_refused(partials: list[Pat
         rows(data).pop(0)
         data["parts"][0]["cases"] -= 1
     for path in partials:
-        edit(path, lambda d: d["parts"][0].__setitem__("cases", d["parts"][0]["cases"] - 1)
+        edit(path, lambda d, path=path: d["parts"][0].__setitem__("cases", d["parts"][0]["cases"] - 1)
              if path != victim else drop(d))
     result = merge(*partials)
     assert result.exit_code == 2 and "Traceback" not in result.output, result.output

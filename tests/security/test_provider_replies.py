@@ -18,7 +18,6 @@ import openai  # imported before any clock starts
 import pytest
 from click.testing import CliRunner
 
-import support.openai_server as fake_server
 from flipgate.cli import cli
 from flipgate.llm.client import (
     LLM,
@@ -33,6 +32,7 @@ from flipgate.llm.pacing import PauseTooLong
 from flipgate.output.report import write_json
 from flipgate.settings import Settings
 
+import support.openai_server as fake_server
 from support.factories import make_report, make_row
 from support.gitrepo import GitRepo
 from support.hostile_http import HostileHTTP, Request, Send, drip, flood, head, reply

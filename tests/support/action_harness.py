@@ -17,11 +17,11 @@ from typing import Any
 
 import pytest
 
-from flipgate.verdict import gate
 from flipgate.github import action
 from flipgate.github.sticky import context_marker
 from flipgate.model import Report
 from flipgate.output.comment import render_comment
+from flipgate.verdict import gate
 
 from support.factories import make_report, make_row, one_of_each
 from support.github_server import ACTIONS_BOT, FakeGitHub

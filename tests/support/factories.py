@@ -10,7 +10,6 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from flipgate.verdict import gate
 from flipgate.model import (
     Case,
     Change,
@@ -26,6 +25,7 @@ from flipgate.model import (
     Side,
 )
 from flipgate.settings import Settings
+from flipgate.verdict import gate
 
 BLOCKING_CATEGORIES = ("policy", "pricing", "safety")
 

@@ -7,8 +7,8 @@ import json
 import pytest
 
 from flipgate.calibration import agreement as calibration
-from flipgate.model import Verdict
 from flipgate.errors import InputError
+from flipgate.model import Verdict
 
 U, N, P, G = "ungrounded", "non_answer", "partial", "grounded"
 

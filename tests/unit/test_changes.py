@@ -6,6 +6,8 @@ from dataclasses import asdict
 
 import pytest
 
+from flipgate.model import Case
+from flipgate.output.report import change_dict
 from flipgate.verdict.changes import (
     ChangeScope,
     describe_cases_change,
@@ -14,8 +16,6 @@ from flipgate.verdict.changes import (
     relevant_paths,
     unified,
 )
-from flipgate.model import Case
-from flipgate.output.report import change_dict
 
 SCOPE = ChangeScope(generator="prompts/answer.prompty",
                     includes=frozenset({"prompts/partials/rules.j2", "shared/tone.j2"}),

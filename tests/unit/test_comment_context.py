@@ -179,7 +179,7 @@ def test_the_issues_case_every_one_of_400_blocking_rows_keeps_its_query_claim_an
     left_out = named.group(2).split(", ") if named else []
     assert len(lines) + len(left_out) == 400
     assert len(lines) == 400  # here all of them fit
-    for row_id, query, claim, closest in lines:
+    for _row_id, query, claim, closest in lines:
         assert query.startswith("Can I skip next week")
         assert claim.startswith("1 day, $")  # the figures the context lacks come first
         assert closest.startswith("“Skips must be made at least 3 days")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from flipgate.config.schema import EndpointConfig, parse_config
-from flipgate.generator.endpoint_lock import check_adopted_config
 from flipgate.errors import InputError, SecurityError
+from flipgate.generator.endpoint_lock import check_adopted_config
 
 MAPPING = """cases: c.jsonl
 generator:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from flipgate.verdict import gate
 from flipgate.e2e.compare import compare
 from flipgate.e2e.retrieval import LiveContext
 from flipgate.model import Case, Row, Score, Side, Verdict
+from flipgate.verdict import gate
 
 V = Verdict
 

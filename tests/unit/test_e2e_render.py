@@ -7,7 +7,7 @@ from flipgate.output.comment import GITHUB_COMMENT_LIMIT, render_comment
 from flipgate.output.report import to_dict
 
 from support.factories import make_report, make_row
-from support.gfm import to_html, outside_fences
+from support.gfm import outside_fences, to_html
 
 DIFF = "--- frozen context\n+++ live context\n-old {i}\n+new {i}\n"
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from flipgate.generator.endpoint_lock import expand, lock
 from flipgate.errors import InputError, Problem, SecurityError
+from flipgate.generator.endpoint_lock import expand, lock
 from flipgate.prompty import parse_prompty
 from flipgate.settings import Settings
 

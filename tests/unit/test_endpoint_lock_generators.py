@@ -8,8 +8,8 @@ import json
 import pytest
 
 from flipgate.config.schema import EndpointConfig
-from flipgate.generator.endpoint_lock import lock
 from flipgate.errors import InputError, SecurityError
+from flipgate.generator.endpoint_lock import lock
 from flipgate.prompty import parse_prompty
 from flipgate.settings import Settings
 

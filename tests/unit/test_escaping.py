@@ -11,8 +11,8 @@ import re
 
 import pytest
 
-from flipgate.text.escaping import cell, cell_list, escape_md, fence, one_line
 from flipgate.output.comment import MARKER, render_comment
+from flipgate.text.escaping import cell, cell_list, escape_md, fence, one_line
 
 from support.factories import fluency, make_change, make_judge, make_report, one_of_each
 from support.gfm import ISSUE_REFERENCE, MENTION, consistent_tables, outside_fences, read, to_html

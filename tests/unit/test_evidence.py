@@ -6,9 +6,9 @@ from decimal import Decimal
 
 import pytest
 
+from flipgate.model import Evidence
 from flipgate.verdict.evidence import Kind, analyse, content_words, find_unsupported, split_statements, stem
 from flipgate.verdict.figures import extract_figures
-from flipgate.model import Evidence
 
 CARD_FAQ = (
     "Card replacement: If your debit card is lost, stolen or damaged, you can order a "

@@ -7,8 +7,8 @@ import json
 
 from rich.console import Console
 
-from flipgate.output import comment as render
 from flipgate.model import Evidence
+from flipgate.output import comment as render
 from flipgate.output.report import to_dict
 from flipgate.output.terminal import print_summary
 

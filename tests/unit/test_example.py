@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from flipgate.verdict import gate
 from flipgate.config.cases import load_answer_sets, load_cases
 from flipgate.config.schema import Config, load_config
-from flipgate.verdict.evidence import find_unsupported
 from flipgate.judges.offline import OfflineJudge
 from flipgate.model import Case, Conclusion, Evidence, Row, Verdict
+from flipgate.verdict import gate
+from flipgate.verdict.evidence import find_unsupported
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "cards"
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from flipgate.verdict import gate
 from flipgate.errors import EXIT_BLOCKED, EXIT_INCOMPLETE, EXIT_PASS
 from flipgate.model import Bucket, Case, Conclusion, Counts, Evidence, Relevance, Score, Verdict
+from flipgate.verdict import gate
 
 from support.factories import make_row
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from flipgate.verdict import gate
 from flipgate.errors import EXIT_BLOCKED, EXIT_INCOMPLETE, EXIT_PASS
 from flipgate.model import Conclusion, Counts
+from flipgate.verdict import gate
 
 E, F, S, K = Conclusion.ERROR, Conclusion.FAILURE, Conclusion.SUCCESS, Conclusion.SKIPPED
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from flipgate.verdict import gate
 from flipgate.model import Case, Counts, Row, Score, Side, Verdict
+from flipgate.verdict import gate
 
 
 def s(value: int | None) -> Score | None:

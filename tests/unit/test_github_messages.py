@@ -5,7 +5,6 @@ from __future__ import annotations
 import cmarkgfm
 import pytest
 
-from flipgate.text.escaping import inline_code
 from flipgate.github.texts import (
     STATUS_LIMIT,
     code_block,
@@ -15,6 +14,7 @@ from flipgate.github.texts import (
     usage_reply,
 )
 from flipgate.model import Conclusion, Counts
+from flipgate.text.escaping import inline_code
 
 from support.factories import make_report
 

@@ -10,11 +10,11 @@ from decimal import Decimal
 
 import pytest
 
+from flipgate.judges.offline import fluency_heuristic, grade_groundedness
+from flipgate.model import Case
 from flipgate.verdict import evidence
 from flipgate.verdict.evidence import EVIDENCE_LIMIT, analyse, cut_text, find_unsupported, split_statements
 from flipgate.verdict.figures import MAX_FIGURE_DIGITS, extract_figures, figure_supported, same_fact
-from flipgate.judges.offline import fluency_heuristic, grade_groundedness
-from flipgate.model import Case
 
 CONTEXT = "Refunds are issued within 30 days of the request."
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from flipgate.config.schema import parse_config
-from flipgate.generator.endpoint_lock import lock
 from flipgate.errors import InputError
+from flipgate.generator.endpoint_lock import lock
 from flipgate.prompty import parse_prompty
 from flipgate.settings import Settings
 

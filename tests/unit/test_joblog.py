@@ -66,6 +66,7 @@ def test_the_job_log_names_rows_as_the_kinds_table_does(monkeypatch) -> None:
     from dataclasses import replace
 
     from flipgate.verdict import gate
+
     from support.factories import make_row
 
     renamed = tuple(replace(kind, one_row="row that newly says nothing") if kind.name == "non_answers"

@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 
-from flipgate.verdict import gate
 from flipgate.config.schema import Config
 from flipgate.judges.offline import (
     OfflineJudge,
@@ -20,6 +19,7 @@ from flipgate.judges.offline import (
 from flipgate.model import Answer, Case, Verdict
 from flipgate.output.progress import Silent
 from flipgate.run.scoring import score_rows
+from flipgate.verdict import gate
 
 REPLACEMENT = Case(
     id="replacement-card-fee",

@@ -6,8 +6,8 @@ import io
 
 from flipgate.llm.budget import Budget
 from flipgate.llm.pacing import Limiter
-from flipgate.output.progress import PeriodicLines
 from flipgate.llm.runtime import Runtime
+from flipgate.output.progress import PeriodicLines
 
 
 def test_each_line_shows_the_limit_in_force_and_the_429s() -> None:

@@ -3,11 +3,11 @@ and report.json's `suites` beside the unchanged top-level schema."""
 
 from __future__ import annotations
 
-from flipgate.verdict import gate
 from flipgate.config.schema import GITHUB_COMMENT_LIMIT
 from flipgate.model import Conclusion, Report, SuiteReport
 from flipgate.output.comment import MARKER, render_comment
 from flipgate.output.report import to_dict
+from flipgate.verdict import gate
 
 from support.factories import make_judge, make_report, make_row
 from support.gfm import consistent_tables, read

@@ -8,12 +8,12 @@ import io
 import pytest
 from rich.console import Console
 
-from flipgate.verdict import gate
 from flipgate.github.texts import status_description
 from flipgate.model import Verdict
 from flipgate.output.comment import render_comment
 from flipgate.output.report import to_dict
 from flipgate.output.terminal import print_summary
+from flipgate.verdict import gate
 
 from support.factories import make_report, make_row
 from support.gfm import read

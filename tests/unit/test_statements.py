@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from flipgate.verdict.evidence import lexical_statements
 from flipgate.judges.replies import JudgeReplyError, read_statements
 from flipgate.model import Statement, StatementLabel, Statements
 from flipgate.output.comment import statements_ratio
+from flipgate.verdict.evidence import lexical_statements
 
 CONTEXT = "Refunds are issued within 30 days of the request.\nA replacement card is free."
 ANSWER = "Refunds are issued within 30 days.\nThey cost a $12 fee. Anything else?"

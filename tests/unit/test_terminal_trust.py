@@ -7,9 +7,9 @@ import io
 
 from rich.console import Console
 
-from flipgate.verdict.gate import kind_of
 from flipgate.model import Statement, StatementLabel, Statements
 from flipgate.output.terminal import print_summary
+from flipgate.verdict.gate import kind_of
 
 from support.factories import make_judge, make_report, make_row
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from flipgate.llm.cache import Cache
 from flipgate.github.ownership import hand_back
+from flipgate.llm.cache import Cache
 
 RUNNER = 1001
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="chown to another uid needs root")

@@ -53,18 +53,18 @@ def gate(cases_path: str, baseline_path: str, candidate_path: str, config_path: 
     """
     from rich.console import Console
 
-    from flipgate.verdict import gate as gate_core
-    from flipgate.output import progress
     from flipgate.config.cases import load_answer_sets, load_cases, require_queries
     from flipgate.config.schema import Config
     from flipgate.errors import IncompleteError
     from flipgate.judges import make_judges
-    from flipgate.model import Conclusion
-    from flipgate.output.write import write_outputs
     from flipgate.llm.cache_secret import cache_secret
     from flipgate.llm.runtime import Runtime
+    from flipgate.model import Conclusion
+    from flipgate.output import progress
+    from flipgate.output.write import write_outputs
     from flipgate.run.scoring import Rules, Scored, build_report, score_rows, stopped_note
     from flipgate.run.shards import Part, Shard, digest, write_partial
+    from flipgate.verdict import gate as gate_core
 
     config = read_config(config_path)
     notes: list[str] = []

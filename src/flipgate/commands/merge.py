@@ -31,10 +31,10 @@ def merge(partials: tuple[str, ...], out_dir: str) -> None:
     """
     from rich.console import Console
 
-    from flipgate.verdict import gate as gate_core
     from flipgate.output.write import write_outputs
     from flipgate.run.shards import PARTIAL_FILE
     from flipgate.run.shards import merge as merge_partials
+    from flipgate.verdict import gate as gate_core
 
     report = merge_partials([Path(p) / PARTIAL_FILE if Path(p).is_dir() else Path(p) for p in partials])
     write_outputs(report, Path(out_dir), console=Console())

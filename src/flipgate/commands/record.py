@@ -103,8 +103,8 @@ def record(inputs: tuple[str, ...], out_path: str, input_format: str | None,
     cases per category against the gate's minimum. Exits 2 on bad input.
     """
     from flipgate.config.cases import parse_cases, read_bytes
-    from flipgate.recording.otel import read_otel
     from flipgate.recording.masking import Masking
+    from flipgate.recording.otel import read_otel
     from flipgate.recording.select import parse_category_rules, select
     from flipgate.recording.sources import Reading, parse_field_options, read_jsonl, read_report
     from flipgate.text.parsing import decode_utf8

@@ -47,11 +47,11 @@ def replay(ref: str, config_path: str | None, out_path: str | None, sample: bool
     Exits 2 on bad input, 3 when a generation failed after retries or the
     budget ran out.
     """
-    from flipgate.output import progress
     from flipgate.commands.run import usage_line
     from flipgate.errors import InputError
-    from flipgate.run.pipeline import replay_ref, replay_sample
     from flipgate.generator.replay import write_answers
+    from flipgate.output import progress
+    from flipgate.run.pipeline import replay_ref, replay_sample
 
     if sample:
         request = replay_sample(repo=Path(repo), ref=ref, settings=settings_from_env(),

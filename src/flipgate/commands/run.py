@@ -90,8 +90,8 @@ def run(base: str, head: str, config_path: str, out_dir: str, judge: str | None,
 
     from rich.console import Console
 
-    from flipgate.output import progress
     from flipgate.e2e.run import E2ERequest
+    from flipgate.output import progress
     from flipgate.run.pipeline import run_check
     from flipgate.run.shards import Shard
 

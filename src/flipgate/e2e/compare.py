@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from flipgate.verdict import gate
-from flipgate.verdict.changes import unified
 from flipgate.e2e.retrieval import LiveContext
 from flipgate.model import Case, E2ERow, Row
+from flipgate.verdict import gate
+from flipgate.verdict.changes import unified
 
 
 def compare(cases: Sequence[Case], *, frozen: Mapping[str, Row], live: Mapping[str, LiveContext],

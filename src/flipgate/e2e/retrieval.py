@@ -29,9 +29,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from flipgate.llm.cache import Cache
 from flipgate.config.schema import E2EConfig
 from flipgate.errors import InputError, Problem
+from flipgate.llm.cache import Cache
 from flipgate.model import Case
 from flipgate.output.progress import Progress, Silent
 

@@ -13,8 +13,6 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from flipgate.git import repository as gitrefs
-from flipgate.llm.cache import Cache
 from flipgate.config.schema import Config, E2EConfig
 from flipgate.e2e.compare import compare
 from flipgate.e2e.retrieval import (
@@ -26,7 +24,9 @@ from flipgate.e2e.retrieval import (
     make_retriever,
 )
 from flipgate.errors import FlipgateError, InputError, Problem
+from flipgate.git import repository as gitrefs
 from flipgate.git.repository import Git
+from flipgate.llm.cache import Cache
 from flipgate.model import Case, E2EReport, Row
 from flipgate.output.progress import Progress
 

@@ -29,7 +29,6 @@ Everything here happens before any request; refusals are SecurityErrors
 from __future__ import annotations
 
 import json
-import posixpath
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field

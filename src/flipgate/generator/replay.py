@@ -16,14 +16,14 @@ from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from flipgate.generator.endpoint_lock import Generator
 from flipgate.errors import FlipgateError
+from flipgate.generator.endpoint_lock import Generator
 from flipgate.llm.client import BudgetExceeded, Endpoint, failure_of
+from flipgate.llm.runtime import Runtime
+from flipgate.llm.workpool import map_bounded, pool_size
 from flipgate.model import Answer, Case
 from flipgate.output.progress import GENERATION
 from flipgate.prompty import Message, Rendered
-from flipgate.llm.runtime import Runtime
-from flipgate.llm.workpool import map_bounded, pool_size
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI

@@ -23,10 +23,6 @@ from pathlib import Path
 from typing import Protocol, TextIO
 from urllib.parse import urlsplit
 
-from flipgate.verdict import gate
-
-from flipgate.output import comment as render
-from flipgate.output.html import HTML_FILE
 from flipgate.config.schema import DEFAULT_CACHE_DIR, DEFAULT_OUT_DIR
 from flipgate.e2e.run import E2ERequest
 from flipgate.errors import (
@@ -38,11 +34,12 @@ from flipgate.errors import (
     InputError,
     Problem,
 )
-from flipgate.text.escaping import short, shorten
+from flipgate.git.repository import Git
 from flipgate.github import joblog
+from flipgate.github import labels as human
 from flipgate.github import texts as messages
-from flipgate.github.cancel import STATUS_BUDGET, Cancellation, handled, within
 from flipgate.github.api import GitHubError, RepoAPI, StatusUpdate, connect
+from flipgate.github.cancel import STATUS_BUDGET, Cancellation, handled, within
 from flipgate.github.event import (
     AwaitCommand,
     CannotRunFork,
@@ -58,20 +55,22 @@ from flipgate.github.event import (
     load_event,
     may_command,
 )
+from flipgate.github.inputs import Settings, export_model_keys
 from flipgate.github.ownership import hand_back
 from flipgate.github.pinning import Unpinned, pin_head
-from flipgate.github.inputs import Settings, export_model_keys
-from flipgate.github import labels as human
 from flipgate.github.sticky import CommentMode, Published, body_limit, find_comment, publish
 from flipgate.github.workflow import Workflow
 from flipgate.github.workspace_guard import refuse_unsafe_places
-from flipgate.git.repository import Git
 from flipgate.model import Conclusion, Report, Row
+from flipgate.output import comment as render
+from flipgate.output.html import HTML_FILE
 from flipgate.output.page import Labels
 from flipgate.output.progress import LOG_EVERY, PeriodicLines
 from flipgate.run.pipeline import case_ids, merged_check, run_check
 from flipgate.run.shards import Shard
 from flipgate.settings import Settings as RunSettings
+from flipgate.text.escaping import short, shorten
+from flipgate.verdict import gate
 
 # Both inside the workspace: later steps can upload the outputs, actions/cache can keep the cache.
 OUT_DIR = DEFAULT_OUT_DIR

@@ -14,10 +14,10 @@ import io
 from dataclasses import dataclass
 from enum import StrEnum
 
-from flipgate.verdict import gate
-from flipgate.text.escaping import one_line_within
 from flipgate.model import Report, Row
 from flipgate.output.terminal import print_summary, reading, why
+from flipgate.text.escaping import one_line_within
+from flipgate.verdict import gate
 
 TABLE_WIDTH = 160        # the job log does not wrap; a wide table keeps ids whole
 ROW_LINE_LIMIT = 200     # rows listed one by one; the rest are counted

@@ -12,10 +12,10 @@ import hashlib
 import json
 import re
 
-from flipgate.verdict import gate
-from flipgate.text.escaping import fence, inline_code, plural, short, shorten
 from flipgate.github.event import PullRequest
 from flipgate.model import Conclusion, Report
+from flipgate.text.escaping import fence, inline_code, plural, short, shorten
+from flipgate.verdict import gate
 
 STATUS_LIMIT = 140  # GitHub refuses a longer commit status description
 _CODE_BLOCK_LIMIT = 50_000  # of a comment's 65,536 characters
@@ -28,9 +28,12 @@ by someone with write access to the repository:
 
 | command | what it does |
 |---|---|
-| `/flipgate run` | run the check on the pull request's head as it was when you wrote the command |
-| `/flipgate run SHA` | run the check on that commit of the pull request (7 or more hex digits) |
-| `/flipgate label ID [baseline\\|candidate] LABEL` | record your label on an answer (LABEL: ungrounded, non_answer, partial or grounded; the candidate's answer unless you name the side) |
+| `/flipgate run` | run the check on the pull request's head, if it is still the head you saw \
+when you wrote the command |
+| `/flipgate run SHA` | run the check on that commit, which must be the pull request's head (7 or more \
+hex digits) |
+| `/flipgate label ID [baseline\\|candidate] LABEL` | record your label on an answer (LABEL: ungrounded, \
+non_answer, partial or grounded; the candidate's answer unless you name the side) |
 | `/flipgate help` | show this message |
 
 A push after your command is not evaluated under it; comment again for newer commits.

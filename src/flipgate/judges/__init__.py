@@ -25,8 +25,8 @@ from flipgate.errors import InputError
 
 if TYPE_CHECKING:
     from flipgate.judges.base import Judge
-    from flipgate.model import JudgeInfo
     from flipgate.llm.runtime import Runtime
+    from flipgate.model import JudgeInfo
     from flipgate.settings import Settings
 
 

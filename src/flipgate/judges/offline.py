@@ -31,11 +31,11 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from flipgate.verdict import evidence
-
-from flipgate.verdict import figures
 from flipgate.config.schema import OFFLINE_MODEL, Config
+from flipgate.judges.base import EMPTY_ANSWER
+from flipgate.model import Case, JudgeInfo, Relevance, Score, Statements
 from flipgate.text.escaping import quoted
+from flipgate.verdict import evidence, figures
 from flipgate.verdict.evidence import (
     Analysis,
     Kind,
@@ -48,8 +48,6 @@ from flipgate.verdict.evidence import (
     split_statements,
 )
 from flipgate.verdict.figures import Figure, extract_figures, same_fact
-from flipgate.judges.base import EMPTY_ANSWER
-from flipgate.model import Case, JudgeInfo, Relevance, Score, Statements
 
 # An answer is "unrelated" (1) when less than this share of its content words
 # occurs in the context and the question, and it addresses less than this

@@ -28,8 +28,8 @@ from flipgate.judges.replies import (
     read_statements,
 )
 from flipgate.llm.client import LLM, is_api_error
-from flipgate.model import Case, JudgeInfo, Relevance, Score, Statements
 from flipgate.llm.workpool import map_bounded, pool_size
+from flipgate.model import Case, JudgeInfo, Relevance, Score, Statements
 
 if TYPE_CHECKING:
     import openai

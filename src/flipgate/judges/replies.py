@@ -24,8 +24,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from flipgate.text.escaping import snippet
 from flipgate.model import Score, Statement, StatementLabel
+from flipgate.text.escaping import snippet
 
 SCORE_MIN, SCORE_MAX = 1, 5
 _SNIPPET = 80

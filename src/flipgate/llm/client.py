@@ -28,8 +28,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeGuard, TypeVar
 from urllib.parse import urlsplit
 
-from flipgate.llm.budget import Budget, BudgetExceeded, chat_worst_case, embedding_worst_case
-from flipgate.llm.cache import Cache, cache_key
 from flipgate.config.schema import (
     AUTH_ENTRA,
     AUTH_KEY,
@@ -40,6 +38,8 @@ from flipgate.config.schema import (
     DEFAULT_TIMEOUT_SECONDS,
 )
 from flipgate.errors import FlipgateError, IncompleteError, InputError
+from flipgate.llm.budget import Budget, BudgetExceeded, chat_worst_case, embedding_worst_case
+from flipgate.llm.cache import Cache, cache_key
 from flipgate.llm.entra import EntraSignIn
 from flipgate.llm.pacing import LONGEST_PAUSE, Limiter, retry_after
 from flipgate.settings import Settings

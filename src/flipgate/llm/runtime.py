@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from flipgate.llm.cache import Cache
 from flipgate.config.schema import Config
+from flipgate.llm.cache import Cache
 from flipgate.llm.client import Budget, Limiter, RetryPolicy, Usage
 from flipgate.llm.entra import EntraSignIn
 from flipgate.output.progress import Progress, Silent

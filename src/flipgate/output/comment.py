@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
@@ -26,10 +26,7 @@ from typing import Any
 from jinja2 import FileSystemLoader, StrictUndefined
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-from flipgate.verdict import gate
 from flipgate.config.schema import GITHUB_COMMENT_LIMIT, STEP_SUMMARY_LIMIT
-from flipgate.text.escaping import cell, cell_list, clear_cell_cache, escape_md, fence, number, plural
-from flipgate.verdict.gate import Kind, Tier, carries_evidence
 from flipgate.model import (
     Bucket,
     Change,
@@ -43,10 +40,13 @@ from flipgate.model import (
     Side,
     Statements,
 )
-from flipgate.output.review import Review, review
-from flipgate.output.review_md import diff as review_diff
-from flipgate.output.review_md import context_md, marked_answer
 from flipgate.output.page import Labels
+from flipgate.output.review import Review, review
+from flipgate.output.review_md import context_md, marked_answer
+from flipgate.output.review_md import diff as review_diff
+from flipgate.text.escaping import cell, cell_list, clear_cell_cache, escape_md, fence, number, plural
+from flipgate.verdict import gate
+from flipgate.verdict.gate import Kind, Tier, carries_evidence
 
 MARKER = "<!-- flipgate -->"
 TEMPLATE = "comment.md.j2"

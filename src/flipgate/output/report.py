@@ -10,11 +10,11 @@ from pathlib import Path
 from typing import Any
 
 from flipgate.config.schema import GROUNDEDNESS_PRO
-from flipgate.verdict import gate
 from flipgate.errors import InputError, Problem
 from flipgate.model import Change, Counts, E2EReport, JudgeInfo, Relevance, Report, Row, Score, Side
 from flipgate.text.escaping import shorten
 from flipgate.text.parsing import decode_utf8, json_refusal
+from flipgate.verdict import gate
 
 REPORT_VERSION = 1
 # A judge's reason as stored: far above what the rubric's token limit lets a judge write,

@@ -20,8 +20,8 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from flipgate.verdict.evidence import content_words, cut_text, split_statements
 from flipgate.model import Evidence, Statement, StatementLabel
+from flipgate.verdict.evidence import content_words, cut_text, split_statements
 
 # Below this share of common words a word diff reads as noise: show both answers instead.
 DIFF_SIMILARITY = 0.4
@@ -228,7 +228,7 @@ def mark_context(context: str, *, supporting: Sequence[str],
             marks.append((*where, False, (claim.number,)))
     bounds = sorted({0, len(context), *(at for start, end, _, _ in marks for at in (start, end))})
     passages: list[Passage] = []
-    for start, end in zip(bounds, bounds[1:]):
+    for start, end in zip(bounds, bounds[1:], strict=False):
         covering = [m for m in marks if m[0] <= start and end <= m[1]]
         passage = Passage(context[start:end], supports=any(m[2] for m in covering),
                           claims=tuple(sorted({n for m in covering for n in m[3]})))

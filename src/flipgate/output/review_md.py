@@ -16,8 +16,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from flipgate.text.escaping import escape_md, number, shorten
 from flipgate.output.review import Change, Passage, Piece, Review
+from flipgate.text.escaping import escape_md, number, shorten
 
 _TAGS = {"\ue000": "<b>", "\ue001": "</b>", "\ue002": "<del>", "\ue003": "</del>",
          "\ue004": "<ins>", "\ue005": "</ins>", "\ue006": "<sup>", "\ue007": "</sup>",

@@ -11,11 +11,11 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from flipgate.verdict import gate
-from flipgate.text.escaping import one_line_within, plural
-from flipgate.verdict.gate import Kind
 from flipgate.model import Conclusion, Report, Row, Side
 from flipgate.output.comment import BUCKET_LABELS, statements_ratio
+from flipgate.text.escaping import one_line_within, plural
+from flipgate.verdict import gate
+from flipgate.verdict.gate import Kind
 
 MAX_ROWS = 40
 WIDE = 120  # narrower consoles (a CI log is 80) give each row a second line for the "why"

@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from flipgate.verdict import gate
 from flipgate.config.schema import (
     AUTH_ENTRA,
     DEFAULT_CACHE_DIR,
@@ -30,14 +29,19 @@ from flipgate.config.schema import (
     Config,
 )
 from flipgate.e2e.run import E2ERequest, e2e_wanted
-from flipgate.generator.endpoint_lock import Generator, LockedPair, lock
 from flipgate.errors import IncompleteError, InputError, Problem
+from flipgate.generator.endpoint_lock import Generator, LockedPair, lock
+from flipgate.generator.replay import PreparedGenerator, first_failure_cancels, replay
 from flipgate.git.repository import Git
 from flipgate.judges import Judges, make_judges
+from flipgate.llm.cache_secret import cache_secret
+from flipgate.llm.client import Endpoint, LazyClient
+from flipgate.llm.runtime import Runtime
 from flipgate.model import Answer, Case, Change, Conclusion, E2EReport, Report, Row, SuiteReport
 from flipgate.output.page import Labels
 from flipgate.output.write import write_outputs
 from flipgate.prompty import Prompty, render_isolated
+from flipgate.run import shards
 from flipgate.run.refs import (
     Inputs,
     Ref,
@@ -51,10 +55,6 @@ from flipgate.run.refs import (
     load_generator,
     require_generator,
 )
-from flipgate.generator.replay import PreparedGenerator, first_failure_cancels, replay
-from flipgate.llm.cache_secret import cache_secret
-from flipgate.llm.client import Endpoint, LazyClient
-from flipgate.llm.runtime import Runtime
 from flipgate.run.scoring import (
     Rules,
     Scored,
@@ -64,9 +64,9 @@ from flipgate.run.scoring import (
     score_rows,
     stopped_note,
 )
-from flipgate.settings import Settings
-from flipgate.run import shards
 from flipgate.run.shards import Part, Shard, write_partial
+from flipgate.settings import Settings
+from flipgate.verdict import gate
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -524,8 +524,8 @@ def replay_sample(*, repo: Path, ref: str, settings: Settings, config_path: str 
     """`replay --sample`: the request the generator at `ref` would send for its own sample.
     The generator is `generator` (a repository path) or the configuration's (the suite's)."""
     from flipgate.git import repository as gitrefs
-    from flipgate.run.sample import sample_request
     from flipgate.run.refs import read_config
+    from flipgate.run.sample import sample_request
 
     git_repo = open_repo(repo, settings)
     at = git_repo.ref(ref)

@@ -13,18 +13,17 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from flipgate.verdict import changes
-
-from flipgate.git import repository as gitrefs
 from flipgate.config.cases import parse_cases, require_queries
 from flipgate.config.schema import Config, parse_config
-from flipgate.generator.endpoint_lock import LockedPair, check_adopted_config
 from flipgate.errors import InputError, Problem
-from flipgate.text.escaping import short
+from flipgate.generator.endpoint_lock import LockedPair, check_adopted_config
+from flipgate.git import repository as gitrefs
 from flipgate.git.repository import Git
 from flipgate.model import Case, Change
 from flipgate.prompty import Inspected, inspect_isolated
+from flipgate.text.escaping import short
 from flipgate.text.parsing import decode_utf8
+from flipgate.verdict import changes
 
 
 @dataclass(frozen=True)

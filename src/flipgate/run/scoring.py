@@ -18,11 +18,11 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from flipgate.verdict import gate
 from flipgate.config.schema import Config
 from flipgate.errors import FlipgateError
+from flipgate.generator.replay import first_failure_cancels
 from flipgate.judges.base import EMPTY_ANSWER, Judge
-from flipgate.verdict.manipulation import find_manipulation
+from flipgate.llm.workpool import map_bounded, pool_size
 from flipgate.model import (
     Answer,
     Case,
@@ -41,8 +41,8 @@ from flipgate.model import (
     SuiteReport,
 )
 from flipgate.output.progress import JUDGING, Progress
-from flipgate.generator.replay import first_failure_cancels
-from flipgate.llm.workpool import map_bounded, pool_size
+from flipgate.verdict import gate
+from flipgate.verdict.manipulation import find_manipulation
 
 
 async def _guard(call: Awaitable[Score]) -> Score:

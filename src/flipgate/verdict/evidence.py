@@ -35,8 +35,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from flipgate.verdict.figures import NUMBER_WORDS, SCALE_WORDS, Figure, KnownFigures, extract_figures, vouched
 from flipgate.model import Evidence, Statement, StatementLabel
+from flipgate.verdict.figures import NUMBER_WORDS, SCALE_WORDS, Figure, KnownFigures, extract_figures, vouched
 
 # A statement is supported when at least this share of its content words
 # occurs in the context (see the module docstring for why two thirds).

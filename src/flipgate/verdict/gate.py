@@ -18,7 +18,6 @@ from enum import StrEnum
 
 from flipgate.config.schema import DEFAULT_MIN_CASES_PER_CATEGORY
 from flipgate.errors import EXIT_BAD_INPUT, EXIT_BLOCKED, EXIT_INCOMPLETE, EXIT_PASS
-from flipgate.text.escaping import plural
 from flipgate.model import (
     Bucket,
     Case,
@@ -33,6 +32,7 @@ from flipgate.model import (
     Statements,
     Verdict,
 )
+from flipgate.text.escaping import plural
 
 _ANSWERING = (Bucket.PARTIAL, Bucket.GROUNDED)
 
