@@ -122,7 +122,7 @@ class CommandRetriever:
             raise RetrievalError(f"timed out after {self.timeout:g} s") from None
         finally:
             _kill_group(process)  # also what it left running behind it
-            await process.wait()
+            await _reap(process)
         if process.returncode != 0:
             last = err.decode("utf-8", "replace").strip().splitlines()
             raise RetrievalError(f"exited with status {process.returncode}"
@@ -153,9 +153,42 @@ async def _communicate(process: asyncio.subprocess.Process, query: bytes) -> tup
             kept = (kept + chunk)[-STDERR_TAIL_BYTES:]
         return kept
 
-    _, out, err = await asyncio.gather(feed(), output(), tail())
+    feeding, reading, tailing = (asyncio.ensure_future(feed()), asyncio.ensure_future(output()),
+                                 asyncio.ensure_future(tail()))
+    tasks = (feeding, reading, tailing)
+    try:
+        await asyncio.gather(*tasks)
+        out, err = reading.result(), tailing.result()
+    finally:
+        # One failed (output over the cap) or the run timed out: stop the others before
+        # anyone else reads the pipes.
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
     await process.wait()
     return out, err
+
+
+async def _reap(process: asyncio.subprocess.Process) -> None:
+    """Wait for the killed command, bounded. What is left in its pipes is read and dropped,
+    so they reach their end and `wait` can return (a pipe nobody reads never does); a pipe
+    a runaway grandchild still holds is closed after `REAP_SECONDS`."""
+    async def drain(stream: asyncio.StreamReader | None) -> None:
+        if stream is not None:
+            while await stream.read(65536):
+                pass
+
+    try:
+        async with asyncio.timeout(REAP_SECONDS):
+            await asyncio.gather(drain(process.stdout), drain(process.stderr))
+            await process.wait()
+    except TimeoutError:
+        transport = getattr(process, "_transport", None)  # asyncio has no public close
+        if transport is not None:
+            transport.close()
+
+
+REAP_SECONDS = 5.0  # how long a killed command's pipes may take to end
 
 
 async def _read_capped(stream: asyncio.StreamReader, cap: int, *, what: str) -> bytes:
