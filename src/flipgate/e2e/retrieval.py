@@ -24,7 +24,7 @@ import re
 import shlex
 import signal
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -40,6 +40,7 @@ if TYPE_CHECKING:
 
 MAX_CONTEXT_BYTES = 1024 * 1024   # a live context, as printed or answered
 STDERR_TAIL_BYTES = 4096          # what is kept of a command's stderr, for its error
+REAP_SECONDS = 5.0                # how long a killed command's pipes may take to end
 _BASIC_ENV = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "SYSTEMROOT")
 _ENV_REF = re.compile(r"\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}")
 
@@ -145,11 +146,11 @@ async def _communicate(process: asyncio.subprocess.Process, query: bytes) -> tup
             pass  # it did not read its query: its output still counts
 
     async def output() -> bytes:
-        return await _read_capped(stdout, MAX_CONTEXT_BYTES, what="printed")
+        return await _capped(_chunks(stdout), what="printed")
 
     async def tail() -> bytes:
         kept = b""
-        while chunk := await stderr.read(65536):
+        async for chunk in _chunks(stderr):
             kept = (kept + chunk)[-STDERR_TAIL_BYTES:]
         return kept
 
@@ -175,7 +176,7 @@ async def _reap(process: asyncio.subprocess.Process) -> None:
     a runaway grandchild still holds is closed after `REAP_SECONDS`."""
     async def drain(stream: asyncio.StreamReader | None) -> None:
         if stream is not None:
-            while await stream.read(65536):
+            async for _ in _chunks(stream):
                 pass
 
     try:
@@ -188,17 +189,20 @@ async def _reap(process: asyncio.subprocess.Process) -> None:
             transport.close()
 
 
-REAP_SECONDS = 5.0  # how long a killed command's pipes may take to end
-
-
-async def _read_capped(stream: asyncio.StreamReader, cap: int, *, what: str) -> bytes:
-    chunks, size = [], 0
+async def _chunks(stream: asyncio.StreamReader) -> AsyncIterator[bytes]:
     while chunk := await stream.read(65536):
+        yield chunk
+
+
+async def _capped(chunks: AsyncIterator[bytes], *, what: str) -> bytes:
+    """A command's output or an HTTP body, refused the moment it passes the cap."""
+    kept, size = [], 0
+    async for chunk in chunks:
         size += len(chunk)
-        if size > cap:
-            raise RetrievalError(f"{what} more than {cap:,} bytes")
-        chunks.append(chunk)
-    return b"".join(chunks)
+        if size > MAX_CONTEXT_BYTES:
+            raise RetrievalError(f"{what} more than {MAX_CONTEXT_BYTES:,} bytes")
+        kept.append(chunk)
+    return b"".join(kept)
 
 
 def _drop_final_newline_bytes(data: bytes) -> bytes:
@@ -248,7 +252,7 @@ class HttpRetriever:
                     declared = response.headers.get("content-length", "")
                     if declared.isdigit() and int(declared) > MAX_CONTEXT_BYTES:
                         raise RetrievalError(f"answered more than {MAX_CONTEXT_BYTES:,} bytes")
-                    content = await _body_capped(response)
+                    content = await _capped(response.aiter_bytes(), what="answered")
         except (TimeoutError, httpx.TimeoutException):
             raise RetrievalError(f"timed out after {self.timeout:g} s") from None
         except httpx.HTTPError as exc:
@@ -257,16 +261,6 @@ class HttpRetriever:
             return _json_context(content)
         return valid_text(_text(content, what="answered",
                                 encoding=response.charset_encoding or "utf-8"))
-
-
-async def _body_capped(response: httpx.Response) -> bytes:
-    chunks, size = [], 0
-    async for chunk in response.aiter_bytes():
-        size += len(chunk)
-        if size > MAX_CONTEXT_BYTES:
-            raise RetrievalError(f"answered more than {MAX_CONTEXT_BYTES:,} bytes")
-        chunks.append(chunk)
-    return b"".join(chunks)
 
 
 def _json_context(content: bytes) -> str:
