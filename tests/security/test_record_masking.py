@@ -14,9 +14,10 @@ from click.testing import CliRunner
 
 from flipgate.cli import cli
 from flipgate.model import Case
-from flipgate.recording.masking import Masking, normalise
+from flipgate.recording.masking import Masking
 from flipgate.recording.select import select
 from flipgate.recording.sources import Observation
+from flipgate.text.parsing import fold as normalise
 
 MASK = Masking()
 CARD = "4111111111111111"          # passes Luhn

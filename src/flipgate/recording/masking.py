@@ -1,7 +1,8 @@
 """What `record` masks in logged traffic before anything is compared, written or printed.
 
-Text is normalised first (NFKC, so full-width and compatibility forms read as their
-plain letters and NBSP as a space; zero-width characters removed), and the masks
+Text is normalised first (`text.parsing.fold`: NFKC, so full-width and compatibility
+forms read as their plain letters and NBSP as a space; zero-width and direction-control
+characters removed), and the masks
 match the normalised text, which is also what the cases file keeps:
 
 - e-mail addresses, with unicode local parts and internationalised domains (in
@@ -19,19 +20,15 @@ match the normalised text, which is also what the cases file keeps:
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from urllib.parse import unquote
 
 from flipgate.errors import InputError, Problem
+from flipgate.text.parsing import fold
 
 EMAIL_MASK, CARD_MASK, PATTERN_MASK = "[email]", "[card]", "[masked]"
 
-# Characters that render as nothing: zero-width space/joiners, word joiner and
-# invisible operators, the BOM, soft hyphen, Mongolian vowel separator, combining
-# grapheme joiner.
-_INVISIBLE = re.compile("[\u200b-\u200f\u2060-\u2064\ufeff\u00ad\u180e\u034f]")
 _LOCAL = r"[\w.!#$%&'*+/=?^`{|}~-]+"
 _DOMAIN = r"(?:[^\W_](?:[\w-]*[^\W_])?\.)+(?:[^\W\d_]{2,}|xn--[a-z0-9-]+)"
 EMAIL = re.compile(rf"(?<![\w.+-]){_LOCAL}@{_DOMAIN}(?![\w-])", re.IGNORECASE)
@@ -43,14 +40,9 @@ _HEX_TOKEN = re.compile(r"[0-9a-f]*[a-f][0-9a-f]*", re.IGNORECASE)
 _WHITESPACE = re.compile(r"\s+")
 
 
-def normalise(text: str) -> str:
-    """NFKC with the invisible characters removed."""
-    return unicodedata.normalize("NFKC", _INVISIBLE.sub("", text))
-
-
 def dedup_key(text: str) -> str:
     """The form two records are the same in: normalised, whitespace folded, ends stripped."""
-    return _WHITESPACE.sub(" ", normalise(text)).strip()
+    return _WHITESPACE.sub(" ", fold(text)).strip()
 
 
 def luhn_ok(digits: str) -> bool:
@@ -92,7 +84,7 @@ def _decoded(run: str) -> str:
         if decoded == run:
             break
         run = decoded
-    return normalise(run)
+    return fold(run)
 
 
 def _mask_encoded(match: re.Match[str]) -> str:
@@ -127,10 +119,10 @@ class Masking:
         return cls(mask=tuple(compiled["mask"]), drop=tuple(compiled["drop"]))
 
     def drops(self, *texts: str) -> bool:
-        return any(p.search(normalise(text)) for p in self.drop for text in texts)
+        return any(p.search(fold(text)) for p in self.drop for text in texts)
 
     def apply(self, text: str) -> str:
-        text = _mask_plain(normalise(text))
+        text = _mask_plain(fold(text))
         text = _ENCODED_RUN.sub(_mask_encoded, text)
         for pattern in self.mask:
             text = pattern.sub(PATTERN_MASK, text)

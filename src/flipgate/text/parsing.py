@@ -7,7 +7,9 @@ reports a bad byte or bad YAML the same way: file, line, what is wrong.
 from __future__ import annotations
 
 import json
+import re
 import sys
+import unicodedata
 from typing import Any
 
 import yaml
@@ -24,6 +26,19 @@ def decode_utf8(data: bytes | str, source: str) -> str:
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n") + 1
         raise InputError(Problem(source, line, "not valid UTF-8")) from None
+
+
+# Characters that render as nothing: zero-width space and joiners, direction marks and
+# embeddings, word joiner and invisible operators, the BOM, soft hyphen, Mongolian vowel
+# separator, combining grapheme joiner.
+INVISIBLE = re.compile("[\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff\u00ad"
+                       "\u180e\u034f]")
+
+
+def fold(text: str) -> str:
+    """Text as a reader sees it: NFKC (full-width and compatibility forms as their plain
+    letters, NBSP as a space) with the invisible characters removed."""
+    return unicodedata.normalize("NFKC", INVISIBLE.sub("", text))
 
 
 def json_refusal(exc: BaseException) -> str:

@@ -25,8 +25,9 @@ from __future__ import annotations
 import base64
 import binascii
 import re
-import unicodedata
 from collections.abc import Iterator
+
+from flipgate.text.parsing import fold
 
 _GRADER = (r"(?:grader|evaluator|judge|assessor|rater|scorer|marker|reviewer\s+model"
            r"|ai\s+(?:grader|evaluator|judge))")
@@ -153,9 +154,6 @@ def _compiled(table: tuple[tuple[str, str], ...]) -> tuple[tuple[str, re.Pattern
 _SIGNALS_LATIN = _compiled(_LATIN)
 _SIGNALS_OTHER = _compiled(_OTHER_SCRIPTS)
 
-# Invisible characters: zero-width space/joiners, directional marks, word joiner and
-# invisible operators, the BOM, soft hyphen, Mongolian vowel separator, grapheme joiner.
-_INVISIBLE = re.compile("[\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff\u00ad\u180e\u034f]")
 # Cyrillic and Greek letters that look like Latin ones (Unicode's confusables, the common part).
 _LOOKALIKES = str.maketrans(
     "АВЕЅІЈКМНОРСТХУаеіјоѕрсухԁɡһӏԛԝΑΒΕΖΗΙΚΜΝΟΡΤΥΧαεικνορτυχ",
@@ -168,15 +166,9 @@ _MAX_VIEW = 8_192          # characters of each decoded run or comment read
 _QUOTE = 80
 
 
-def fold(text: str) -> str:
-    """NFKC with invisible characters removed (the view every script is read in)."""
-    return unicodedata.normalize("NFKC", _INVISIBLE.sub("", text))
-
-
 def _latin(text: str) -> str:
     """`fold`, with look-alike letters read as Latin and letter-spaced words joined."""
-    joined = _SPACED.sub(lambda m: re.sub(r"[ .·_*-]", "", m.group()), text.translate(_LOOKALIKES))
-    return joined
+    return _SPACED.sub(lambda m: re.sub(r"[ .·_*-]", "", m.group()), text.translate(_LOOKALIKES))
 
 
 def _decoded_base64(run: str) -> str | None:
