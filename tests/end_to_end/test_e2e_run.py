@@ -16,6 +16,7 @@ from support.accounts import command_python, remove, shared_directory
 from support.gfm import to_html
 from support.gitrepo import GitRepo
 from support.openai_server import FakeOpenAI
+from support.prompts import ANSWER_FROM_CONTEXT
 
 CASES = [{"id": f"q{i:02d}", "query": f"What is the fee for item {i}?",
           "context": f"The fee for item {i} is ${i}.",
@@ -46,18 +47,7 @@ e2e:
   timeout: 20
   env: [RETRIEVAL_LOG]
 """
-PROMPT = """---
-model:
-  configuration:
-    type: openai
-    model: gpt-4o-mini
----
-system:
-Answer from the context.
-user:
-{{ query }}
-Context: {{ context }}
-"""
+PROMPT = ANSWER_FROM_CONTEXT
 HEAD_PROMPT = PROMPT.replace("gpt-4o-mini", "gpt-4.1").replace("from the context", "from memory")
 
 

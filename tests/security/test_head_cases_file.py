@@ -17,6 +17,7 @@ from flipgate.cli import cli
 
 from support.gitrepo import GitRepo
 from support.openai_server import FakeOpenAI
+from support.prompts import ANSWER_FROM_CONTEXT
 
 CASES = [{"id": f"c{i}", "query": f"What is the fee for item {i}?",
           "context": f"The fee for item {i} is ${i}.", "category": "pricing"} for i in range(3)]
@@ -27,18 +28,7 @@ generator: prompts/answer.prompty
 judge:
   provider: offline
 """
-PROMPT = """---
-model:
-  configuration:
-    type: openai
-    model: gpt-4o-mini
----
-system:
-Answer from the context.
-user:
-{{ query }}
-Context: {{ context }}
-"""
+PROMPT = ANSWER_FROM_CONTEXT
 HEAD_PROMPT = PROMPT.replace("gpt-4o-mini", "gpt-4.1")
 
 # One hostile line appended to the base's (valid) cases.

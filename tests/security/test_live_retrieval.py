@@ -35,22 +35,12 @@ from support.accounts import command_python
 from support.gitrepo import GitRepo
 from support.hostile_http import HostileHTTP, Request, Send, drip, flood, head, reply
 from support.openai_server import FakeOpenAI
+from support.prompts import ANSWER_FROM_CONTEXT
 
 CASES = [{"id": f"q{i}", "query": f"What is the fee for item {i}?",
           "context": f"The fee for item {i} is ${i}.", "category": "pricing"} for i in range(3)]
 CASES_TEXT = "".join(json.dumps(c) + "\n" for c in CASES)
-PROMPT = """---
-model:
-  configuration:
-    type: openai
-    model: gpt-4o-mini
----
-system:
-Answer from the context.
-user:
-{{ query }}
-Context: {{ context }}
-"""
+PROMPT = ANSWER_FROM_CONTEXT
 HEAD_PROMPT = PROMPT.replace("gpt-4o-mini", "gpt-4.1")
 CASE = Case(id="q1", query="What is the fee?", context="The fee is $1.", category="pricing")
 SECRET = "sk-flipgate-test-secret-7f3a9c"

@@ -37,6 +37,7 @@ from support.factories import make_report, make_row
 from support.gitrepo import GitRepo
 from support.hostile_http import HostileHTTP, Request, Send, drip, flood, head, reply
 from support.openai_server import FakeOpenAI
+from support.prompts import ANSWER_FROM_CONTEXT
 
 CHAT_OK = {"choices": [{"message": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}],
            "usage": {"prompt_tokens": 1, "completion_tokens": 1}}
@@ -196,18 +197,7 @@ judge:
   max_retries: 1          # one lost loopback connection on a loaded machine is no finding
   timeout: 10
 """
-PROMPT = """---
-model:
-  configuration:
-    type: openai
-    model: gpt-4o-mini
----
-system:
-Answer from the context.
-user:
-{{ query }}
-Context: {{ context }}
-"""
+PROMPT = ANSWER_FROM_CONTEXT
 CASES = "".join(json.dumps({"id": f"c{i}", "query": f"What is the fee for item {i}?",
                             "context": f"The fee for item {i} is ${i}.", "category": "pricing"}) + "\n"
                 for i in range(3))
