@@ -85,15 +85,23 @@ class Harness:
         self.env.update(GITHUB_EVENT_NAME=name, GITHUB_EVENT_PATH=str(path))
 
     def pull_event(self, *, event_name: str = "pull_request", action_name: str = "synchronize",
-                   fork: bool = False, head: str | None = None) -> None:
+                   fork: bool = False, head: str | None = None, base: str | None = None,
+                   base_ref: str | None = None, changes: dict[str, Any] | None = None) -> None:
+        """`base_ref`: the base branch (the repository's default branch unless given);
+        `changes`: an `edited` event's `changes` object."""
         event = json.loads((PAYLOADS / "pull_request.synchronize.json").read_text())
         event["action"] = action_name
         pull = event["pull_request"]
         event["number"] = pull["number"] = PR
         owner, name = self.server.repository.split("/")
         pull["base"]["repo"]["full_name"] = self.server.repository
-        pull["base"]["sha"] = self.base
+        # The loopback GitHub's default branch, in the event as in its REST answers.
+        pull["base"]["repo"]["default_branch"] = event["repository"]["default_branch"] = "main"
+        pull["base"]["sha"] = base or self.base
+        pull["base"]["ref"] = base_ref or pull["base"]["repo"]["default_branch"]
         pull["head"]["sha"] = head or self.head
+        if changes is not None:
+            event["changes"] = changes
         pull["head"]["repo"] = copy.deepcopy(pull["base"]["repo"])
         if fork:
             pull["head"]["repo"]["full_name"] = f"stranger/{name}"

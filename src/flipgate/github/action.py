@@ -39,6 +39,7 @@ from flipgate.github import joblog
 from flipgate.github import labels as human
 from flipgate.github import texts as messages
 from flipgate.github.api import GitHubError, RepoAPI, StatusUpdate, connect
+from flipgate.github.bases import Refused, refuse_base
 from flipgate.github.cancel import STATUS_BUDGET, Cancellation, handled, within
 from flipgate.github.event import (
     AwaitCommand,
@@ -67,6 +68,7 @@ from flipgate.output.html import HTML_FILE
 from flipgate.output.page import Labels
 from flipgate.output.progress import LOG_EVERY, PeriodicLines
 from flipgate.run.pipeline import case_ids, merged_check, run_check
+from flipgate.run.refs import Ref, Repo, read_config
 from flipgate.run.shards import Shard
 from flipgate.settings import Settings as RunSettings
 from flipgate.text.escaping import short, shorten
@@ -440,7 +442,11 @@ def evaluate(settings: Settings, run_settings: RunSettings, api: RepoAPI, workfl
     """`records_head`: the pending status records `pull.head_sha` as the PR's head (it is
     the head now; a re-run of an old delivery's job is not)."""
     options = options or CheckOptions()
+    refused = untrusted_base(settings, run_settings, api, pull)
     if settings.shard is not None:
+        if refused is not None:
+            workflow.error(f"flipgate: shard: {refused.headline}")
+            return refused.exit_code
         return evaluate_shard(settings, run_settings, workflow, pull, check=check, options=options,
                               e2e=e2e)
     if settings.merge is not None:
@@ -457,8 +463,8 @@ def evaluate(settings: Settings, run_settings: RunSettings, api: RepoAPI, workfl
             report_cancelled, settings=settings, fresh_api=fresh_api or (lambda: api),
             workflow=workflow, pull=pull, options=options)
 
-    outcome = run_check_safely(settings, run_settings, workflow, pull, check=check,
-                               options=options, e2e=e2e, labels=human.by_row(kept))
+    outcome = refused or run_check_safely(settings, run_settings, workflow, pull, check=check,
+                                          options=options, e2e=e2e, labels=human.by_row(kept))
     if login:
         # Read again: a label given while the check ran must not be lost by this edit.
         kept = stored_labels(api, workflow, number=pull.number, login=login,
@@ -504,6 +510,39 @@ def evaluate(settings: Settings, run_settings: RunSettings, api: RepoAPI, workfl
     if outcome.state != "success":
         workflow.error(f"flipgate: {outcome.headline or outcome.description}")
     return exit_code
+
+
+def untrusted_base(settings: Settings, run_settings: RunSettings, api: RepoAPI,
+                   pull: PullRequest) -> Outcome | None:
+    """None when the PR's base is one the repository trusts (github/bases.py); else the
+    outcome of a run that judged nothing: `error`, and no model call. The trusted list is
+    read from the default branch's tip, as GitHub names it, never from the PR's base."""
+    if pull.base_ref == pull.default_branch:
+        return None
+    try:
+        git = Git(run_settings.git_environment())
+        default = Ref(pull.default_branch, api.branch_sha(pull.default_branch))
+        ensure_commits(settings.workspace, [default.sha, pull.base_sha], git=git)
+        repo = Repo(settings.workspace, git)
+        trusted = read_config(repo, default, settings.config)
+        refused = refuse_base(pull.base_ref, default_branch=pull.default_branch,
+                              named=trusted.base_branches if trusted else None,
+                              default_has_config=trusted is not None,
+                              base_has_config=repo.read(Ref(pull.base_ref, pull.base_sha),
+                                                        settings.config) is not None,
+                              config_path=settings.config)
+    except (FlipgateError, GitHubError) as exc:
+        return outcome_of_failure(exc, head_sha=pull.head_sha)
+    return None if refused is None else outcome_of_refusal(refused, head_sha=pull.head_sha)
+
+
+def outcome_of_refusal(refused: Refused, *, head_sha: str) -> Outcome:
+    """A base the repository does not trust: no verdict, `error`, exit 2 (the PR's input)."""
+    text = messages.refused_base_comment(head_sha=head_sha, refused=refused)
+    return Outcome(state="error", description=messages.refused_base_description(refused),
+                   headline=f"no verdict: {refused.why}", conclusion="", exit_code=EXIT_BAD_INPUT,
+                   comment=text, create_comment=True, summary=text,
+                   fingerprint=messages.fingerprint_of_text(text))
 
 
 def report_cancelled(signal_name: str, *, settings: Settings, fresh_api: Callable[[], RepoAPI],

@@ -20,13 +20,14 @@ from github import Auth, Github, GithubException, GithubRetry
 from requests import RequestException
 
 from flipgate.errors import InputError
-from flipgate.github.event import PullRequest, pull_from_payload
+from flipgate.github.event import GHOST, PullRequest, pull_from_payload
 from flipgate.github.pinning import HeadRecord
 from flipgate.github.texts import recorded_pull
 
 # Timeline events that move a PR's head other than forward, as the reply names them.
 REWRITES = {"head_ref_force_pushed": "a force-push", "head_ref_deleted": "the head branch deleted",
             "head_ref_restored": "the head branch restored", "reopened": "a reopening"}
+BASE_CHANGED = "base_ref_changed"  # the timeline's event for a PR moved to another base
 _SHA = re.compile(r"^[0-9a-f]{40}$")
 
 # GitHub answers GET /user with 401/403 for the Actions token; its comments are this login's.
@@ -155,6 +156,11 @@ class RepoAPI:
         except InputError as exc:  # GitHub answered, but not what its API promises
             raise GitHubError("GET pull request", 200, str(exc)) from None
 
+    @_translated("GET branch")
+    def branch_sha(self, name: str) -> str:
+        """The commit a branch of this repository points at now."""
+        return self._repo.get_branch(name).commit.sha
+
     @_translated("list pull request commits")
     def pull_commits(self, number: int) -> list[PullCommit]:
         """The PR's commits, oldest first (GitHub lists at most 250)."""
@@ -166,16 +172,19 @@ class RepoAPI:
     def head_rewrites(self, number: int) -> list[HeadRecord]:
         """The timeline's events that move the head where pushes cannot (GitHub's clock):
         force-pushes (with the new head, when GitHub names it), deleted or restored head
-        branches, reopenings."""
+        branches, reopenings; and every change of the base."""
         found = []
         for item in self._repo.get_issue(number).get_timeline():
             raw = item.raw_data
+            at = _timestamp(raw.get("created_at"))
+            if at is None:  # an event GitHub did not date: nothing after it can be proven
+                at = datetime.max.replace(tzinfo=UTC)
+            if raw.get("event") == BASE_CHANGED:
+                found.append(HeadRecord(at=at, sha=None, what="the base changed", base_change=True))
+                continue
             what = REWRITES.get(str(raw.get("event")))
             if what is None:
                 continue
-            at = _timestamp(raw.get("created_at"))
-            if at is None:  # a rewrite GitHub did not date: nothing after it can be proven
-                at = datetime.max.replace(tzinfo=UTC)
             commit = raw.get("commit_id") if raw.get("event") == "head_ref_force_pushed" else None
             found.append(HeadRecord(at=at, sha=commit if _is_sha(commit) else None,
                                     rewrite=True, what=what))
@@ -211,7 +220,9 @@ class RepoAPI:
         """Every comment on the PR's conversation that `matches`, oldest first (all pages)."""
         found = []
         for item in self._repo.get_issue(number).get_comments():
-            comment = IssueComment(id=item.id, author=item.user.login, body=item.body or "")
+            # `user: null`: a deleted account, which GitHub shows as its ghost.
+            comment = IssueComment(id=item.id, author=item.user.login if item.user else GHOST,
+                                   body=item.body or "")
             if matches(comment):
                 found.append(comment)
         return found
