@@ -452,12 +452,15 @@ def evaluate(settings: Settings, run_settings: RunSettings, api: RepoAPI, workfl
     if settings.merge is not None:
         check = merged_check(settings.workspace / settings.merge)
         e2e = None  # the merge adds no end-to-end run: the shards' travel in their partials
-    # `comment: never` reads and writes no comment, so it needs no login either.
-    login = api.own_login() if settings.comment_mode is not CommentMode.NEVER else ""
-    kept = (stored_labels(api, workflow, number=pull.number, login=login,
-                          context=settings.status_context) if login else ())
     status = _status_setter(settings, api, pull)
-    status("pending", messages.pending_description(pull, records_head=records_head))
+    try:
+        # `comment: never` reads and writes no comment, so it needs no login either.
+        login = api.own_login() if settings.comment_mode is not CommentMode.NEVER else ""
+        kept = (stored_labels(api, workflow, number=pull.number, login=login,
+                              context=settings.status_context) if login else ())
+        status("pending", messages.pending_description(pull, records_head=records_head))
+    except GitHubError as exc:
+        return stopped_by_github(workflow, status, exc)
     if cancellation is not None:  # from now on a cancelled run must not stay pending
         cancellation.report = functools.partial(
             report_cancelled, settings=settings, fresh_api=fresh_api or (lambda: api),
@@ -467,8 +470,12 @@ def evaluate(settings: Settings, run_settings: RunSettings, api: RepoAPI, workfl
                                           options=options, e2e=e2e, labels=human.by_row(kept))
     if login:
         # Read again: a label given while the check ran must not be lost by this edit.
-        kept = stored_labels(api, workflow, number=pull.number, login=login,
-                             context=settings.status_context, quiet=True)
+        try:
+            kept = stored_labels(api, workflow, number=pull.number, login=login,
+                                 context=settings.status_context, quiet=True)
+        except GitHubError as exc:
+            give_workspace_back(settings.workspace, workflow, options)
+            return stopped_by_github(workflow, status, exc)
     if kept:
         write_labels(settings.workspace, of_the_run(kept, outcome.report), head_sha=pull.head_sha,
                      git=Git(run_settings.git_environment()), workflow=workflow)
@@ -510,6 +517,19 @@ def evaluate(settings: Settings, run_settings: RunSettings, api: RepoAPI, workfl
     if outcome.state != "success":
         workflow.error(f"flipgate: {outcome.headline or outcome.description}")
     return exit_code
+
+
+def stopped_by_github(workflow: Workflow, status: Callable[..., None], exc: GitHubError) -> int:
+    """A GitHub call failed (a rate limit that does not lift within the bounded wait, an
+    outage): `error` on the head naming it, if GitHub still takes a status, so no pending
+    status is left behind; exit 3."""
+    workflow.error(f"GitHub API: {exc}")
+    try:
+        status("error", messages.github_failure_description(str(exc)))
+    except GitHubError as again:
+        workflow.error(f"could not set the error status either: {again}")
+    workflow.set_output("conclusion", "error")
+    return EXIT_INCOMPLETE
 
 
 def untrusted_base(settings: Settings, run_settings: RunSettings, api: RepoAPI,

@@ -110,6 +110,17 @@ def failure_description(kind: str) -> str:
     return shorten(f"could not run: {kind}; see the workflow run", STATUS_LIMIT)
 
 
+_RATE_LIMIT = re.compile(r"GitHub's (?:primary |secondary )?rate limit")
+
+
+def github_failure_description(error: str) -> str:
+    """The status of a run GitHub stopped: the rate limit first, when it was one."""
+    limit = _RATE_LIMIT.search(error)
+    if limit:
+        return shorten(f"could not finish: {limit[0]}; see the workflow run", STATUS_LIMIT)
+    return shorten(f"could not finish: GitHub API: {error}", STATUS_LIMIT)
+
+
 def refused_base_description(refused: Refused) -> str:
     return shorten(f"no verdict: base {refused.base} is not trusted ({SETTING}); see the comment",
                    STATUS_LIMIT)
