@@ -152,7 +152,7 @@ class Harness:
 
     def replies(self) -> list[str]:
         return [c["body"] for c in self.server.comments_on(PR)
-                if c["user"]["login"] == ACTIONS_BOT and "<!-- flipgate:" not in c["body"]]
+                if (c["user"] or {}).get("login") == ACTIONS_BOT and "<!-- flipgate:" not in c["body"]]
 
     def final_status(self, sha: str | None = None) -> dict[str, Any]:
         return self.server.statuses_for(sha or self.head)[-1]
