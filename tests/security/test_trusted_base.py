@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from flipgate.github import action
+from flipgate.run.pipeline import run_check
 
 from support.action_harness import BLOCKED, PR, Harness
 from support.gitrepo import GitRepo
@@ -70,10 +71,10 @@ class Repo:
     monkeypatch: pytest.MonkeyPatch
     commits: dict[str, str]
 
-    def run(self) -> int:
+    def run(self, check: Any = None) -> int:
         for name, value in self.harness.env.items():
             self.monkeypatch.setenv(name, value)
-        return action.main(stream=self.harness.log)
+        return action.main(stream=self.harness.log, check=check)
 
     def pull(self, base_ref: str, *, fork: bool = True) -> None:
         self.harness.server.add_pull(PR, base_sha=self.commits[base_ref],
@@ -251,3 +252,20 @@ def test_the_pending_record_names_the_base(repo: Repo) -> None:
 
     [pending] = repo.harness.server.statuses_for(repo.harness.head)
     assert pending["description"].startswith(f"#{PR}: base main: ")
+
+
+def test_a_retarget_while_the_command_runs_leaves_no_verdict(repo: Repo) -> None:
+    """The command's job runs beside the pull request's: a base changed while it judges
+    must not let its verdict land after the new base's."""
+    event = commanded(repo)
+
+    def retargeted_meanwhile(**kwargs: Any) -> Any:
+        repo.harness.server.retarget(PR, "release/1")
+        return run_check(**kwargs)
+
+    repo.harness.env.update(GITHUB_EVENT_NAME="issue_comment", GITHUB_EVENT_PATH=event)
+    assert repo.run(check=retargeted_meanwhile) == 3
+
+    final = repo.harness.final_status()
+    assert final["state"] == "error" and "base changed" in final["description"]
+    assert "release/1" in repo.harness.own_comments()[0]["body"]

@@ -480,6 +480,11 @@ def evaluate(settings: Settings, run_settings: RunSettings, api: RepoAPI, workfl
         write_labels(settings.workspace, of_the_run(kept, outcome.report), head_sha=pull.head_sha,
                      git=Git(run_settings.git_environment()), workflow=workflow)
     give_workspace_back(settings.workspace, workflow, options)
+    if outcome.state in ("success", "failure"):
+        try:
+            outcome = still_the_base(api, pull, outcome)
+        except GitHubError as exc:
+            return stopped_by_github(workflow, status, exc)
 
     exit_code = outcome.exit_code
     try:
@@ -530,6 +535,20 @@ def stopped_by_github(workflow: Workflow, status: Callable[..., None], exc: GitH
         workflow.error(f"could not set the error status either: {again}")
     workflow.set_output("conclusion", "error")
     return EXIT_INCOMPLETE
+
+
+def still_the_base(api: RepoAPI, pull: PullRequest, outcome: Outcome) -> Outcome:
+    """The verdict, if the PR still targets the base it was judged against; else an
+    `error` that leaves the decision to the run for the new base (a command's job runs
+    beside the pull request's, so a retarget can land while it judges)."""
+    now = api.pull(pull.number).base_ref
+    if now == pull.base_ref:
+        return outcome
+    text = messages.base_moved_comment(head_sha=pull.head_sha, judged=pull.base_ref, now=now)
+    return Outcome(state="error", description=messages.base_moved_description(pull.base_ref, now),
+                   headline=f"no verdict: the base changed from {pull.base_ref} to {now} during "
+                            "the run", conclusion="error", exit_code=EXIT_INCOMPLETE, comment=text,
+                   create_comment=True, summary=text, fingerprint=messages.fingerprint_of_text(text))
 
 
 def untrusted_base(settings: Settings, run_settings: RunSettings, api: RepoAPI,

@@ -126,7 +126,21 @@ def refused_base_description(refused: Refused) -> str:
                    STATUS_LIMIT)
 
 
+def base_moved_description(judged: str, now: str) -> str:
+    return shorten(f"no verdict: the base changed ({judged} → {now}) during the run; see the "
+                   "new base's run", STATUS_LIMIT)
+
+
 # -- comments ----------------------------------------------------------------
+
+def base_moved_comment(*, head_sha: str, judged: str, now: str) -> str:
+    """The sticky comment of a run whose pull request moved to another base meanwhile."""
+    return (f"### flipgate has no verdict for this base\n\n"
+            f"{inline_code(short(head_sha))} was judged against {inline_code(judged)}, but the "
+            f"pull request now targets {inline_code(now)}: a verdict about a base that is gone "
+            "is not kept, and the commit status says `error`. The run for the new base "
+            "decides (or comment `/flipgate run`).\n")
+
 
 def refused_base_comment(*, head_sha: str, refused: Refused) -> str:
     """The sticky comment of a pull request whose base the repository does not trust."""
