@@ -21,14 +21,15 @@ ROOT = Path(__file__).resolve().parents[2]
 PAYLOADS = ROOT / "tests" / "fixtures" / "github"
 
 
-def documented() -> list[dict[str, Any]]:
-    text = (ROOT / "docs" / "action.md").read_text(encoding="utf-8")
+def documented(page: str) -> list[dict[str, Any]]:
+    text = (ROOT / "docs" / page).read_text(encoding="utf-8")
     return [yaml.safe_load(block) for block in
             re.findall(r"```yaml\n(name: flipgate\n.*?)```", text, re.S)]
 
 
 WORKFLOWS = {"init": yaml.safe_load(workflow_text(Starter(generator="prompts/answer.prompty"))),
-             **{f"docs-{index}": workflow for index, workflow in enumerate(documented())}}
+             **{f"{page}-{index}": workflow for page in ("action.md", "azure.md")
+                for index, workflow in enumerate(documented(page))}}
 
 
 def pull_event_name(workflow: dict[str, Any]) -> str:
@@ -78,7 +79,7 @@ def workflow(request: pytest.FixtureRequest) -> str:
 
 
 def test_docs_show_both_workflows() -> None:
-    assert len(WORKFLOWS) == 3
+    assert sorted(WORKFLOWS) == ["action.md-0", "action.md-1", "azure.md-0", "init"]
     assert {pull_event_name(w) for w in WORKFLOWS.values()} == {"pull_request",
                                                                 "pull_request_target"}
 
@@ -135,3 +136,15 @@ def test_a_push_or_a_new_base_cancels_the_prs_older_run(workflow: str) -> None:
     retarget = group(workflow, event_name, pull_payload("edited", base={"ref": {"from": "x"}}))
     assert push == retarget and push[1]
     assert push[0] == f"flipgate-{pull_payload()['number']}-pull"
+
+
+def test_the_monorepo_example_holds_to_the_same_rules() -> None:
+    workflow = yaml.safe_load((ROOT / "examples/workflows/flipgate-monorepo.yml").read_text())
+    flipgate = workflow["jobs"]["flipgate"]
+    stranger = comment_payload("/flipgate run", association="NONE")
+    assert not job_runs(flipgate["if"], context("issue_comment", stranger))
+    assert job_runs(flipgate["if"], context("workflow_dispatch", {"inputs": {"pr-number": "1"}}))
+    groups = {interpolate(flipgate["concurrency"]["group"], {
+        **context("issue_comment", comment_payload("/flipgate run", comment_id=n)),
+        "matrix": {"gate": "support"}}) for n in (7, 8)}
+    assert len(groups) == 2
