@@ -143,8 +143,8 @@ def test_a_pr_to_an_unconfigured_branch_gets_no_verdict_from_its_own_gate(repo: 
     assert repo.run() == 2, repo.harness.log.getvalue()[-3000:]
 
     refused(repo, "legacy")
-    assert "not a trusted base" in repo.harness.final_status()["description"] or \
-        "not trusted" in repo.harness.final_status()["description"]
+    assert "is not in gate.base_branches" in repo.harness.final_status()["description"]
+    assert "not a trusted base" in repo.harness.own_comments()[0]["body"]
 
 
 def test_retargeted_to_main_the_pr_is_judged_by_main(repo: Repo) -> None:
@@ -181,6 +181,7 @@ def test_a_trusted_pattern_without_a_configuration_never_reads_the_heads(repo: R
 
     refused(repo, "release/2")
     assert "has no .flipgate.yml" in repo.harness.own_comments()[0]["body"]
+    assert "has no configuration" in repo.harness.final_status()["description"]
 
 
 def test_the_bases_own_list_cannot_trust_itself(repo: Repo) -> None:

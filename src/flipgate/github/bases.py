@@ -23,6 +23,7 @@ class Refused:
 
     base: str
     why: str
+    unconfigured: bool = False  # a trusted base without a configuration, not an untrusted one
 
 
 def allowed_bases(default_branch: str, named: Sequence[str] | None) -> tuple[str, ...]:
@@ -46,5 +47,5 @@ def refuse_base(base: str, *, default_branch: str, named: Sequence[str] | None,
     if default_has_config and not base_has_config:
         return Refused(base, f"the base branch {base} has no {config_path} while {default_branch} "
                              "has one; the pull request's own configuration is never read in "
-                             "its place")
+                             "its place", unconfigured=True)
     return None

@@ -122,8 +122,8 @@ def github_failure_description(error: str) -> str:
 
 
 def refused_base_description(refused: Refused) -> str:
-    return shorten(f"no verdict: base {refused.base} is not trusted ({SETTING}); see the comment",
-                   STATUS_LIMIT)
+    why = "has no configuration" if refused.unconfigured else f"is not in {SETTING}"
+    return shorten(f"no verdict: base {refused.base} {why}; see the comment", STATUS_LIMIT)
 
 
 def base_moved_description(judged: str, now: str) -> str:
@@ -148,9 +148,12 @@ def refused_base_comment(*, head_sha: str, refused: Refused) -> str:
             f"The base {inline_code(refused.base)} was refused for {inline_code(short(head_sha))}: "
             f"{escape_md(refused.why)}. Nothing was "
             f"gated, no model was called, and the commit status says `error`.\n\n"
-            f"Retarget the pull request to a trusted base, or have a maintainer name this base "
-            f"in {inline_code(SETTING)} of the default branch's configuration "
-            "(docs/security.md).\n")
+            + ("A maintainer can commit a configuration to that base (it matches "
+               f"{inline_code(SETTING)}), or retarget the pull request to a configured "
+               "trusted base" if refused.unconfigured else
+               f"Retarget the pull request to a trusted base, or have a maintainer name this "
+               f"base in {inline_code(SETTING)} of the default branch's configuration")
+            + " (docs/security.md).\n")
 
 
 
