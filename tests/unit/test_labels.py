@@ -133,7 +133,7 @@ def test_the_row_in_the_comment_says_who_labelled_it() -> None:
     report = make_report([make_row("q1", category="policy", before=5, after=2, rescore=1)])
     markdown = render_comment(report, labels={(None, "q1"): ("labelled grounded by @alice",)})
     row = next(line for line in markdown.splitlines() if line.startswith("| q1"))
-    assert row.startswith("| q1<br>🏷️ labelled grounded by @") and "alice" in row
+    assert row.startswith("| q1 · 🏷️ labelled grounded by @") and "alice" in row
     # The label command's edit of a comment writes the same tag, so it leaves this row be.
     assert labels.on_rows(markdown, [labels.HumanLabel("q1", "candidate", "grounded", "alice")]) \
         == markdown

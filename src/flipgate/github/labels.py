@@ -217,7 +217,7 @@ def by_row(labels: Iterable[HumanLabel]) -> dict[tuple[str | None, str], tuple[s
 # -- the comment's labels section ------------------------------------------------------
 
 # A row's label as a table cell shows it (the comment's row templates write the same).
-ROW_TAG = "<br>🏷️ "
+ROW_TAG = " · 🏷️ "
 _ROW_TAG = re.compile(re.escape(ROW_TAG) + r"[^|]*?(?= \|)")
 # The comment's id cells hold at most this many characters of the id (Cells.id).
 _ID_CELL = 80
