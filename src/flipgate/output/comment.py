@@ -331,6 +331,19 @@ def counts_sentence(counts: Counts, *, scored: int | None = None) -> str:
     return f"**{plural(counts.cases, 'case')}:** {rest}."
 
 
+def where_line(links: Links) -> str:
+    """The comment's line saying where every row is, linked; "" when nothing has a URL."""
+    page = link("report.html", links.page)
+    if page == "report.html":
+        return ""
+    run = link("this run", links.run)
+    where = "" if run == "this run" else (
+        f" (also in the flipgate-report artifact of {run})" if links.report
+        else f", in the flipgate-report artifact of {run}")
+    return ("📄 Every row, with its query, context, answers and the judge's output, is in "
+            f"{page}{where}.")
+
+
 @dataclass(frozen=True)
 class View:
     report: Report
@@ -627,8 +640,7 @@ def _render(view: View, plan: Plan, blocks: dict[_BlockKey, str], max_chars: int
         e2e=e2e_view(report.e2e, plan),
         plan=plan,
         page=view.page,
-        run=run if (run := link("this run", view.links.run)) != "this run" else "",
-        served=bool(view.links.report),
+        where=where_line(view.links),
     )
     return text.rstrip("\n") + "\n"
 
@@ -679,7 +691,7 @@ def _render_suites(report: Report, max_chars: int, labels: Labels | None = None,
         counts_sentence=counts_sentence(report.counts),
         evaluated=[(part.name, part.report.conclusion.value) for part in evaluated],
         skipped=[part.name for part in report.suites if not part.evaluated],
-        head_sha=report.head_sha, notes=tuple(report.notes),
+        head_sha=report.head_sha, notes=tuple(report.notes), where=where_line(links),
     )).rstrip("\n") + "\n"
     separator = "\n"
     room = max_chars - _size(top) - _size(separator) * len(evaluated)

@@ -35,3 +35,12 @@ class Links:
 
 
 NO_LINKS = Links()
+
+
+def run_url(server_url: str | None, repository: str | None, run_id: str | None) -> str | None:
+    """The workflow run's page (GITHUB_SERVER_URL/GITHUB_REPOSITORY/actions/runs/GITHUB_RUN_ID),
+    or None when a part is missing or the result is not an http(s) URL."""
+    if not (server_url and repository and run_id):
+        return None
+    url = f"{server_url.rstrip('/')}/{repository}/actions/runs/{run_id}"
+    return url if safe_url(url) else None
