@@ -15,6 +15,7 @@ import re
 
 import pytest
 
+from flipgate.config.schema import GITHUB_COMMENT_LIMIT
 from flipgate.output.anchors import row_anchor
 from flipgate.output.comment import render_comment
 from flipgate.output.links import Links
@@ -111,3 +112,11 @@ def test_without_a_page_url_report_html_links_the_runs_artifacts_and_ids_stay_te
 def test_without_urls_the_comment_has_no_link() -> None:
     comment = render_comment(make_report([blocking("refund-007")]))
     assert links(comment) == [] and "](" not in comment
+
+
+def test_links_still_fit_githubs_limit_with_hundreds_of_blocking_rows() -> None:
+    rows = [blocking(f"case-{n:04}") for n in range(600)]
+    comment = render_comment(make_report(rows), links=Links(run=RUN_URL, report=REPORT_URL * 3))
+    assert len(comment.encode("utf-8")) <= GITHUB_COMMENT_LIMIT
+    shown = [text for href, text in links(comment) if "#case-case-" in href]
+    assert len(shown) > 100 and all(text.startswith("case-") for text in shown)
