@@ -21,6 +21,7 @@ from flipgate.github import action
 from flipgate.github.sticky import context_marker
 from flipgate.model import Report
 from flipgate.output.comment import render_comment
+from flipgate.output.links import NO_LINKS
 from flipgate.verdict import gate
 
 from support.factories import make_report, make_row, one_of_each
@@ -63,7 +64,9 @@ class RecordingCheck:
         self.statuses_seen = [s["state"] for s in self.server.statuses]
         if isinstance(self.outcome, Exception):
             raise self.outcome
-        markdown = render_comment(self.outcome, max_chars=kwargs["comment_limit"])
+        # As run_check does: the comment links what the action hands it (the run, report-url).
+        markdown = render_comment(self.outcome, max_chars=kwargs["comment_limit"],
+                                  links=kwargs.get("links", NO_LINKS))
         return CheckResult(report=self.outcome, markdown=markdown,
                            exit_code=gate.exit_code(self.outcome.conclusion))
 

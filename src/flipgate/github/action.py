@@ -65,6 +65,7 @@ from flipgate.github.workspace_guard import refuse_unsafe_places
 from flipgate.model import Conclusion, Report, Row
 from flipgate.output import comment as render
 from flipgate.output.html import HTML_FILE
+from flipgate.output.links import NO_LINKS, Links
 from flipgate.output.page import Labels
 from flipgate.output.progress import LOG_EVERY, PeriodicLines
 from flipgate.run.pipeline import case_ids, merged_check, run_check
@@ -131,13 +132,14 @@ class Outcome:
 
 def outcome_of_report(report: Report, *, comment: str, exit_code: int, report_path: str,
                       summary_room: int, message: str | None = None,
-                      page_path: str = "") -> Outcome:
+                      page_path: str = "", links: Links = NO_LINKS) -> Outcome:
     """The status, comment and summary of a finished check (`comment`: the comment.md the
     check wrote; `message`: why it stopped early; `page_path`: the report.html it wrote,
-    which the summary names)."""
+    which the summary names; `links`: where it links the run and report.html)."""
     note = messages.page_note(page_path) if page_path else ""
     try:  # the summary gets the most detail that fits what is left of its 1 MiB
-        summary = render.render_summary(report, max_chars=summary_room - len(note.encode()))
+        summary = render.render_summary(report, max_chars=summary_room - len(note.encode()),
+                                        links=links)
     except ValueError:
         summary = comment
     summary += note if len(summary.encode()) + len(note.encode()) <= summary_room else ""
@@ -690,7 +692,7 @@ def run_check_safely(settings: Settings, run_settings: RunSettings, workflow: Wo
                                out_dir=workspace / OUT_DIR, cache_dir=options.cache_dir(workspace),
                                comment_limit=body_limit(settings.status_context),
                                progress=progress, concurrency=options.concurrency, e2e=e2e,
-                               labels=labels)
+                               labels=labels, links=settings.links)
             finally:
                 progress.close()
     except Exception as exc:  # noqa: BLE001 - every failure must end in an error status
@@ -704,7 +706,8 @@ def run_check_safely(settings: Settings, run_settings: RunSettings, workflow: Wo
                              report_path=f"{OUT_DIR}/report.json" if report_file.exists() else "",
                              summary_room=workflow.summary_room(),
                              message=getattr(result, "message", None),
-                             page_path=f"{OUT_DIR}/{HTML_FILE}" if page_file.exists() else "")
+                             page_path=f"{OUT_DIR}/{HTML_FILE}" if page_file.exists() else "",
+                             links=settings.links)
 
 
 def ensure_commits(repo: Path, shas: Sequence[str], *, git: Git) -> None:
