@@ -198,3 +198,41 @@ def test_labels_jsonl_is_never_written_through_a_linked_output_folder(labelled: 
     assert not (elsewhere / "labels.jsonl").exists()
     assert "labels.jsonl not written" in labelled.log.getvalue()
     assert read_block(labelled.own_comments()[0]["body"]).labels  # the label is still kept
+
+
+def test_a_comment_of_label_lines_records_each_and_answers_once(labelled: Harness) -> None:
+    body = ("Looked at these rows.\n"
+            "/flipgate label q1 partial\n"
+            "> /flipgate label q2 ungrounded\n"          # a quote of someone else: not read
+            "/flipgate label q2 baseline grounded\n"
+            "```\n/flipgate label q3 ungrounded\n```\n"   # in code: not read
+            "/flipgate label q9 grounded\n"
+            "/flipgate label q3 sideways grounded\n"
+            "/flipgate run\n")
+    command = labelled.comment_event(body)
+    assert labelled.run(None) == 0
+    [reply] = labelled.replies()
+    assert reply.startswith("Recorded 2 of the 4 labels in this comment:")
+    assert "- `q1` labelled partial by @&#8203;maintainer" in reply  # no mention ping
+    assert "- `q2` labelled grounded (baseline) by @&#8203;maintainer" in reply
+    assert "`/flipgate label q9 grounded`: `q9` is not a case of this run" in reply
+    assert "`/flipgate label q3 sideways grounded`: unknown side `sideways`" in reply
+    assert "Not obeyed" in reply and "`/flipgate run`" in reply
+    assert labelled.server.reactions_on(command["id"]) == ["+1"]
+    kept = read_block(labelled.own_comments()[0]["body"]).labels
+    assert [(one.id, one.side, one.label) for one in kept] == [("q1", "candidate", "partial"),
+                                                               ("q2", "baseline", "grounded")]
+    lines = (labelled.repo.path / "flipgate-out" / "labels.jsonl").read_text().splitlines()
+    assert len(lines) == 2
+
+
+def test_a_comment_past_the_limit_says_what_was_not_read(labelled: Harness) -> None:
+    from flipgate.github.event import LABELS_PER_COMMENT
+
+    body = "\n".join(["/flipgate label q1 grounded"] * (LABELS_PER_COMMENT + 3))
+    labelled.comment_event(body)
+    assert labelled.run(None) == 0
+    [reply] = labelled.replies()
+    assert f"Recorded {LABELS_PER_COMMENT} of the {LABELS_PER_COMMENT + 3} labels" in reply
+    assert f"3 more label lines were not read: a comment records at most {LABELS_PER_COMMENT}" in reply
+    assert len(read_block(labelled.own_comments()[0]["body"]).labels) == 1  # one answer, last wins

@@ -41,6 +41,7 @@ from flipgate.github import texts as messages
 from flipgate.github.api import GitHubError, RepoAPI, StatusUpdate, connect
 from flipgate.github.cancel import STATUS_BUDGET, Cancellation, handled, within
 from flipgate.github.event import (
+    LABELS_PER_COMMENT,
     AwaitCommand,
     CannotRunFork,
     Ignore,
@@ -331,9 +332,11 @@ def obey(settings: Settings, api: RepoAPI, workflow: Workflow,
 
 def record_label(settings: Settings, run_settings: RunSettings, api: RepoAPI, workflow: Workflow,
                  command: LabelCommand) -> int:
-    """`/flipgate label ID [SIDE] LABEL`: from someone who may command, a label on an answer
-    of the run's cases, kept in the hidden block of the gate's own comment and listed there,
-    and written to labels.jsonl. Anything else gets a reply and records nothing."""
+    """A comment of `/flipgate label ID [SIDE] LABEL` lines: from someone who may command,
+    each label on an answer of the run's cases is kept in the hidden block of the gate's own
+    comment, listed there and written to labels.jsonl. One reply answers the comment: none
+    when its one label was recorded (the 👍 says so), else what was recorded, what was
+    refused and why."""
     permission = api.permission(command.author)
     if not may_command(permission) or not human.valid_login(command.author):
         api.create_comment(command.number, messages.refusal_reply(
@@ -348,9 +351,11 @@ def record_label(settings: Settings, run_settings: RunSettings, api: RepoAPI, wo
         workflow.notice(f"/flipgate label from {command.author}: nothing recorded: {why}")
         return EXIT_PASS
 
-    request = human.parse_label(command.arguments)
-    if isinstance(request, human.LabelMistake):
-        return refuse(request.why)
+    batch = command.labels or (command.arguments,)
+    if len(batch) == 1 and not command.set_aside:
+        request = human.parse_label(batch[0])
+        if isinstance(request, human.LabelMistake):
+            return refuse(request.why)
     pull = api.pull(command.number)
     try:
         ensure_commits(settings.workspace, [pull.base_sha, pull.head_sha],
@@ -359,9 +364,10 @@ def record_label(settings: Settings, run_settings: RunSettings, api: RepoAPI, wo
                          settings=run_settings, config_path=settings.config)
     except InputError as exc:
         return refuse(f"the run's cases could not be read ({shorten(str(exc), 300)})")
-    label = human.resolve(request, cases, by=command.author)
-    if isinstance(label, human.LabelMistake):
-        return refuse(label.why)
+    recorded, refused = human.resolve_all(batch, cases, by=command.author)
+    single = len(batch) == 1 and not command.set_aside and not command.unread
+    if single and refused:
+        return refuse(refused[0].why)
     comment, _ = find_comment(api, number=command.number, login=api.own_login(),
                               context=settings.status_context)
     if comment is None:
@@ -371,17 +377,28 @@ def record_label(settings: Settings, run_settings: RunSettings, api: RepoAPI, wo
     stored = human.read_block(comment.body)
     if stored.problem:
         workflow.warning(f"flipgate: the comment's labels were ignored: {stored.problem}")
-    kept = human.latest([*stored.labels, label])
-    if not human.fits(kept):
+    kept = human.latest([*stored.labels, *recorded])
+    if recorded and not human.fits(kept):
         api.create_comment(command.number, messages.label_full_reply())
         react(api, workflow, command, "confused")
         return EXIT_PASS
-    api.edit_comment(command.number, comment.id,
-                     human.with_labels(human.on_rows(comment.body, kept), kept))
-    write_labels(settings.workspace, kept, head_sha=pull.head_sha,
-                 git=Git(run_settings.git_environment()), workflow=workflow)
-    react(api, workflow, command, "+1")
-    workflow.info(f"flipgate: {human.shown(label.id)} ({label.side}) {label.shown()}")
+    if recorded:
+        api.edit_comment(command.number, comment.id,
+                         human.with_labels(human.on_rows(comment.body, kept), kept))
+        write_labels(settings.workspace, kept, head_sha=pull.head_sha,
+                     git=Git(run_settings.git_environment()), workflow=workflow)
+    if not single:
+        api.create_comment(command.number, messages.label_batch_reply(
+            recorded=[human.listed(one) for one in recorded],
+            refused=[(one.line, one.why) for one in refused], unread=command.unread,
+            set_aside=[human.shown(line) for line in command.set_aside],
+            limit=LABELS_PER_COMMENT))
+    react(api, workflow, command, "+1" if recorded else "confused")
+    for one in recorded:
+        workflow.info(f"flipgate: {human.shown(one.id)} ({one.side}) {one.shown()}")
+    if refused or command.unread:
+        workflow.notice(f"/flipgate label from {command.author}: {len(recorded)} recorded, "
+                        f"{len(refused) + command.unread} not")
     return EXIT_PASS
 
 

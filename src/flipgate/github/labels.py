@@ -113,6 +113,38 @@ def resolve(request: LabelRequest, cases: Mapping[str | None, Sequence[str]], *,
                         f"{listed or 'none'}{more}")
 
 
+@dataclass(frozen=True)
+class Refused:
+    """A label line that records nothing: its words as typed (safe in a code span) and why."""
+
+    line: str
+    why: str
+
+
+def resolve_all(batch: Sequence[Sequence[str]], cases: Mapping[str | None, Sequence[str]], *,
+                by: str) -> tuple[list[HumanLabel], list[Refused]]:
+    """Each label line of a comment (its words after `label`), checked and resolved on its
+    own: the labels it records, in order, and the lines it refuses with why."""
+    recorded: list[HumanLabel] = []
+    refused: list[Refused] = []
+    for words in batch:
+        line = shown(" ".join(("/flipgate label", *words)))
+        request = parse_label(words)
+        found = (request if isinstance(request, LabelMistake)
+                 else resolve(request, cases, by=by))
+        if isinstance(found, LabelMistake):
+            refused.append(Refused(line=line, why=found.why))
+        else:
+            recorded.append(found)
+    return recorded, refused
+
+
+def listed(label: HumanLabel) -> str:
+    """A recorded label as a reply lists it: `ID` labelled LABEL by @USER."""
+    name = f"{label.suite}/{label.id}" if label.suite else label.id
+    return f"`{shown(name)}` {escape_md(label.shown())}"
+
+
 def shown(text: str) -> str:
     """A word from a comment, safe inside an inline code span of a reply."""
     return "".join(ch if ch.isprintable() and ch != "`" else "'" if ch == "`" else "\ufffd"

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Sequence
 
 from flipgate.github.event import PullRequest
 from flipgate.model import Conclusion, Report
@@ -134,6 +135,28 @@ def refusal_reply(*, author: str, permission: str, command: str = "run") -> str:
 def label_mistake_reply(why: str) -> str:
     """`why` is built by github/labels.py from checked words (code spans, no backticks)."""
     return f"Nothing was recorded: {why}.\n"
+
+
+def label_batch_reply(*, recorded: Sequence[str], refused: Sequence[tuple[str, str]],
+                      unread: int, set_aside: Sequence[str], limit: int) -> str:
+    """The one reply to a comment of label lines: what was recorded (each `labelled LABEL
+    by @USER` with its row), what was refused and why, and what was not read. Every piece
+    was made safe for a code span by github/labels.py (`shown`)."""
+    given = len(recorded) + len(refused) + unread
+    parts = [f"Recorded {len(recorded):,} of the {given:,} labels in this comment"
+             + (":" if recorded else ".")]
+    parts += [f"- {text}" for text in recorded]
+    if refused:
+        parts += ["", "Not recorded:"]
+        parts += [f"- `{line}`: {why}" for line, why in refused]
+    if unread:
+        parts += ["", f"{unread:,} more label lines were not read: a comment records at most "
+                      f"{limit} labels; put the rest in another comment."]
+    if set_aside:
+        parts += ["", "Not obeyed, as a comment with labels records labels only: "
+                      + ", ".join(f"`{line}`" for line in set_aside)
+                      + " (post it in a comment of its own)."]
+    return "\n".join(parts) + "\n"
 
 
 def label_no_comment_reply() -> str:
