@@ -74,8 +74,11 @@ def calibrate(report_path: str | None, labels_path: str | None, template_path: s
 
     directory = Path(out or DEFAULT_OUT_DIR)
     directory.mkdir(parents=True, exist_ok=True)
+    from flipgate.calibration import reading
+
+    figures = {**calibration.to_dict(result), "reading": reading.to_dict(reading.read(result.overall))}
     (directory / "calibration.json").write_text(
-        json.dumps(calibration.to_dict(result), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        json.dumps(figures, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     from flipgate.calibration.summary import print_calibration, render_markdown
 
     (directory / "calibration.md").write_text(render_markdown(result), encoding="utf-8")
