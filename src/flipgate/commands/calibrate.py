@@ -24,7 +24,9 @@ def _read(path: str) -> bytes:
 
 @click.command("calibrate")
 @click.option("--report", "report_path", type=click.Path(dir_okay=False),
-              help="The report.json whose verdicts are checked.")
+              help="The report.json whose verdicts are checked. Without it, each label's "
+                   "line must carry the judge's bucket (`judge_label`), as the action's "
+                   "labels.jsonl and a filled-in template do.")
 @click.option("--labels", "labels_path", type=click.Path(dir_okay=False),
               help='Labels (JSONL): {"id", "suite", "side": "baseline"|"candidate", "label": BUCKET}; '
                    'a filled-in template or the action\'s labels.jsonl as they are.')
@@ -65,11 +67,12 @@ def calibrate(report_path: str | None, labels_path: str | None, template_path: s
                    "(set each \"label\" to ungrounded, non_answer, partial or grounded; "
                    "leave null what you skip)", err=True)
         return
-    if not report_path or not labels_path:
-        raise InputError("flipgate calibrate needs --report R --labels L (or --template R)")
+    if not labels_path:
+        raise InputError("flipgate calibrate needs --labels L [--report R] (or --template R)")
 
-    sides = calibration.read_report_sides(_read(report_path), source=report_path)
     labels = calibration.read_labels(_read(labels_path), source=labels_path)
+    sides = (calibration.read_report_sides(_read(report_path), source=report_path) if report_path
+             else calibration.sides_of_labels(labels, source=labels_path))
     result = calibration.calibrate(sides, labels, labels_source=labels_path)
 
     directory = Path(out or DEFAULT_OUT_DIR)

@@ -16,7 +16,7 @@ import os
 import re
 import sys
 import traceback
-from collections.abc import Callable, MutableMapping, Sequence
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -386,7 +386,11 @@ def record_label(settings: Settings, run_settings: RunSettings, api: RepoAPI, wo
         api.edit_comment(command.number, comment.id,
                          human.with_labels(human.on_rows(comment.body, kept), kept))
         write_labels(settings.workspace, kept, head_sha=pull.head_sha,
-                     git=Git(run_settings.git_environment()), workflow=workflow)
+                     git=Git(run_settings.git_environment()), workflow=workflow,
+                     readings=human.read_readings(comment.body))
+        workflow.append_summary(messages.labels_summary(
+            recorded=len(recorded), kept=len(kept), repository=settings.repository,
+            run_id=settings.run_id))
     if not single:
         api.create_comment(command.number, messages.label_batch_reply(
             recorded=[human.listed(one) for one in recorded],
@@ -428,8 +432,10 @@ def of_the_run(labels: Sequence[human.HumanLabel],
 
 
 def write_labels(workspace: Path, labels: Sequence[human.HumanLabel], *, head_sha: str,
-                 git: Git, workflow: Workflow) -> None:
-    """flipgate-out/labels.jsonl: the labels format `flipgate calibrate --labels` reads.
+                 git: Git, workflow: Workflow,
+                 readings: Mapping[human.Key, human.Reading] | None = None) -> None:
+    """flipgate-out/labels.jsonl: the labels format `flipgate calibrate --labels` reads,
+    each with the judge's bucket and the row's category where `readings` has them.
     Never into an output place the pull request made a link or tracks."""
     try:
         refuse_unsafe_places(workspace, {"output": Path(OUT_DIR)}, head_sha=head_sha, git=git)
@@ -438,7 +444,7 @@ def write_labels(workspace: Path, labels: Sequence[human.HumanLabel], *, head_sh
         return
     target = workspace / OUT_DIR / human.LABELS_FILE
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(human.jsonl(labels), encoding="utf-8")
+    target.write_text(human.jsonl(labels, readings), encoding="utf-8")
 
 
 def react(api: RepoAPI, workflow: Workflow, command: RunCommand | LabelCommand,
@@ -480,16 +486,20 @@ def evaluate(settings: Settings, run_settings: RunSettings, api: RepoAPI, workfl
         # Read again: a label given while the check ran must not be lost by this edit.
         kept = stored_labels(api, workflow, number=pull.number, login=login,
                              context=settings.status_context, quiet=True)
+    readings = human.readings_of(outcome.report)
     if kept:
         write_labels(settings.workspace, of_the_run(kept, outcome.report), head_sha=pull.head_sha,
-                     git=Git(run_settings.git_environment()), workflow=workflow)
+                     git=Git(run_settings.git_environment()), workflow=workflow,
+                     readings=readings)
     give_workspace_back(settings.workspace, workflow, options)
 
     exit_code = outcome.exit_code
     try:
         published = publish(api, number=pull.number, login=login, head_sha=pull.head_sha,
-                            body=human.with_labels(human.on_rows(outcome.comment, kept), kept)
-                            if kept else outcome.comment, create=outcome.create_comment,
+                            body=human.with_readings(
+                                human.with_labels(human.on_rows(outcome.comment, kept), kept)
+                                if kept else outcome.comment, readings),
+                            create=outcome.create_comment,
                             context=settings.status_context, fingerprint=outcome.fingerprint,
                             mode=settings.comment_mode)
         workflow.info(f"flipgate: comment {published.value}"
@@ -512,6 +522,9 @@ def evaluate(settings: Settings, run_settings: RunSettings, api: RepoAPI, workfl
     if outcome.report is not None:
         write_verdicts(workflow, outcome.report)
     workflow.append_summary(outcome.summary)
+    if outcome.report is not None:
+        workflow.append_summary(messages.download_note(
+            repository=settings.repository, run_id=settings.run_id, labels=bool(kept)))
     # A comment or status GitHub refused makes the step exit 3, and so `error`.
     conclusion = "error" if exit_code == EXIT_INCOMPLETE else outcome.conclusion
     if conclusion:

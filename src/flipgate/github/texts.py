@@ -13,7 +13,9 @@ import json
 import re
 from collections.abc import Sequence
 
+from flipgate.config.schema import ARTIFACT_NAME
 from flipgate.github.event import PullRequest
+from flipgate.github.labels import LABELS_FILE
 from flipgate.model import Conclusion, Report
 from flipgate.text.escaping import fence, inline_code, plural, short, shorten
 from flipgate.verdict import gate
@@ -116,8 +118,38 @@ def could_not_run_comment(*, head_sha: str, kind: str, detail: str) -> str:
 def page_note(path: str) -> str:
     """The job summary's pointer to the page with every row (the workflow uploads it)."""
     return (f"\n\n---\n\n📄 **Every row**, with its query, the whole context, both answers and "
-            f"the judge's output, is in `{path}`: upload it with `actions/upload-artifact` "
-            "to read it from this run (docs/reviewing.md).\n")
+            f"the judge's output, is in `{path}`, in the artifact `{ARTIFACT_NAME}` the "
+            "workflow uploads (docs/reviewing.md).\n")
+
+
+def download_commands(*, repository: str, run_id: str | None, labels: bool) -> str:
+    """The one download of this run's artifact, and (with labels) the one calibrate on it."""
+    commands = [f"gh run download {run_id or 'RUN_ID'} -R {repository} -n {ARTIFACT_NAME} "
+                f"-D {ARTIFACT_NAME}"]
+    if labels:
+        commands.append(f"flipgate calibrate --labels {ARTIFACT_NAME}/{LABELS_FILE}")
+    return fence("\n".join(commands), 2_000, "sh")
+
+
+def download_note(*, repository: str, run_id: str | None, labels: bool) -> str:
+    """The job summary's last words after a check: how to get the whole review."""
+    what = ("report.json, report.html, comment.md, answers.jsonl and labels.jsonl" if labels
+            else "report.json, report.html, comment.md and answers.jsonl")
+    then = (" and calibrate the judge against the labels given so far" if labels
+            else "; `/flipgate label` lines add labels.jsonl for `flipgate calibrate`")
+    return (f"\n\n📦 **The whole review** ({what}) is this run's artifact `{ARTIFACT_NAME}`. "
+            f"Download it{then} (docs/labelling.md):\n\n"
+            + download_commands(repository=repository, run_id=run_id, labels=labels) + "\n")
+
+
+def labels_summary(*, recorded: int, kept: int, repository: str, run_id: str | None) -> str:
+    """The job summary of a label command: what it recorded, and the one download and the
+    one calibrate of its artifact (labels.jsonl with the judge's reading of each answer)."""
+    return (f"🏷️ **{plural(recorded, 'label')} recorded**; the pull request keeps "
+            f"{plural(kept, 'label')}, all in `{LABELS_FILE}` of this run's artifact "
+            f"`{ARTIFACT_NAME}`, with the judge's reading of each answer the comment's run has. "
+            "Calibrate the judge on them (docs/labelling.md):\n\n"
+            + download_commands(repository=repository, run_id=run_id, labels=True) + "\n")
 
 
 def usage_reply(unknown: str | None) -> str:
