@@ -239,7 +239,7 @@ def test_labels_jsonl_is_never_written_through_a_linked_output_folder(labelled: 
 def test_a_comment_of_label_lines_records_each_and_answers_once(labelled: Harness) -> None:
     body = ("Looked at these rows.\n"
             "/flipgate label q1 partial\n"
-            "> /flipgate label q2 ungrounded\n"          # a quote of someone else: not read
+            "> /flipgate label q2 ungrounded\n\n"        # a quote of someone else: not read
             "/flipgate label q2 baseline grounded\n"
             "```\n/flipgate label q3 ungrounded\n```\n"   # in code: not read
             "/flipgate label q9 grounded\n"

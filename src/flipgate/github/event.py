@@ -170,6 +170,7 @@ def command_lines(body: str | None) -> list[str]:
     fence: str | None = None  # the fence that opened the code block we are in
     in_html = False
     span: int | None = None   # the length of the backtick run that opened an inline span
+    quote = False             # a quote's paragraph goes on (lazily) until a blank line
     for line in (body or "").splitlines():
         stripped = line.lstrip(" ")
         if fence is not None:
@@ -181,7 +182,7 @@ def command_lines(body: str | None) -> list[str]:
             in_html = "-->" not in line
             continue
         if not line.strip():
-            span = None  # a blank line ends the paragraph, and any span in it
+            span, quote = None, False  # a blank line ends the paragraph and its spans
             continue
         opened = _FENCE.match(line)
         if opened:
@@ -191,9 +192,9 @@ def command_lines(body: str | None) -> list[str]:
             in_html = "-->" not in stripped
             continue
         code = len(line) - len(stripped) >= 4 or line.startswith("\t")
+        quote = quote or (stripped.startswith(">") and not code)
         words = stripped.split()
-        if (span is None and not code and not stripped.startswith(">") and words
-                and words[0] == COMMAND_PREFIX):
+        if span is None and not code and not quote and words and words[0] == COMMAND_PREFIX:
             found.append(stripped.rstrip())
         span = _span_after(line, span)
     return found
