@@ -24,6 +24,7 @@ import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from flipgate.config.schema import ARTIFACT_NAME
 from flipgate.model import Bucket, Report, Row, Verdict
 from flipgate.text.escaping import cell, cell_list, escape_md
 
@@ -368,7 +369,8 @@ def section(labels: Sequence[HumanLabel]) -> str:
     if not labels:
         return ""
     head = "### 🏷️ Labels\n\n"
-    tail = f"\nEvery label is in `{LABELS_FILE}` among the run's outputs.\n"
+    tail = (f"\nEvery label is in `{LABELS_FILE}` of the run's artifact `{ARTIFACT_NAME}`, "
+            "with the judge's reading of each: `flipgate calibrate --labels` reads it alone.\n")
     lines = []
     room = SECTION_ROOM - len(SECTION_START) - len(SECTION_END) - len(head) - len(tail) - 80
     for key, texts in by_row(labels).items():
