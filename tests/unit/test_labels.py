@@ -206,3 +206,18 @@ def test_the_row_in_the_comment_says_who_labelled_it() -> None:
     assert labels.on_rows(markdown, [labels.HumanLabel("q1", "candidate", "grounded", "alice")]) \
         == markdown
     assert "labelled" not in render_comment(report)
+
+
+def test_a_block_of_plain_json_as_earlier_versions_wrote_it_is_still_read() -> None:
+    import base64
+    import json as json_module
+
+    entry = {"suite": None, "id": "q1", "side": "candidate", "label": "grounded", "by": "al"}
+    plain = base64.urlsafe_b64encode(json_module.dumps([entry]).encode()).decode()
+    stored = labels.read_block(f"<!-- flipgate:labels={plain} -->")
+    assert stored.problem is None and stored.labels == (labels.HumanLabel("q1", "candidate",
+                                                                          "grounded", "al"),)
+    # What this version writes is compressed: many more labels fit the block's room.
+    many = [labels.HumanLabel(f"refund-{i:04d}", "candidate", "grounded", "alice")
+            for i in range(300)]
+    assert labels.fits(many) and labels.read_block(labels.block(many)).labels == tuple(many)

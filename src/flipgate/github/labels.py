@@ -188,8 +188,8 @@ def read_block(body: str) -> Stored:
     if len(found) > 1:
         return Stored(problem="the comment holds more than one labels block")
     try:
-        data = json.loads(base64.urlsafe_b64decode(found[0].encode("ascii")).decode("utf-8"))
-    except (binascii.Error, UnicodeDecodeError, ValueError, RecursionError):
+        data = json.loads(_unpacked(base64.urlsafe_b64decode(found[0].encode("ascii"))))
+    except (binascii.Error, zlib.error, UnicodeDecodeError, ValueError, RecursionError):
         return Stored(problem="the labels block does not decode")
     if not isinstance(data, list):
         return Stored(problem="the labels block is not a list of labels")
@@ -215,10 +215,24 @@ def _entry(entry: object) -> HumanLabel | None:
 
 
 def block(labels: Iterable[HumanLabel]) -> str:
+    """The labels as zlib-compressed JSON (a block of plain JSON, as earlier versions wrote
+    it, is read too)."""
     data = [{"suite": one.suite, "id": one.id, "side": one.side, "label": one.label, "by": one.by}
             for one in labels]
-    encoded = base64.urlsafe_b64encode(json.dumps(data, ensure_ascii=False).encode("utf-8"))
-    return f"<!-- flipgate:labels={encoded.decode('ascii')} -->"
+    packed = zlib.compress(json.dumps(data, ensure_ascii=False).encode("utf-8"), 9)
+    return f"<!-- flipgate:labels={base64.urlsafe_b64encode(packed).decode('ascii')} -->"
+
+
+def _unpacked(data: bytes) -> str:
+    """A block's JSON text: as it is when it starts as JSON does, else inflated, at most
+    _INFLATED bytes (more is not a block this module wrote)."""
+    if data[:1] == b"[":
+        return data.decode("utf-8")
+    inflater = zlib.decompressobj()
+    raw = inflater.decompress(data, _INFLATED)
+    if inflater.unconsumed_tail or not inflater.eof:
+        raise ValueError("the block inflates past its bound")
+    return raw.decode("utf-8")
 
 
 def without_block(body: str) -> str:
@@ -319,11 +333,7 @@ def read_readings(body: str) -> dict[Key, Reading]:
     if len(found) != 1:
         return {}
     try:
-        inflater = zlib.decompressobj()
-        raw = inflater.decompress(base64.urlsafe_b64decode(found[0].encode("ascii")), _INFLATED)
-        if inflater.unconsumed_tail:
-            return {}
-        data = json.loads(raw.decode("utf-8"))
+        data = json.loads(_unpacked(base64.urlsafe_b64decode(found[0].encode("ascii"))))
     except (binascii.Error, zlib.error, UnicodeDecodeError, ValueError, RecursionError):
         return {}
     if not isinstance(data, list):
