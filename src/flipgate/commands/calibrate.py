@@ -41,7 +41,8 @@ def calibrate(report_path: str | None, labels_path: str | None, template_path: s
               out: str | None) -> None:
     """Compare the judge's buckets with human labels: confusion matrix, agreement, Cohen's
     kappa, precision and recall of `ungrounded`, per category and overall, with 95%
-    Wilson intervals. Exits 0, or 2 on bad input.
+    Wilson intervals, then what they mean: whether the labels are enough and whether the
+    judge may block on its own (docs/labelling.md). Exits 0, or 2 on bad input.
     """
     from rich.console import Console
 
