@@ -195,9 +195,10 @@ def test_the_first_week(team: Harness, monkeypatch: pytest.MonkeyPatch, tmp_path
     assert figures["reading"]["more_labels"] > 0
 
     # Friday: `gate.strict` (init's comment names it), and the same flips block.
-    strict = (repo.path / ".flipgate.yml").read_text().replace("gate:\n", "gate:\n  strict: true\n", 1)
+    config = yaml.safe_load((repo.path / ".flipgate.yml").read_text())
+    config["gate"]["strict"] = True
     repo.checkout(team.base)
-    team.base = repo.commit({".flipgate.yml": strict}, message="strict from day one")
+    team.base = repo.commit({".flipgate.yml": yaml.safe_dump(config)}, message="strict from day one")
     team.head = repo.commit({"prompts/support.prompty": PROMPT.format(system=LOOSE)},
                             message="a friendlier bot, again")
     team.server.add_pull(PR, base_sha=team.base, head_sha=team.head)
