@@ -486,11 +486,10 @@ def evaluate(settings: Settings, run_settings: RunSettings, api: RepoAPI, workfl
         # Read again: a label given while the check ran must not be lost by this edit.
         kept = stored_labels(api, workflow, number=pull.number, login=login,
                              context=settings.status_context, quiet=True)
-    readings = human.readings_of(outcome.report)
     if kept:
         write_labels(settings.workspace, of_the_run(kept, outcome.report), head_sha=pull.head_sha,
                      git=Git(run_settings.git_environment()), workflow=workflow,
-                     readings=readings)
+                     readings=human.readings_of(outcome.report))
     give_workspace_back(settings.workspace, workflow, options)
 
     exit_code = outcome.exit_code
@@ -498,7 +497,7 @@ def evaluate(settings: Settings, run_settings: RunSettings, api: RepoAPI, workfl
         published = publish(api, number=pull.number, login=login, head_sha=pull.head_sha,
                             body=human.with_readings(
                                 human.with_labels(human.on_rows(outcome.comment, kept), kept)
-                                if kept else outcome.comment, readings),
+                                if kept else outcome.comment, human.readings_of(outcome.report)),
                             create=outcome.create_comment,
                             context=settings.status_context, fingerprint=outcome.fingerprint,
                             mode=settings.comment_mode)

@@ -13,9 +13,8 @@ import json
 import re
 from collections.abc import Sequence
 
-from flipgate.config.schema import ARTIFACT_NAME
 from flipgate.github.event import PullRequest
-from flipgate.github.labels import LABELS_FILE
+from flipgate.github.labels import ARTIFACT_NAME, LABELS_FILE
 from flipgate.model import Conclusion, Report
 from flipgate.text.escaping import fence, inline_code, plural, short, shorten
 from flipgate.verdict import gate
