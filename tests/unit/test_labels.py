@@ -158,6 +158,21 @@ def test_decide_reads_a_label_command_from_the_real_payload(body: str, kind: typ
     assert isinstance(decide("issue_comment", payload), kind)
 
 
+def test_a_block_of_plain_json_as_earlier_versions_wrote_it_is_still_read() -> None:
+    import base64
+    import json as json_module
+
+    entry = {"suite": None, "id": "q1", "side": "candidate", "label": "grounded", "by": "al"}
+    plain = base64.urlsafe_b64encode(json_module.dumps([entry]).encode()).decode()
+    stored = labels.read_block(f"<!-- flipgate:labels={plain} -->")
+    assert stored.problem is None and stored.labels == (labels.HumanLabel("q1", "candidate",
+                                                                          "grounded", "al"),)
+    # What this version writes is compressed: many more labels fit the block's room.
+    many = [labels.HumanLabel(f"refund-{i:04d}", "candidate", "grounded", "alice")
+            for i in range(300)]
+    assert labels.fits(many) and labels.read_block(labels.block(many)).labels == tuple(many)
+
+
 def test_the_block_round_trips_and_keeps_the_latest_label_per_answer() -> None:
     given = [labels.HumanLabel("q1", "candidate", "grounded", "alice"),
              labels.HumanLabel("q1", "candidate", "ungrounded", "bob"),
@@ -207,17 +222,3 @@ def test_the_row_in_the_comment_says_who_labelled_it() -> None:
         == markdown
     assert "labelled" not in render_comment(report)
 
-
-def test_a_block_of_plain_json_as_earlier_versions_wrote_it_is_still_read() -> None:
-    import base64
-    import json as json_module
-
-    entry = {"suite": None, "id": "q1", "side": "candidate", "label": "grounded", "by": "al"}
-    plain = base64.urlsafe_b64encode(json_module.dumps([entry]).encode()).decode()
-    stored = labels.read_block(f"<!-- flipgate:labels={plain} -->")
-    assert stored.problem is None and stored.labels == (labels.HumanLabel("q1", "candidate",
-                                                                          "grounded", "al"),)
-    # What this version writes is compressed: many more labels fit the block's room.
-    many = [labels.HumanLabel(f"refund-{i:04d}", "candidate", "grounded", "alice")
-            for i in range(300)]
-    assert labels.fits(many) and labels.read_block(labels.block(many)).labels == tuple(many)
