@@ -221,4 +221,3 @@ def test_the_row_in_the_comment_says_who_labelled_it() -> None:
     assert labels.on_rows(markdown, [labels.HumanLabel("q1", "candidate", "grounded", "alice")]) \
         == markdown
     assert "labelled" not in render_comment(report)
-
