@@ -150,6 +150,7 @@ def test_the_real_synchronize_payload_runs_on_its_own_shas() -> None:
     ("/flipgate run 123456", ("help", "run 123456")),       # shorter than git's 7
     ("/flipgate run 9fceb02 now", ("help", "run 9fceb02 now")),
     ("/flipgate run HEAD~1", ("help", "run HEAD~1")),
+    ("Thanks, now:\n/flipgate run", ("run", None)),              # any line of the comment
 ])
 def test_parse_command(body: str, expected: tuple[str, str | None]) -> None:
     parsed = parse_command(body)
@@ -169,7 +170,7 @@ def test_run_may_name_the_commit_to_evaluate(body: str, sha: str | None) -> None
 
 @pytest.mark.parametrize("body", [
     "", "LGTM", "please /flipgate run", "> /flipgate run", "/flipgateway run",
-    "/Flipgate run", "text\n/flipgate run",
+    "/Flipgate run", "text\n> /flipgate run", "```\n/flipgate run\n```",
 ])
 def test_text_that_is_not_a_command(body: str) -> None:
     assert parse_command(body) is None

@@ -20,6 +20,8 @@ from flipgate.text.parsing import decode_utf8, load_yaml_located
 # Every default of flipgate lives here.
 DEFAULT_CONFIG = ".flipgate.yml"
 DEFAULT_OUT_DIR = "flipgate-out"        # report.json and comment.md
+# The workflow's artifact of DEFAULT_OUT_DIR, the whole review: one name everywhere.
+ARTIFACT_NAME = "flipgate-report"
 DEFAULT_CACHE_DIR = ".flipgate-cache"   # model replies
 DEFAULT_CONCURRENCY = 8                 # model calls in flight at once, for the whole run
 DEFAULT_TIMEOUT_SECONDS = 60.0          # per model request (the openai client's own timeout)

@@ -16,7 +16,7 @@ import os
 import re
 import sys
 import traceback
-from collections.abc import Callable, MutableMapping, Sequence
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -42,6 +42,7 @@ from flipgate.github.api import GitHubError, RepoAPI, StatusUpdate, connect
 from flipgate.github.bases import Refused, refuse_base
 from flipgate.github.cancel import STATUS_BUDGET, Cancellation, handled, within
 from flipgate.github.event import (
+    LABELS_PER_COMMENT,
     AwaitCommand,
     CannotRunFork,
     Ignore,
@@ -335,9 +336,11 @@ def obey(settings: Settings, api: RepoAPI, workflow: Workflow,
 
 def record_label(settings: Settings, run_settings: RunSettings, api: RepoAPI, workflow: Workflow,
                  command: LabelCommand) -> int:
-    """`/flipgate label ID [SIDE] LABEL`: from someone who may command, a label on an answer
-    of the run's cases, kept in the hidden block of the gate's own comment and listed there,
-    and written to labels.jsonl. Anything else gets a reply and records nothing."""
+    """A comment of `/flipgate label ID [SIDE] LABEL` lines: from someone who may command,
+    each label on an answer of the run's cases is kept in the hidden block of the gate's own
+    comment, listed there and written to labels.jsonl. One reply answers the comment: none
+    when its one label was recorded (the 👍 says so), else what was recorded, what was
+    refused and why."""
     permission = api.permission(command.author)
     if not may_command(permission) or not human.valid_login(command.author):
         api.create_comment(command.number, messages.refusal_reply(
@@ -352,9 +355,11 @@ def record_label(settings: Settings, run_settings: RunSettings, api: RepoAPI, wo
         workflow.notice(f"/flipgate label from {command.author}: nothing recorded: {why}")
         return EXIT_PASS
 
-    request = human.parse_label(command.arguments)
-    if isinstance(request, human.LabelMistake):
-        return refuse(request.why)
+    batch = command.labels or (command.arguments,)
+    if len(batch) == 1 and not command.set_aside:
+        request = human.parse_label(batch[0])
+        if isinstance(request, human.LabelMistake):
+            return refuse(request.why)
     pull = api.pull(command.number)
     try:
         ensure_commits(settings.workspace, [pull.base_sha, pull.head_sha],
@@ -363,9 +368,10 @@ def record_label(settings: Settings, run_settings: RunSettings, api: RepoAPI, wo
                          settings=run_settings, config_path=settings.config)
     except InputError as exc:
         return refuse(f"the run's cases could not be read ({shorten(str(exc), 300)})")
-    label = human.resolve(request, cases, by=command.author)
-    if isinstance(label, human.LabelMistake):
-        return refuse(label.why)
+    recorded, refused = human.resolve_all(batch, cases, by=command.author)
+    single = len(batch) == 1 and not command.set_aside and not command.unread
+    if single and refused:
+        return refuse(refused[0].why)
     comment, _ = find_comment(api, number=command.number, login=api.own_login(),
                               context=settings.status_context)
     if comment is None:
@@ -375,17 +381,32 @@ def record_label(settings: Settings, run_settings: RunSettings, api: RepoAPI, wo
     stored = human.read_block(comment.body)
     if stored.problem:
         workflow.warning(f"flipgate: the comment's labels were ignored: {stored.problem}")
-    kept = human.latest([*stored.labels, label])
-    if not human.fits(kept):
+    kept = human.latest([*stored.labels, *recorded])
+    if recorded and not human.fits(kept):
         api.create_comment(command.number, messages.label_full_reply())
         react(api, workflow, command, "confused")
         return EXIT_PASS
-    api.edit_comment(command.number, comment.id,
-                     human.with_labels(human.on_rows(comment.body, kept), kept))
-    write_labels(settings.workspace, kept, head_sha=pull.head_sha,
-                 git=Git(run_settings.git_environment()), workflow=workflow)
-    react(api, workflow, command, "+1")
-    workflow.info(f"flipgate: {human.shown(label.id)} ({label.side}) {label.shown()}")
+    if recorded:
+        api.edit_comment(command.number, comment.id,
+                         human.with_labels(human.on_rows(comment.body, kept), kept))
+        write_labels(settings.workspace, kept, head_sha=pull.head_sha,
+                     git=Git(run_settings.git_environment()), workflow=workflow,
+                     readings=human.read_readings(comment.body))
+        workflow.append_summary(messages.labels_summary(
+            recorded=len(recorded), kept=len(kept), repository=settings.repository,
+            run_id=settings.run_id))
+    if not single:
+        api.create_comment(command.number, messages.label_batch_reply(
+            recorded=[human.listed(one) for one in recorded],
+            refused=[(one.line, one.why) for one in refused], unread=command.unread,
+            set_aside=[human.shown(line) for line in command.set_aside],
+            limit=LABELS_PER_COMMENT))
+    react(api, workflow, command, "+1" if recorded else "confused")
+    for one in recorded:
+        workflow.info(f"flipgate: {human.shown(one.id)} ({one.side}) {one.shown()}")
+    if refused or command.unread:
+        workflow.notice(f"/flipgate label from {command.author}: {len(recorded)} recorded, "
+                        f"{len(refused) + command.unread} not")
     return EXIT_PASS
 
 
@@ -415,8 +436,10 @@ def of_the_run(labels: Sequence[human.HumanLabel],
 
 
 def write_labels(workspace: Path, labels: Sequence[human.HumanLabel], *, head_sha: str,
-                 git: Git, workflow: Workflow) -> None:
-    """flipgate-out/labels.jsonl: the labels format `flipgate calibrate --labels` reads.
+                 git: Git, workflow: Workflow,
+                 readings: Mapping[human.Key, human.Reading] | None = None) -> None:
+    """flipgate-out/labels.jsonl: the labels format `flipgate calibrate --labels` reads,
+    each with the judge's bucket and the row's category where `readings` has them.
     Never into an output place the pull request made a link or tracks."""
     try:
         refuse_unsafe_places(workspace, {"output": Path(OUT_DIR)}, head_sha=head_sha, git=git)
@@ -425,7 +448,7 @@ def write_labels(workspace: Path, labels: Sequence[human.HumanLabel], *, head_sh
         return
     target = workspace / OUT_DIR / human.LABELS_FILE
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(human.jsonl(labels), encoding="utf-8")
+    target.write_text(human.jsonl(labels, readings), encoding="utf-8")
 
 
 def react(api: RepoAPI, workflow: Workflow, command: RunCommand | LabelCommand,
@@ -480,7 +503,8 @@ def evaluate(settings: Settings, run_settings: RunSettings, api: RepoAPI, workfl
             return stopped_by_github(workflow, status, exc)
     if kept:
         write_labels(settings.workspace, of_the_run(kept, outcome.report), head_sha=pull.head_sha,
-                     git=Git(run_settings.git_environment()), workflow=workflow)
+                     git=Git(run_settings.git_environment()), workflow=workflow,
+                     readings=human.readings_of(outcome.report))
     give_workspace_back(settings.workspace, workflow, options)
     if outcome.state in ("success", "failure"):
         try:
@@ -491,8 +515,10 @@ def evaluate(settings: Settings, run_settings: RunSettings, api: RepoAPI, workfl
     exit_code = outcome.exit_code
     try:
         published = publish(api, number=pull.number, login=login, head_sha=pull.head_sha,
-                            body=human.with_labels(human.on_rows(outcome.comment, kept), kept)
-                            if kept else outcome.comment, create=outcome.create_comment,
+                            body=human.with_readings(
+                                human.with_labels(human.on_rows(outcome.comment, kept), kept)
+                                if kept else outcome.comment, human.readings_of(outcome.report)),
+                            create=outcome.create_comment,
                             context=settings.status_context, fingerprint=outcome.fingerprint,
                             mode=settings.comment_mode)
         workflow.info(f"flipgate: comment {published.value}"
@@ -515,6 +541,9 @@ def evaluate(settings: Settings, run_settings: RunSettings, api: RepoAPI, workfl
     if outcome.report is not None:
         write_verdicts(workflow, outcome.report)
     workflow.append_summary(outcome.summary)
+    if outcome.report is not None:
+        workflow.append_summary(messages.download_note(
+            repository=settings.repository, run_id=settings.run_id, labels=bool(kept)))
     # A comment or status GitHub refused makes the step exit 3, and so `error`.
     conclusion = "error" if exit_code == EXIT_INCOMPLETE else outcome.conclusion
     if conclusion:

@@ -92,10 +92,13 @@ class RunCommand(Command):
 
 @dataclass(frozen=True)
 class LabelCommand(Command):
-    """`/flipgate label ID [baseline|candidate] LABEL`: record a person's label on an answer
-    if the author may command; the words are checked by github/labels.py."""
+    """`/flipgate label ID [baseline|candidate] LABEL`, one line a label: record a person's
+    labels on answers if the author may command; the words are checked by github/labels.py."""
 
-    arguments: tuple[str, ...] = ()
+    arguments: tuple[str, ...] = ()          # the first label line's words
+    labels: tuple[tuple[str, ...], ...] = ()  # every label line's words (the first included)
+    unread: int = 0                          # label lines past LABELS_PER_COMMENT
+    set_aside: tuple[str, ...] = ()          # other command lines of the comment, not obeyed
 
 
 @dataclass(frozen=True)
@@ -148,24 +151,99 @@ class ParsedCommand:
     name: str                   # "run" | "label" | "help"
     unknown: str | None = None  # set when the words were not a valid command: answer with usage
     sha: str | None = None      # `/flipgate run SHA`: the commit asked for
-    arguments: tuple[str, ...] = ()  # `/flipgate label ...`: the words after `label`
+    arguments: tuple[str, ...] = ()  # `/flipgate label ...`: the first label line's words
+    labels: tuple[tuple[str, ...], ...] = ()  # every label line's words, in order
+    unread: int = 0             # label lines past LABELS_PER_COMMENT, not read
+    set_aside: tuple[str, ...] = ()  # the comment's other command lines, not obeyed
+
+
+# A comment records at most this many labels; the lines after are refused, in the reply.
+LABELS_PER_COMMENT = 50
+# Markdown that is not the writer's own words: a fence (``` or ~~~, indented at most 3
+# spaces), an HTML comment, a quote.
+_FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")
+_BACKTICKS = re.compile(r"`+")
+
+
+def command_lines(body: str | None) -> list[str]:
+    """The comment's lines that are `/flipgate` commands, as written (leading spaces off):
+    a line whose first word is `/flipgate`, not in a quote (`>`), a fenced or indented code
+    block, an HTML comment, or an inline code span that an earlier line opened."""
+    found: list[str] = []
+    fence: str | None = None  # the fence that opened the code block we are in
+    in_html = False
+    span: int | None = None   # the length of the backtick run that opened an inline span
+    quote = False             # a quote's paragraph goes on (lazily) until a blank line
+    for line in (body or "").splitlines():
+        stripped = line.lstrip(" ")
+        if fence is not None:
+            if stripped.startswith(fence) and not stripped.strip().strip(fence[0]) \
+                    and len(line) - len(stripped) < 4:
+                fence = None
+            continue
+        if in_html:
+            in_html = "-->" not in line
+            continue
+        if not line.strip():
+            span, quote = None, False  # a blank line ends the paragraph and its spans
+            continue
+        opened = _FENCE.match(line)
+        if opened:
+            fence, span = opened.group(1), None
+            continue
+        if stripped.startswith("<!--"):
+            in_html = "-->" not in stripped
+            continue
+        code = len(line) - len(stripped) >= 4 or line.startswith("\t")
+        quote = quote or (stripped.startswith(">") and not code)
+        words = stripped.split()
+        if span is None and not code and not quote and words and words[0] == COMMAND_PREFIX:
+            found.append(stripped.rstrip())
+        span = _span_after(line, span)
+    return found
+
+
+def _span_after(line: str, span: int | None) -> int | None:
+    """Whether an inline code span is open after `line` (the length of its backticks)."""
+    for run in _BACKTICKS.finditer(line):
+        length = len(run.group(0))
+        if span is None:
+            span = length
+        elif length == span:
+            span = None
+    return span
 
 
 def parse_command(body: str | None) -> ParsedCommand | None:
-    """The command on a comment's first line, or None when the comment is not one."""
-    first_line = (body or "").lstrip("\r\n").splitlines()[0:1]
-    words = first_line[0].split() if first_line else []
-    if not words or words[0] != COMMAND_PREFIX:
+    """The comment's command, or None when no line of it is one. Every label line counts
+    (at most LABELS_PER_COMMENT); without one, the first command line decides. A comment
+    with label lines obeys no other command line: `set_aside` lists them for the reply."""
+    parsed = [_parse_line(line) for line in command_lines(body)]
+    if not parsed:
         return None  # "/flipgateway", "> /flipgate run", plain text: not for us
-    arguments = words[1:]
+    labels = [one for one in parsed if one.name == "label"]
+    if not labels:
+        return parsed[0]
+    others = tuple(line for line, one in zip(command_lines(body), parsed, strict=True)
+                   if one.name != "label")
+    read = labels[:LABELS_PER_COMMENT]
+    return ParsedCommand("label", arguments=read[0].arguments,
+                         labels=tuple(one.arguments for one in read),
+                         unread=len(labels) - len(read), set_aside=others)
+
+
+def _parse_line(line: str) -> ParsedCommand:
+    arguments = line.split()[1:]
     if not arguments or arguments == ["help"]:
         return ParsedCommand("help")
     if arguments == ["run"]:
         return ParsedCommand("run")
     if len(arguments) == 2 and arguments[0] == "run" and _COMMAND_SHA.fullmatch(arguments[1]):
         return ParsedCommand("run", sha=arguments[1].lower())
-    if arguments[0] == "label" and len(arguments) <= _LABEL_WORDS:
-        return ParsedCommand("label", arguments=tuple(word[:_WORD_LIMIT] for word in arguments[1:]))
+    if arguments[0] == "label":
+        # Past _LABEL_WORDS the line cannot be a label: its words are not kept.
+        words = arguments[1:_LABEL_WORDS + 1]
+        return ParsedCommand("label", arguments=tuple(word[:_WORD_LIMIT] for word in words))
     return ParsedCommand("help", unknown=" ".join(arguments)[:80])
 
 
@@ -286,5 +364,6 @@ def _decide_comment(payload: Fields) -> Activity:
                           created_at=payload.timestamp("comment.created_at"), sha=parsed.sha)
     if parsed.name == "label":
         return LabelCommand(number=number, comment_id=comment_id, author=author,
-                            arguments=parsed.arguments)
+                            arguments=parsed.arguments, labels=parsed.labels or (parsed.arguments,),
+                            unread=parsed.unread, set_aside=parsed.set_aside)
     return UsageCommand(number=number, comment_id=comment_id, author=author, unknown=parsed.unknown)

@@ -11,9 +11,11 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Sequence
 
 from flipgate.github.bases import SETTING, Refused
 from flipgate.github.event import PullRequest
+from flipgate.github.labels import ARTIFACT_NAME, LABELS_FILE
 from flipgate.model import Conclusion, Report
 from flipgate.text.escaping import escape_md, fence, inline_code, plural, short, shorten
 from flipgate.verdict import gate
@@ -24,8 +26,9 @@ NO_CHANGE = "no prompt or model change"
 WAITING_FOR_COMMAND = "waiting for a maintainer's `/flipgate run`"
 
 USAGE = """\
-**flipgate** answers these commands, typed at the start of a pull request comment
-by someone with write access to the repository:
+**flipgate** answers these commands, each on a line of its own in a pull request comment
+by someone with write access to the repository (not in a quote or code; one comment may
+hold up to 50 `/flipgate label` lines, answered together):
 
 | command | what it does |
 |---|---|
@@ -169,8 +172,38 @@ def could_not_run_comment(*, head_sha: str, kind: str, detail: str) -> str:
 def page_note(path: str) -> str:
     """The job summary's pointer to the page with every row (the workflow uploads it)."""
     return (f"\n\n---\n\n📄 **Every row**, with its query, the whole context, both answers and "
-            f"the judge's output, is in `{path}`: upload it with `actions/upload-artifact` "
-            "to read it from this run (docs/reviewing.md).\n")
+            f"the judge's output, is in `{path}`, in the artifact `{ARTIFACT_NAME}` the "
+            "workflow uploads (docs/reviewing.md).\n")
+
+
+def download_commands(*, repository: str, run_id: str | None, labels: bool) -> str:
+    """The one download of this run's artifact, and (with labels) the one calibrate on it."""
+    commands = [f"gh run download {run_id or 'RUN_ID'} -R {repository} -n {ARTIFACT_NAME} "
+                f"-D {ARTIFACT_NAME}"]
+    if labels:
+        commands.append(f"flipgate calibrate --labels {ARTIFACT_NAME}/{LABELS_FILE}")
+    return fence("\n".join(commands), 2_000, "sh")
+
+
+def download_note(*, repository: str, run_id: str | None, labels: bool) -> str:
+    """The job summary's last words after a check: how to get the whole review."""
+    what = ("report.json, report.html, comment.md, answers.jsonl and labels.jsonl" if labels
+            else "report.json, report.html, comment.md and answers.jsonl")
+    then = (" and calibrate the judge against the labels given so far" if labels
+            else "; `/flipgate label` lines add labels.jsonl for `flipgate calibrate`")
+    return (f"\n\n📦 **The whole review** ({what}) is this run's artifact `{ARTIFACT_NAME}`. "
+            f"Download it{then} (docs/labelling.md):\n\n"
+            + download_commands(repository=repository, run_id=run_id, labels=labels) + "\n")
+
+
+def labels_summary(*, recorded: int, kept: int, repository: str, run_id: str | None) -> str:
+    """The job summary of a label command: what it recorded, and the one download and the
+    one calibrate of its artifact (labels.jsonl with the judge's reading of each answer)."""
+    return (f"🏷️ **{plural(recorded, 'label')} recorded**; the pull request keeps "
+            f"{plural(kept, 'label')}, all in `{LABELS_FILE}` of this run's artifact "
+            f"`{ARTIFACT_NAME}`, with the judge's reading of each answer the comment's run has. "
+            "Calibrate the judge on them (docs/labelling.md):\n\n"
+            + download_commands(repository=repository, run_id=run_id, labels=True) + "\n")
 
 
 def usage_reply(unknown: str | None) -> str:
@@ -188,6 +221,28 @@ def refusal_reply(*, author: str, permission: str, command: str = "run") -> str:
 def label_mistake_reply(why: str) -> str:
     """`why` is built by github/labels.py from checked words (code spans, no backticks)."""
     return f"Nothing was recorded: {why}.\n"
+
+
+def label_batch_reply(*, recorded: Sequence[str], refused: Sequence[tuple[str, str]],
+                      unread: int, set_aside: Sequence[str], limit: int) -> str:
+    """The one reply to a comment of label lines: what was recorded (each `labelled LABEL
+    by @USER` with its row), what was refused and why, and what was not read. Every piece
+    was made safe for a code span by github/labels.py (`shown`)."""
+    given = len(recorded) + len(refused) + unread
+    parts = [f"Recorded {len(recorded):,} of the {given:,} labels in this comment"
+             + (":" if recorded else ".")]
+    parts += [f"- {text}" for text in recorded]
+    if refused:
+        parts += ["", "Not recorded:"]
+        parts += [f"- `{line}`: {why}" for line, why in refused]
+    if unread:
+        parts += ["", f"{unread:,} more label lines were not read: a comment records at most "
+                      f"{limit} labels; put the rest in another comment."]
+    if set_aside:
+        parts += ["", "Not obeyed, as a comment with labels records labels only: "
+                      + ", ".join(f"`{line}`" for line in set_aside)
+                      + " (post it in a comment of its own)."]
+    return "\n".join(parts) + "\n"
 
 
 def label_no_comment_reply() -> str:
