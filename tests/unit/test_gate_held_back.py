@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from flipgate.github.texts import STATUS_LIMIT, status_description
-from flipgate.model import CategoryInfo, Case, Conclusion, JudgeInfo, Row, Score, Verdict
+from flipgate.model import Case, CategoryInfo, Conclusion, JudgeInfo, Row, Score
 from flipgate.output.comment import render_comment
 from flipgate.verdict import gate
 
