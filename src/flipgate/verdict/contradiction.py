@@ -73,6 +73,8 @@ _CLAUSE = re.compile(r"\b(?:but|however|whereas|although|though|while|yet)\b|[:(
 # An answer that only says yes: it affirms what the question asks.
 _YES = re.compile(r"^\W*(?:yes|yep|yeah|sure|of\s+course|absolutely|definitely|certainly)\b"
                   r"(?:\W+(?:it|you|they|we|he|she)\s+(?:does|do|can|will|is|are|may))?\W*$")
+# A bare yes is short: a longer statement is never read as one (and the pattern stays cheap).
+_YES_LONGEST = 40
 # Words a compatibility claim swaps for one another: "works with" for "supports".
 _PREDICATE_GROUPS: tuple[frozenset[str], ...] = tuple(
     frozenset().union(*(content_words(word) for word in group.split())) for group in (
@@ -152,7 +154,7 @@ def _negation_clashes(statements: Sequence[StatementCheck], context: str,
     clashes = []
     for statement in statements:
         lowered = statement.text.lower().translate(_APOSTROPHES)
-        if _YES.match(lowered):
+        if len(lowered) <= _YES_LONGEST and _YES.match(lowered):
             # A bare yes affirms the question: it clashes when the question names what is denied.
             found = next((d for d in denials if _denied(d, query_words, topic_only=True)), None)
         elif statement.kind is Kind.CLAIM:
