@@ -104,3 +104,20 @@ def test_the_sections_and_rows_of_a_reread_run_never_say_confirmed() -> None:
     assert "rough screen" in comment
     llm = render_comment(report_of([flip("a", "safety", cases=80)], sizes={"safety": 80}))
     assert "a second scoring confirmed it" in llm
+
+
+def test_several_suites_say_first_what_any_of_them_held_back() -> None:
+    from flipgate.model import SuiteReport
+
+    held = report_of([flip("s1", "safety", cases=2), flip("s2", "safety", cases=2)],
+                     sizes={"safety": 2})
+    clean = report_of([], sizes={})
+    suites = [SuiteReport("support", held), SuiteReport("billing", clean)]
+    report = make_report([], judge=LLM, suites=suites,
+                         conclusion=gate.worst(part.report.conclusion for part in suites))
+    report.counts = gate.add_counts(part.report.counts for part in suites)
+    sentence = "2 confirmed flips did not block: safety has 2 cases, below 50; see gate.strict"
+    assert status_description(report) == f"passed, but {sentence}"
+    comment = render_comment(report)
+    assert f"## ✅ flipgate passed every suite it evaluated, but {sentence}" in comment
+    assert f"## Suite support · ✅ flipgate passed, but {sentence}" in comment

@@ -689,6 +689,7 @@ def _render_suites(report: Report, max_chars: int, labels: Labels | None = None)
         evaluated=[(part.name, part.report.conclusion.value) for part in evaluated],
         skipped=[part.name for part in report.suites if not part.evaluated],
         head_sha=report.head_sha, notes=tuple(report.notes),
+        held_back=gate.held_back_sentence(report),
     )).rstrip("\n") + "\n"
     separator = "\n"
     room = max_chars - _size(top) - _size(separator) * len(evaluated)
