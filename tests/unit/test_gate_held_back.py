@@ -121,3 +121,14 @@ def test_several_suites_say_first_what_any_of_them_held_back() -> None:
     comment = render_comment(report)
     assert f"## ✅ flipgate passed every suite it evaluated, but {sentence}" in comment
     assert f"## Suite support · ✅ flipgate passed, but {sentence}" in comment
+
+
+def test_a_blocked_run_leads_with_the_block_and_still_names_what_it_held_back() -> None:
+    rows = [flip("big", "policy", cases=80), flip("small", "safety", cases=2)]
+    report = report_of(rows, sizes={"policy": 80, "safety": 2})
+    assert report.conclusion is Conclusion.FAILURE and report.counts.held_back == 1
+    assert status_description(report).startswith("blocked:")
+    comment = render_comment(report)
+    assert "\n## ❌ flipgate blocked this change: 1 blocking regression\n" in comment
+    assert ("Besides these, 1 confirmed flip did not block: safety has 2 cases, below 50; "
+            "see gate.strict.") in comment
