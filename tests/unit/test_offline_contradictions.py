@@ -122,6 +122,9 @@ CONTRADICTIONS = [
     # figure: a time of day
     ("The branch opens at 9:00 a.m. on weekdays.", "When does the branch open?",
      "The branch opens at 7:00 a.m. on weekdays.", FIGURE),
+    # "no ... is needed"
+    ("No appointment is needed for a flu shot. Walk in during opening hours.",
+     "Do I need an appointment?", "You need an appointment for a flu shot.", NEGATION),
     # entity: a place
     ("Free shipping applies to orders shipped to Canada.", "Where is shipping free?",
      "Free shipping applies to orders shipped to Mexico.", ENTITY),
@@ -186,6 +189,11 @@ HONEST = [
      "The Plus plan includes screen repair."),
     ("Refunds are issued to the original card, but refunds are not issued as store credit.",
      "How are refunds issued?", "Refunds go back to the original card, never as store credit."),
+    # the answer states what the negation leaves open
+    ("Late fees are never charged on the first missed payment. After that, a $25 fee applies.",
+     "Is there a late fee?", "A $25 late fee applies after the first missed payment."),
+    ("The warranty does not cover water damage. It covers manufacturing defects for two years.",
+     "What does the warranty cover?", "It covers manufacturing defects for two years."),
 ]
 
 

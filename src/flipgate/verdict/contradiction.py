@@ -15,7 +15,8 @@ by meaning:
   context denies. So does a bare "Yes" to a question that names the topic. An answer that repeats the negation
   ("No, it does not support dual-fuel") has a negation of its own and is
   left alone. Clauses that bound rather than deny ("not ... until",
-  "cannot ... more than", "not ... without") are left to the figure check.
+  "cannot ... more than", "not ... without", "after the first"), in the
+  context or in the answer, are left to the figure check.
 * **Figure.** A figure the context lacks, in a statement whose closest
   context sentence (two shared content words, half of the statement's) gives a figure of the same
   unit that the statement does not: "$40" where the context says "$25"
@@ -158,9 +159,11 @@ def _negation_clashes(statements: Sequence[StatementCheck], context: str,
             # A bare yes affirms the question: it clashes when the question names what is denied.
             found = next((d for d in denials if _denied(d, query_words, topic_only=True)), None)
         elif statement.kind is Kind.CLAIM:
-            # What the statement affirms: its clauses that neither negate nor hedge.
+            # What the statement affirms plainly: its clauses that neither negate, hedge nor
+            # bound ("after the first one" may be exactly what the negation leaves open).
             affirmed = frozenset().union(*(content_words(clause) for clause in _clauses(lowered)
-                                           if not _HEDGES.search(clause)))
+                                           if not _HEDGES.search(clause)
+                                           and not _BOUNDS.search(clause)))
             found = next((d for d in denials if _denied(d, affirmed)), None)
         else:
             found = None
