@@ -189,6 +189,9 @@ HONEST = [
      "The Plus plan includes screen repair."),
     ("Refunds are issued to the original card, but refunds are not issued as store credit.",
      "How are refunds issued?", "Refunds go back to the original card, never as store credit."),
+    # another clause of the context affirms what the answer says
+    ("The T500 does not support dual-fuel systems. The T700 supports dual-fuel systems.",
+     "What about dual-fuel?", "The T700 supports dual-fuel systems."),
     # the answer states what the negation leaves open
     ("Late fees are never charged on the first missed payment. After that, a $25 fee applies.",
      "Is there a late fee?", "A $25 late fee applies after the first missed payment."),

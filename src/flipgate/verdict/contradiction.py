@@ -7,21 +7,23 @@ by meaning:
   dual-fuel systems", "must not be connected", "never asks for your PIN",
   "no fee for ...", "is not available in ...", "cannot be used abroad").
   Its *predicate* is the first content word after the negation, its
-  *topic* the clause's other content words. An answer clause without a
-  negation of its own that carries the predicate (or a word of its
-  compatibility group: "works with" for "support") and the topic (two of
-  its words, or all when it has fewer, one of them a word no affirming
-  context clause uses) in its clauses that neither negate nor hedge asserts what the
-  context denies. So does a bare "Yes" to a question that names the topic. An answer that repeats the negation
-  ("No, it does not support dual-fuel") has a negation of its own and is
-  left alone. Clauses that bound rather than deny ("not ... until",
-  "cannot ... more than", "not ... without", "after the first"), in the
-  context or in the answer, are left to the figure check.
+  *topic* the clause's other content words. An answer asserts what the
+  context denies when its clauses that neither negate nor hedge carry the
+  predicate (or a word of its compatibility group: "works with" for
+  "support") and the topic (two of its words, or all when it has fewer,
+  one of them a word no affirming context clause uses), unless an
+  affirming context clause says the same ("the T500 does not support
+  dual-fuel; the T700 supports dual-fuel": model numbers are not words).
+  So does a bare "Yes" to a question that names the topic. An answer that
+  repeats the negation ("No, it does not support dual-fuel") has a
+  negation of its own and is left alone. Clauses that bound rather than
+  deny ("not ... until", "cannot ... more than", "after the first"), in
+  the context or in the answer, are left to the figure check.
 * **Figure.** A figure the context lacks, in a statement whose closest
-  context sentence (two shared content words, half of the statement's) gives a figure of the same
-  unit that the statement does not: "$40" where the context says "$25"
-  (a statement that keeps "$12" and adds "$5" adds a figure, left to the
-  figure check).
+  context sentence (two shared content words, half of the statement's)
+  gives a figure of the same unit that the statement does not: "$40" where
+  the context says "$25" (a statement that keeps "$12" and adds "$5" adds
+  a figure, left to the figure check).
 * **Entity.** A capitalised name the context lacks where the closest
   context clause puts another name after the same word: "in Mexico" where
   the context says "in Canada".
@@ -113,16 +115,18 @@ class _Denial:
     specific: frozenset[str]  # those no affirming clause of the context uses
 
 
-def _denials(context: str) -> tuple[list[_Denial], frozenset[str]]:
-    """The context's negated clauses, and the content words of its affirming ones."""
+def _denials(context: str) -> tuple[list[_Denial], list[frozenset[str]]]:
+    """The context's negated clauses, and the content words of each affirming one."""
     negated: list[tuple[str, str, list[str], frozenset[str]]] = []
     affirming: set[str] = set()
+    clauses: list[frozenset[str]] = []
     for sentence in split_statements(context):
         for clause in _clauses(sentence):
             lowered = clause.lower().translate(_APOSTROPHES)
             cue = _DENIES.search(lowered)
             if cue is None:
-                affirming.update(content_words(clause))
+                clauses.append(content_words(clause))
+                affirming.update(clauses[-1])
                 continue
             if _BOUNDS.search(lowered):
                 continue
@@ -135,7 +139,7 @@ def _denials(context: str) -> tuple[list[_Denial], frozenset[str]]:
         topic = words - {predicate}
         out.append(_Denial(sentence, _predicates(predicate), predicate, topic,
                            (topic - affirming) or topic))
-    return out, frozenset(affirming)
+    return out, clauses
 
 
 def _denied(denial: _Denial, words: frozenset[str], *, topic_only: bool = False) -> bool:
@@ -148,9 +152,14 @@ def _denied(denial: _Denial, words: frozenset[str], *, topic_only: bool = False)
 
 def _negation_clashes(statements: Sequence[StatementCheck], context: str,
                       query: str) -> list[Clash]:
-    denials, _ = _denials(context)
+    denials, affirming = _denials(context)
     if not denials:
         return []
+
+    def affirmed_elsewhere(denial: _Denial, words: frozenset[str]) -> bool:
+        shared = words & denial.topic
+        return any(clause & denial.predicate and shared <= clause for clause in affirming)
+
     query_words = content_words(query)
     clashes = []
     for statement in statements:
@@ -164,7 +173,8 @@ def _negation_clashes(statements: Sequence[StatementCheck], context: str,
             affirmed = frozenset().union(*(content_words(clause) for clause in _clauses(lowered)
                                            if not _HEDGES.search(clause)
                                            and not _BOUNDS.search(clause)))
-            found = next((d for d in denials if _denied(d, affirmed)), None)
+            found = next((d for d in denials if _denied(d, affirmed)
+                          and not affirmed_elsewhere(d, affirmed)), None)
         else:
             found = None
         if found is not None:
