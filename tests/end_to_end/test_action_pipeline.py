@@ -146,7 +146,7 @@ def test_end_to_end_a_blocking_regression(pipeline: Pipeline) -> None:
     assert {r.model for r in openai.chat_requests("generation")} == {"gen-1"}
     assert {r.headers.get("Authorization") for r in openai.requests} == {
         "Bearer sk-from-the-input"}
-    assert harness.outputs() == {"conclusion": "failure", "regressions": "1",
+    assert harness.outputs() == {"conclusion": "failure", "regressions": "1", "held-back": "0",
                                  "report": "flipgate-out/report.json"}
     report = json.loads((harness.repo.path / "flipgate-out/report.json").read_text())
     assert report["counts"]["blocking_regressions"] == 1

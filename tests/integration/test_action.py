@@ -91,7 +91,8 @@ def test_blocking_regression_comment_first_then_status_then_exit_1(harness: Harn
     final = harness.final_status()
     assert final["state"] == "failure" and len(final["description"]) <= STATUS_LIMIT
     assert "1 blocking regression" in final["description"]
-    assert harness.outputs() == {"conclusion": "failure", "regressions": "2", "report": ""}
+    assert harness.outputs() == {"conclusion": "failure", "regressions": "2", "held-back": "0",
+                                 "report": ""}
     assert BLOCKED in harness.summary()
     assert "::error title=flipgate::flipgate: blocked" in harness.log.getvalue()
 

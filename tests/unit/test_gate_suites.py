@@ -32,11 +32,11 @@ def test_the_exit_code_is_the_worst_across_suites(conclusions, code) -> None:
 
 
 def test_counts_add_up_field_by_field() -> None:
-    first = Counts(cases=3, blocking_regressions=1, moved=2)
-    second = Counts(cases=4, errors=1, moved=1)
+    first = Counts(cases=3, blocking_regressions=1, moved=2, held_back=2)
+    second = Counts(cases=4, errors=1, moved=1, held_back=1)
     total = gate.add_counts([first, second])
     assert total.cases == 7 and total.blocking_regressions == 1
-    assert total.moved == 3 and total.errors == 1
-    assert set(total) == {"cases", *(kind.count_field for kind in gate.KINDS)}
+    assert total.moved == 3 and total.errors == 1 and total.held_back == 3
+    assert set(total) == {"cases", *(kind.count_field for kind in gate.KINDS), gate.HELD_BACK}
     assert gate.conclude(total) is E  # the aggregate concludes as one run would
     assert gate.add_counts([]).cases == 0

@@ -33,6 +33,17 @@ def test_the_configuration_is_valid_and_names_paths_from_its_own_directory() -> 
     assert config.judge.provider == "openai" and config.judge.model == "gpt-4.1-mini"
 
 
+def test_the_configuration_writes_the_sample_size_choice_with_why() -> None:
+    text = config_text(Starter(generator="chat.prompty"))
+    config = parse_config(text, directory=".")
+    assert (config.gate.min_cases_per_category, config.gate.strict) == (50, False)
+    lines = text.splitlines()
+    at = lines.index("  min_cases_per_category: 50")
+    assert lines[at + 1] == "  strict: false"
+    why = lines[at - 1]
+    assert why.startswith("  # Why:") and "held back" in why and "strict: true" in why
+
+
 def test_the_workflow_names_a_non_default_config_and_the_azure_key() -> None:
     starter = Starter(generator="p.prompty", generator_type="azure_openai", config="svc/.flipgate.yml")
     step = yaml.safe_load(workflow_text(starter))["jobs"]["flipgate"]["steps"][2]

@@ -13,7 +13,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from flipgate.config.schema import DEFAULT_CACHE_DIR, DEFAULT_CONFIG, DEFAULT_OUT_DIR
+from flipgate.config.schema import (
+    DEFAULT_CACHE_DIR,
+    DEFAULT_CONFIG,
+    DEFAULT_MIN_CASES_PER_CATEGORY,
+    DEFAULT_OUT_DIR,
+)
 
 DEFAULT_CASES = "eval/cases.jsonl"
 DEFAULT_WORKFLOW = ".github/workflows/flipgate.yml"
@@ -67,9 +72,9 @@ judge:
 gate:
   # Categories whose confirmed regressions block the merge (a case's "category").
   blocking_categories: [{EXAMPLE_CATEGORY}]
-  # Below 50 cases a category, only a second-opinion judge's confirmation blocks
-  # (docs/deciding.md): a small first suite reports regressions to review, and passes.
-  # min_cases_per_category: 50
+  # Why: below this many cases one judge's wobble could decide, so flips are held back; strict: true blocks.
+  min_cases_per_category: {DEFAULT_MIN_CASES_PER_CATEGORY}
+  strict: false
 relevance:
   threshold: 0.7
   embedding_model: text-embedding-3-small

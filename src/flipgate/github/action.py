@@ -123,6 +123,7 @@ class Outcome:
     summary: str             # the step summary's Markdown
     fingerprint: str         # what the verdicts are, for `comment: on-change`
     regressions: int = 0
+    held_back: int = 0       # counts.held_back: regressions the sample-size rule kept from blocking
     report_path: str = ""
     report: Report | None = None   # None: the check failed before it had one
     headline: str = ""       # the log's last line when the state is not success
@@ -156,7 +157,8 @@ def outcome_of_report(report: Report, *, comment: str, exit_code: int, report_pa
                    description=shorten(headline, messages.STATUS_LIMIT), headline=headline,
                    conclusion=report.conclusion.value, exit_code=exit_code, comment=comment,
                    create_comment=True, summary=summary, fingerprint=fingerprint, report=report,
-                   regressions=gate.regressions(report.counts), report_path=report_path,
+                   regressions=gate.regressions(report.counts),
+                   held_back=report.counts[gate.HELD_BACK], report_path=report_path,
                    suite_statuses=suite_statuses(report))
 
 
@@ -549,9 +551,12 @@ def evaluate(settings: Settings, run_settings: RunSettings, api: RepoAPI, workfl
     if conclusion:
         workflow.set_output("conclusion", conclusion)
     workflow.set_output("regressions", str(outcome.regressions))
+    workflow.set_output("held-back", str(outcome.held_back))
     workflow.set_output("report", outcome.report_path)
     if outcome.state != "success":
         workflow.error(f"flipgate: {outcome.headline or outcome.description}")
+    elif outcome.held_back:  # a pass that held flips back: the log's last line says so
+        workflow.warning(f"flipgate: {outcome.headline or outcome.description}")
     return exit_code
 
 

@@ -5,7 +5,10 @@ rubric with the query), but reads words and figures instead of meaning:
 
   1  unrelated: the answer's content words are mostly absent from both the
      context and the question
-  2  answers, but a figure or a statement is not in the context
+  2  answers, but a figure or a statement is not in the context, or a claim
+     contradicts it (`verdict/contradiction.py`: what the context negates, a
+     figure or a name the context gives otherwise); the reason quotes the
+     clashing passage
   3  non-answer: no checkable claim, only deflection ("contact support",
      "it depends"), a question back, a refusal or filler; also an empty answer
   4  supported, but it misses a key fact (below)
@@ -17,9 +20,11 @@ words). Without one, they are the figures of the context sentences that
 share the most content words with the question (or half of those
 sentences' other content words when they hold no figure).
 
-Because it is deterministic, the confirming re-score (`sample=1`) always
-agrees with the first scoring: a newly ungrounded row is a confirmed
-regression, never `unstable`. Relevance is the share of the question's
+Because it is deterministic, the re-score (`sample=1`) always agrees with
+the first scoring: a newly ungrounded row is a regression, never
+`unstable`. That agreement is not a second opinion, so nothing this judge
+decides is called "confirmed" (gate.py's `confirmation_phrase`): its rows
+say what decided (the figure check, the negation clash). Relevance is the share of the question's
 content words the answer addresses, 0 for a non-answer. Fluency is a crude
 sentence-structure heuristic, nothing more.
 """
@@ -33,9 +38,10 @@ from pathlib import Path
 
 from flipgate.config.schema import OFFLINE_MODEL, Config
 from flipgate.judges.base import EMPTY_ANSWER
-from flipgate.model import Case, JudgeInfo, Relevance, Score, Statements
+from flipgate.model import Case, JudgeInfo, Relevance, Score, Statement, StatementLabel, Statements
 from flipgate.text.escaping import quoted
-from flipgate.verdict import evidence, figures
+from flipgate.verdict import contradiction, evidence, figures
+from flipgate.verdict.contradiction import clash_reason, find_clashes
 from flipgate.verdict.evidence import (
     Analysis,
     Kind,
@@ -116,6 +122,13 @@ def grade_groundedness(case: Case, response: str) -> Score:
 
 
 def _grade(case: Case, analysis: Analysis) -> Score:
+    clashes = find_clashes(analysis.statements, case.context, query=case.query)
+    if clashes:
+        parts = [clash_reason(clash) for clash in clashes]
+        if analysis.unsupported_figures:
+            parts.append("figures not in the context: "
+                         f"{_listing(analysis.evidence().unsupported_figures)}")
+        return Score(2, "contradicts the context: " + "; ".join(parts))
     if analysis.non_answer:
         brush_off = next((s.text for s in analysis.statements
                           if s.kind in (Kind.DEFLECTION, Kind.QUESTION)), None)
@@ -148,6 +161,17 @@ def _grade(case: Case, analysis: Analysis) -> Score:
     return Score(5, f"supported and complete: all {claims} claim(s) and "
                     f"{len(analysis.figures)} figure(s) are in the context, and it carries the "
                     f"key facts of {source}")
+
+
+def statements_with_clashes(case: Case, response: str) -> tuple[Statement, ...]:
+    """The lexical statement list, each contradicting claim unsupported with the
+    passage it clashes with as its span (the row's evidence shows that passage)."""
+    items = lexical_statements(case.context, response, query=case.query)
+    analysis = analyse(case.context, response, query=case.query)
+    clashes = {clash.claim: clash.passage
+               for clash in find_clashes(analysis.statements, case.context, query=case.query)}
+    return tuple(Statement(item.text, StatementLabel.UNSUPPORTED, span=clashes[item.text])
+                 if item.text in clashes else item for item in items)
 
 
 # --- relevance ----------------------------------------------------------------
@@ -233,7 +257,7 @@ def fluency_heuristic(response: str) -> Score:
 def _code_hash() -> str:
     """The lexical judge's rubric is its code: a hash of the modules that decide."""
     digest = hashlib.sha256()
-    for module_file in (__file__, evidence.__file__, figures.__file__):
+    for module_file in (__file__, evidence.__file__, figures.__file__, contradiction.__file__):
         digest.update(Path(module_file).read_bytes())
     return digest.hexdigest()
 
@@ -257,7 +281,7 @@ class OfflineJudge:
         return fluency_heuristic(response)
 
     async def statements(self, case: Case, response: str) -> Statements:
-        return Statements(items=lexical_statements(case.context, response, query=case.query))
+        return Statements(items=statements_with_clashes(case, response))
 
     async def relevance(self, items: Sequence[tuple[Case, str]]) -> list[Relevance]:
         return [_row_relevance(case, response) for case, response in items]

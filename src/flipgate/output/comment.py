@@ -155,6 +155,25 @@ def confirmation(confirmed_by: str | None, second_model: str | None) -> str:
             "both": f"confirmed by the same judge's re-score and {second}"}.get(confirmed_by or "", "")
 
 
+# The offline judge's reasons name the check that decided (judges/offline.py), first match wins.
+_LEXICAL_CHECKS = (
+    ("negation check", "the negation check (a claim the context negates)"),
+    ("figure check", "the figure check (a figure the context gives otherwise)"),
+    ("entity check", "the name check (a name the context gives otherwise)"),
+    ("figures not in the context", "the figure check (a figure the context lacks)"),
+    ("statement not supported", "the statement check (words the context lacks)"),
+    ("unrelated", "the overlap check (the answer is unrelated to the context)"),
+)
+
+
+def decided_by(reason: str) -> str:
+    """What decided a re-read regression (the offline judge's), in words: never "confirmed",
+    since its re-score only repeats the same reading."""
+    check = next((words for key, words in _LEXICAL_CHECKS if key in reason),
+                 "the lexical checks")
+    return f"decided by {check} alone; the re-score repeats it"
+
+
 def statements_ratio(statements: Statements | None) -> str:
     """"1 of 3 statements supported": the judge's denominator, shown with its numerator."""
     if statements is None or statements.error or not statements.items:
@@ -190,10 +209,12 @@ def _unsupported(figures: tuple[str, ...], statements: tuple[str, ...]) -> str:
     return plural(len(statements), "statement") if statements else ""
 
 
-def row_view(row: Row, *, second_model: str | None = None, with_reason: bool = True) -> RowView:
+def row_view(row: Row, *, second_model: str | None = None, with_reason: bool = True,
+             reread: bool = False) -> RowView:
     """`with_reason=False` (the lexical judge) leaves the judge's reason out of a reviewed
     row's evidence: it only restates the marked claims, and a reviewer should read each
-    thing once. Other rows keep it: there it is the only explanation."""
+    thing once. Other rows keep it: there it is the only explanation. `reread`: the run's
+    flips were re-read, not confirmed (gate.rereads), so a regression says what decided it."""
     evidence = row.evidence
     candidate = row.candidate
     candidate_relevance = candidate.relevance
@@ -232,9 +253,7 @@ def row_view(row: Row, *, second_model: str | None = None, with_reason: bool = T
         questions=tuple(candidate_relevance.questions) if candidate_relevance else (),
         truncated=_truncated(row),
         second_reason=second_reason,
-        # A run confirms every flip the same way; the rows name it when a second judge did.
-        confirmed=(confirmation(row.confirmed_by, second_model)
-                   if row.confirmed_by not in (None, "same_judge") else ""),
+        confirmed=_confirmed(row, second_model, reread=reread),
         review_reason=row.review_reason or "",
         supported=statements_ratio(judged),
         verdict=row.verdict.value.replace("_", " "),
@@ -247,6 +266,14 @@ def row_view(row: Row, *, second_model: str | None = None, with_reason: bool = T
         claim=_first_claim(found, unsupported, figures),
         more_claims=max(len(found.claims) - 1, 0) if found else 0,
     )
+
+
+def _confirmed(row: Row, second_model: str | None, *, reread: bool) -> str:
+    kind = gate.confirmation_kind(row.confirmed_by, deterministic=reread)
+    if kind == gate.REREAD:
+        return decided_by(row.candidate.groundedness.reason)
+    # A run confirms every flip the same way; the rows name it when a second judge did.
+    return confirmation(kind, second_model) if kind not in (None, gate.SAME_JUDGE) else ""
 
 
 @dataclass(frozen=True)
@@ -365,7 +392,8 @@ def build_view(report: Report, suite: str | None = None, labels: Labels | None =
         kinds = gate.kinds_of(row)
         if kinds:
             shown = row_view(row, second_model=report.judge.second_opinion,
-                             with_reason=not report.judge.lexical)
+                             with_reason=not report.judge.lexical,
+                             reread=gate.rereads(report.judge))
             given = (labels or {}).get((suite, row.id))
             if given:
                 shown = replace(shown, labels=tuple(given))
@@ -482,6 +510,7 @@ class Section:
     cells: Cells
     # The ids of the rows left out, when they are named (blocking rows are).
     left_out_ids: tuple[str, ...] = ()
+    about: str = ""  # the sentence under its heading (gate.kind_about)
 
     @property
     def left_out(self) -> int:
@@ -491,6 +520,9 @@ class Section:
 def _sections(view: View, plan: Plan) -> list[Section]:
     """The sections in the kinds' order, most important first."""
     out = []
+    reread = gate.rereads(view.report.judge)
+    about = {kind.name: gate.kind_about(kind, threshold=view.report.relevance_threshold,
+                                        reread=reread) for kind in gate.KINDS}
     for kind in gate.KINDS:
         rows = view.sections[kind.name]
         cap = plan.cap(kind)
@@ -499,7 +531,7 @@ def _sections(view: View, plan: Plan) -> list[Section]:
         cells = plan.blocking_cells if blocking else plan.cells
         named = tuple(row.id for row in rows[len(shown):]) if blocking else ()
         out.append(Section(kind=kind, total=len(rows), rows=shown, cells=cells,
-                           left_out_ids=named))
+                           left_out_ids=named, about=about[kind.name]))
     return out
 
 
@@ -623,6 +655,8 @@ def _render(view: View, plan: Plan, blocks: dict[_BlockKey, str], max_chars: int
         min_cases=next((info.minimum for _, info in blocking), 0),
         blocking_below_minimum=any(info.below_minimum for _, info in blocking),
         strict=report.strict,
+        reread=gate.rereads(report.judge),
+        held_back=gate.held_back_sentence(report),
         head_sha=report.head_sha,
         counts=report.counts,
         counts_sentence=counts_sentence(report.counts, scored=len(report.rows)),
@@ -692,6 +726,7 @@ def _render_suites(report: Report, max_chars: int, labels: Labels | None = None,
         evaluated=[(part.name, part.report.conclusion.value) for part in evaluated],
         skipped=[part.name for part in report.suites if not part.evaluated],
         head_sha=report.head_sha, notes=tuple(report.notes), where=where_line(links),
+        held_back=gate.held_back_sentence(report),
     )).rstrip("\n") + "\n"
     separator = "\n"
     room = max_chars - _size(top) - _size(separator) * len(evaluated)

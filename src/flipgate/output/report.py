@@ -146,7 +146,8 @@ def e2e_to_dict(e2e: E2EReport) -> dict[str, Any]:
 
 def counts_dict(counts: Counts) -> dict[str, int]:
     """`cases`, then every kind's count (0 when none), in the kinds' order."""
-    return {"cases": counts.cases, **{kind.count_field: counts[kind.count_field] for kind in gate.KINDS}}
+    return {"cases": counts.cases, **{kind.count_field: counts[kind.count_field] for kind in gate.KINDS},
+            gate.HELD_BACK: counts[gate.HELD_BACK]}
 
 
 def change_dict(change: Change) -> dict[str, Any]:

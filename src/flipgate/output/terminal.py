@@ -129,10 +129,14 @@ def conclusion_line(report: Report) -> tuple[str, str]:
     if report.conclusion is Conclusion.ERROR:
         line = f"⚠️  could not finish: judge errors on {plural(counts.errors, 'row')}"
         if counts.blocking_regressions:
-            line += f" (and {plural(counts.blocking_regressions, 'confirmed blocking regression')})"
+            found = "blocking regression" if gate.rereads(report.judge) else "confirmed blocking regression"
+            line += f" (and {plural(counts.blocking_regressions, found)})"
         return line, "bold yellow"
     if report.conclusion is Conclusion.SKIPPED:
         return "⏭️  skipped: no prompt or model change", "bold"
+    held = gate.held_back_sentence(report)
+    if held:
+        return f"✅ passed, but {held}", "bold yellow"
     return "✅ passed: no blocking regression", "bold green"
 
 

@@ -25,7 +25,9 @@ from flipgate.model import (
     Counts,
     Evidence,
     FluencySummary,
+    JudgeInfo,
     Relevance,
+    Report,
     Row,
     Score,
     Side,
@@ -64,6 +66,23 @@ def is_tie(baseline: Bucket, candidate: Bucket) -> bool:
 # candidate again, a second-opinion judge scores it instead, or both do.
 SAME_JUDGE, SECOND_OPINION, BOTH = "same_judge", "second_opinion", "both"
 CONFIRMATIONS = (SAME_JUDGE, SECOND_OPINION, BOTH)
+
+
+# A deterministic judge's own re-score (the offline judge's) reads the answer again with
+# the same function: it always agrees, so it is not a second opinion and confirms nothing.
+# Its flips stand on that one reading, and nothing says they were "confirmed".
+REREAD = "reread"
+
+
+def confirmation_kind(mode: str | None, *, deterministic: bool) -> str | None:
+    """How a regression's flip was confirmed, for its wording: `mode`, except a deterministic
+    judge's same-judge re-score, which is `REREAD` (the same reading again)."""
+    return REREAD if deterministic and mode == SAME_JUDGE else mode
+
+
+def rereads(judge: JudgeInfo) -> bool:
+    """Are this run's flips re-read rather than confirmed (the lexical judge, no second judge)?"""
+    return confirmation_kind(judge.rescore, deterministic=judge.lexical) == REREAD
 
 
 def confirmations_needed(mode: str) -> tuple[bool, bool]:
@@ -155,6 +174,41 @@ def blocks(verdict: Verdict, category: str, *, blocking_categories: Collection[s
         return True, None
     return False, (f"{category} has {category_cases:,} case{'' if category_cases == 1 else 's'}; "
                    f"below {min_cases:,} a flip needs a second judge to block")
+
+
+def held_back(row: Row) -> bool:
+    """A regression in a blocking category that the sample-size rule kept from blocking
+    (`blocks` gave it a reason): report.json's `counts.held_back`."""
+    return row.verdict is Verdict.REGRESSION and not row.blocking and row.review_reason is not None
+
+
+HELD_BACK = "held_back"  # its field in Counts and report.json's counts
+
+
+def held_back_sentence(report: Report, *, limit: int | None = None) -> str | None:
+    """What the sample-size rule held back, for the first words of the headline, the status and
+    the job summary: "3 confirmed flips did not block: safety has 2 cases, below 50; see
+    gate.strict" (with the offline judge, "3 flips": its re-score confirms nothing). None when
+    nothing was held back. Longer than `limit`, the categories are counted, not named."""
+    held = report.counts[HELD_BACK]
+    if not held:
+        return None
+    sizes: dict[str, int] = {}
+    minimum = 0
+    for part in [part.report for part in report.suites] or [report]:
+        for row in part.rows:
+            info = part.categories.get(row.category)
+            if held_back(row) and info is not None:
+                sizes.setdefault(row.category, info.cases)
+                minimum = max(minimum, info.minimum)
+    noun = "flip" if rereads(report.judge) else "confirmed flip"
+    below = f", below {minimum:,}" if minimum else ""
+    lead = f"{plural(held, noun)} did not block: "
+    named = ", ".join(f"{name} has {plural(cases, 'case')}" for name, cases in sizes.items())
+    sentence = f"{lead}{named or 'too few cases'}{below}; see gate.strict"
+    if limit is not None and len(sentence) > limit:
+        sentence = f"{lead}{plural(len(sizes), 'category', 'categories')} with too few cases{below}; see gate.strict"
+    return sentence
 
 
 def relevance_dropped(baseline: Relevance | None, candidate: Relevance | None,
@@ -286,6 +340,7 @@ class Kind:
     nouns: str                        # "… and 3 more <nouns>"
     one_row: str                      # one such row in a line of its own (the job log's)
     tier: Tier
+    about_reread: str = ""            # `about` when the run's flips are re-read (`rereads`)
 
     @property
     def collapsed(self) -> bool:
@@ -307,6 +362,9 @@ KINDS: tuple[Kind, ...] = (
          title="❌ Blocking regressions",
          about="Newly ungrounded answers in a blocking category, confirmed by a second scoring: "
                "the same judge's re-score, unless the row names a second judge.",
+         about_reread="Newly ungrounded answers in a blocking category, as the offline judge's "
+                      "lexical checks read them; its re-score repeats that reading, so it is no "
+                      "second opinion. Each row says which check decided.",
          layout="flips", nouns="blocking regressions", one_row="BLOCKING regression", tier=Tier.BLOCKING),
     Kind(name="errors", holds=lambda row: row.verdict is Verdict.ERROR or bool(row.errors),
          count_field="errors", status=Phrase("judge error"),
@@ -321,6 +379,9 @@ KINDS: tuple[Kind, ...] = (
          about="Confirmed regressions outside the blocking categories, or in a blocking "
                "category with too few cases for one judge to block: they do not block, but "
                "read them before merging.",
+         about_reread="Regressions outside the blocking categories, or in a blocking category "
+                      "with too few cases for one judge to block: they do not block, but read "
+                      "them before merging.",
          layout="flips", nouns="regressions to review", one_row="regression to review", tier=Tier.MUST_READ),
     Kind(name="flagged", holds=is_flagged, count_field="manipulation_flags",
          status=Phrase("answer addresses the judge", "answers address the judge"),
@@ -362,6 +423,12 @@ KINDS: tuple[Kind, ...] = (
 )
 
 
+def kind_about(kind: Kind, *, threshold: float, reread: bool = False) -> str:
+    """The sentence under a kind's heading (`reread`: the run's flips were re-read, not confirmed)."""
+    about = kind.about_reread if reread and kind.about_reread else kind.about
+    return about.replace("{threshold}", str(threshold))
+
+
 def kind_named(name: str) -> Kind:
     return next(kind for kind in KINDS if kind.name == name)
 
@@ -386,6 +453,7 @@ def count(rows: Iterable[Row], *, cases: int | None = None) -> Counts:
     counts = Counts(cases=len(rows) if cases is None else cases)
     for kind in KINDS:
         counts[kind.count_field] = sum(1 for row in rows if kind.holds(row))
+    counts[HELD_BACK] = sum(1 for row in rows if held_back(row))
     return counts
 
 
@@ -480,7 +548,7 @@ def add_counts(parts: Iterable[Counts]) -> Counts:
     total = Counts(cases=0)
     for part in parts:
         total.update(part)
-    for field_name in ("cases", *(kind.count_field for kind in KINDS)):
+    for field_name in ("cases", *(kind.count_field for kind in KINDS), HELD_BACK):
         total.setdefault(field_name, 0)
     return total
 

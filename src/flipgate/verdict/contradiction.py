@@ -1,0 +1,274 @@
+"""Contradictions a lexical reader can see: a claim against the context passage it clashes with.
+
+Pure functions only. Three shapes, each found by words and figures, never
+by meaning:
+
+* **Negation.** A context clause negates something ("does not support
+  dual-fuel systems", "must not be connected", "never asks for your PIN",
+  "no fee for ...", "is not available in ...", "cannot be used abroad").
+  Its *predicate* is the first content word after the negation, its
+  *topic* the clause's other content words. An answer asserts what the
+  context denies when its clauses that neither negate nor hedge carry the
+  predicate (or a word of its compatibility group: "works with" for
+  "support") and the topic (two of its words, or all when it has fewer,
+  one of them a word no affirming context clause uses), unless an
+  affirming context clause says the same ("the T500 does not support
+  dual-fuel; the T700 supports dual-fuel": model numbers are not words).
+  So does a bare "Yes" to a question that names the topic. An answer that
+  repeats the negation ("No, it does not support dual-fuel") has a
+  negation of its own and is left alone. Clauses that bound rather than
+  deny ("not ... until", "cannot ... more than", "after the first"), in
+  the context or in the answer, are left to the figure check.
+* **Figure.** A figure the context lacks, in a statement whose closest
+  context sentence (two shared content words, half of the statement's)
+  gives a figure of the same unit that the statement does not: "$40" where
+  the context says "$25" (a statement that keeps "$12" and adds "$5" adds
+  a figure, left to the figure check).
+* **Entity.** A capitalised name the context lacks where the closest
+  context clause puts another name after the same word: "in Mexico" where
+  the context says "in Canada".
+
+Precision matters more than recall: a faithful answer called ungrounded
+would block a release for nothing, so each shape asks for shared words
+beside the clash, and a clause it cannot read plainly is left alone.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from flipgate.text.escaping import quoted
+from flipgate.verdict.evidence import Kind, StatementCheck, content_words, split_statements
+from flipgate.verdict.figures import Figure, KnownFigures, extract_figures, vouched
+
+NEGATION, FIGURE, ENTITY = "negation", "figure", "entity"
+
+
+@dataclass(frozen=True)
+class Clash:
+    """One claim of the answer and the context passage it contradicts, both verbatim."""
+
+    claim: str
+    passage: str
+    how: str     # NEGATION | FIGURE | ENTITY
+    detail: str  # what clashes, in words: "the context denies 'support' there"
+
+
+_APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'"})
+# Negations in the context that deny what follows them.
+_DENIES = re.compile(
+    r"\b(?:not|never|no|cannot|neither|nor)\b|n't\b")
+# An answer clause with any of these does not affirm plainly: it repeats a
+# negation, or speaks of an absence ("free", "without"), and is left alone.
+_HEDGES = re.compile(
+    r"\b(?:not|never|no|cannot|neither|nor|none|nothing|without|free|waived?|unable|"
+    r"incompatible|unsupported|unavailable|prohibited|forbidden|avoid|refuse[sd]?|instead|"
+    r"rather|except|unless|only)\b|n't\b")
+# A negated clause with one of these bounds a figure or a time rather than denying.
+_BOUNDS = re.compile(
+    r"\b(?:until|unless|except|before|after|without|only|other\s+than|more\s+than|less\s+than|"
+    r"fewer\s+than|longer\s+than|later\s+than|earlier\s+than|over|under|above|below|"
+    r"exceed(?:s|ing)?|beyond|than)\b")
+# Clauses of a sentence: the parts a "but" or "however" sets against each other.
+_CLAUSE = re.compile(r"\b(?:but|however|whereas|although|though|while|yet)\b|[:(),]")
+# An answer that only says yes: it affirms what the question asks.
+_YES = re.compile(r"^\W*(?:yes|yep|yeah|sure|of\s+course|absolutely|definitely|certainly)\b"
+                  r"(?:\W+(?:it|you|they|we|he|she)\s+(?:does|do|can|will|is|are|may))?\W*$")
+# A bare yes is short: a longer statement is never read as one (and the pattern stays cheap).
+_YES_LONGEST = 40
+# Words a compatibility claim swaps for one another: "works with" for "supports".
+_PREDICATE_GROUPS: tuple[frozenset[str], ...] = tuple(
+    frozenset().union(*(content_words(word) for word in group.split())) for group in (
+        "support supports work works compatible connect connected handle accept install",
+        "available offer offered provide provided",
+        "cover covered include included",
+        "allow allowed permit permitted",
+    ))
+# Negated and affirming clauses must share this many topic words (or all, when fewer).
+TOPIC_WORDS_NEEDED = 2
+# A figure or name clash needs this many shared content words with its context sentence.
+SHARED_WORDS_NEEDED = 2
+_QUOTE_LIMIT = 90
+
+
+def _clauses(text: str) -> list[str]:
+    return [piece.strip() for piece in _CLAUSE.split(text) if piece and piece.strip()]
+
+
+def _ordered_words(text: str) -> list[str]:
+    """The content words of `text` in the order they stand (one normalisation, as evidence's)."""
+    return [word for token in re.findall(r"[a-z][a-z'-]*", text) for word in sorted(content_words(token))]
+
+
+def _predicates(word: str) -> frozenset[str]:
+    return next((group for group in _PREDICATE_GROUPS if word in group), frozenset({word}))
+
+
+@dataclass(frozen=True)
+class _Denial:
+    passage: str            # the context sentence, verbatim
+    predicate: frozenset[str]
+    predicate_text: str
+    topic: frozenset[str]     # the clause's other content words
+    specific: frozenset[str]  # those no affirming clause of the context uses
+
+
+def _denials(context: str) -> tuple[list[_Denial], list[frozenset[str]]]:
+    """The context's negated clauses, and the content words of each affirming one."""
+    negated: list[tuple[str, str, list[str], frozenset[str]]] = []
+    affirming: set[str] = set()
+    clauses: list[frozenset[str]] = []
+    for sentence in split_statements(context):
+        for clause in _clauses(sentence):
+            lowered = clause.lower().translate(_APOSTROPHES)
+            cue = _DENIES.search(lowered)
+            if cue is None:
+                clauses.append(content_words(clause))
+                affirming.update(clauses[-1])
+                continue
+            if _BOUNDS.search(lowered):
+                continue
+            after = _ordered_words(lowered[cue.end():])
+            if after:
+                negated.append((sentence, after[0], after,
+                                content_words(lowered[:cue.start()]) | frozenset(after[1:])))
+    out = []
+    for sentence, predicate, _, words in negated:
+        topic = words - {predicate}
+        out.append(_Denial(sentence, _predicates(predicate), predicate, topic,
+                           (topic - affirming) or topic))
+    return out, clauses
+
+
+def _denied(denial: _Denial, words: frozenset[str], *, topic_only: bool = False) -> bool:
+    """Do `words` carry the denial's predicate (unless `topic_only`) and enough of its topic?"""
+    if not denial.topic or not (topic_only or words & denial.predicate):
+        return False
+    return bool(words & denial.specific) and (
+        len(words & denial.topic) >= min(TOPIC_WORDS_NEEDED, len(denial.topic)))
+
+
+def _negation_clashes(statements: Sequence[StatementCheck], context: str,
+                      query: str) -> list[Clash]:
+    denials, affirming = _denials(context)
+    if not denials:
+        return []
+
+    def affirmed_elsewhere(denial: _Denial, words: frozenset[str]) -> bool:
+        shared = words & denial.topic
+        return any(clause & denial.predicate and shared <= clause for clause in affirming)
+
+    query_words = content_words(query)
+    clashes = []
+    for statement in statements:
+        lowered = statement.text.lower().translate(_APOSTROPHES)
+        if len(lowered) <= _YES_LONGEST and _YES.match(lowered):
+            # A bare yes affirms the question: it clashes when the question names what is denied.
+            found = next((d for d in denials if _denied(d, query_words, topic_only=True)), None)
+        elif statement.kind is Kind.CLAIM:
+            # What the statement affirms plainly: its clauses that neither negate, hedge nor
+            # bound ("after the first one" may be exactly what the negation leaves open).
+            affirmed = frozenset().union(*(content_words(clause) for clause in _clauses(lowered)
+                                           if not _HEDGES.search(clause)
+                                           and not _BOUNDS.search(clause)))
+            found = next((d for d in denials if _denied(d, affirmed)
+                          and not affirmed_elsewhere(d, affirmed)), None)
+        else:
+            found = None
+        if found is not None:
+            clashes.append(Clash(statement.text, found.passage, NEGATION,
+                                 f"the context denies {found.predicate_text!r} there"))
+    return clashes
+
+
+def _capitalised(text: str) -> list[tuple[str, str]]:
+    """(the word before, the name) for each capitalised word that does not open a sentence."""
+    tokens = re.findall(r"[A-Za-z][\w'-]*|[.!?]", text)
+    out, before = [], "."
+    for token in tokens:
+        if token in ".!?":
+            before = "."
+            continue
+        if token[0].isupper() and before != ".":
+            out.append((before, token))
+        if token.lower() not in ("the", "a", "an"):
+            before = token.lower()
+    return out
+
+
+def _closest(words: frozenset[str], clauses: Sequence[tuple[str, frozenset[str]]]) -> str | None:
+    """The context sentence that says what the statement says, but for the clash: it shares
+    `SHARED_WORDS_NEEDED` of the statement's content words and at least half of them."""
+    shared, best = max(((len(words & known), clause) for clause, known in clauses),
+                       default=(0, None), key=lambda pair: pair[0])
+    return best if shared >= max(SHARED_WORDS_NEEDED, len(words) / 2) else None
+
+
+def _figure_and_name_clashes(statements: Sequence[StatementCheck], context: str,
+                             query: str) -> list[Clash]:
+    sentences = [(sentence, content_words(sentence)) for sentence in split_statements(context)]
+    known_figures = KnownFigures.of(extract_figures(context) + extract_figures(query))
+    context_words = content_words(context) | content_words(query)
+    clashes = []
+    read: dict[str, tuple[list[Figure], list[tuple[str, str]]]] = {}  # each passage read once
+    for statement in statements:
+        if statement.kind is not Kind.CLAIM:
+            continue
+        passage = _closest(statement.words, sentences)
+        if passage is None:
+            continue
+        if passage not in read:
+            read[passage] = (extract_figures(passage), _capitalised(passage))
+        figures, names = read[passage]
+        clash = (_figure_clash(statement, passage, figures, known_figures)
+                 or _name_clash(statement, passage, names, context_words))
+        if clash is not None:
+            clashes.append(clash)
+    return clashes
+
+
+def _figure_clash(statement: StatementCheck, passage: str, passage_figures: Sequence[Figure],
+                  known: KnownFigures) -> Clash | None:
+    # A figure the statement keeps beside its own is an addition, not a replacement.
+    theirs = [f for f in passage_figures if not vouched(f, statement.figures)]
+    for figure in statement.figures:
+        if vouched(figure, known):
+            continue
+        other = next((f for f in theirs if f.unit == figure.unit), None)
+        if other is not None:
+            return Clash(statement.text, passage, FIGURE,
+                         f"it says {figure.text!r} where the context says {other.text!r}")
+    return None
+
+
+def _name_clash(statement: StatementCheck, passage: str, theirs: Sequence[tuple[str, str]],
+                context_words: frozenset[str]) -> Clash | None:
+    answer_names = {name.lower() for _, name in _capitalised(statement.text)}
+    for before, name in _capitalised(statement.text):
+        if content_words(name) <= context_words:
+            continue
+        other = next((their for their_before, their in theirs
+                      if their_before == before and their.lower() not in answer_names), None)
+        if other is not None:
+            return Clash(statement.text, passage, ENTITY,
+                         f"it names {name!r} where the context names {other!r}")
+    return None
+
+
+def find_clashes(statements: Sequence[StatementCheck], context: str, *,
+                 query: str = "") -> tuple[Clash, ...]:
+    """Each statement of an answer that contradicts its context, with the passage it clashes
+    with (one clash a statement: a negation first, then a figure, then a name)."""
+    found: dict[str, Clash] = {}
+    for clash in (_negation_clashes(statements, context, query)
+                  + _figure_and_name_clashes(statements, context, query)):
+        found.setdefault(clash.claim, clash)
+    return tuple(found.values())
+
+
+def clash_reason(clash: Clash) -> str:
+    """One clash in words, for a judge's reason."""
+    return (f"{clash.how} check: {quoted(clash.claim, _QUOTE_LIMIT)} against "
+            f"{quoted(clash.passage, _QUOTE_LIMIT)} ({clash.detail})")
