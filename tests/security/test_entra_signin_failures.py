@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from end_to_end.test_entra_signin import clean_environment, error_line, run_flipgate, write_run
+
 from support.entra import FakeAuthority, FakeGitHubOIDC, TestCertificate
 from support.openai_server import FakeOpenAI
-
-from end_to_end.test_entra_signin import clean_environment, error_line, run_flipgate, write_run
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("azure.identity") is None,
                                 reason="azure-identity (flipgate[azure]) is not installed")
