@@ -211,7 +211,7 @@ def describe_unreachable(exc: BaseException, sign_in: EntraSignIn) -> str:
     nobody answers there, or its certificate is not trusted."""
     text = str(getattr(exc, "message", None) or exc)
     lines = [line.strip() for line in text.splitlines() if line.strip()]
-    said = _short(lines[0]) if lines else ""
+    said = _short(lines[0]).rstrip(".") if lines else ""
     return (f"auth entra: could not sign in at the authority {sign_in.authority} through "
             f"{sign_in.method}: {type(exc).__name__}{': ' + said if said else ''}; "
             "AZURE_AUTHORITY_HOST must be an https:// URL this machine reaches and whose "
