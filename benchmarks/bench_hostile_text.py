@@ -1,7 +1,7 @@
 """Time the text analysis on hostile answers: is it linear and bounded?
 
 Not a test: it prints, for each hostile answer at a few sizes, how long
-`evidence.analyse` and the offline judge's grading take, so a reader sees
+`evidence.analyse`, the offline judge's grading and the manipulation check take, so a reader sees
 both the absolute time and how it grows (linear work doubles with the size;
 work bounded by the evidence cut stops growing once the cut is reached).
 
@@ -18,6 +18,7 @@ from collections.abc import Callable
 from flipgate.judges.offline import fluency_heuristic, grade_groundedness
 from flipgate.model import Case
 from flipgate.verdict.evidence import analyse, split_statements
+from flipgate.verdict.manipulation import find_manipulation
 
 CONTEXT = "Refunds are issued within 30 days of the request. A replacement card costs $12."
 CASE = Case(id="hostile", query="How long do refunds take?", context=CONTEXT, category="policy")
@@ -34,6 +35,15 @@ HOSTILE: dict[str, Callable[[int], str]] = {
     "let-me-know": lambda size: "let me know if " + "a" * size,
     "many-figures": lambda size: " ".join(str(i) for i in range(size // 6)),
     "many-dates": lambda size: "March 5 2024, " * (size // 14),
+}
+# Answers for the manipulation check's views: zero-width characters (read twice, as breaks
+# and removed) and digits inside words (read once more as letters), against plain prose.
+MANIPULATION: dict[str, Callable[[int], str]] = {
+    "prose": lambda size: "Refunds are issued within thirty days. " * (size // 39),
+    "zero-width": lambda size: "Refunds\u200bare\u200bissued\u200bin\u200bdays. " * (size // 32),
+    "digits-in-words": lambda size: "The X100 and RTX4090 ship on 2024-03-15 at 7am. " * (size // 48),
+    "leet-words": lambda size: "pr3v10us 1nstruct10ns r3v13w3d " * (size // 31),
+    "one-long-line": lambda size: "a1" * (size // 2),
 }
 # A context with thousands of figures, against which figure-dense answers are checked
 # (each answer figure must cost constant time, not one pass over the context's).
@@ -69,6 +79,14 @@ def main() -> None:
         took = timed(lambda text=answer: analyse(BIG_CONTEXT, text))
         worst = max(worst, took)
         print(f"{name} vs a context of {len(BIG_CONTEXT):,} characters: analyse {took:.3f}s")
+    print(f"{'manipulation check':<20} {'size':>9} {'time':>8} {'vs prose':>8}")
+    for size in args.sizes:
+        prose = timed(lambda text=MANIPULATION["prose"](size): find_manipulation(text))
+        for name, make in MANIPULATION.items():
+            answer = make(size)
+            took = timed(lambda text=answer: find_manipulation(text))
+            worst = max(worst, took)
+            print(f"{name:<20} {len(answer):>9} {took:>7.3f}s {took / prose:>7.1f}x")
     print(f"slowest single step: {worst:.3f}s")
 
 

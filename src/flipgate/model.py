@@ -194,7 +194,9 @@ class JudgeInfo:
     embedding_model: str | None = None
     rubric_version: str | None = None
     rubric_hash: Mapping[str, str] = field(default_factory=dict)  # metric -> sha256 of its prompt
-    temperature: float | None = None  # None: not sent (reasoning judges, the lexical judge)
+    # None: not sent (reasoning judges, the lexical judge). `int |` first, so a partial read
+    # back by `merge` keeps the pinned 0 a 0 (the comment says `temperature 0`, never `0.0`).
+    temperature: int | float | None = None
     seed: int | None = None
     rescore: str = "same_judge"       # how a flip is confirmed: same_judge | second_opinion | both
     second_opinion: str | None = None  # the second judge's model, when one confirms flips

@@ -4,6 +4,7 @@ servers, and the console script as the container runs it.
 
 from __future__ import annotations
 
+import importlib.util
 import io
 import json
 import re
@@ -192,6 +193,41 @@ def test_end_to_end_judge_failure_is_an_error_status_and_comment(pipeline: Pipel
     final = harness.final_status()
     assert final["state"] == "error" and "judge error" in final["description"]
     assert COULD_NOT_FINISH in harness.own_comments()[0]["body"]
+
+
+@pytest.mark.skipif(importlib.util.find_spec("azure.identity") is None,
+                    reason="azure-identity (flipgate[azure]) is not installed")
+def test_end_to_end_a_sign_in_azure_identity_refuses_is_one_line_and_an_error_status(
+        pipeline: Pipeline, tmp_path: Path) -> None:
+    """The action's sign-in (GitHub's OIDC token for an Entra token) at an http:// authority:
+    exit 3, the status and the log say it in one line naming the authority, no traceback."""
+    from support.entra import FakeGitHubOIDC
+
+    harness = pipeline.harness
+    entra = CONFIG.replace("  provider: openai\n  model: judge-pinned\n",
+                           "  provider: azure\n  model: judge-pinned\n  auth: entra\n"
+                           f"  azure_endpoint: {pipeline.openai.azure_endpoint}\n"
+                           "  api_version: \"2024-10-21\"\n")
+    pipeline.recommit(cases=CASES, config=entra)
+    github = FakeGitHubOIDC()
+    github.start()
+    try:
+        harness.env.update({"INPUT_AZURE-CLIENT-ID": "3b9a6c4d-client",
+                            "INPUT_AZURE-TENANT-ID": "7f2c0d1e-tenant",
+                            "ACTIONS_ID_TOKEN_REQUEST_URL": github.request_url,
+                            "ACTIONS_ID_TOKEN_REQUEST_TOKEN": github.request_token,
+                            "AZURE_AUTHORITY_HOST": "http://login.example.invalid"})
+        harness.pull_event()
+        assert pipeline.run() == 3
+    finally:
+        github.stop()
+    log = harness.log.getvalue()
+    assert "Traceback" not in log
+    [line] = [line for line in log.splitlines() if "auth entra" in line and "::error" in line]
+    assert "http://login.example.invalid" in line
+    final = harness.final_status()
+    assert final["state"] == "error"
+    assert not pipeline.openai.chat_requests()
 
 
 def test_end_to_end_a_readers_command_makes_no_model_call(pipeline: Pipeline) -> None:

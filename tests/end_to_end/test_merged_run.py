@@ -15,7 +15,7 @@ from click.testing import CliRunner
 from flipgate.cli import cli
 from flipgate.run.shards import Shard
 
-from support.reports import PER_JOB, comparable
+from support.reports import PER_JOB, comment_without_per_job, comparable
 
 # The default rule: min_cases_per_category 50, not strict, the same judge confirms.
 CONFIG = "version: 1\ncases: cases.jsonl\njudge:\n  provider: offline\n"
@@ -110,3 +110,26 @@ def test_a_small_category_still_needs_a_second_judge_when_merged(tmp_path: Path)
     assert report["counts"]["held_back"] == expected["counts"]["held_back"] == 10
     headline = "## ✅ flipgate passed, but 10 flips did not block: policy has 40 cases, below 50"
     assert headline in (tmp_path / "m" / "comment.md").read_text()
+
+
+def test_the_merged_comment_is_the_unsharded_one_to_the_character(tmp_path: Path,
+                                                                   openai_server) -> None:
+    """A judge pinned at temperature 0 (a whole number, read back through a float once): the
+    merged comment.md equals the unsharded one line for line, but for the merge note and usage."""
+    openai_server.on_groundedness(
+        lambda query, context, response, call_index: 2 if response.endswith(FEE) else 5)
+    write_inputs(tmp_path)
+    (tmp_path / "flipgate.yml").write_text(
+        "version: 1\ncases: cases.jsonl\njudge:\n  provider: openai\n  model: judge-pinned\n"
+        "  max_retries: 0\ngate:\n  blocking_categories: [policy]\n")
+    whole = gate(tmp_path, tmp_path / "whole")
+    for i in (1, 2, 3):
+        shard = gate(tmp_path, tmp_path / f"s{i}", "--shard", f"{i}/3")
+        assert shard.exit_code == 0, shard.output
+    merged = CliRunner().invoke(cli, ["merge", *(str(tmp_path / f"s{i}") for i in (1, 2, 3)),
+                                      "--out", str(tmp_path / "merged")])
+    assert merged.exit_code == whole.exit_code == 1, merged.output
+    unsharded = (tmp_path / "whole" / "comment.md").read_text()
+    comment = (tmp_path / "merged" / "comment.md").read_text()
+    assert "· temperature 0\n" in unsharded  # a whole number, as pinned
+    assert comment_without_per_job(comment, shards=3) == comment_without_per_job(unsharded, shards=1)

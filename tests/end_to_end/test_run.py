@@ -324,31 +324,50 @@ def test_a_problem_quoting_the_heads_text_reaches_the_terminal_inert(server: Fak
     assert len(result.stderr.splitlines()) == 1
 
 
-def test_a_missing_variable_renders_empty_and_the_run_warns(server: FakeOpenAI, repo: GitRepo,
-                                                             tmp_path: Path) -> None:
-    # As the reference Prompty runtime: undefined is empty and falsy. The typo still shows.
+def test_a_missing_variable_renders_empty_and_the_run_warns_when_not_strict(
+        server: FakeOpenAI, repo: GitRepo, tmp_path: Path) -> None:
+    # The opt-out, as the reference Prompty runtime: undefined is empty and falsy. The typo
+    # still shows.
+    lenient = CONFIG.replace("generator: prompts/answer.prompty\n",
+                             "generator:\n  path: prompts/answer.prompty\n  strict_undefined: false\n")
+    repo.commit({".flipgate.yml": lenient}, message="lenient")
+    repo.branch("base", "HEAD")
     repo.commit({"prompts/answer.prompty": PROMPT.replace("{{ query }}", "{{ query }} {{ account }}")})
     result, report = invoke(repo, tmp_path)
     assert result.exit_code == 0, result.output
     warning = next(note for note in report["notes"] if "undefined" in note)
     assert "prompts/answer.prompty@" in warning and "'account' (3 cases, e.g. refund-007)" in warning
-    assert "generator.strict_undefined: true" in warning
+    assert "generator.strict_undefined is false" in warning
     assert "account" in comment(tmp_path)
     terminal = " ".join(result.output.split())  # the terminal says it too, wrapped or not
     assert "Warning: prompts/answer.prompty@" in terminal and "'account' (3 cases" in terminal
 
 
-def test_a_missing_variable_exits_2_naming_template_line_and_case_when_strict(
+def test_a_missing_variable_exits_2_naming_cases_file_line_case_and_variable_by_default(
         server: FakeOpenAI, repo: GitRepo, tmp_path: Path) -> None:
-    strict = CONFIG.replace("generator: prompts/answer.prompty\n",
-                            "generator:\n  path: prompts/answer.prompty\n  strict_undefined: true\n")
-    repo.commit({".flipgate.yml": strict}, message="strict")
-    repo.branch("base", "HEAD")
     repo.commit({"prompts/answer.prompty": PROMPT.replace("{{ query }}", "{{ query }} {{ account }}")})
     result, _ = invoke(repo, tmp_path)
     assert result.exit_code == 2, result.output
-    assert ("prompts/answer.prompty:14: 'account' is undefined "
-            "(cases refund-007, card-002, fee-003)") in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert [line.split(" has no ")[0] for line in lines] == [
+        "flipgate: error: eval/cases.jsonl:1: case refund-007",
+        "flipgate: error: eval/cases.jsonl:2: case card-002",
+        "flipgate: error: eval/cases.jsonl:3: case fee-003"]
+    assert all("has no 'account', which prompts/answer.prompty@" in line and ":14 reads" in line
+               and "strict_undefined: false" in line for line in lines)
+    assert "Traceback" not in result.output and server.requests == []
+
+
+def test_the_base_template_reading_a_variable_the_cases_lack_is_refused_too(
+        server: FakeOpenAI, repo: GitRepo, tmp_path: Path) -> None:
+    repo.commit({"prompts/answer.prompty": PROMPT.replace("{{ query }}", "{{ query }} {{ account }}")},
+                message="the base reads account")
+    repo.branch("base", "HEAD")
+    repo.commit({"prompts/answer.prompty": HEAD_PROMPT})   # the head does not
+    result, _ = invoke(repo, tmp_path)
+    assert result.exit_code == 2, result.output
+    assert "eval/cases.jsonl:1: case refund-007 has no 'account', which prompts/answer.prompty@" \
+        in result.stderr
     assert server.requests == []
 
 

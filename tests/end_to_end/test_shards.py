@@ -13,7 +13,7 @@ from flipgate.run.shards import Shard
 
 from support.gitrepo import GitRepo
 from support.openai_server import FakeOpenAI
-from support.reports import comparable
+from support.reports import comment_without_per_job, comparable
 
 CONFIG = """version: 1
 cases: eval/cases.jsonl
@@ -195,3 +195,29 @@ def test_judge_errors_on_rows_are_a_result_the_merge_reports_as_exit_3(repo: Git
     report = json.loads((tmp_path / "m" / "report.json").read_text())
     expected = json.loads((tmp_path / "whole" / "report.json").read_text())
     assert report["counts"] == expected["counts"] and report["conclusion"] == "error"
+
+
+def test_a_merged_run_of_a_generator_change_comments_as_the_unsharded_run(
+        openai_server: FakeOpenAI, tmp_path: Path) -> None:
+    """Parameters written as whole numbers and fractions (temperature 0 -> 0.5, max_tokens):
+    the merged comment.md is the unsharded one but for the merge note and usage."""
+    openai_server.on_generation(generation)
+    repo = GitRepo.create(tmp_path / "repo")
+    base_prompt = PROMPT.replace("    model: gpt-4o-mini\n",
+                                 "    model: gpt-4o-mini\n  parameters:\n    temperature: 0\n"
+                                 "    max_tokens: 300\n")
+    repo.commit({".flipgate.yml": CONFIG, "prompts/answer.prompty": base_prompt,
+                 "eval/cases.jsonl": "".join(json.dumps(c) + "\n" for c in CASES)}, message="base")
+    repo.branch("base", "HEAD")
+    repo.commit({"prompts/answer.prompty": base_prompt.replace("questions.", "questions generously.")
+                 .replace("temperature: 0\n", "temperature: 0.5\n")})
+    whole = run(repo, tmp_path / "whole")
+    for i in (1, 2):
+        assert run(repo, tmp_path / f"s{i}", "--shard", f"{i}/2").exit_code == 0
+    merged = CliRunner().invoke(cli, ["merge", str(tmp_path / "s1"), str(tmp_path / "s2"),
+                                      "--out", str(tmp_path / "merged")])
+    assert merged.exit_code == whole.exit_code == 1, merged.output
+    unsharded = (tmp_path / "whole" / "comment.md").read_text()
+    comment = (tmp_path / "merged" / "comment.md").read_text()
+    assert "temperature" in unsharded and "0.5" in unsharded
+    assert comment_without_per_job(comment, shards=2) == comment_without_per_job(unsharded, shards=1)

@@ -242,26 +242,72 @@ def test_includes_come_from_the_git_ref_not_the_work_tree(tmp_path: Path) -> Non
 
 # --- located errors --------------------------------------------------------------------
 
-def test_a_missing_variable_names_template_line_and_case() -> None:
+def test_a_missing_variable_names_cases_file_line_case_variable_and_template_line() -> None:
+    case = Case(id="refund-007", query="q", context="c", line=4)
     with pytest.raises(InputError) as caught:
-        render("system:\nHello\nuser:\n{{ query }} for {{ account_number }}\n", strict=True)
-    problem = only_problem(caught.value)
-    assert str(problem) == ("prompts/answer.prompty:15: 'account_number' is undefined "
-                            "(case refund-007)")
+        render("system:\nHello\nuser:\n{{ query }} for {{ account_number }}\n", cases=(case,),
+               strict=True)
+    assert str(only_problem(caught.value)) == (
+        "cases: case refund-007 has no 'account_number', which prompts/answer.prompty:15 reads "
+        "(add it to the case; generator.strict_undefined: false renders it empty)").replace(
+        "cases:", "cases:4:", 1)
 
 
 def test_a_missing_variable_in_an_include_names_the_include() -> None:
     with pytest.raises(InputError) as caught:
         render("user:\n{% include 'part.j2' %}\n", {"prompts/part.j2": "line one\n{{ nothing }}\n"},
                strict=True)
-    assert str(only_problem(caught.value)) == "prompts/part.j2:2: 'nothing' is undefined (case refund-007)"
+    assert "case refund-007 has no 'nothing', which prompts/part.j2:2 reads" in str(caught.value)
 
 
-def test_one_problem_for_many_cases_lists_them() -> None:
-    cases = [Case(id=f"c{i}", query="q", context="c") for i in range(5)]
+def test_every_case_lacking_a_variable_gets_its_own_line_up_to_ten() -> None:
+    cases = [Case(id=f"c{i}", query="q", context="c", line=i + 1) for i in range(12)]
     with pytest.raises(InputError) as caught:
         render("user:\n{{ nope }}\n", cases=cases, strict=True)
-    assert only_problem(caught.value).message == "'nope' is undefined (cases c0, c1, c2 and 2 more)"
+    problems = caught.value.problems
+    assert [str(p).split(" has no")[0] for p in problems[:10]] == [
+        f"cases:{i + 1}: case c{i}" for i in range(10)]
+    assert str(problems[10]) == "cases: and 2 more case(s) lack a variable prompts/answer.prompty reads"
+
+
+@pytest.mark.parametrize("body", [
+    "user:\n{{ nope | default('') }}{{ query }}\n",
+    "user:\n{% if nope is defined %}{{ nope }}{% endif %}{{ query }}\n",
+    "user:\n{{ customer }} {{ query }}\n",        # a case's extra field is a variable too
+])
+def test_strict_refuses_only_a_variable_the_template_uses(body: str) -> None:
+    assert render(body, strict=True).messages[CASE.id]
+
+
+def test_an_attribute_a_value_lacks_stays_a_template_error_when_strict() -> None:
+    with pytest.raises(InputError) as caught:
+        render("user:\n{{ query.nope.deeper }}\n", strict=True)
+    assert str(caught.value) == "prompts/answer.prompty:13: 'str object' has no attribute 'nope' (case refund-007)"
+
+
+@pytest.mark.parametrize("front", ["model:\n  configuration:\n    model: m\n",    # v1
+                                   "model: m\n"])                                 # v2
+@pytest.mark.parametrize(("engine", "body"), [
+    ("", "user:\n{{ query }} for {{ account }}\n"),
+    ("template: mustache\n", "user:\n{{query}} for {{account}}\n"),
+])
+def test_strict_in_the_child_names_the_case_for_each_version_and_engine(
+        tmp_path: Path, front: str, engine: str, body: str) -> None:
+    repo = GitRepo.create(tmp_path / "repo")
+    text = f"---\n{engine}{front}---\n{body}"
+    sha = repo.commit({"prompts/answer.prompty": text})
+    parsed = parse_prompty(text, path="prompts/answer.prompty", source="prompts/answer.prompty@head")
+    cases = [Case(id="fee-1", query="q", context="c", line=3),
+             Case(id="fee-2", query="q", context="c", extra={"account": "A-1"}, line=4)]
+    with pytest.raises(InputError) as caught:
+        render_isolated(parsed, cases, repo=repo.path, sha=sha, strict_undefined=True,
+                        cases_source="eval/cases.jsonl")
+    [problem] = caught.value.problems
+    assert isinstance(problem, Problem) and (problem.path, problem.line) == ("eval/cases.jsonl", 3)
+    assert problem.message.startswith("case fee-1 has no 'account', which prompts/answer.prompty@head")
+    lenient = render_isolated(parsed, cases, repo=repo.path, sha=sha, strict_undefined=False)
+    assert lenient.messages["fee-1"][-1]["content"].strip() == "q for"
+    assert lenient.undefined == {"account": ("fee-1",)}
 
 
 @pytest.mark.parametrize("body, files, where", [

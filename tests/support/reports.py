@@ -1,7 +1,8 @@
-"""Comparing report.json files: a merged run against the unsharded one."""
+"""Comparing report.json and comment.md files: a merged run against the unsharded one."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 # What each job measures of itself: requests and tokens, cache hits, budget spending,
@@ -22,3 +23,22 @@ def comparable(report: dict[str, Any], *, shards: int | None = None) -> dict[str
         if not notes:
             del out["notes"]
     return out
+
+
+_USAGE_COUNTS = re.compile(r"\| \w[\w ]* (\| [\d,]+ )+\|")
+
+
+def comment_without_per_job(comment: str, *, shards: int) -> str:
+    """comment.md without what docs/labelling.md lets a merged one differ in: the merge
+    note (which must be there when `shards` > 1) and the Usage table's counts."""
+    note = f"- {MERGED_NOTE.format(n=shards)}"
+    lines = comment.splitlines()
+    if shards > 1:
+        assert note in lines
+    kept, in_usage = [], False
+    for line in lines:
+        if line.startswith("#"):
+            in_usage = line == "### Usage"
+        if line != note and not (in_usage and _USAGE_COUNTS.fullmatch(line)):
+            kept.append(line)
+    return "\n".join(kept)

@@ -23,7 +23,13 @@ generator:
 def test_the_short_form_is_the_path() -> None:
     config = parse_config("cases: c.jsonl\ngenerator: prompts/a.prompty\n")
     assert config.generator == "prompts/a.prompty"
-    assert config.generator_options.endpoint is None and not config.generator_options.strict_undefined
+    assert config.generator_options.endpoint is None and config.generator_options.strict_undefined
+
+
+def test_strict_undefined_is_true_unless_turned_off() -> None:
+    assert parse_config(MAPPING.replace("  strict_undefined: true\n", "")).generator_options.strict_undefined
+    off = parse_config(MAPPING.replace("strict_undefined: true", "strict_undefined: false"))
+    assert not off.generator_options.strict_undefined
 
 
 def test_the_mapping_form() -> None:

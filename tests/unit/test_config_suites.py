@@ -114,7 +114,7 @@ def test_without_suites_cases_stay_required() -> None:
 def test_a_suites_generator_may_take_the_mapping_form() -> None:
     config = parse_config("""\
 cases: c.jsonl
-generator: {path: prompts/a.prompty, strict_undefined: true}
+generator: {path: prompts/a.prompty, strict_undefined: false}
 suites:
   plain: {}
   own:
@@ -123,8 +123,8 @@ suites:
       endpoint: {provider: azure, deployment: gpt-4o-mini}
 """)
     plain, own = config.suite_configs()
-    assert plain.generator == "prompts/a.prompty" and plain.generator_options.strict_undefined
-    assert own.generator == "prompts/b.prompty" and not own.generator_options.strict_undefined
+    assert plain.generator == "prompts/a.prompty" and not plain.generator_options.strict_undefined
+    assert own.generator == "prompts/b.prompty" and own.generator_options.strict_undefined  # the default
     assert own.generator_options.endpoint is not None
     assert own.generator_options.endpoint.deployment == "gpt-4o-mini"
     assert any(m.startswith("cfg.yml:4: unknown key 'suites.own.generator.bogus'")

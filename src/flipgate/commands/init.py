@@ -19,7 +19,7 @@ from flipgate.config.starter import (
     config_text,
     workflow_text,
 )
-from flipgate.errors import InputError, Problem
+from flipgate.errors import InputError, Problem, SecurityError
 from flipgate.git import repository as gitrefs
 from flipgate.prompty.child import sample_values_isolated
 
@@ -40,6 +40,18 @@ def _choose(prompty_files: list[str], wanted: str | None, interactive: bool) -> 
         return prompty_files[0]
     return str(click.prompt("Which Prompty file is the generator to gate?",
                             type=click.Choice(prompty_files), default=prompty_files[0]))
+
+
+def _refuse_outside(root: Path, names: list[str]) -> None:
+    """Refuse a target whose directory resolves outside the repository (a committed directory
+    symlink such as `.github -> /elsewhere`, dangling or not), before anything is written."""
+    real_root = root.resolve()
+    outside = [(name, (root / name).parent.resolve()) for name in names]
+    problems = [Problem(name, None, f"its directory resolves to {parent}, outside the repository "
+                        "(a symlink?); flipgate init wrote nothing")
+                for name, parent in outside if not parent.is_relative_to(real_root)]
+    if problems:
+        raise SecurityError(problems)
 
 
 def _write_all(root: Path, files: dict[str, str]) -> None:
@@ -107,6 +119,7 @@ def init(repo: str, generator: str | None, cases: str, config: str, workflow: st
              starter.workflow: workflow_text(starter)}
     if len(files) < 3:
         raise InputError("--config, --cases and --workflow must name three different files")
+    _refuse_outside(root, list(files))
     existing = [name for name in files if (root / name).exists()]
     if existing and not force:
         raise InputError([Problem(name, None, "already exists; flipgate init wrote nothing "

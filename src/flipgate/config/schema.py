@@ -180,7 +180,7 @@ class GeneratorOptions:
     """The mapping form of `generator:` besides its path."""
 
     endpoint: EndpointConfig | None = None
-    strict_undefined: bool = False    # true: an undefined template variable is an error
+    strict_undefined: bool = True     # a case lacking a variable the template uses is bad input
 
 
 @dataclass(frozen=True)
@@ -549,7 +549,7 @@ def _generator_of(value: Any) -> tuple[str | None, GeneratorOptions]:
     endpoint = value.get("endpoint")
     return value.get("path"), GeneratorOptions(
         endpoint=EndpointConfig(**{k: str(v) for k, v in endpoint.items()}) if endpoint else None,
-        strict_undefined=value.get("strict_undefined", False))
+        strict_undefined=value.get("strict_undefined", True))
 
 
 _Entry = tuple[str, dict[Any, Any], tuple[str, ...]]  # name, settings, where in the file

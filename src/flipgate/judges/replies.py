@@ -12,16 +12,18 @@ unambiguously, in one of the shapes real models send:
 Everything else is a `JudgeReplyError`, never a score: two scores that differ
 (duplicate JSON keys, two `<S2>` tags, prose beside the object naming another
 score), a score outside 1-5, a fraction, a string or a boolean where a number
-belongs. `flipgate.llm.client.LLM.chat(validate=...)` uses the same readers, so a
+belongs. Numbers are read exactly, as decimals of their literal text and never through
+a binary float: `4.0` and `3e0` name a level, `2.99999999999999999` is a fraction
+however close to 3, and so a judge error. `flipgate.llm.client.LLM.chat(validate=...)` uses the same readers, so a
 rejected reply is never cached.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import re
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 from flipgate.model import Score, Statement, StatementLabel
@@ -32,7 +34,6 @@ _SNIPPET = 80
 QUOTE_LIMIT = 200  # at most this much of an unreadable reply goes into the judge error
 # A reply that is one Markdown fence, ```json or bare.
 _FENCE = re.compile(r"\A```[ \t]*(?:json)?[ \t]*\n(.*?)\n?```\Z", re.DOTALL | re.IGNORECASE)
-_INTEGER = re.compile(r"[+-]?\d+")
 _NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
 _TAG = re.compile(r"<(/?)S([0-9]+)>", re.IGNORECASE)
 # Prose beside a score that names a score of its own: "score: 2", "rating is 4",
@@ -75,7 +76,7 @@ def _type_name(value: Any) -> str:
         return f"string {json.dumps(snippet(value, _SNIPPET))}"
     if isinstance(value, (list, dict)):
         return "array" if isinstance(value, list) else "object"
-    return f"number {value!r}"
+    return f"number {value}"
 
 
 def _refuse_constant(name: str) -> float:
@@ -95,7 +96,8 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 
 def _decode(text: str) -> Any:
-    return json.loads(text, parse_constant=_refuse_constant, object_pairs_hook=_unique_keys)
+    return json.loads(text, parse_constant=_refuse_constant, object_pairs_hook=_unique_keys,
+                      parse_float=Decimal)
 
 
 @dataclass(frozen=True)
@@ -120,7 +122,8 @@ def _locate_object(text: str) -> _Located:
             pass  # prose, perhaps with an object after it
         else:
             raise JudgeReplyError(f"reply is a JSON {_type_name(value).split()[0]}, not an object")
-    decoder = json.JSONDecoder(object_pairs_hook=_unique_keys, parse_constant=_refuse_constant)
+    decoder = json.JSONDecoder(object_pairs_hook=_unique_keys, parse_constant=_refuse_constant,
+                               parse_float=Decimal)
     starts = re.finditer(r"^[ \t]*(```[ \t]*(?:json)?[ \t]*\n[ \t]*)?\{", text, re.MULTILINE | re.IGNORECASE)
     for match in starts:
         start = match.end() - 1
@@ -167,7 +170,7 @@ def _check_prose(prose: str, *, score: int | None) -> None:
             said = json.dumps(snippet(claim.group(0), _SNIPPET))
             if score is None:
                 raise JudgeReplyError(f"reply names a score ({said}) beside an object that has none")
-            if float(number) != score:
+            if Decimal(number) != score:
                 raise JudgeReplyError(f"reply names two scores: {said} beside the score {score}")
     if "{" in prose and re.search(r'"score"\s*:', prose):
         raise JudgeReplyError("reply has a second score, a JSON \"score\", beside its own")
@@ -192,16 +195,29 @@ def _check_score(reply: dict[str, Any]) -> int:
         raise JudgeReplyError("reply has no score")
     score = reply["score"]
     # bool is an int in Python; a judge saying `true` has not given a level.
-    if isinstance(score, bool) or not isinstance(score, (int, float)):
+    if isinstance(score, bool) or not isinstance(score, (int, Decimal)):
         raise JudgeReplyError(f"score must be a whole number {SCORE_MIN}-{SCORE_MAX}, "
                               f"got {_type_name(score)}")
-    if isinstance(score, float):
-        if not math.isfinite(score) or not score.is_integer():
-            raise JudgeReplyError(f"score must be a whole number {SCORE_MIN}-{SCORE_MAX}, got {score}")
-        score = int(score)  # 4.0 names level 4 exactly
-    if not SCORE_MIN <= score <= SCORE_MAX:
-        raise JudgeReplyError(f"score {score} is outside {SCORE_MIN}-{SCORE_MAX}")
-    return score
+    return _level(Decimal(score), where="score")
+
+
+def _is_whole(number: Decimal) -> bool:
+    """Exactly an integer, read from the digits themselves (no rounding to any precision):
+    `4.0`, `3e0` and `30e-1` are, `2.99999999999999999` and `3.0000000000000001` are not."""
+    _, digits, exponent = number.as_tuple()
+    if not isinstance(exponent, int):
+        return False  # NaN or infinity: the JSON reader refuses them before this
+    return exponent >= 0 or not any(digits[exponent:])
+
+
+def _level(number: Decimal, *, where: str) -> int:
+    """A whole number 1-5, compared exactly; any fraction is a judge error."""
+    if not _is_whole(number):
+        raise JudgeReplyError(f"{where} must be a whole number {SCORE_MIN}-{SCORE_MAX}, got {number}")
+    if not SCORE_MIN <= number <= SCORE_MAX:
+        shown = int(number) if abs(number) < 10**6 else number
+        raise JudgeReplyError(f"score {shown} is outside {SCORE_MIN}-{SCORE_MAX}")
+    return int(number)
 
 
 # What judges write before their reason proper ("Let's think step by step:"): it says
@@ -234,19 +250,10 @@ def _check_reason(reply: dict[str, Any]) -> str:
 
 def _whole_level(text: str, *, where: str) -> int:
     """A score written as text (a bare reply, an <S2> tag): an integer 1-5, nothing else."""
-    if _INTEGER.fullmatch(text) is not None:
-        score = int(text)
-    elif _NUMBER.fullmatch(text) is not None:
-        value = float(text)
-        if not math.isfinite(value) or not value.is_integer():
-            raise JudgeReplyError(f"{where} must be a whole number {SCORE_MIN}-{SCORE_MAX}, got {text}")
-        score = int(value)  # "4.0" names level 4 exactly, as the JSON number 4.0 does
-    else:
+    if _NUMBER.fullmatch(text) is None:
         raise JudgeReplyError(f"{where} must be a whole number {SCORE_MIN}-{SCORE_MAX}, "
                               f"got {json.dumps(snippet(text, _SNIPPET))}")
-    if not SCORE_MIN <= score <= SCORE_MAX:
-        raise JudgeReplyError(f"score {score} is outside {SCORE_MIN}-{SCORE_MAX}")
-    return score
+    return _level(Decimal(text), where=where)  # "4.0" names level 4 exactly, as JSON's 4.0 does
 
 
 def _read_tags(text: str) -> Score:

@@ -14,7 +14,9 @@ in the response cache (it keys on request bodies, which hold none), never in a r
 They go only to clients of endpoints the base named (the judge's, the base-locked
 generator's, the GroundednessPro project).
 
-A sign-in that fails is one line and exit 3 (`IncompleteError`): what was tried, and how
+A sign-in that fails, in any way azure-identity can fail (refused, no credential found, an
+authority that is not an https:// URL, a host nobody answers on, a certificate nobody
+trusts), is one line and exit 3 (`IncompleteError`): the authority, what was tried, and how
 to fix it. azure-identity is imported only when a token is first needed.
 """
 
@@ -39,6 +41,7 @@ HOW_TO_FIX = ("sign in with `az login`, or set AZURE_CLIENT_ID and AZURE_TENANT_
               "workload identity or managed identity; in GitHub Actions pass azure-client-id and "
               "azure-tenant-id and grant `permissions: id-token: write`")
 _MESSAGE_LIMIT = 300
+DEFAULT_AUTHORITY = "login.microsoftonline.com"
 
 
 class SignInError(IncompleteError):
@@ -67,11 +70,22 @@ class EntraSignIn:
                     f"{self.settings.azure_client_id}, tenant {self.settings.azure_tenant_id})")
         return "DefaultAzureCredential"
 
+    @property
+    def authority(self) -> str:
+        """The Entra authority signed in at, as the environment names it."""
+        return self.settings.azure_authority_host or f"{DEFAULT_AUTHORITY} (the default)"
+
     def credential(self) -> Any:
         """An azure-core TokenCredential whose failures are one-line `SignInError`s."""
         with self._lock:
             if self._credential is None:
-                self._credential = _Translated(self._build(), self)
+                try:
+                    inner = self._build()
+                except SignInError:
+                    raise
+                except Exception as exc:  # azure-identity refusing its own settings
+                    raise SignInError(describe_unreachable(exc, self)) from None
+                self._credential = _Translated(inner, self)
             return self._credential
 
     def token_provider(self, scope: str = COGNITIVE_SERVICES_SCOPE) -> Callable[[], str]:
@@ -156,18 +170,23 @@ class _Translated:
             close()
 
     def _call(self, name: str, scopes: tuple[str, ...], kwargs: dict[str, Any]) -> Any:
-        from azure.core.exceptions import ClientAuthenticationError
+        from azure.core.exceptions import AzureError, ClientAuthenticationError
 
         try:
             return getattr(self._inner, name)(*scopes, **kwargs)
         except SignInError:
             raise
         except ClientAuthenticationError as exc:
-            raise SignInError(describe_failure(exc, self._inner, self._sign_in.method)) from None
+            raise SignInError(describe_failure(exc, self._inner, self._sign_in.method,
+                                               authority=self._sign_in.authority)) from None
+        except (AzureError, ValueError, OSError) as exc:
+            raise SignInError(describe_unreachable(exc, self._sign_in)) from None
 
 
-def describe_failure(exc: BaseException, credential: Any, method: str) -> str:
-    """One line: which credentials were tried, what went wrong, how to fix it."""
+def describe_failure(exc: BaseException, credential: Any, method: str, *,
+                     authority: str = DEFAULT_AUTHORITY) -> str:
+    """One line: which credentials were tried at which authority, what went wrong, how to
+    fix it."""
     text = str(getattr(exc, "message", None) or exc)
     # A chain lists each attempt as "\tName: what it said"; it stops early only at a
     # credential that was there but failed, whose words then say the most.
@@ -178,12 +197,25 @@ def describe_failure(exc: BaseException, credential: Any, method: str) -> str:
         chain = [type(one).__name__ for one in getattr(credential, "credentials", ())]
         stopped = bool(chain) and attempts[-1][0] != chain[-1]
         said = f": {attempts[-1][0]}: {_short(attempts[-1][1])}" if stopped else ""
-        return f"auth entra: no Microsoft Entra ID token (tried {tried}){said}; {HOW_TO_FIX}"
+        return (f"auth entra: no Microsoft Entra ID token from {authority} (tried {tried}){said}; "
+                f"{HOW_TO_FIX}")
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     fix = "; check the app registration's federated credential (docs/azure.md)" \
         if "OIDC" in method else ""
-    return (f"auth entra: Microsoft Entra ID refused the sign-in through {method}: "
+    return (f"auth entra: Microsoft Entra ID at {authority} refused the sign-in through {method}: "
             f"{_short(lines[0] if lines else type(exc).__name__)}{fix}")
+
+
+def describe_unreachable(exc: BaseException, sign_in: EntraSignIn) -> str:
+    """One line for a sign-in that never reached a verdict: the authority is no https:// URL,
+    nobody answers there, or its certificate is not trusted."""
+    text = str(getattr(exc, "message", None) or exc)
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    said = _short(lines[0]).rstrip(".") if lines else ""
+    return (f"auth entra: could not sign in at the authority {sign_in.authority} through "
+            f"{sign_in.method}: {type(exc).__name__}{': ' + said if said else ''}; "
+            "AZURE_AUTHORITY_HOST must be an https:// URL this machine reaches and whose "
+            "certificate it trusts (REQUESTS_CA_BUNDLE), or unset for Azure's public cloud")
 
 
 def _short(line: str) -> str:

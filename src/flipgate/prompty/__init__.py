@@ -17,10 +17,11 @@ from flipgate.prompty.child import (
 )
 from flipgate.prompty.frontmatter import InputSpec, Prompty, parse_prompty
 from flipgate.prompty.messages import Message, split_v1, split_v2
+from flipgate.prompty.references import has_sample
 from flipgate.prompty.render import Reader, Rendered, referenced_files, render_cases, render_values
 
 __all__ = [
     "InputSpec", "Inspected", "Message", "Prompty", "Reader", "Rendered", "check_size",
-    "child_environment", "inspect_isolated", "parse_prompty", "referenced_files", "render_cases",
+    "child_environment", "has_sample", "inspect_isolated", "parse_prompty", "referenced_files", "render_cases",
     "render_isolated", "render_values", "render_values_isolated", "sample_isolated", "split_v1", "split_v2",
 ]

@@ -34,8 +34,8 @@ from flipgate.errors import InputError, Problem, SecurityError
 from flipgate.git import repository as gitrefs
 from flipgate.model import Case
 from flipgate.prompty.frontmatter import InputSpec, Prompty, data_files, inherit, parse_prompty, with_inputs
-from flipgate.prompty.references import load_file_reference, sample_values
-from flipgate.prompty.render import Rendered, referenced_files, render_values
+from flipgate.prompty.references import has_sample, load_file_reference, sample_values
+from flipgate.prompty.render import Rendered, referenced_files, refuse_missing, render_values
 from flipgate.prompty.sandbox import Limits
 
 # What the child may see of the environment: enough to start Python and run git.
@@ -136,13 +136,16 @@ def sample_values_isolated(data: bytes, *, path: str, source: str, repo: str | o
 
 def render_isolated(prompty: Prompty, cases: Sequence[Case], *, repo: str | os.PathLike[str],
                     sha: str, environ: Mapping[str, str] | None = None, limits: Limits = Limits(),
-                    strict_undefined: bool = False) -> Rendered:
+                    strict_undefined: bool = False, cases_source: str = "cases") -> Rendered:
     """Every case's messages, rendered in the child (which reads included files from
     the same git ref itself). A child that runs out of time or memory is a
-    SecurityError: the template, not the machine, is at fault."""
+    SecurityError: the template, not the machine, is at fault. Strict, a case that
+    lacks a variable the template uses is an InputError naming `cases_source` and its line."""
     values = {case.id: prompty.with_defaults(case.template_vars()) for case in cases}
-    return render_values_isolated(prompty, values, repo=repo, sha=sha, environ=environ or {},
-                                  limits=limits, strict_undefined=strict_undefined)
+    rendered = render_values_isolated(prompty, values, repo=repo, sha=sha, environ=environ or {},
+                                      limits=limits, strict_undefined=strict_undefined)
+    refuse_missing(rendered, cases, cases_source=cases_source, template=prompty)
+    return rendered
 
 
 def render_values_isolated(prompty: Prompty, values: Mapping[str, Mapping[str, Any]], *,
@@ -159,7 +162,9 @@ def render_values_isolated(prompty: Prompty, values: Mapping[str, Mapping[str, A
 def _rendered_from_json(answer: dict[str, Any]) -> Rendered:
     messages = {key: tuple(dict(m) for m in items) for key, items in answer["messages"].items()}
     return Rendered(messages=messages, loaded=frozenset(answer["loaded"]),
-                    undefined={name: tuple(ids) for name, ids in answer["undefined"].items()})
+                    undefined={name: tuple(ids) for name, ids in answer["undefined"].items()},
+                    missing={key: (name, path, line)
+                             for key, (name, path, line) in answer.get("missing", {}).items()})
 
 
 # --- the Prompty as JSON, across the process boundary ---------------------------------
@@ -256,16 +261,24 @@ def _job(request: dict[str, Any], limits: Limits) -> dict[str, Any]:
     if request["job"] == "values":
         _plain_json(prompty)
         return {"prompty": _prompty_to_json(prompty), "values": sample_values(prompty, read=read)}
+    strict = request["strict_undefined"]
     if request["job"] == "sample":
         _plain_json(prompty)
         values = {"sample": sample_values(prompty, read=read)}
+        strict = strict and has_sample(prompty)  # without one, every input renders empty
     else:
         values = request["values"]
-    rendered = render_values(prompty, values, read=read, limits=limits,
-                             strict_undefined=request["strict_undefined"])
+    rendered = render_values(prompty, values, read=read, limits=limits, strict_undefined=strict)
+    if request["job"] == "sample" and rendered.missing:
+        name, path, line = rendered.missing["sample"]
+        raise InputError(Problem(request["source"] if path == prompty.path else path, line,
+                                 f"the sample has no {name!r}, which the template reads here "
+                                 "(add it to the sample; generator.strict_undefined: false "
+                                 "renders it empty)"))
     out = {"messages": {k: list(v) for k, v in rendered.messages.items()},
            "loaded": sorted(rendered.loaded),
-           "undefined": {k: list(v) for k, v in rendered.undefined.items()}}
+           "undefined": {k: list(v) for k, v in rendered.undefined.items()},
+           "missing": {k: list(v) for k, v in rendered.missing.items()}}
     if request["job"] == "sample":
         out["prompty"] = _prompty_to_json(prompty)
     return out

@@ -52,6 +52,13 @@ def load_file_reference(value: str, *, prompty: Prompty, read: Reader, what: str
 MAX_SAMPLE_NESTING = 8
 
 
+def has_sample(prompty: Prompty) -> bool:
+    """Whether the file gives a dry run anything to fill its inputs with: a `sample:`, or a
+    v2 input's example or default."""
+    return prompty.sample is not None or any(
+        spec.example is not None or spec.default is not None for spec in prompty.inputs)
+
+
 def sample_values(prompty: Prompty, *, read: Reader) -> dict[str, Any]:
     """The generator's own sample inputs."""
     values = prompty.sample_inputs()

@@ -14,9 +14,12 @@ The template comes from a pull request, so it is untrusted:
 - `child.py` runs all of this in a child process with memory and CPU limits
   and a wall-clock timeout.
 
-Undefined variables render as the reference runtimes render them (empty and
-falsy); every name that was undefined for some case is reported, so a typo
-still shows. `strict_undefined` makes them errors instead.
+With `strict_undefined` (`generator.strict_undefined`, true by default) a case
+that lacks a variable the template uses is bad input: the render notes it in
+`Rendered.missing`, and `refuse_missing` names the cases file, line, case id
+and variable. Without it, undefined variables render as the reference runtimes
+render them (empty and falsy), and every name that was undefined for some case
+is reported, so a typo still shows.
 
 Line numbers in messages are the file's own: the front matter becomes a
 template comment of the same height, so the body renders exactly as the
@@ -55,6 +58,9 @@ class Rendered:
     messages: Mapping[str, tuple[Message, ...]]
     loaded: frozenset[str]
     undefined: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    # strict: each id whose values lack a variable the template uses (then it has no
+    # messages): (variable, template file, its line)
+    missing: Mapping[str, tuple[str, str, int | None]] = field(default_factory=dict)
 
 
 def renderable_body(prompty: Prompty) -> str:
@@ -90,6 +96,37 @@ def _recording_undefined(seen: set[str]) -> type:
                 seen.add(name)
 
     return Recording
+
+
+def _strict_undefined(seen: set[str]) -> type:
+    """Jinja2's StrictUndefined (any use is an error), noting each missing top-level name
+    so a failed render can say which variable the case lacks."""
+    from jinja2 import StrictUndefined
+    from jinja2.utils import missing
+
+    class Strict(StrictUndefined):
+        __slots__ = ()
+
+        def __init__(self, hint: Any = None, obj: Any = missing, name: Any = None,
+                     exc: Any = None) -> None:
+            kwargs = {} if exc is None else {"exc": exc}
+            super().__init__(hint, obj, name, **kwargs)
+            if obj is missing and isinstance(name, str):
+                seen.add(name)
+
+    return Strict
+
+
+def _missing_variable(exc: BaseException, seen: set[str]) -> str | None:
+    """The top-level variable whose use failed a strict render, if that is what failed."""
+    from jinja2 import UndefinedError
+    from pystache.context import KeyNotFoundError
+
+    if isinstance(exc, KeyNotFoundError):
+        return str(exc.key)
+    if isinstance(exc, UndefinedError):
+        return next((name for name in sorted(seen) if exc.message == f"{name!r} is undefined"), None)
+    return None
 
 
 def _included_source(text: str, name: str) -> str:
@@ -351,8 +388,6 @@ def render_values(prompty: Prompty, values: Mapping[str, Mapping[str, Any]], *, 
     rendering problems are collected across ids, one line per distinct
     problem with the ids it hit.
     """
-    from jinja2 import StrictUndefined
-
     loader = _RefLoader(prompty, read, limits)
     seen: set[str] = set()
     if prompty.format == "mustache":
@@ -360,7 +395,7 @@ def render_values(prompty: Prompty, values: Mapping[str, Mapping[str, Any]], *, 
                                 seen=seen)
         render = engine.render
     else:
-        undefined = StrictUndefined if strict_undefined else _recording_undefined(seen)
+        undefined = _strict_undefined(seen) if strict_undefined else _recording_undefined(seen)
         env = make_environment(loader.jinja_loader, limits, undefined=undefined,
                                keep_trailing_newline=prompty.version == 2)
         template = _checked_template(prompty, env, loader, limits)
@@ -368,6 +403,7 @@ def render_values(prompty: Prompty, values: Mapping[str, Mapping[str, Any]], *, 
 
     messages: dict[str, tuple[Message, ...]] = {}
     undefined_in: dict[str, list[str]] = {}
+    missing: dict[str, tuple[str, str, int | None]] = {}
     failures: dict[tuple[type[InputError], Problem], list[str]] = {}
     for key, raw in values.items():
         marks = thread_marks(prompty.rich_inputs)
@@ -376,6 +412,11 @@ def render_values(prompty: Prompty, values: Mapping[str, Mapping[str, Any]], *, 
             text = render(_variables(prompty, raw, marks))
             split = _messages(prompty, text, values=raw, marks=marks, read=loader.read_cached)
         except Exception as exc:  # noqa: BLE001
+            name = _missing_variable(exc, seen) if strict_undefined else None
+            if name is not None:
+                path, line = _template_line(exc.__traceback__, loader.sources)
+                missing[key] = (name, path or prompty.path, line)
+                continue
             failures.setdefault(_classify(exc, loader=loader), []).append(key)
             continue
         for name in sorted(seen):
@@ -394,12 +435,45 @@ def render_values(prompty: Prompty, values: Mapping[str, Mapping[str, Any]], *, 
         raise kind(problems)
     read_files = {name for name, data in loader.raw.items() if data is not None}  # images too
     return Rendered(messages=messages, loaded=frozenset(loader.sources) | read_files,
-                    undefined={name: tuple(ids) for name, ids in undefined_in.items()})
+                    undefined={name: tuple(ids) for name, ids in undefined_in.items()},
+                    missing=missing)
+
+
+MAX_MISSING_SHOWN = 10
+
+
+def refuse_missing(rendered: Rendered, cases: Sequence[Case], *, cases_source: str,
+                   template: Prompty) -> None:
+    """Exit 2 (InputError) when a strict render found cases that lack a variable the
+    template uses: one line a case (the first ten), naming the cases file and line, the
+    case id, the variable and the template line that reads it."""
+    if not rendered.missing:
+        return
+    problems: list[Problem] = []
+    for case in cases:
+        if case.id not in rendered.missing:
+            continue
+        name, path, line = rendered.missing[case.id]
+        where = template.source if path == template.path else path
+        problems.append(Problem(cases_source, case.line or None,
+                                f"case {case.id} has no {name!r}, which {where}"
+                                f"{f':{line}' if line else ''} reads (add it to the case; "
+                                "generator.strict_undefined: false renders it empty)"))
+    if len(problems) > MAX_MISSING_SHOWN:
+        more = len(problems) - MAX_MISSING_SHOWN
+        problems = [*problems[:MAX_MISSING_SHOWN],
+                    Problem(cases_source, None, f"and {more} more case(s) lack a variable "
+                            f"{template.source} reads")]
+    raise InputError(problems)
 
 
 def render_cases(prompty: Prompty, cases: Sequence[Case], *, read: Reader,
-                 limits: Limits = Limits(), strict_undefined: bool = False) -> Rendered:
+                 limits: Limits = Limits(), strict_undefined: bool = False,
+                 cases_source: str = "cases") -> Rendered:
     """Every case's messages, by case id; a case's fields are the template's variables
     (v2 input defaults fill the ones a case lacks)."""
     values = {case.id: prompty.with_defaults(case.template_vars()) for case in cases}
-    return render_values(prompty, values, read=read, limits=limits, strict_undefined=strict_undefined)
+    rendered = render_values(prompty, values, read=read, limits=limits,
+                             strict_undefined=strict_undefined)
+    refuse_missing(rendered, cases, cases_source=cases_source, template=prompty)
+    return rendered

@@ -114,16 +114,23 @@ class Wiring:
 
 
 def prepare(repo: Repo, refs: dict[str, Ref], generators: dict[str, Generator],
-            cases: list[Case], *, environ: Mapping[str, str],
-            strict_undefined: bool = False) -> dict[str, PreparedGenerator]:
-    """Render every case of each side in the sandbox (in parallel child processes)."""
+            cases: list[Case], *, environ: Mapping[str, str], strict_undefined: bool = True,
+            cases_source: str = "cases") -> dict[str, PreparedGenerator]:
+    """Render every case of each side in the sandbox (in parallel child processes); strict,
+    a case lacking a variable either side's template uses stops the run (exit 2) here,
+    before any model call."""
     with ThreadPoolExecutor(max_workers=len(generators)) as pool:
         futures = {side: pool.submit(render_isolated, generator.prompty, cases, repo=repo.path,
                                      sha=refs[side].sha, environ=environ,
-                                     strict_undefined=strict_undefined)
+                                     strict_undefined=strict_undefined, cases_source=cases_source)
                    for side, generator in generators.items()}
         return {side: PreparedGenerator(generator=generators[side], rendered=future.result())
                 for side, future in futures.items()}
+
+
+def cases_source(config: Config) -> str:
+    """The cases file as messages name it."""
+    return config.path_of(config.cases)
 
 
 def undefined_notes(prepared: Mapping[str, PreparedGenerator]) -> list[str]:
@@ -137,8 +144,8 @@ def undefined_notes(prepared: Mapping[str, PreparedGenerator]) -> list[str]:
         shown = "; ".join(f"'{name}' ({len(ids)} {'case' if len(ids) == 1 else 'cases'}, "
                           f"e.g. {ids[0]})" for name, ids in sorted(undefined.items())[:10])
         notes.append(f"Warning: {prepared_side.generator.prompty.source} uses variables that were "
-                     f"undefined and rendered empty: {shown}. Set generator.strict_undefined: true "
-                     "to make this an error.")
+                     f"undefined and rendered empty: {shown} (generator.strict_undefined is "
+                     "false; true, the default, makes this an error).")
     return notes
 
 
@@ -188,7 +195,8 @@ async def _end_to_end(*, repo: Repo, base: Ref, inputs: Inputs, pair: LockedPair
     async def gate_cases(live_cases: list[Case]) -> list[Row]:
         prepared = await asyncio.to_thread(
             prepare, repo, refs, sides, live_cases, environ=environ,
-            strict_undefined=inputs.config.generator_options.strict_undefined)
+            strict_undefined=inputs.config.generator_options.strict_undefined,
+            cases_source=cases_source(inputs.config))
         live_judge = wiring.judges(inputs.config, runtime=runtime, settings=settings, provider=judge)
         scored = await _replay_and_score(inputs=dataclasses.replace(inputs, cases=live_cases),
                                          pair=pair, prepared=prepared, runtime=runtime,
@@ -255,7 +263,8 @@ def plan_suite(git_repo: Repo, base_ref: Ref, head_ref: Ref, inputs: Inputs, *,
     sides = {"candidate": pair.candidate} if pair.adopted else \
         {"baseline": pair.baseline, "candidate": pair.candidate}
     prepared = prepare(git_repo, refs, sides, inputs.cases, environ=environ,
-                       strict_undefined=config.generator_options.strict_undefined)
+                       strict_undefined=config.generator_options.strict_undefined,
+                       cases_source=cases_source(config))
     loaded = frozenset().union(*(p.rendered.loaded for p in prepared.values()))
     change = describe(git_repo, base_ref, head_ref, path=path, files=detected.relevant, pair=pair,
                       inputs=inputs, includes=detected.includes | loaded)
@@ -500,7 +509,8 @@ async def replay_ref(*, repo: Path, ref: str, settings: Settings,
                            head_generator=generator, settings=settings)
     prepared = prepare(git_repo, {"generation": at}, {"generation": pair.baseline}, inputs.cases,
                        environ=settings.environ,
-                       strict_undefined=config.generator_options.strict_undefined)
+                       strict_undefined=config.generator_options.strict_undefined,
+                       cases_source=cases_source(config))
     runtime = wiring.runtime(config, cache_dir=cache_dir, progress=progress,
                              cache_key=cache_key_for(settings, repo=repo, cache_dir=cache_dir))
     client = wiring.client(pair.baseline.endpoint, settings, runtime)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from flipgate.config.schema import EndpointConfig
 from flipgate.generator.endpoint_lock import trusted_request
-from flipgate.prompty import Prompty, sample_isolated
+from flipgate.prompty import has_sample, sample_isolated
 
 if TYPE_CHECKING:
     from flipgate.run.refs import Ref, Repo
@@ -34,10 +34,3 @@ def sample_request(*, repo: Repo, ref: Ref, path: str, environ: Mapping[str, str
                                         read=repo.reader(ref))
     return {"messages": [dict(m) for m in rendered.messages["sample"]], "model": model,
             "parameters": parameters}
-
-
-def has_sample(prompty: Prompty) -> bool:
-    """Whether the file gives a dry run anything to fill its inputs with: a `sample:`, or a
-    v2 input's example or default."""
-    return prompty.sample is not None or any(
-        spec.example is not None or spec.default is not None for spec in prompty.inputs)
