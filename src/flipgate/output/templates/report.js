@@ -346,6 +346,10 @@
     }
     const details = element(n);
     fill(n);
+    for (const linked of document.querySelectorAll("details.linked")) {
+      linked.classList.remove("linked");
+    }
+    details.classList.add("linked");  // the row the link named stands out
     details.open = true;
     details.scrollIntoView();
   }
