@@ -30,14 +30,14 @@ HOSTILE = "</script><script>window.pwned = 1</script><img src=x onerror='window.
 
 def two_thousand_rows():
     """2,000 rows: 400 blocking regressions (policy), 100 to review (chat), 300 moved,
-    the rest unchanged; one answer tries to run a script."""
+    the rest unchanged; two answers (a regression's, an unchanged row's) try to run a script."""
     rows = []
     for n in range(2_000):
         category = "chat" if 400 <= n < 500 else "policy"
         before, after, rescore = ((5, 2, 1) if n < 500 else (4, 5, False) if n < 800
                                   else (5, 5, False))
         answer = f"Skip up to 1 day before the ship date, case {n}." if n < 500 else f"Case {n}."
-        if n == 1_999:
+        if n in (499, 1_999):  # a full row and a quiet one
             answer += HOSTILE
         case = Case(id=f"case-{n:04d}", query=f"Can I skip box {n}?", context=CONTEXT,
                     category=category)
@@ -124,6 +124,11 @@ def test_a_case_link_opens_its_row_even_a_quiet_one_far_down(tmp_path: Path) -> 
         html = browser.evaluate("document.getElementById('case-case-0042').innerHTML")
         # A full row's marks: the claim not in the context, the judge's readings.
         assert '<mark class="claim">' in html and "<td>re-score</td>" in html
+        browser.evaluate("location.hash = '#case-case-0499'")  # the hostile full row
+        browser.evaluate("new Promise(r => setTimeout(r, 100))")
+        assert HOSTILE in browser.evaluate("document.getElementById('case-case-0499').textContent")
+        assert browser.evaluate("document.querySelectorAll('#rows img, #rows script').length") == 0
+        assert browser.evaluate("typeof window.pwned") == "undefined"
         assert browser.problems() == []
 
 
