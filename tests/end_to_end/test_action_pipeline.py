@@ -379,7 +379,7 @@ def test_a_forks_new_head_never_runs_under_an_earlier_command_even_with_a_forged
 
     assert pipeline.openai.requests == []
     assert [s["state"] for s in harness.server.statuses_for(head_b)] == ["pending"]
-    assert harness.server.statuses_for(head_b)[0]["description"] == f"#{PR}: {WAITING_FOR_COMMAND}"
+    assert harness.server.statuses_for(head_b)[0]["description"] == f"#{PR}: base main: {WAITING_FOR_COMMAND}"
     assert "Nothing was run" in harness.replies()[0]
 
 

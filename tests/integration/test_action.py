@@ -393,7 +393,7 @@ def test_fork_under_target_with_require_command_waits_pending(harness: Harness,
 
     assert check.calls == [] and harness.own_comments() == []
     [status] = harness.server.statuses_for(harness.head)
-    assert (status["state"], status["description"]) == ("pending", f"#{PR}: {WAITING_FOR_COMMAND}")
+    assert (status["state"], status["description"]) == ("pending", f"#{PR}: base main: {WAITING_FOR_COMMAND}")
 
 
 def test_fork_under_target_with_policy_run_is_evaluated(harness: Harness,

@@ -52,7 +52,7 @@ def test_a_maintainers_label_is_kept_shown_and_written(labelled: Harness, check:
     assert "`q1` — labelled grounded by @" in comment["body"]
     # The row itself says so at once, though the label command re-renders nothing.
     rows = [line for line in comment["body"].splitlines() if line.startswith("| q1")]
-    assert rows and all(line.startswith("| q1<br>🏷️ labelled grounded by @") for line in rows)
+    assert rows and all(line.startswith("| q1 · 🏷️ labelled grounded by @") for line in rows)
     assert read_block(comment["body"]).labels[0].by == "maintainer"
     written = (labelled.repo.path / "flipgate-out" / "labels.jsonl").read_text()
     assert json.loads(written) == {"id": "q1", "suite": None, "side": "candidate",

@@ -12,6 +12,7 @@ from flipgate.github import labels
 from flipgate.github.event import LabelCommand, UsageCommand, decide, parse_command
 from flipgate.model import Bucket
 from flipgate.output.comment import render_comment
+from flipgate.output.links import Links
 
 from support.factories import make_report, make_row
 from support.gfm import to_html
@@ -133,8 +134,21 @@ def test_the_row_in_the_comment_says_who_labelled_it() -> None:
     report = make_report([make_row("q1", category="policy", before=5, after=2, rescore=1)])
     markdown = render_comment(report, labels={(None, "q1"): ("labelled grounded by @alice",)})
     row = next(line for line in markdown.splitlines() if line.startswith("| q1"))
-    assert row.startswith("| q1<br>🏷️ labelled grounded by @") and "alice" in row
+    assert row.startswith("| q1 · 🏷️ labelled grounded by @") and "alice" in row
     # The label command's edit of a comment writes the same tag, so it leaves this row be.
     assert labels.on_rows(markdown, [labels.HumanLabel("q1", "candidate", "grounded", "alice")]) \
         == markdown
     assert "labelled" not in render_comment(report)
+
+
+def test_a_row_whose_id_links_to_report_html_gets_its_label_tag_after_the_link() -> None:
+    report = make_report([make_row("q_1", category="policy", before=5, after=2, rescore=1)])
+    links = Links(report="https://pages.example/pr-7/report.html")
+    tagged = render_comment(report, links=links,
+                            labels={(None, "q_1"): ("labelled grounded by @alice",)})
+    edited = labels.on_rows(render_comment(report, links=links),
+                            [labels.HumanLabel("q_1", "candidate", "grounded", "alice")])
+    row = next(line for line in edited.splitlines() if line.startswith("| [q"))
+    assert row.startswith("| [q\\_1](https://pages.example/pr-7/report.html#case-q_5f_1) · 🏷️ "
+                          "labelled grounded by @")
+    assert edited == tagged  # the edit writes what a new rendering would

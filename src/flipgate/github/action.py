@@ -39,6 +39,7 @@ from flipgate.github import joblog
 from flipgate.github import labels as human
 from flipgate.github import texts as messages
 from flipgate.github.api import GitHubError, RepoAPI, StatusUpdate, connect
+from flipgate.github.bases import Refused, refuse_base
 from flipgate.github.cancel import STATUS_BUDGET, Cancellation, handled, within
 from flipgate.github.event import (
     AwaitCommand,
@@ -64,9 +65,11 @@ from flipgate.github.workspace_guard import refuse_unsafe_places
 from flipgate.model import Conclusion, Report, Row
 from flipgate.output import comment as render
 from flipgate.output.html import HTML_FILE
+from flipgate.output.links import NO_LINKS, Links
 from flipgate.output.page import Labels
 from flipgate.output.progress import LOG_EVERY, PeriodicLines
 from flipgate.run.pipeline import case_ids, merged_check, run_check
+from flipgate.run.refs import Ref, Repo, read_config
 from flipgate.run.shards import Shard
 from flipgate.settings import Settings as RunSettings
 from flipgate.text.escaping import short, shorten
@@ -129,13 +132,14 @@ class Outcome:
 
 def outcome_of_report(report: Report, *, comment: str, exit_code: int, report_path: str,
                       summary_room: int, message: str | None = None,
-                      page_path: str = "") -> Outcome:
+                      page_path: str = "", links: Links = NO_LINKS) -> Outcome:
     """The status, comment and summary of a finished check (`comment`: the comment.md the
     check wrote; `message`: why it stopped early; `page_path`: the report.html it wrote,
-    which the summary names)."""
+    which the summary names; `links`: where it links the run and report.html)."""
     note = messages.page_note(page_path) if page_path else ""
     try:  # the summary gets the most detail that fits what is left of its 1 MiB
-        summary = render.render_summary(report, max_chars=summary_room - len(note.encode()))
+        summary = render.render_summary(report, max_chars=summary_room - len(note.encode()),
+                                        links=links)
     except ValueError:
         summary = comment
     summary += note if len(summary.encode()) + len(note.encode()) <= summary_room else ""
@@ -440,33 +444,49 @@ def evaluate(settings: Settings, run_settings: RunSettings, api: RepoAPI, workfl
     """`records_head`: the pending status records `pull.head_sha` as the PR's head (it is
     the head now; a re-run of an old delivery's job is not)."""
     options = options or CheckOptions()
+    refused = untrusted_base(settings, run_settings, api, pull)
     if settings.shard is not None:
+        if refused is not None:
+            workflow.error(f"flipgate: shard: {refused.headline}")
+            return refused.exit_code
         return evaluate_shard(settings, run_settings, workflow, pull, check=check, options=options,
                               e2e=e2e)
     if settings.merge is not None:
         check = merged_check(settings.workspace / settings.merge)
         e2e = None  # the merge adds no end-to-end run: the shards' travel in their partials
-    # `comment: never` reads and writes no comment, so it needs no login either.
-    login = api.own_login() if settings.comment_mode is not CommentMode.NEVER else ""
-    kept = (stored_labels(api, workflow, number=pull.number, login=login,
-                          context=settings.status_context) if login else ())
     status = _status_setter(settings, api, pull)
-    status("pending", messages.pending_description(pull, records_head=records_head))
+    try:
+        # `comment: never` reads and writes no comment, so it needs no login either.
+        login = api.own_login() if settings.comment_mode is not CommentMode.NEVER else ""
+        kept = (stored_labels(api, workflow, number=pull.number, login=login,
+                              context=settings.status_context) if login else ())
+        status("pending", messages.pending_description(pull, records_head=records_head))
+    except GitHubError as exc:
+        return stopped_by_github(workflow, status, exc)
     if cancellation is not None:  # from now on a cancelled run must not stay pending
         cancellation.report = functools.partial(
             report_cancelled, settings=settings, fresh_api=fresh_api or (lambda: api),
             workflow=workflow, pull=pull, options=options)
 
-    outcome = run_check_safely(settings, run_settings, workflow, pull, check=check,
-                               options=options, e2e=e2e, labels=human.by_row(kept))
+    outcome = refused or run_check_safely(settings, run_settings, workflow, pull, check=check,
+                                          options=options, e2e=e2e, labels=human.by_row(kept))
     if login:
         # Read again: a label given while the check ran must not be lost by this edit.
-        kept = stored_labels(api, workflow, number=pull.number, login=login,
-                             context=settings.status_context, quiet=True)
+        try:
+            kept = stored_labels(api, workflow, number=pull.number, login=login,
+                                 context=settings.status_context, quiet=True)
+        except GitHubError as exc:
+            give_workspace_back(settings.workspace, workflow, options)
+            return stopped_by_github(workflow, status, exc)
     if kept:
         write_labels(settings.workspace, of_the_run(kept, outcome.report), head_sha=pull.head_sha,
                      git=Git(run_settings.git_environment()), workflow=workflow)
     give_workspace_back(settings.workspace, workflow, options)
+    if outcome.state in ("success", "failure"):
+        try:
+            outcome = still_the_base(api, pull, outcome)
+        except GitHubError as exc:
+            return stopped_by_github(workflow, status, exc)
 
     exit_code = outcome.exit_code
     try:
@@ -504,6 +524,66 @@ def evaluate(settings: Settings, run_settings: RunSettings, api: RepoAPI, workfl
     if outcome.state != "success":
         workflow.error(f"flipgate: {outcome.headline or outcome.description}")
     return exit_code
+
+
+def stopped_by_github(workflow: Workflow, status: Callable[..., None], exc: GitHubError) -> int:
+    """A GitHub call failed (a rate limit that does not lift within the bounded wait, an
+    outage): `error` on the head naming it, if GitHub still takes a status, so no pending
+    status is left behind; exit 3."""
+    workflow.error(f"GitHub API: {exc}")
+    try:
+        status("error", messages.github_failure_description(str(exc)))
+    except GitHubError as again:
+        workflow.error(f"could not set the error status either: {again}")
+    workflow.set_output("conclusion", "error")
+    return EXIT_INCOMPLETE
+
+
+def still_the_base(api: RepoAPI, pull: PullRequest, outcome: Outcome) -> Outcome:
+    """The verdict, if the PR still targets the base it was judged against; else an
+    `error` that leaves the decision to the run for the new base (a command's job runs
+    beside the pull request's, so a retarget can land while it judges)."""
+    now = api.pull(pull.number).base_ref
+    if now == pull.base_ref:
+        return outcome
+    text = messages.base_moved_comment(head_sha=pull.head_sha, judged=pull.base_ref, now=now)
+    return Outcome(state="error", description=messages.base_moved_description(pull.base_ref, now),
+                   headline=f"no verdict: the base changed from {pull.base_ref} to {now} during "
+                            "the run", conclusion="error", exit_code=EXIT_INCOMPLETE, comment=text,
+                   create_comment=True, summary=text, fingerprint=messages.fingerprint_of_text(text))
+
+
+def untrusted_base(settings: Settings, run_settings: RunSettings, api: RepoAPI,
+                   pull: PullRequest) -> Outcome | None:
+    """None when the PR's base is one the repository trusts (github/bases.py); else the
+    outcome of a run that judged nothing: `error`, and no model call. The trusted list is
+    read from the default branch's tip, as GitHub names it, never from the PR's base."""
+    if pull.base_ref == pull.default_branch:
+        return None
+    try:
+        git = Git(run_settings.git_environment())
+        default = Ref(pull.default_branch, api.branch_sha(pull.default_branch))
+        ensure_commits(settings.workspace, [default.sha, pull.base_sha], git=git)
+        repo = Repo(settings.workspace, git)
+        trusted = read_config(repo, default, settings.config)
+        refused = refuse_base(pull.base_ref, default_branch=pull.default_branch,
+                              named=trusted.base_branches if trusted else None,
+                              default_has_config=trusted is not None,
+                              base_has_config=repo.read(Ref(pull.base_ref, pull.base_sha),
+                                                        settings.config) is not None,
+                              config_path=settings.config)
+    except (FlipgateError, GitHubError) as exc:
+        return outcome_of_failure(exc, head_sha=pull.head_sha)
+    return None if refused is None else outcome_of_refusal(refused, head_sha=pull.head_sha)
+
+
+def outcome_of_refusal(refused: Refused, *, head_sha: str) -> Outcome:
+    """A base the repository does not trust: no verdict, `error`, exit 2 (the PR's input)."""
+    text = messages.refused_base_comment(head_sha=head_sha, refused=refused)
+    return Outcome(state="error", description=messages.refused_base_description(refused),
+                   headline=f"no verdict: {refused.why}", conclusion="", exit_code=EXIT_BAD_INPUT,
+                   comment=text, create_comment=True, summary=text,
+                   fingerprint=messages.fingerprint_of_text(text))
 
 
 def report_cancelled(signal_name: str, *, settings: Settings, fresh_api: Callable[[], RepoAPI],
@@ -612,7 +692,7 @@ def run_check_safely(settings: Settings, run_settings: RunSettings, workflow: Wo
                                out_dir=workspace / OUT_DIR, cache_dir=options.cache_dir(workspace),
                                comment_limit=body_limit(settings.status_context),
                                progress=progress, concurrency=options.concurrency, e2e=e2e,
-                               labels=labels)
+                               labels=labels, links=settings.links)
             finally:
                 progress.close()
     except Exception as exc:  # noqa: BLE001 - every failure must end in an error status
@@ -626,7 +706,8 @@ def run_check_safely(settings: Settings, run_settings: RunSettings, workflow: Wo
                              report_path=f"{OUT_DIR}/report.json" if report_file.exists() else "",
                              summary_room=workflow.summary_room(),
                              message=getattr(result, "message", None),
-                             page_path=f"{OUT_DIR}/{HTML_FILE}" if page_file.exists() else "")
+                             page_path=f"{OUT_DIR}/{HTML_FILE}" if page_file.exists() else "",
+                             links=settings.links)
 
 
 def ensure_commits(repo: Path, shas: Sequence[str], *, git: Git) -> None:

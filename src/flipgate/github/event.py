@@ -24,6 +24,7 @@ from flipgate.github.payload import Fields
 PULL_REQUEST_EVENTS = ("pull_request", "pull_request_target")
 PULL_REQUEST_ACTIONS = ("opened", "synchronize", "reopened")
 COMMAND_PREFIX = "/flipgate"
+GHOST = "ghost"  # how GitHub shows a deleted account, which some payloads send as `user: null`
 EVENT_SOURCE = "GITHUB_EVENT_PATH"  # what a problem in the event payload is located by
 # `/flipgate run SHA`: a full or abbreviated commit name (git's shortest is 7).
 _COMMAND_SHA = re.compile(r"[0-9a-fA-F]{7,64}")
@@ -46,6 +47,8 @@ class PullRequest:
     base_sha: str
     head_sha: str
     fork: bool
+    base_ref: str = ""        # the base branch's name (`main`), which github/bases.py trusts or not
+    default_branch: str = ""  # the repository's default branch, as GitHub names it
 
 
 @dataclass(frozen=True)
@@ -188,10 +191,12 @@ def pull_from_payload(pull: Mapping[str, Any], *, source: str = EVENT_SOURCE,
     head_name = fields.text(f"{path}.head.repo.full_name") if head_repo is not None else None
     fields.object(f"{path}.base")
     base_sha = fields.sha(f"{path}.base.sha")
+    base_ref = fields.text(f"{path}.base.ref")
     fields.object(f"{path}.base.repo")
     base_name = fields.text(f"{path}.base.repo.full_name")
     return PullRequest(number=number, base_sha=base_sha, head_sha=head_sha,
-                       fork=head_name != base_name)
+                       fork=head_name != base_name, base_ref=base_ref,
+                       default_branch=fields.text(f"{path}.base.repo.default_branch"))
 
 
 def decide_pull(pull: PullRequest, *, event_name: str,
@@ -243,11 +248,20 @@ def _decide_dispatch(payload: Fields, pr_number: int | None) -> Activity:
 def _decide_pull_request(event_name: str, payload: Fields,
                          fork_policy: ForkPolicy) -> Activity:
     action = payload.text("action")
-    if action not in PULL_REQUEST_ACTIONS:
-        return Ignore(f"{event_name} `{action}`: only opened, synchronize and reopened are checked")
+    # A new base makes the last verdict about a base that is gone: decide again.
+    retargeted = action == "edited" and payload.has("changes.base")
+    if action not in PULL_REQUEST_ACTIONS and not retargeted:
+        return Ignore(f"{event_name} `{action}`: only opened, synchronize, reopened and an edit "
+                      "that changes the base are checked")
     pull = payload.object("pull_request")
     assert pull is not None
     return decide_pull(pull_from_payload(pull), event_name=event_name, fork_policy=fork_policy)
+
+
+def commenter(payload: Fields) -> str:
+    """The comment's author; `user: null` (a deleted account) is GitHub's ghost."""
+    return GHOST if payload.object("comment.user", nullable=True) is None \
+        else payload.text("comment.user.login")
 
 
 def _decide_comment(payload: Fields) -> Activity:
@@ -266,7 +280,7 @@ def _decide_comment(payload: Fields) -> Activity:
         return Ignore(f"issue #{number} is not a pull request; "
                       "/flipgate commands work on pull requests only")
     payload.object("issue.pull_request")
-    comment_id, author = payload.number("comment.id"), payload.text("comment.user.login")
+    comment_id, author = payload.number("comment.id"), commenter(payload)
     if parsed.name == "run":
         return RunCommand(number=number, comment_id=comment_id, author=author,
                           created_at=payload.timestamp("comment.created_at"), sha=parsed.sha)

@@ -217,8 +217,11 @@ def by_row(labels: Iterable[HumanLabel]) -> dict[tuple[str | None, str], tuple[s
 # -- the comment's labels section ------------------------------------------------------
 
 # A row's label as a table cell shows it (the comment's row templates write the same).
-ROW_TAG = "<br>🏷️ "
+ROW_TAG = " · 🏷️ "
 _ROW_TAG = re.compile(re.escape(ROW_TAG) + r"[^|]*?(?= \|)")
+# An id cell linked to its row of report.html: `[escaped id](url)` (the escaped id holds no
+# bare `]`, the URL no `)` or space).
+_LINKED_ID = re.compile(r"\[((?:\\.|[^\\\]])*)\]\([^\s()]*\)")
 # The comment's id cells hold at most this many characters of the id (Cells.id).
 _ID_CELL = 80
 TAG_ROOM = 6_000
@@ -275,7 +278,8 @@ def on_rows(body: str, labels: Sequence[HumanLabel]) -> str:
         if line.startswith("| ") and ROW_TAG in line:
             line = _ROW_TAG.sub("", line)
         first = line[2:].split(" | ", 1)[0] if line.startswith("| ") else None
-        given = shown_by_id.get(first) if first is not None else None
+        linked = _LINKED_ID.fullmatch(first) if first is not None else None
+        given = shown_by_id.get(linked.group(1) if linked else first) if first is not None else None
         if given and first is not None:
             tag = ROW_TAG + cell_list(given, 120, 4, "; ")
             if len(tag) <= room:

@@ -12,9 +12,10 @@ import hashlib
 import json
 import re
 
+from flipgate.github.bases import SETTING, Refused
 from flipgate.github.event import PullRequest
 from flipgate.model import Conclusion, Report
-from flipgate.text.escaping import fence, inline_code, plural, short, shorten
+from flipgate.text.escaping import escape_md, fence, inline_code, plural, short, shorten
 from flipgate.verdict import gate
 
 STATUS_LIMIT = 140  # GitHub refuses a longer commit status description
@@ -67,8 +68,16 @@ def status_description(report: Report) -> str:
 _RECORDED_PULL = re.compile(r"^#(\d+): ")
 
 
+_BASE_NAMED = 60  # a longer base name is left out of the record (the description has 140)
+
+
 def _recording(pull: PullRequest, records_head: bool) -> str:
-    return f"#{pull.number}: " if records_head else ""
+    """`#N: ` and, when it fits, `base NAME: `: the record of the head and the base it was
+    judged against."""
+    if not records_head:
+        return ""
+    base = f"base {pull.base_ref}: " if 0 < len(pull.base_ref) <= _BASE_NAMED else ""
+    return f"#{pull.number}: {base}"
 
 
 def pending_description(pull: PullRequest, *, records_head: bool = True) -> str:
@@ -101,7 +110,52 @@ def failure_description(kind: str) -> str:
     return shorten(f"could not run: {kind}; see the workflow run", STATUS_LIMIT)
 
 
+_RATE_LIMIT = re.compile(r"GitHub's (?:primary |secondary )?rate limit")
+
+
+def github_failure_description(error: str) -> str:
+    """The status of a run GitHub stopped: the rate limit first, when it was one."""
+    limit = _RATE_LIMIT.search(error)
+    if limit:
+        return shorten(f"could not finish: {limit[0]}; see the workflow run", STATUS_LIMIT)
+    return shorten(f"could not finish: GitHub API: {error}", STATUS_LIMIT)
+
+
+def refused_base_description(refused: Refused) -> str:
+    why = "has no configuration" if refused.unconfigured else f"is not in {SETTING}"
+    return shorten(f"no verdict: base {refused.base} {why}; see the comment", STATUS_LIMIT)
+
+
+def base_moved_description(judged: str, now: str) -> str:
+    return shorten(f"no verdict: the base changed ({judged} → {now}) during the run; see the "
+                   "new base's run", STATUS_LIMIT)
+
+
 # -- comments ----------------------------------------------------------------
+
+def base_moved_comment(*, head_sha: str, judged: str, now: str) -> str:
+    """The sticky comment of a run whose pull request moved to another base meanwhile."""
+    return (f"### flipgate has no verdict for this base\n\n"
+            f"{inline_code(short(head_sha))} was judged against {inline_code(judged)}, but the "
+            f"pull request now targets {inline_code(now)}: a verdict about a base that is gone "
+            "is not kept, and the commit status says `error`. The run for the new base "
+            "decides (or comment `/flipgate run`).\n")
+
+
+def refused_base_comment(*, head_sha: str, refused: Refused) -> str:
+    """The sticky comment of a pull request whose base the repository does not trust."""
+    return (f"### flipgate did not judge this pull request\n\n"
+            f"The base {inline_code(refused.base)} was refused for {inline_code(short(head_sha))}: "
+            f"{escape_md(refused.why)}. Nothing was "
+            f"gated, no model was called, and the commit status says `error`.\n\n"
+            + ("A maintainer can commit a configuration to that base (it matches "
+               f"{inline_code(SETTING)}), or retarget the pull request to a configured "
+               "trusted base" if refused.unconfigured else
+               f"Retarget the pull request to a trusted base, or have a maintainer name this "
+               f"base in {inline_code(SETTING)} of the default branch's configuration")
+            + " (docs/security.md).\n")
+
+
 
 def could_not_run_comment(*, head_sha: str, kind: str, detail: str) -> str:
     """The sticky comment's body when the check failed before it had a report."""
