@@ -35,9 +35,10 @@ def _kb(field: str) -> int:
     raise RuntimeError(field)
 
 
-def child(n: int, out: Path) -> dict[str, float]:
+def build_report(n: int):
+    """A Report of `n` rows as a run holds it: every tenth a regression with a judge's
+    statement list (those in `pricing` block), contexts of ~500 characters, answers of ~150."""
     from flipgate.model import Case, Statement, StatementLabel, Statements
-    from flipgate.output.html import write_html
     from flipgate.verdict import gate
     from flipgate.verdict.evidence import find_unsupported
 
@@ -68,8 +69,13 @@ def child(n: int, out: Path) -> dict[str, float]:
                  category=("pricing", "policy", "general")[i % 3]),
             make_side(5, response=base), candidate, blocking_categories=("pricing",),
             threshold=0.7, find_evidence=lambda c, a: find_unsupported(c.context, a)))
-    report = make_report(rows)
-    del rows
+    return make_report(rows)
+
+
+def child(n: int, out: Path) -> dict[str, float]:
+    from flipgate.output.html import write_html
+
+    report = build_report(n)
     gc.collect()
     before = _kb("VmRSS")
     Path("/proc/self/clear_refs").write_text("5")  # the peak mark starts again from here

@@ -1,6 +1,7 @@
-"""report.html in headless Chromium: it loads with no console error, shows 2,000 rows,
-and its filters and search hide what they should. Skipped where Chromium is absent
-(Debian: `apt-get install -y chromium`)."""
+"""report.html in headless Chromium: it loads with no console error, counts 2,000 rows
+and shows them a page at a time, blocking rows first; its filters and search find what
+they should, a `#case-…` link opens its row wherever it is, and hostile text stays text.
+Skipped where Chromium is absent (Debian: `apt-get install -y chromium`)."""
 
 from __future__ import annotations
 
@@ -29,14 +30,14 @@ HOSTILE = "</script><script>window.pwned = 1</script><img src=x onerror='window.
 
 def two_thousand_rows():
     """2,000 rows: 400 blocking regressions (policy), 100 to review (chat), 300 moved,
-    the rest unchanged; one answer tries to run a script."""
+    the rest unchanged; two answers (a regression's, an unchanged row's) try to run a script."""
     rows = []
     for n in range(2_000):
         category = "chat" if 400 <= n < 500 else "policy"
         before, after, rescore = ((5, 2, 1) if n < 500 else (4, 5, False) if n < 800
                                   else (5, 5, False))
         answer = f"Skip up to 1 day before the ship date, case {n}." if n < 500 else f"Case {n}."
-        if n == 1_999:
+        if n in (499, 1_999):  # a full row and a quiet one
             answer += HOSTILE
         case = Case(id=f"case-{n:04d}", query=f"Can I skip box {n}?", context=CONTEXT,
                     category=category)
@@ -48,7 +49,8 @@ def two_thousand_rows():
     return rows
 
 
-VISIBLE = "document.querySelectorAll('details.row:not([hidden])').length"
+MATCHED = "Number(document.getElementById('rows').dataset.matched)"
+RENDERED = "[...document.querySelectorAll('details.row')].map(d => d.id)"
 
 
 def choose(browser: Browser, name: str, value: str) -> int:
@@ -57,36 +59,76 @@ def choose(browser: Browser, name: str, value: str) -> int:
         f"(() => {{ const e = document.forms.filters.elements[{name!r}]; "
         f"if (e.type === 'checkbox') e.checked = {value!r} === 'on'; else e.value = {value!r}; "
         "e.dispatchEvent(new Event('change', {bubbles: true})); })()")
-    return browser.evaluate(VISIBLE)
+    return browser.evaluate(MATCHED)
 
 
-def test_the_page_loads_clean_shows_every_row_and_filters(tmp_path: Path) -> None:
+def test_the_page_loads_clean_counts_every_row_and_filters(tmp_path: Path) -> None:
     page = write_html(make_report(two_thousand_rows()), tmp_path / "report.html")
     with Browser(width=1280) as browser:
         browser.open(page)
         assert browser.evaluate("document.body.dataset.ready") == "true"
         assert browser.problems() == []
-        assert browser.evaluate("document.querySelectorAll('details.row').length") == 2_000
-        assert browser.evaluate(VISIBLE) == 2_000
+        assert browser.evaluate(MATCHED) == 2_000
+        shown = browser.evaluate(RENDERED)
+        # A page of rows: the 400 blocking ones first (case order), then the rest by severity.
+        assert len(shown) == 200 and shown[:3] == ["case-case-0000", "case-case-0001", "case-case-0002"]
         assert browser.evaluate("document.getElementById('shown').textContent") == (
             "showing 2,000 of 2,000 rows")
-        assert browser.evaluate("typeof window.pwned") == "undefined"  # the answer stayed text
+        browser.evaluate("document.querySelector('button.more').click()")
+        shown = browser.evaluate(RENDERED)
+        assert len(shown) == 400 and shown[-1] == "case-case-0399"
+        browser.evaluate("document.querySelector('button.more').click()")
+        assert browser.evaluate(RENDERED)[400:402] == ["case-case-0400", "case-case-0401"]  # review
         options = browser.evaluate(
             "[...document.forms.filters.elements.verdict.options].map(o => o.textContent)")
         assert options == ["all", "moved (300)", "regression (500)", "unchanged (1200)"]
 
         assert choose(browser, "verdict", "regression") == 500
         assert choose(browser, "category", "chat") == 100
+        assert browser.evaluate(RENDERED)[0] == "case-case-0400"
         assert choose(browser, "blocking", "on") == 0  # chat does not block
+        assert browser.evaluate(RENDERED) == []
         assert choose(browser, "category", "*") == 400
         assert choose(browser, "blocking", "off") == 500
         assert choose(browser, "verdict", "*") == 2_000
         browser.evaluate("document.forms.filters.elements.q.value = 'case-1234'; "
                          "document.forms.filters.dispatchEvent(new Event('change'))")
-        assert browser.evaluate(VISIBLE) == 1
+        assert browser.evaluate(MATCHED) == 1 and browser.evaluate(RENDERED) == ["case-case-1234"]
         browser.evaluate("document.forms.filters.elements.q.value = 'ship date, case 42.'; "
                          "document.forms.filters.dispatchEvent(new Event('change'))")
-        assert browser.evaluate(VISIBLE) == 1  # found in an answer's text
+        assert browser.evaluate(MATCHED) == 1  # found in an answer's text
+        browser.evaluate("document.forms.filters.elements.q.value = 'skips need 3 days, case 1998'; "
+                         "document.forms.filters.dispatchEvent(new Event('change'))")
+        assert browser.evaluate(RENDERED) == ["case-case-1998"]  # a quiet row's baseline answer
+        assert browser.problems() == []
+
+
+def test_a_case_link_opens_its_row_even_a_quiet_one_far_down(tmp_path: Path) -> None:
+    page = write_html(make_report(two_thousand_rows()), tmp_path / "report.html")
+    with Browser(width=1280) as browser:
+        browser.open(page, "#case-case-1999")  # the last row, quiet, with the hostile answer
+        assert browser.evaluate("document.body.dataset.ready") == "true"
+        assert browser.evaluate("document.getElementById('case-case-1999').open") is True
+        top = browser.evaluate("document.getElementById('case-case-1999').getBoundingClientRect().top")
+        assert 0 <= top < 900  # scrolled into view
+        body = browser.evaluate("document.getElementById('case-case-1999').textContent")
+        assert HOSTILE in body  # shown as text
+        assert browser.evaluate("document.querySelectorAll('#rows img, #rows script').length") == 0
+        assert browser.evaluate("typeof window.pwned") == "undefined"  # the answer ran nothing
+        # A link followed on the open page, to a row the filters hid.
+        choose(browser, "verdict", "moved")
+        browser.evaluate("location.hash = '#case-case-0042'")
+        browser.evaluate("new Promise(r => setTimeout(r, 100))")
+        assert browser.evaluate("document.getElementById('case-case-0042').open") is True
+        assert browser.evaluate(MATCHED) == 2_000  # the filters were reset to show it
+        html = browser.evaluate("document.getElementById('case-case-0042').innerHTML")
+        # A full row's marks: the claim not in the context, the judge's readings.
+        assert '<mark class="claim">' in html and "<td>re-score</td>" in html
+        browser.evaluate("location.hash = '#case-case-0499'")  # the hostile full row
+        browser.evaluate("new Promise(r => setTimeout(r, 100))")
+        assert HOSTILE in browser.evaluate("document.getElementById('case-case-0499').textContent")
+        assert browser.evaluate("document.querySelectorAll('#rows img, #rows script').length") == 0
+        assert browser.evaluate("typeof window.pwned") == "undefined"
         assert browser.problems() == []
 
 

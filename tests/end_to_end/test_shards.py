@@ -221,3 +221,43 @@ def test_a_merged_run_of_a_generator_change_comments_as_the_unsharded_run(
     comment = (tmp_path / "merged" / "comment.md").read_text()
     assert "temperature" in unsharded and "0.5" in unsharded
     assert comment_without_per_job(comment, shards=2) == comment_without_per_job(unsharded, shards=1)
+
+
+def test_shards_ask_what_the_whole_run_asks(openai_server: FakeOpenAI, tmp_path: Path) -> None:
+    """200 cases of one blocking category (200 >= 50: the whole run blocks, so it asks no
+    fluency); a shard's ~50 would be below the minimum if it sized the category by its part,
+    and it would then ask fluency for every tie."""
+    config = ("version: 1\ncases: cases.jsonl\njudge:\n  provider: openai\n  model: judge-pinned\n"
+              "gate:\n  blocking_categories: [pricing]\n")
+    (tmp_path / "flipgate.yml").write_text(config)
+    with (tmp_path / "cases.jsonl").open("w") as cases, (tmp_path / "b.jsonl").open("w") as base, \
+            (tmp_path / "c.jsonl").open("w") as cand:
+        for i in range(200):
+            context = f"Card {i}: a replacement costs {i % 20 + 1} dollars and arrives in 5 days."
+            cases.write(json.dumps({"id": f"case-{i}", "query": f"How much is card {i}?",
+                                    "context": context, "category": "pricing"}) + "\n")
+            base.write(json.dumps({"id": f"case-{i}", "response": context}) + "\n")
+            extra = " There is also a 9 dollar courier fee." if i % 10 == 0 else ""
+            cand.write(json.dumps({"id": f"case-{i}", "response": context + extra}) + "\n")
+    whole = CliRunner().invoke(cli, gate_args(tmp_path, "c.jsonl", tmp_path / "whole"))
+    assert whole.exit_code == 1, whole.output
+    unsharded = len(openai_server.requests)
+    assert not openai_server.chat_requests("fluency")  # the whole run blocks: no fluency
+
+    openai_server.clear()
+    for i in range(1, 5):
+        shard = CliRunner().invoke(cli, [*gate_args(tmp_path, "c.jsonl", tmp_path / f"s{i}"),
+                                         "--shard", f"{i}/4"])
+        assert shard.exit_code == 0, shard.output
+    sharded = len(openai_server.requests)
+    assert not openai_server.chat_requests("fluency")
+    # Each job probes the judge once (a chat and an embeddings request): 6 more in all.
+    assert abs(sharded - unsharded) <= 0.02 * unsharded, (sharded, unsharded)
+
+    partials = [str(tmp_path / f"s{i}" / "partial.json") for i in range(1, 5)]
+    merged = CliRunner().invoke(cli, ["merge", *partials, "--out", str(tmp_path / "merged")])
+    assert merged.exit_code == 1, merged.output
+    report = json.loads((tmp_path / "merged" / "report.json").read_text())
+    expected = json.loads((tmp_path / "whole" / "report.json").read_text())
+    assert rows(report) == rows(expected) and report["counts"] == expected["counts"]
+    assert report["counts"]["blocking_regressions"] == 20 and report["fluency"] == expected["fluency"]

@@ -103,8 +103,9 @@ class Browser:
 
     # --- what the tests use --------------------------------------------------------
 
-    def open(self, path: Path) -> None:
-        self.call("Page.navigate", url=path.resolve().as_uri())
+    def open(self, path: Path, fragment: str = "") -> None:
+        """Load `path` (`fragment`: e.g. "#case-7", the part of the URL after the file)."""
+        self.call("Page.navigate", url=path.resolve().as_uri() + fragment)
         self.wait_for("Page.loadEventFired")
 
     def evaluate(self, expression: str) -> Any:

@@ -1,4 +1,4 @@
-"""report.html: one self-contained page with every row, its untrusted text kept as text."""
+"""report.html: one self-contained page with every row, its untrusted text kept as data."""
 
 from __future__ import annotations
 
@@ -7,58 +7,22 @@ import hashlib
 import json
 import re
 from dataclasses import replace
-from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
 
 from flipgate.model import Case, Score, Statement, StatementLabel, Statements, SuiteReport
-from flipgate.output.html import write_html
-from flipgate.output.page import page_rows
+from flipgate.output.anchors import row_anchor
+from flipgate.output.html import script_json, write_html
+from flipgate.output.page import QUIET_ROW_CHARS, page_rows, quiet_rows
 from flipgate.output.write import write_outputs
 from flipgate.verdict import gate
 from flipgate.verdict.evidence import find_unsupported
 
-from support.factories import make_report, make_side, one_of_each
+from support.factories import make_report, make_row, make_side, one_of_each
+from support.pages import read_page
 
 TEMPLATES = Path(__file__).resolve().parents[2] / "src/flipgate/output/templates"
-
-
-class Page(HTMLParser):
-    """Every tag and attribute of the page, its text, and its script and style bodies."""
-
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.tags: list[tuple[str, dict[str, str | None]]] = []
-        self.text: list[str] = []
-        self.scripts: list[str] = []
-        self.styles: list[str] = []
-        self._in: str | None = None
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        self.tags.append((tag, dict(attrs)))
-        self._in = tag if tag in ("script", "style") else None
-
-    def handle_endtag(self, tag: str) -> None:
-        self._in = None
-
-    def handle_data(self, data: str) -> None:
-        if self._in == "script":
-            self.scripts.append(data)
-        elif self._in == "style":
-            self.styles.append(data)
-        else:
-            self.text.append(data)
-
-    def rows(self) -> list[dict[str, str | None]]:
-        return [attrs for tag, attrs in self.tags if tag == "details" and attrs.get("class") == "row"]
-
-
-def read_page(path: Path) -> Page:
-    page = Page()
-    page.feed(path.read_text(encoding="utf-8"))
-    page.close()
-    return page
 
 
 HOSTILE = [
@@ -93,23 +57,30 @@ def hostile_report(text: str):
 def test_hostile_answers_cases_and_judge_text_stay_text(tmp_path: Path, text: str) -> None:
     path = write_html(hostile_report(text), tmp_path / "report.html", labels={
         (None, f"id-{text}"): [f"labelled grounded by @{text}"]})
+    source = path.read_text(encoding="utf-8")
     page = read_page(path)
-    # The page's own tags only: one script, one style, nothing that loads or navigates.
+    # The page's own tags only: its script, three data blocks, one style, nothing that loads.
     names = [tag for tag, _ in page.tags]
-    assert names.count("script") == 1 and names.count("style") == 1
+    assert names.count("script") == 4 and names.count("style") == 1
+    assert source.count("</script") == 4  # no text closed a block early
     assert "img" not in names and "a" not in names and names.count("form") == 1
     for _, attrs in page.tags:
         assert not any(name.startswith("on") for name in attrs), attrs
         assert not {"src", "href", "action"} & set(attrs), attrs
-    assert page.scripts == [(TEMPLATES / "report.js").read_text(encoding="utf-8")]
+    assert [attrs.get("type") for attrs, _ in page.scripts] == ["application/json"] * 3 + [None]
+    assert page.code() == [(TEMPLATES / "report.js").read_text(encoding="utf-8")]
     assert page.styles == [(TEMPLATES / "report.css").read_text(encoding="utf-8")]
-    # Every field reads back exactly, as text, in the body and in the filters' data.
-    body = "".join(page.text)
-    for shown in (f"query {text}", f"reason {text}", f"error {text}",
-                  f"labelled grounded by @{text}"):
-        assert shown in body
+    # Every field reads back exactly, as data for the script, which sets it as text.
     (row,) = page.rows()
-    assert row["data-id"] == f"id-{text}" and row["data-category"] == f"cat {text}"
+    assert row["i"] == f"id-{text}" and row["c"] == f"cat {text}" and row["q"] == f"query {text}"
+    assert row["a"] == row_anchor(None, f"id-{text}")
+    assert f"reason {text}" in [reason for _, _, reason in row["cand"]["r"]]
+    assert row["e"] == [f"error {text}"] and row["l"] == [f"labelled grounded by @{text}"]
+    assert head_sha_shown(page, text)
+
+
+def head_sha_shown(page, text: str) -> bool:
+    return f"commit {text}" in "".join(page.text)  # the header's text, escaped by the template
 
 
 def test_the_page_loads_nothing_from_anywhere(tmp_path: Path) -> None:
@@ -123,11 +94,11 @@ def test_the_page_loads_nothing_from_anywhere(tmp_path: Path) -> None:
                       "form-action 'none'", "base-uri 'none'"):
         assert directive in csp
     # The inline style and script are allowed by their hashes, and nothing else is.
-    for body, directive in ((page.styles[0], "style-src"), (page.scripts[0], "script-src")):
+    for body, directive in ((page.styles[0], "style-src"), (page.code()[0], "script-src")):
         digest = base64.b64encode(hashlib.sha256(body.encode()).digest()).decode()
         assert f"{directive} 'sha256-{digest}';" in csp
     assert "unsafe-inline" not in csp
-    assert not re.search(r"url\(|@import|https?://", page.styles[0] + page.scripts[0])
+    assert not re.search(r"url\(|@import|https?://", page.styles[0] + page.code()[0])
     assert "http://" not in source and "https://" not in source
 
 
@@ -147,18 +118,20 @@ def test_each_row_shows_query_context_answers_diff_and_judge_output(tmp_path: Pa
                          blocking_categories=("policy",), threshold=0.7,
                          find_evidence=lambda c, a: find_unsupported(c.context, a))
     report = replace(make_report([row]), judge=replace(make_report().judge, second_opinion="judge-2"))
-    source = write_html(report, tmp_path / "report.html").read_text(encoding="utf-8")
-    assert "Until when can I skip?" in source
-    assert ('<mark class="supports">A skipped week is not charged.</mark>'
-            '<span class="tag">supports</span>') in source
-    assert ('<mark class="claim">Skips must be made at least 3 days before the ship date.</mark>'
-            '<span class="tag">[1]</span>') in source
-    assert '<del>3 days</del> <ins><mark class="claim">1 day</mark></ins>' in source  # the word diff
-    assert "contradicted by: “Skips must be made" in source
-    for reading in ("groundedness", "re-score", "second opinion (judge-2)", "relevance",
-                    "The 1-day window is invented.", "second says no"):
-        assert reading in source
-    assert '<li class="s-unsupported">Skip up to 1 day before the ship date.' in source
+    (shown,) = read_page(write_html(report, tmp_path / "report.html")).rows()
+    assert shown["q"] == "Until when can I skip?"
+    assert ["A skipped week is not charged.", True, []] in shown["x"]
+    assert ["Skips must be made at least 3 days before the ship date.", False, [1]] in shown["x"]
+    diff = shown["d"]
+    at = diff.index(["del", "3 days", None])
+    assert diff[at + 1] == ["ins", "1 day", 1]  # the word diff, the claim marked inside it
+    assert shown["cl"] == [[1, "Skips must be made at least 3 days before the ship date.", True]]
+    names = [name for name, _, _ in shown["cand"]["r"]]
+    assert names == ["groundedness", "re-score", "second opinion (judge-2)", "relevance"]
+    reasons = [reason for _, _, reason in shown["cand"]["r"]]
+    assert "The 1-day window is invented." in reasons and "second says no" in reasons
+    assert ["Skip up to 1 day before the ship date.", "unsupported",
+            "Skips must be made at least 3 days before the ship date."] in shown["st"]
 
 
 def test_several_suites_name_each_rows_suite(tmp_path: Path) -> None:
@@ -166,8 +139,10 @@ def test_several_suites_name_each_rows_suite(tmp_path: Path) -> None:
     report = replace(make_report(first.rows + second.rows),
                      suites=[SuiteReport("support", first), SuiteReport("sales", second)])
     page = read_page(write_html(report, tmp_path / "report.html"))
-    suites = [row["data-suite"] for row in page.rows()]
-    assert suites == ["support"] * 9 + ["sales"] * 9
+    shown = {(row["s"], row["i"]): row["a"] for row in page.rows()}
+    assert len(shown) == 18
+    assert shown[("support", "blocking")] == "case-support~blocking"
+    assert shown[("sales", "b-unchanged")] == "case-sales~b-unchanged"
 
 
 def test_rows_are_built_one_at_a_time() -> None:
@@ -190,8 +165,8 @@ def test_an_empty_answer_says_so(tmp_path: Path) -> None:
     row = gate.build_row(case, make_side(5, response="Fees are $5."), make_side(3, response=""),
                          blocking_categories=("policy",), threshold=0.7,
                          find_evidence=lambda c, a: find_unsupported(c.context, a))
-    source = write_html(make_report([row]), tmp_path / "report.html").read_text(encoding="utf-8")
-    assert "<h4>candidate</h4><p class=\"text\">(empty)</p>" in source
+    (shown,) = read_page(write_html(make_report([row]), tmp_path / "report.html")).rows()
+    assert shown["ans"] == [["", None]]  # the page says "(empty)"
 
 
 def test_a_true_false_second_opinion_shows_its_label(tmp_path: Path) -> None:
@@ -201,5 +176,50 @@ def test_a_true_false_second_opinion_shows_its_label(tmp_path: Path) -> None:
     row = gate.build_row(case, make_side(5, response="Fees are $5."), candidate,
                          blocking_categories=("policy",), threshold=0.7,
                          find_evidence=lambda c, a: find_unsupported(c.context, a))
-    source = write_html(make_report([row]), tmp_path / "report.html").read_text(encoding="utf-8")
-    assert "<td>second opinion</td><td>not grounded</td><td>not in the context</td>" in source
+    (shown,) = read_page(write_html(make_report([row]), tmp_path / "report.html")).rows()
+    assert ["second opinion", "not grounded", "not in the context"] in shown["cand"]["r"]
+
+
+def test_blocking_rows_come_first_then_by_severity_then_in_case_order(tmp_path: Path) -> None:
+    rows = list(reversed(one_of_each())) + [make_row("blocking-2", before=5, after=2, rescore=1,
+                                                     blocking_categories=("policy",))]
+    page = read_page(write_html(make_report(rows), tmp_path / "report.html"))
+    order = [row["i"] for row in page.rows()]
+    # One kind a row, in gate.KINDS's order; two blocking rows in case order; the unchanged
+    # row, in no kind, last (a quiet row).
+    assert order == ["blocking", "blocking-2", "error", "review", "non-answer", "unstable",
+                     "relevance", "moved", "still", "unchanged"]
+    assert [row["i"] for row in page.quiet()] == ["unchanged"]
+    assert all(row["a"] == row_anchor(None, row["i"]) for row in page.rows())
+
+
+def test_a_labelled_row_is_shown_in_full(tmp_path: Path) -> None:
+    page = read_page(write_html(make_report(one_of_each()), tmp_path / "report.html",
+                                labels={(None, "unchanged"): ["labelled grounded by @ann"]}))
+    assert page.quiet() == [] and page.full()[-1]["l"] == ["labelled grounded by @ann"]
+
+
+def test_quiet_rows_share_a_text_budget_and_say_when_they_were_cut(tmp_path: Path) -> None:
+    long, answer = "Skips must be made three days ahead. " * 40, "Same answer. " * 30
+
+    def rows(n: int):
+        return make_report([make_row(f"q-{i}", before=5, after=5, answer=answer,
+                                     baseline_answer=answer, context=long) for i in range(n)])
+
+    (whole, *_) = read_page(write_html(rows(3), tmp_path / "few.html")).quiet()
+    assert whole["cx"] == long and whole["ca"] == answer and whole["cut"] is False  # all of it
+    assert whole["ba"] is None  # the same answer, shown once
+    low, _ = QUIET_ROW_CHARS
+    cut = list(quiet_rows(rows(50), budget=50 * 100))  # 100 a row: below the floor
+    assert len(cut) == 50 and all(row.cut for row in cut)
+    first = cut[0]
+    assert len(first.query) + len(first.candidate) + len(first.context) <= low
+    assert first.candidate.endswith("…") and first.context.endswith("…")
+    assert first.query == "How long do refunds take?"  # short enough to stay whole
+
+
+@pytest.mark.parametrize("text", HOSTILE + ["\u2028\u2029", "<!--<script>"])
+def test_script_json_keeps_text_data_inside_a_script_element(text: str) -> None:
+    written = script_json({"t": text})
+    assert not set("<>&\u2028\u2029") & set(written)
+    assert json.loads(written) == {"t": text}

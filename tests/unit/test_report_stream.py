@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from flipgate.model import SuiteReport
 from flipgate.output.report import to_dict, write_json
 
 from support.factories import make_report, make_row, one_of_each
@@ -21,3 +22,15 @@ def test_the_streamed_report_is_byte_for_byte_the_plain_dump(tmp_path: Path, row
     write_json(report, tmp_path / "report.json")
     text = (tmp_path / "report.json").read_text(encoding="utf-8")
     assert text == json.dumps(to_dict(report), indent=2, ensure_ascii=False) + "\n"
+
+
+def test_a_report_of_suites_streams_each_suites_rows_and_reads_as_the_plain_dump(tmp_path: Path) -> None:
+    first, second = make_report(one_of_each()), make_report(one_of_each(id_prefix="b-"))
+    empty = make_report([])
+    report = make_report(first.rows + second.rows)
+    report.suites = [SuiteReport("support", first), SuiteReport("sales", second),
+                     SuiteReport("none", empty)]
+    write_json(report, tmp_path / "report.json")
+    text = (tmp_path / "report.json").read_text(encoding="utf-8")
+    assert text == json.dumps(to_dict(report), indent=2, ensure_ascii=False) + "\n"
+    assert len(json.loads(text)["suites"]["sales"]["rows"]) == 9

@@ -106,7 +106,9 @@ def gate(cases_path: str, baseline_path: str, candidate_path: str, config_path: 
             await the_judge.probe()
             return await score_rows(cases=cases, baseline=baseline, candidate=candidate,
                                     config=config, judge=the_judge.first, second=the_judge.second,
-                                    mode=the_judge.mode, progress=bar)
+                                    mode=the_judge.mode, progress=bar,
+                                    category_cases=gate_core.category_sizes(
+                                        c.category for c in all_cases))
 
     stopped = scored = None
     try:

@@ -1,9 +1,14 @@
-"""What report.html shows of each row: the view its template reads. Pure.
+"""What report.html shows of each row, and in which order. Pure.
 
-Every field holds raw, untrusted text (answers, contexts, reasons, ids); the
-page's template escapes it (autoescape in Jinja2's sandbox). Rows are built
-one at a time (`page_rows` is a generator), so a page of 100,000 rows never
-holds more than one row's view at once.
+Rows come in the page's order: blocking rows first, then by severity (the
+first of `gate.KINDS` a row is in), then in case order. A row in some kind, or
+one a person labelled, is shown in full (`page_rows`: the same marks as the
+comment's evidence block); every other row is quiet (`quiet_rows`): its id,
+category, movement and its query, answers and context, cut to share a fixed
+text budget, so 100,000 rows stay a page a browser opens. Every field holds
+raw, untrusted text (answers, contexts, reasons, ids); the page writes it as
+JSON for its script, which only ever sets it as text. Rows are built one at a
+time (both are generators), so a page never holds more than one row's view.
 """
 
 from __future__ import annotations
@@ -12,7 +17,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from flipgate.model import Evidence, Report, Row, Score, Side
+from flipgate.output.anchors import row_anchor
 from flipgate.output.review import Change, Passage, Piece, cited_spans, mark_context, review, word_diff
+from flipgate.text.escaping import shorten
 from flipgate.verdict import gate
 from flipgate.verdict.evidence import cut_text
 
@@ -46,7 +53,8 @@ class StatementView:
 
 @dataclass(frozen=True)
 class PageRow:
-    index: int
+    index: int           # the case's place in the run (suites one after the other)
+    anchor: str          # the row's id on the page (output/anchors.row_anchor)
     id: str
     suite: str           # "" with a single suite
     category: str
@@ -134,11 +142,10 @@ def page_row(row: Row, *, index: int, suite: str | None = None, second_model: st
         closest = ()
     second = row.candidate.second_opinion
     return PageRow(
-        index=index, id=row.id, suite=suite or "", category=row.category,
+        index=index, anchor=row_anchor(suite, row.id), id=row.id, suite=suite or "", category=row.category,
         verdict=row.verdict.value, blocking=row.blocking,
         kinds=tuple(kind.name for kind in gate.kinds_of(row)),
-        movement=(f"{_bucket(row.baseline)} ({row.baseline.groundedness.value or '—'}) → "
-                  f"{_bucket(row.candidate)} ({row.candidate.groundedness.value or '—'})"),
+        movement=_movement(row),
         query=row.case.query, context=context,
         baseline=_side(row.baseline), candidate=_side(row.candidate, second_model=second_model
                                                       if second is not None else None),
@@ -152,18 +159,92 @@ def page_row(row: Row, *, index: int, suite: str | None = None, second_model: st
     )
 
 
-def page_rows(report: Report, labels: Labels | None = None) -> Iterator[PageRow]:
-    """Every row of the run, a suite's rows under its name, one view at a time."""
-    labels = labels or {}
-    second = report.judge.second_opinion
+# What the quiet rows' text may take in all (characters), and the most one row gets.
+QUIET_TEXT_BUDGET = 12_000_000
+QUIET_ROW_CHARS = (140, 4_000)
+
+
+@dataclass(frozen=True)
+class QuietRow:
+    """A row nobody needs to read, as the page lists it: its text cut to `chars` in all."""
+
+    index: int
+    anchor: str
+    id: str
+    suite: str
+    category: str
+    verdict: str
+    movement: str
+    query: str
+    candidate: str
+    baseline: str | None   # None: the same answer as the candidate
+    context: str
+    cut: bool              # some of its text was shortened
+
+
+def _placed(report: Report) -> list[tuple[int, str | None, Row]]:
     parts = ([(part.name, part.report.rows) for part in report.suites] if report.suites
              else [(None, report.rows)])
-    index = 0
+    placed, index = [], 0
     for suite, rows in parts:
         for row in rows:
-            yield page_row(row, index=index, suite=suite, second_model=second,
-                           labels=labels.get((suite, row.id), ()))
+            placed.append((index, suite, row))
             index += 1
+    return placed
+
+
+def _severity(row: Row) -> int:
+    """The first kind the row is in (blocking is the first); after every kind if none."""
+    return next((at for at, kind in enumerate(gate.KINDS) if kind.holds(row)), len(gate.KINDS))
+
+
+def _full(row: Row, suite: str | None, labels: Labels) -> bool:
+    return _severity(row) < len(gate.KINDS) or bool(labels.get((suite, row.id)))
+
+
+def page_rows(report: Report, labels: Labels | None = None) -> Iterator[PageRow]:
+    """The rows shown in full, blocking first, then by severity, then in case order."""
+    labels = labels or {}
+    second = report.judge.second_opinion
+    full = [one for one in _placed(report) if _full(one[2], one[1], labels)]
+    full.sort(key=lambda one: (not one[2].blocking, _severity(one[2]), one[0]))
+    for index, suite, row in full:
+        yield page_row(row, index=index, suite=suite, second_model=second,
+                       labels=labels.get((suite, row.id), ()))
+
+
+def _cut(text: str, limit: int) -> str:
+    return shorten(text, max(limit, 0))
+
+
+def quiet_rows(report: Report, labels: Labels | None = None, *,
+               budget: int = QUIET_TEXT_BUDGET) -> Iterator[QuietRow]:
+    """The other rows, in case order, their text cut to share `budget` characters (each row
+    within `QUIET_ROW_CHARS`): the query up to a quarter of a row's share, the answers up
+    to half, the context the rest."""
+    labels = labels or {}
+    quiet = [one for one in _placed(report) if not _full(one[2], one[1], labels)]
+    low, high = QUIET_ROW_CHARS
+    chars = max(low, min(high, budget // max(len(quiet), 1)))
+    for index, suite, row in quiet:
+        query = _cut(row.case.query, chars // 4)
+        candidate, baseline = row.candidate.response, row.baseline.response
+        same = candidate == baseline
+        answers = chars // 2 if same else chars // 4
+        shown = _cut(candidate, answers), None if same else _cut(baseline, answers)
+        used = len(query) + len(shown[0]) + len(shown[1] or "")
+        context = _cut(row.case.context, chars - used)
+        yield QuietRow(
+            index=index, anchor=row_anchor(suite, row.id), id=row.id, suite=suite or "",
+            category=row.category, verdict=row.verdict.value, movement=_movement(row),
+            query=query, candidate=shown[0], baseline=shown[1], context=context,
+            cut=(query, shown[0], context) != (row.case.query, candidate, row.case.context)
+            or (shown[1] is not None and shown[1] != baseline))
+
+
+def _movement(row: Row) -> str:
+    return (f"{_bucket(row.baseline)} ({row.baseline.groundedness.value or '—'}) → "
+            f"{_bucket(row.candidate)} ({row.candidate.groundedness.value or '—'})")
 
 
 def row_total(report: Report) -> int:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
-from collections.abc import Iterator
-from dataclasses import asdict
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -162,16 +163,17 @@ def change_dict(change: Change) -> dict[str, Any]:
     }
 
 
-def suite_dict(report: Report) -> dict[str, Any]:
+def suite_dict(report: Report, *, rows: bool = True) -> dict[str, Any]:
     """One suite's part of a several-suite report: its own conclusion, counts and rows."""
-    out = to_dict(report)
+    out = to_dict(report, rows=rows)
     for name in ("version", "judge", "usage", "budget", "scheduling", "cache", "head_sha"):
         out.pop(name, None)
     return out
 
 
 def to_dict(report: Report, *, rows: bool = True) -> dict[str, Any]:
-    """The contract's report.json as a dict (`rows=False`: an empty list in their place)."""
+    """The contract's report.json as a dict (`rows=False`: an empty list in their place, in
+    every suite too)."""
     out: dict[str, Any] = {
         "version": REPORT_VERSION,
         "conclusion": report.conclusion.value,
@@ -195,7 +197,8 @@ def to_dict(report: Report, *, rows: bool = True) -> dict[str, Any]:
     if report.e2e is not None:
         out["e2e"] = e2e_to_dict(report.e2e)
     if report.suites:  # several suites: the top level is their aggregate
-        out["suites"] = {part.name: {"evaluated": part.evaluated, **suite_dict(part.report)}
+        out["suites"] = {part.name: {"evaluated": part.evaluated,
+                                     **suite_dict(part.report, rows=rows)}
                          for part in report.suites}
         out["status"] = "per-suite" if report.per_suite_status else "single"
     return out
@@ -227,26 +230,51 @@ def write_json(report: Report, path: str | os.PathLike[str]) -> None:
     os.replace(tmp, target)
 
 
-def _json_chunks(report: Report):
-    """`json.dumps(to_dict(report), indent=2)` plus a newline, written a row at a time, so
-    a 100,000-row report never exists twice in memory (as dicts and as one string)."""
-    def dumps(value: Any, depth: int) -> str:
-        # No bare NaN or Infinity (not JSON): one reaching here is a bug, never written.
-        return json.dumps(value, indent=2, ensure_ascii=False,
-                          allow_nan=False).replace("\n", "\n" + "  " * depth)
+@dataclass(frozen=True)
+class _Rows:
+    """A JSON array written an element at a time: rows, never all in memory at once."""
 
+    items: Callable[[], Iterator[dict[str, Any]]]
+
+
+def _dumps(value: Any, depth: int) -> str:
+    # No bare NaN or Infinity (not JSON): one reaching here is a bug, never written.
+    return json.dumps(value, indent=2, ensure_ascii=False,
+                      allow_nan=False).replace("\n", "\n" + "  " * depth)
+
+
+def _streamed(value: Any) -> bool:
+    return isinstance(value, _Rows) or (isinstance(value, dict) and any(map(_streamed,
+                                                                             value.values())))
+
+
+def _chunks(value: Any, depth: int) -> Iterator[str]:
+    """`json.dumps(value, indent=2)` at `depth`, with each `_Rows` written a row at a time."""
+    inner = "\n" + "  " * (depth + 1)
+    if isinstance(value, _Rows):
+        count = 0
+        for count, row in enumerate(value.items(), start=1):
+            yield ("[" if count == 1 else ",") + inner + _dumps(row, depth + 1)
+        yield "\n" + "  " * depth + "]" if count else "[]"
+    elif _streamed(value):
+        for position, (key, item) in enumerate(value.items()):
+            yield ("{" if position == 0 else ",") + inner + json.dumps(key) + ": "
+            yield from _chunks(item, depth + 1)
+        yield "\n" + "  " * depth + "}"
+    else:
+        yield _dumps(value, depth)
+
+
+def _json_chunks(report: Report) -> Iterator[str]:
+    """`json.dumps(to_dict(report), indent=2)` plus a newline, written a row at a time (each
+    suite's rows too), so a 100,000-row report never exists twice in memory (as dicts and
+    as one string)."""
     head = to_dict(report, rows=False)
-    yield "{"
-    for position, (key, value) in enumerate(head.items()):
-        yield ("," if position else "") + f"\n  {json.dumps(key)}: "
-        if key != "rows" or not report.rows:
-            yield dumps(value, 1)
-            continue
-        yield "["
-        for index, row in enumerate(row_dicts(report)):
-            yield ("," if index else "") + "\n    " + dumps(row, 2)
-        yield "\n  ]"
-    yield "\n}\n"
+    head["rows"] = _Rows(lambda: row_dicts(report))
+    for part in report.suites:
+        head["suites"][part.name]["rows"] = _Rows(functools.partial(row_dicts, part.report))
+    yield from _chunks(head, 0)
+    yield "\n"
 
 
 def read_report_json(data: bytes | str, *, source: str) -> dict[str, Any]:

@@ -160,7 +160,10 @@ def lock_generators(repo: Repo, base: Ref, head: Ref, *, config: Config,
 
 async def _replay_and_score(*, inputs: Inputs, pair: LockedPair,
                             prepared: dict[str, PreparedGenerator], runtime: Runtime,
-                            settings: Settings, judge: Judges, wiring: Wiring) -> Scored:
+                            settings: Settings, judge: Judges, wiring: Wiring,
+                            all_cases: Sequence[Case] | None = None) -> Scored:
+    """Replay both sides and score them. `all_cases`: the run's cases when `inputs` holds
+    a shard's part (the sample-size rule sizes each category by the whole run)."""
     # One cheap request to the judge (and its embeddings model) before any
     # generation: a wrong key, endpoint or model stops the run here. Cached like
     # any reply, so a later suite's probe sends nothing again.
@@ -181,7 +184,10 @@ async def _replay_and_score(*, inputs: Inputs, pair: LockedPair,
         await client.close()
     return await score_rows(cases=cases, baseline=baseline, candidate=candidate,
                             config=inputs.config, judge=judge.first, second=judge.second,
-                            mode=judge.mode, progress=runtime.progress)
+                            mode=judge.mode, progress=runtime.progress,
+                            category_cases=gate.category_sizes(
+                                c.category for c in (inputs.cases if all_cases is None
+                                                     else all_cases)))
 
 
 async def _end_to_end(*, repo: Repo, base: Ref, inputs: Inputs, pair: LockedPair,
@@ -382,7 +388,7 @@ async def _evaluate(one: Planned, *, runtime: Runtime, settings: Settings, judge
     try:
         scored = await _replay_and_score(inputs=one.inputs, pair=one.pair, prepared=one.prepared,
                                          runtime=runtime, settings=settings, judge=judge,
-                                         wiring=wiring)
+                                         wiring=wiring, all_cases=one.all_cases)
     except IncompleteError as exc:
         message = str(exc)
         notes.append(stopped_note(message))

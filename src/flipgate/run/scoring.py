@@ -175,10 +175,13 @@ class Scored:
 async def score_rows(*, cases: Sequence[Case], baseline: Mapping[str, Answer],
                      candidate: Mapping[str, Answer], config: Config, judge: Judge,
                      progress: Progress, second: Judge | None = None,
-                     mode: str = gate.SAME_JUDGE, workers: int | None = None) -> Scored:
+                     mode: str = gate.SAME_JUDGE, workers: int | None = None,
+                     category_cases: Mapping[str, int] | None = None) -> Scored:
     """Every row, classified, `workers` rows at a time (default: enough for
     `config.concurrency` requests in flight). `second` is the second-opinion judge
-    that `mode` asks for.
+    that `mode` asks for. `category_cases`: each category's size in the whole run,
+    when `cases` are a shard's part of it (the sample-size rule, and so whether the
+    rows block and fluency is asked, counts every case of a category, never the part's).
 
     Two phases, as the rule orders them: groundedness (with its confirmations and
     statements) for every row; then, only if the gate does not block on those
@@ -192,7 +195,8 @@ async def score_rows(*, cases: Sequence[Case], baseline: Mapping[str, Answer],
                        for answers in (baseline, candidate) for case in cases]
     policy = gate.Policy(min_cases=config.gate.min_cases_per_category, strict=config.gate.strict,
                          mode=mode)
-    sizes = gate.category_sizes(case.category for case in cases)
+    sizes = (dict(category_cases) if category_cases is not None
+             else gate.category_sizes(case.category for case in cases))
 
     def rows_of(judged: Sequence[Readings], relevances: Sequence[Relevance | None],
                 find_evidence: Callable[[Case, str], Evidence]) -> list[Row]:

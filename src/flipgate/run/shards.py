@@ -13,8 +13,12 @@ exactly the n parts of one run (indexes 1..n once each, every fingerprint
 field equal, each row a case its index selects, every case once, the cases'
 digest that of the run), and then decides every row again from its readings
 with the whole run's category sizes: a shard never applies the sample-size
-rule to its own part. What it writes is the report of the unsharded run;
-only usage, cache, budget spending and scheduling peaks (per job) differ.
+rule to its own part. Nor does it when it judges: it reads every case to pick
+its part, so it sizes each category as the whole run does (`score_rows`'s
+`category_cases`) and asks fluency only where the merged run would (a shard
+whose part holds no blocking row cannot see another's: it asks for its ties and
+the merge drops those readings). What it writes is the report of the unsharded
+run; only usage, cache, budget spending and scheduling peaks (per job) differ.
 """
 
 from __future__ import annotations
