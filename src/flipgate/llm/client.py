@@ -459,8 +459,9 @@ async def _single_flight(flights: dict[str, _Flight], key: str,
 
 def _http_module(client: Any) -> Any:
     """The HTTP library the SDK was built on (httpx or its successor)."""
-    http = next(cls for cls in type(client._client).__mro__ if not cls.__module__.startswith("openai"))
-    return importlib.import_module(http.__module__.split(".")[0])
+    import openai
+
+    return http_library(openai)
 
 
 def _raw_response_type(client: Any) -> type:
@@ -613,13 +614,37 @@ def reply_cap(path: str) -> int:
     return MAX_EMBEDDINGS_REPLY_BYTES if path.rstrip("/").endswith("/embeddings") else MAX_CHAT_REPLY_BYTES
 
 
-def capped_http_client(openai: Any) -> Any:
-    """The SDK's own HTTP client (its defaults kept) on a transport that reads no more of
-    a reply, success or error, than `reply_cap` allows: past it the read fails with
-    `ReplyTooLarge`, and what was read is dropped."""
+# The HTTP backends the SDK documents: its httpx client (`DefaultAsyncHttpxClient`) and
+# its aiohttp one (`DefaultAioHttpClient`, the `openai[aiohttp]` extra). aiohttp is the
+# default: on benchmarks/bench_client_cpu.py it spends less client CPU a request (see
+# docs/performance.md); httpx stays for an SDK installed without the extra.
+HTTPX, AIOHTTP = "httpx", "aiohttp"
+
+
+def has_aiohttp(openai: Any) -> bool:
+    """The SDK's aiohttp client is usable (aiohttp installed, the SDK new enough)."""
+    try:
+        importlib.import_module("aiohttp")
+    except ImportError:
+        return False
+    return hasattr(openai, "DefaultAioHttpClient")
+
+
+def http_library(openai: Any) -> Any:
+    """The HTTP library the SDK was built on (httpx, or its successor httpx2)."""
     base = next(cls for cls in openai.DefaultAsyncHttpxClient.__mro__
                 if not cls.__module__.startswith("openai"))
-    http = importlib.import_module(base.__module__.split(".")[0])
+    return importlib.import_module(base.__module__.split(".")[0])
+
+
+def capped_http_client(openai: Any, *, backend: str | None = None, limits: Any = None) -> Any:
+    """The SDK's own HTTP client (its defaults kept) whose transport reads no more of a
+    reply, success or error, than `reply_cap` allows: past it the read fails with
+    `ReplyTooLarge`, and what was read is dropped. `backend`: HTTPX or AIOHTTP (default:
+    aiohttp when installed); `limits`: the HTTP library's connection limits (default the
+    SDK's)."""
+    backend = backend or (AIOHTTP if has_aiohttp(openai) else HTTPX)
+    http = http_library(openai)
 
     class CappedStream(http.AsyncByteStream):  # type: ignore[name-defined]
         def __init__(self, inner: Any, cap: int):
@@ -627,22 +652,27 @@ def capped_http_client(openai: Any) -> Any:
 
         async def __aiter__(self) -> Any:
             seen = 0
-            async for chunk in self.inner:
-                seen += len(chunk)
-                if seen > self.cap:
-                    raise ReplyTooLarge(f"the reply is larger than {self.cap:,} bytes")
-                yield chunk
+            try:
+                async for chunk in self.inner:
+                    seen += len(chunk)
+                    if seen > self.cap:
+                        raise ReplyTooLarge(f"the reply is larger than {self.cap:,} bytes")
+                    yield chunk
+            except http.TimeoutException as exc:
+                raise _what_it_was(http, exc, request=None) from exc.__cause__
 
         async def aclose(self) -> None:
             await self.inner.aclose()
 
     class CappedTransport(http.AsyncBaseTransport):  # type: ignore[name-defined]
-        def __init__(self) -> None:
-            self.inner = http.AsyncHTTPTransport(limits=http.Limits(max_connections=1000,
-                                                                    max_keepalive_connections=100))
+        def __init__(self, inner: Any) -> None:
+            self.inner = inner
 
         async def handle_async_request(self, request: Any) -> Any:
-            response = await self.inner.handle_async_request(request)
+            try:
+                response = await self.inner.handle_async_request(request)
+            except http.TimeoutException as exc:
+                raise _what_it_was(http, exc, request=request) from exc.__cause__
             cap = reply_cap(request.url.path)
             declared = response.headers.get("content-length", "")
             if declared.isdigit() and int(declared) > cap:
@@ -655,7 +685,33 @@ def capped_http_client(openai: Any) -> Any:
         async def aclose(self) -> None:
             await self.inner.aclose()
 
-    return openai.DefaultAsyncHttpxClient(transport=CappedTransport())
+    client_class = openai.DefaultAioHttpClient if backend == AIOHTTP else openai.DefaultAsyncHttpxClient
+
+    class CappedClient(client_class):  # type: ignore[misc, valid-type]
+        """The SDK's client on its own transport, wrapped. No proxy transport is built (the
+        route of every request is the capped one, as when flipgate passed its transport in,
+        which keeps the environment's proxies out too)."""
+
+        def _init_transport(self, *args: Any, **kwargs: Any) -> Any:
+            return CappedTransport(super()._init_transport(*args, **kwargs))
+
+        def _init_proxy_transport(self, *args: Any, **kwargs: Any) -> None:
+            return None  # a mount without a transport: the capped one serves it
+
+    return CappedClient(**({"limits": limits} if limits is not None else {}))
+
+
+def _what_it_was(http: Any, exc: Any, *, request: Any) -> Any:
+    """A timeout as the HTTP library reports it, unless it was none: the SDK's aiohttp
+    transport reports every lost or refused connection as a connect timeout, which would
+    say "no answer in time" for a server that is not there. Only a real timeout under it
+    (or none, from httpx itself) stays one."""
+    cause = exc.__cause__
+    if cause is None or isinstance(cause, TimeoutError):
+        return exc
+    connector = getattr(sys.modules.get("aiohttp"), "ClientConnectorError", ())
+    failure = http.ConnectError if isinstance(cause, connector) else http.ReadError
+    return failure(str(exc) or type(cause).__name__, request=request)
 
 
 def _api_key(endpoint: Endpoint, settings: Settings) -> str:
