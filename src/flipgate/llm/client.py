@@ -66,6 +66,11 @@ T = TypeVar("T")
 # the second. Past them the reply is cut off and the request fails, unretried.
 MAX_CHAT_REPLY_BYTES = 32 * 1024 * 1024
 MAX_EMBEDDINGS_REPLY_BYTES = 64 * 1024 * 1024
+# Embedding batches in flight at once, whatever the concurrency: each reply (up to 2,048
+# vectors, decoded into floats) is the largest thing a run holds, so memory follows this
+# bound, not `concurrency`. A run sends few of them (2,048 inputs each) beside its many
+# chat requests, so a small bound costs no wall time.
+EMBEDDING_BATCHES_IN_FLIGHT = 4
 
 
 class ReplyTooLarge(ValueError):
@@ -194,11 +199,15 @@ class Usage:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     embedding_requests: int = 0
+    # Chat requests not sent: an identical one was in flight (single flight) and its reply
+    # served this caller too, e.g. a row whose candidate answer equals its baseline.
+    shared_requests: int = 0
 
     def as_dict(self) -> dict[str, int]:
         return {"requests": self.requests, "prompt_tokens": self.prompt_tokens,
                 "completion_tokens": self.completion_tokens,
-                "embedding_requests": self.embedding_requests}
+                "embedding_requests": self.embedding_requests,
+                "shared_requests": self.shared_requests}
 
 
 @dataclass(frozen=True)
@@ -232,6 +241,7 @@ class LLM:
         # Identical requests in flight at once share one call (pass one dict for the whole run).
         self.flights: dict[str, _Flight] = flights if flights is not None else {}
         self.embedding_batch = embedding_batch
+        self._embedding_slots: tuple[asyncio.AbstractEventLoop, asyncio.Semaphore] | None = None
 
     async def chat(self, *, model: str, messages: Sequence[Mapping[str, str]],
                    params: Mapping[str, Any] | None = None,
@@ -251,6 +261,8 @@ class LLM:
         if self.cache is not None and (hit := self.cache.get_digest(digest)) is not None:
             if _accepts(validate, hit.get("content", "")):
                 return Completion(**hit, cached=True)
+        if digest in self.flights:
+            self.usage.shared_requests += 1
         return await _single_flight(self.flights, digest,
                                     lambda: self._complete(body, digest=digest, validate=validate))
 
@@ -302,20 +314,23 @@ class LLM:
                 missing.append(text)
 
         async def one_batch(batch: list[str]) -> None:
-            reply = await self._post("/embeddings", {"model": model, "input": batch,
-                                                      "encoding_format": "base64"},
-                                     worst_case=embedding_worst_case(batch), spent=_embedding_tokens)
-            data = reply.get("data")
-            if not isinstance(data, list) or len(data) != len(batch):
-                got = len(data) if isinstance(data, list) else 0
-                raise ValueError(f"embeddings: asked for {len(batch)} vectors, got {got}")
-            self.usage.embedding_requests += 1
-            self.usage.prompt_tokens += _embedding_tokens(reply) or 0
-            for item in data:
-                text = batch[item["index"]]
-                vectors[text] = _vector(item["embedding"])
-                if self.cache is not None:
-                    self.cache.put(self._embedding_key(model, text), vectors[text])
+            async with self._embedding_slot():
+                reply = await self._post("/embeddings", {"model": model, "input": batch,
+                                                          "encoding_format": "base64"},
+                                         worst_case=embedding_worst_case(batch),
+                                         spent=_embedding_tokens)
+                data = reply.pop("data", None)
+                if not isinstance(data, list) or len(data) != len(batch):
+                    got = len(data) if isinstance(data, list) else 0
+                    raise ValueError(f"embeddings: asked for {len(batch)} vectors, got {got}")
+                self.usage.embedding_requests += 1
+                self.usage.prompt_tokens += _embedding_tokens(reply) or 0
+                while data:  # each item dropped as soon as it is decoded
+                    item = data.pop()
+                    text = batch[item["index"]]
+                    vectors[text] = _vector(item["embedding"])
+                    if self.cache is not None:
+                        self.cache.put(self._embedding_key(model, text), vectors[text])
 
         size = max(1, self.embedding_batch)
         await asyncio.gather(*(one_batch(missing[i:i + size]) for i in range(0, len(missing), size)))
@@ -344,6 +359,13 @@ class LLM:
         except Exception as exc:  # noqa: BLE001
             raise failure_of(exc, endpoint=self.endpoint, model=embedding_model,
                              role="embeddings model", retries=retries) from None
+
+    def _embedding_slot(self) -> asyncio.Semaphore:
+        """The run's bound on embedding batches in flight (one per event loop)."""
+        loop = asyncio.get_running_loop()
+        if self._embedding_slots is None or self._embedding_slots[0] is not loop:
+            self._embedding_slots = (loop, asyncio.Semaphore(EMBEDDING_BATCHES_IN_FLIGHT))
+        return self._embedding_slots[1]
 
     def _embedding_key(self, model: str, text: str) -> dict[str, Any]:
         return {"endpoint": self.endpoint.identity(), "embedding_model": model, "input": text}
