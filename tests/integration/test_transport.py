@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
+import sys
 import time
 
 import openai
@@ -63,6 +64,14 @@ def test_the_default_client_is_the_sdks_aiohttp_one() -> None:
     endpoint = Endpoint(kind="openai", base_url="http://127.0.0.1:9/v1")
     client = make_client(endpoint, settings=Settings.from_environ({"OPENAI_API_KEY": "sk-test"}))
     assert isinstance(client._client, openai.DefaultAioHttpClient)
+
+
+def test_without_aiohttp_the_client_falls_back_to_httpx(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "aiohttp", None)  # `import aiohttp` now fails
+    endpoint = Endpoint(kind="openai", base_url="http://127.0.0.1:9/v1")
+    client = make_client(endpoint, settings=Settings.from_environ({"OPENAI_API_KEY": "sk-test"}))
+    assert not isinstance(client._client, openai.DefaultAioHttpClient)
+    assert isinstance(client._client, openai.DefaultAsyncHttpxClient)
 
 
 @BACKENDS
