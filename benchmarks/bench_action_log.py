@@ -81,6 +81,8 @@ def main() -> int:
             pull = event["pull_request"]
             event["number"] = pull["number"] = PR
             pull["base"]["repo"]["full_name"] = github.repository
+            # The base branch and the default branch as the loopback GitHub serves them.
+            pull["base"]["ref"] = pull["base"]["repo"]["default_branch"] = "main"
             pull["base"]["sha"], pull["head"]["sha"] = base, head
             pull["head"]["repo"] = copy.deepcopy(pull["base"]["repo"])
             (work / "event.json").write_text(json.dumps(event))

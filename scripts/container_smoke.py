@@ -196,6 +196,8 @@ def pull_request_event(github: FakeGitHub, ws: Workspace) -> dict[str, Any]:
     pull = event["pull_request"]
     event["number"] = pull["number"] = PR
     pull["base"]["repo"]["full_name"] = event["repository"]["full_name"] = github.repository
+    # The base branch and the default branch as the loopback GitHub serves them.
+    pull["base"]["ref"] = pull["base"]["repo"]["default_branch"] = "main"
     pull["base"]["sha"], pull["head"]["sha"] = ws.base, ws.head
     pull["head"]["repo"] = copy.deepcopy(pull["base"]["repo"])
     return event

@@ -1,6 +1,6 @@
 """Screenshot flipgate's comment as a reviewer sees it: cmark-gfm's HTML in headless Chromium.
 
-    .venv/bin/python scripts/screenshot_comment.py [COMMENT.md] [--out DIR] [--width 900]
+    .venv/bin/python scripts/screenshot_comment.py [COMMENT.md] [--out DIR] [--width 900] [--safe]
 
 Without COMMENT.md it runs the bundled example (examples/cards, offline
 judge) first. It writes two PNGs to DIR (default `flipgate-out/screenshots`):
@@ -8,7 +8,8 @@ judge) first. It writes two PNGs to DIR (default `flipgate-out/screenshots`):
 `comment-open.png` with every `<details>` open, and prints the page's width
 and height. It exits 1 when the page, or any table in it, is wider than the
 window: something in the comment does not fit GitHub's comment width (GitHub
-cuts a wide table off and scrolls it sideways).
+cuts a wide table off and scrolls it sideways). With `--safe` it renders as a
+renderer that drops raw HTML does (cmark-gfm's safe mode), into `comment-safe.png`.
 
 Needs the test extra (`cmarkgfm`, GitHub's Markdown engine) and Chromium
 (Debian: `apt-get install -y chromium`). The CSS below is a small
@@ -81,12 +82,12 @@ def render_example(out: Path) -> Path:
     return comment
 
 
-def page(markdown: str, *, open_details: bool) -> str:
+def page(markdown: str, *, open_details: bool, safe: bool = False) -> str:
     import cmarkgfm
     from cmarkgfm.cmark import Options
 
     body = cmarkgfm.markdown_to_html_with_extensions(
-        markdown, options=Options.CMARK_OPT_UNSAFE, extensions=EXTENSIONS)
+        markdown, options=0 if safe else Options.CMARK_OPT_UNSAFE, extensions=EXTENSIONS)
     if open_details:
         body = body.replace("<details>", "<details open>")
     return (f"<!doctype html><html><head><meta charset='utf-8'><title>comment</title>"
@@ -132,6 +133,8 @@ def main() -> int:
     parser.add_argument("comment", nargs="?", type=Path, help="a comment.md (default: the example's)")
     parser.add_argument("--out", type=Path, default=ROOT / "flipgate-out" / "screenshots")
     parser.add_argument("--width", type=int, default=900, help="window width in CSS pixels")
+    parser.add_argument("--safe", action="store_true",
+                        help="also render with raw HTML dropped (cmark-gfm's safe mode)")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="flipgate-shot-") as tmp:
@@ -139,9 +142,11 @@ def main() -> int:
         comment = args.comment or render_example(work / "example")
         markdown = comment.read_text(encoding="utf-8")
         too_wide = False
-        for name, open_details in (("comment", False), ("comment-open", True)):
+        shots = [("comment", False, False), ("comment-open", True, False)]
+        for name, open_details, safe in shots + ([("comment-safe", False, True)] if args.safe else []):
             html_file = work / f"{name}.html"
-            html_file.write_text(page(markdown, open_details=open_details), encoding="utf-8")
+            html_file.write_text(page(markdown, open_details=open_details, safe=safe),
+                                 encoding="utf-8")
             png = args.out / f"{name}.png"
             page_width, height, cut = screenshot(html_file, png, args.width, work / "profile")
             print(f"{png}: {page_width}x{height} px (window {args.width} px wide), "

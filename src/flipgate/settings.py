@@ -69,6 +69,19 @@ class Settings:
     def azure_tenant_id(self) -> str | None:
         return self._get("AZURE_TENANT_ID")
 
+    # The workflow run, for the comment's links (output/links.run_url); unset outside Actions.
+    @property
+    def github_server_url(self) -> str | None:
+        return self._get("GITHUB_SERVER_URL")
+
+    @property
+    def github_repository(self) -> str | None:
+        return self._get("GITHUB_REPOSITORY")
+
+    @property
+    def github_run_id(self) -> str | None:
+        return self._get("GITHUB_RUN_ID")
+
     @property
     def github_actions(self) -> bool:
         """GITHUB_ACTIONS: running as a step of a GitHub Actions job."""

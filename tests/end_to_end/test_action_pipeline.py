@@ -16,10 +16,11 @@ from typing import Any
 import pytest
 
 from flipgate.github import action
+from flipgate.github.labels import read_readings, with_readings
 from flipgate.github.sticky import marked_fingerprint, with_markers
 from flipgate.github.texts import NO_CHANGE, STATUS_LIMIT, WAITING_FOR_COMMAND
 
-from support.action_harness import BLOCKED, COULD_NOT_FINISH, PR, Harness
+from support.action_harness import BLOCKED, COULD_NOT_FINISH, PR, RUN_ID, Harness
 from support.gitrepo import GitRepo
 
 CONFIG = """\
@@ -150,9 +151,16 @@ def test_end_to_end_a_blocking_regression(pipeline: Pipeline) -> None:
     report = json.loads((harness.repo.path / "flipgate-out/report.json").read_text())
     assert report["counts"]["blocking_regressions"] == 1
     written = (harness.repo.path / "flipgate-out/comment.md").read_text(encoding="utf-8")
-    assert comment["body"] == with_markers(written, context="flipgate", head_sha=harness.head,
+    # comment.md as it is, with the hidden markers and the run's readings (for label jobs).
+    readings = read_readings(comment["body"])
+    assert readings[(None, "refund-007", "candidate")].bucket == "ungrounded"
+    assert comment["body"] == with_markers(with_readings(written, readings), context="flipgate",
+                                           head_sha=harness.head,
                                            fingerprint=marked_fingerprint(comment["body"]))
     assert BLOCKED in harness.summary()
+    # The summary ends with the one download of the whole review.
+    assert f"gh run download {RUN_ID} -R {harness.server.repository} -n flipgate-report" \
+        in harness.summary()
     # The page with every row is written beside the report, and the summary names it.
     page = (harness.repo.path / "flipgate-out/report.html").read_text(encoding="utf-8")
     assert 'data-id="refund-007"' in page
@@ -379,7 +387,7 @@ def test_a_forks_new_head_never_runs_under_an_earlier_command_even_with_a_forged
 
     assert pipeline.openai.requests == []
     assert [s["state"] for s in harness.server.statuses_for(head_b)] == ["pending"]
-    assert harness.server.statuses_for(head_b)[0]["description"] == f"#{PR}: {WAITING_FOR_COMMAND}"
+    assert harness.server.statuses_for(head_b)[0]["description"] == f"#{PR}: base main: {WAITING_FOR_COMMAND}"
     assert "Nothing was run" in harness.replies()[0]
 
 

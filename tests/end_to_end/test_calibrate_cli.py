@@ -73,10 +73,18 @@ def test_template_then_labels_then_figures(tmp_path: Path) -> None:
     assert overall["ungrounded_recall"] == 1.0
     assert set(figures["per_category"]) == {row["category"] for row in report["rows"]}
     assert "agreement" in result.output and "kappa" in result.output
+    # The figures are read: the verdict under the rule and whether the labels are enough.
+    reading = figures["reading"]
+    assert reading["verdict"] in ("may block on its own", "may not block on its own",
+                                  "not decided yet")
+    assert " ".join(reading["why"].split()[:3]) in " ".join(result.output.split())
+    assert reading["enough"].split(":")[0] in result.output
 
     page = read((out / "calibration.md").read_text())
     assert any(text == "Overall" for _, text in page.headings)
     assert f"{n - 1} of {n}" in page.text and "95% CI" in page.text
+    assert any(text == "Reading" for _, text in page.headings)
+    assert reading["enough"].split(":")[0] in page.text
     assert consistent_tables(page) and len(page.tables) == 2 * (1 + len(figures["per_category"]))
 
 

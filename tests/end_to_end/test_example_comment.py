@@ -65,16 +65,18 @@ def test_each_blocking_row_shows_query_marked_claim_closest_sentence_and_baselin
     for row_id in blocking_ids(report):
         case, baseline = inputs["cases"][row_id], inputs["baseline"][row_id]
         block, raw = details_text(comment, f"{row_id}:"), raw_block(comment, row_id)
-        assert f"Query: {case['query']}" in block
+        assert f"Query ({row_id}): {case['query']}" in block
         evidence = next(row["evidence"] for row in report["rows"] if row["id"] == row_id)
-        claims = [html.unescape(claim) for claim in re.findall(r"<b>(.*?)</b>", raw)]
+        claims = [html.unescape(claim) for claim in re.findall(r"<code>(.*?)</code>", raw)
+                  if claim != "marked"]  # the legend shows the mark too
         assert claims == evidence["unsupported_statements"]  # each marked, in the answer's order
-        closest = re.search(r"Closest in the context: “(.*?)”", block)
+        closest = re.search(r"Closest in the context: 🟡“(.*?)”", block)
         assert closest and closest.group(1) in split_statements(case["context"])
         if "Baseline answer:" in block:
             assert f"Baseline answer: {baseline}" in block
         else:  # the word diff: without what the candidate added, it reads as the baseline
-            without_insertions = re.sub(r"<ins>.*?</ins>", " ", raw, flags=re.S)
+            # (the example's claims are added words: a claim is one mark, its code span)
+            without_insertions = re.sub(r"<em>.*?</em>|<code>.*?</code>", " ", raw, flags=re.S)
             shown = words(without_insertions.split("Answer, baseline → candidate:", 1)[1]
                           .split("<sub>", 1)[0])
             assert shown == baseline.split()

@@ -215,7 +215,7 @@ def test_the_workflow_is_the_recommended_one(repo: GitRepo) -> None:
     path = repo.path / ".github/workflows/flipgate.yml"
     workflow = yaml.safe_load(path.read_text())
     triggers = workflow.get("on", workflow.get(True))  # YAML 1.1 reads a bare `on` as true
-    assert triggers == {"pull_request": {"types": ["opened", "synchronize", "reopened"]},
+    assert triggers == {"pull_request": {"types": ["opened", "synchronize", "reopened", "edited"]},
                         "issue_comment": {"types": ["created"]}}
     assert workflow["permissions"] == {"contents": "read", "pull-requests": "write", "statuses": "write"}
     job = workflow["jobs"]["flipgate"]
@@ -232,6 +232,12 @@ def test_the_workflow_is_the_recommended_one(repo: GitRepo) -> None:
     assert documented.get("on", documented.get(True)) == triggers
     assert documented["permissions"] == workflow["permissions"]
     assert [s.get("uses") for s in documented["jobs"]["flipgate"]["steps"]] == uses
+    # Who starts a job, and which group it waits in, are the same too.
+    for key in ("if", "concurrency"):
+        assert documented["jobs"]["flipgate"][key] == job[key], key
+    [upload] = [s for s in documented["jobs"]["flipgate"]["steps"]
+                if s.get("uses") == "actions/upload-artifact@v4"]
+    assert upload["with"]["name"] == job["steps"][3]["with"]["name"] == "flipgate-report"
 
 
 def actionlint() -> list[str] | None:

@@ -166,7 +166,7 @@ def test_flipped_rows_get_one_statements_request_each_and_unchanged_rows_none(
     # The judge's unsupported statements are marked in the answer, in the row's evidence block.
     marked = read(comment).text
     assert "A $12 fee applies." in marked and "Fees are waived for members." in marked
-    assert "<b>A $12 fee applies.</b>" in comment and "<b>Fees are waived for members.</b>" in comment
+    assert "`A $12 fee applies.`" in comment and "`Fees are waived for members.`" in comment
 
 
 def test_a_statement_list_that_paraphrases_is_a_judge_error_not_evidence(

@@ -16,7 +16,7 @@ import pytest
 
 from flipgate.errors import IncompleteError, InputError, Problem
 from flipgate.git.repository import Git
-from flipgate.github import action
+from flipgate.github import action, labels
 from flipgate.github.sticky import BODY_LIMIT, marked_fingerprint, marked_sha, with_markers
 from flipgate.github.texts import NO_CHANGE, STATUS_LIMIT, WAITING_FOR_COMMAND
 from flipgate.model import Conclusion, Report
@@ -393,7 +393,7 @@ def test_fork_under_target_with_require_command_waits_pending(harness: Harness,
 
     assert check.calls == [] and harness.own_comments() == []
     [status] = harness.server.statuses_for(harness.head)
-    assert (status["state"], status["description"]) == ("pending", f"#{PR}: {WAITING_FOR_COMMAND}")
+    assert (status["state"], status["description"]) == ("pending", f"#{PR}: base main: {WAITING_FOR_COMMAND}")
 
 
 def test_fork_under_target_with_policy_run_is_evaluated(harness: Harness,
@@ -546,7 +546,8 @@ def test_a_huge_report_still_fits_one_comment_and_the_summary_has_more(
 def test_the_posted_comment_is_the_comment_md_the_check_wrote(harness: Harness) -> None:
     """One rendering, at the size the sticky comment takes: what GitHub shows is the
     uploaded comment.md, byte for byte, with only flipgate's hidden markers on its first
-    line (the gate's context, the SHA, the verdicts' fingerprint)."""
+    line (the gate's context, the SHA, the verdicts' fingerprint) and the hidden readings
+    block on its last (what a label job's labels.jsonl takes of the run for calibrate)."""
     report = many_regressions(1_000)
 
     def writing_check(**kwargs: Any) -> CheckResult:  # writes its outputs as the pipeline does
@@ -558,8 +559,11 @@ def test_the_posted_comment_is_the_comment_md_the_check_wrote(harness: Harness) 
 
     [comment] = harness.own_comments()
     written = (harness.repo.path / action.OUT_DIR / "comment.md").read_text(encoding="utf-8")
-    assert comment["body"] == with_markers(written, context="flipgate", head_sha=harness.head,
+    readings = labels.readings_of(report)
+    assert comment["body"] == with_markers(labels.with_readings(written, readings),
+                                           context="flipgate", head_sha=harness.head,
                                            fingerprint=marked_fingerprint(comment["body"]))
+    assert labels.read_readings(comment["body"])  # as many as its room holds, flips first
     assert len(written.encode("utf-8")) <= BODY_LIMIT
     assert written != render_comment(report)  # GitHub's full limit would have shown more
 

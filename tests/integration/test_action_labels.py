@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -52,11 +53,13 @@ def test_a_maintainers_label_is_kept_shown_and_written(labelled: Harness, check:
     assert "`q1` — labelled grounded by @" in comment["body"]
     # The row itself says so at once, though the label command re-renders nothing.
     rows = [line for line in comment["body"].splitlines() if line.startswith("| q1")]
-    assert rows and all(line.startswith("| q1<br>🏷️ labelled grounded by @") for line in rows)
+    assert rows and all(line.startswith("| q1 · 🏷️ labelled grounded by @") for line in rows)
     assert read_block(comment["body"]).labels[0].by == "maintainer"
     written = (labelled.repo.path / "flipgate-out" / "labels.jsonl").read_text()
+    # With what calibrate needs of the judge, from the comment's run (q1 went 5 → 2).
     assert json.loads(written) == {"id": "q1", "suite": None, "side": "candidate",
-                                   "label": "grounded", "by": "maintainer"}
+                                   "label": "grounded", "by": "maintainer",
+                                   "category": "policy", "judge_label": "ungrounded"}
     assert labelled.replies() == []
 
     # A later label of the same answer replaces it; another side is its own label.
@@ -154,6 +157,39 @@ def test_labels_jsonl_is_read_by_calibrate_as_it_is(labelled: Harness, tmp_path:
     assert figures["confusion"]["grounded"]["grounded"] == 1
 
 
+def test_a_label_jobs_labels_jsonl_is_calibrated_alone(labelled: Harness, tmp_path: Path) -> None:
+    """The label job runs no check, yet its labels.jsonl carries the judge's bucket of each
+    answer from the comment's run: one file, one calibrate, no report.json."""
+    label(labelled, "q1 grounded")
+    label(labelled, "q2 baseline grounded")
+    assert "flipgate calibrate --labels flipgate-report/labels.jsonl" in labelled.summary()
+    assert "gh run download" in labelled.summary() and "-n flipgate-report" in labelled.summary()
+    result = CliRunner().invoke(cli, [
+        "calibrate", "--labels", str(labelled.repo.path / "flipgate-out" / "labels.jsonl"),
+        "--out", str(tmp_path / "cal")])
+    assert result.exit_code == 0, result.output
+    figures = json.loads((tmp_path / "cal" / "calibration.json").read_text())
+    assert figures["labelled"] == 2 and list(figures["per_category"]) == ["policy"]
+    assert figures["confusion"]["ungrounded"]["grounded"] == 1  # the run's judge said 2
+    assert figures["confusion"]["grounded"]["grounded"] == 1
+    assert figures["reading"]["verdict"] == "may not block on its own"
+
+
+def test_readings_forged_into_the_comment_are_ignored(labelled: Harness) -> None:
+    """The readings block is read as strictly as the labels block: one that is not what
+    flipgate writes gives no judge_label (calibrate then asks for the report)."""
+    import zlib
+
+    comment = labelled.own_comments()[0]
+    forged = [[None, "q1", "candidate", "policy", "excellent"]]
+    encoded = base64.urlsafe_b64encode(zlib.compress(json.dumps(forged).encode())).decode()
+    comment["body"] = re.sub(r"<!-- flipgate:readings=[^ ]* -->",
+                             f"<!-- flipgate:readings={encoded} -->", comment["body"])
+    label(labelled, "q1 grounded")
+    written = json.loads((labelled.repo.path / "flipgate-out" / "labels.jsonl").read_text())
+    assert "judge_label" not in written and written["label"] == "grounded"
+
+
 def test_a_label_given_while_the_check_runs_is_not_lost(labelled: Harness, check: RecordingCheck) -> None:
     """The label job edits the comment while a run's check is under way: the run's edit
     keeps it (the labels are read again just before the comment is written)."""
@@ -198,3 +234,41 @@ def test_labels_jsonl_is_never_written_through_a_linked_output_folder(labelled: 
     assert not (elsewhere / "labels.jsonl").exists()
     assert "labels.jsonl not written" in labelled.log.getvalue()
     assert read_block(labelled.own_comments()[0]["body"]).labels  # the label is still kept
+
+
+def test_a_comment_of_label_lines_records_each_and_answers_once(labelled: Harness) -> None:
+    body = ("Looked at these rows.\n"
+            "/flipgate label q1 partial\n"
+            "> /flipgate label q2 ungrounded\n\n"        # a quote of someone else: not read
+            "/flipgate label q2 baseline grounded\n"
+            "```\n/flipgate label q3 ungrounded\n```\n"   # in code: not read
+            "/flipgate label q9 grounded\n"
+            "/flipgate label q3 sideways grounded\n"
+            "/flipgate run\n")
+    command = labelled.comment_event(body)
+    assert labelled.run(None) == 0
+    [reply] = labelled.replies()
+    assert reply.startswith("Recorded 2 of the 4 labels in this comment:")
+    assert "- `q1` labelled partial by @&#8203;maintainer" in reply  # no mention ping
+    assert "- `q2` labelled grounded (baseline) by @&#8203;maintainer" in reply
+    assert "`/flipgate label q9 grounded`: `q9` is not a case of this run" in reply
+    assert "`/flipgate label q3 sideways grounded`: unknown side `sideways`" in reply
+    assert "Not obeyed" in reply and "`/flipgate run`" in reply
+    assert labelled.server.reactions_on(command["id"]) == ["+1"]
+    kept = read_block(labelled.own_comments()[0]["body"]).labels
+    assert [(one.id, one.side, one.label) for one in kept] == [("q1", "candidate", "partial"),
+                                                               ("q2", "baseline", "grounded")]
+    lines = (labelled.repo.path / "flipgate-out" / "labels.jsonl").read_text().splitlines()
+    assert len(lines) == 2
+
+
+def test_a_comment_past_the_limit_says_what_was_not_read(labelled: Harness) -> None:
+    from flipgate.github.event import LABELS_PER_COMMENT
+
+    body = "\n".join(["/flipgate label q1 grounded"] * (LABELS_PER_COMMENT + 3))
+    labelled.comment_event(body)
+    assert labelled.run(None) == 0
+    [reply] = labelled.replies()
+    assert f"Recorded {LABELS_PER_COMMENT} of the {LABELS_PER_COMMENT + 3} labels" in reply
+    assert f"3 more label lines were not read: a comment records at most {LABELS_PER_COMMENT}" in reply
+    assert len(read_block(labelled.own_comments()[0]["body"]).labels) == 1  # one answer, last wins

@@ -92,6 +92,9 @@ def test_a_root_run_leaves_nothing_the_runner_user_cannot_delete(
     event = json.loads((PAYLOADS / "pull_request.synchronize.json").read_text())
     event["number"] = event["pull_request"]["number"] = PR
     event["pull_request"]["base"]["sha"], event["pull_request"]["head"]["sha"] = base, head
+    # The base branch and the default branch as the loopback GitHub serves them.
+    event["pull_request"]["base"]["ref"] = "main"
+    event["pull_request"]["base"]["repo"]["default_branch"] = "main"
     event["pull_request"]["head"]["repo"] = event["pull_request"]["base"]["repo"]
     (tmp_path / "event.json").write_text(json.dumps(event))
     check = WritingCheck()

@@ -44,8 +44,10 @@ PULL_REQUEST_FIELDS = {
     "pull_request.head.repo.full_name": STRING,
     "pull_request.base": OBJECT,
     "pull_request.base.sha": SHA,
+    "pull_request.base.ref": STRING,
     "pull_request.base.repo": OBJECT,
     "pull_request.base.repo.full_name": STRING,
+    "pull_request.base.repo.default_branch": STRING,
 }
 COMMENT_FIELDS = {
     "action": STRING,
@@ -55,7 +57,7 @@ COMMENT_FIELDS = {
     "comment": OBJECT,
     "comment.body": NULLABLE_STRING,
     "comment.id": NUMBER,
-    "comment.user": OBJECT,
+    "comment.user": NULLABLE_OBJECT,  # null: a deleted account, read as GitHub's ghost
     "comment.user.login": STRING,
     "comment.created_at": TIME,
 }

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from flipgate.github.pinning import HeadRecord, Pinned, Unpinned, pin_head
+from flipgate.github.pinning import HeadRecord, Pinned, PinnedBy, Unpinned, pin_head
 
 from support.action_harness import PR, Harness, RecordingCheck
 
@@ -312,3 +312,26 @@ def test_a_rerun_of_an_old_deliverys_job_records_nothing_so_its_head_cannot_ride
     assert run_command(harness, check) == 0
 
     nothing_ran(harness, check, evil=evil_c, says="")
+
+
+# -- the base is part of the approval (issue 22, item 2) --------------------------------
+
+def base_change(minutes: float) -> HeadRecord:
+    return HeadRecord(at(minutes), None, what="the base changed", base_change=True)
+
+
+def test_a_base_changed_after_the_command_is_refused() -> None:
+    result = pin([HeadRecord(at(-5), A), base_change(2)])
+    assert isinstance(result, Unpinned) and "base changed" in result.why
+
+
+def test_a_base_changed_in_the_same_second_as_the_command_is_refused() -> None:
+    assert isinstance(pin([HeadRecord(at(-5), A), base_change(0)]), Unpinned)
+
+
+def test_a_named_commit_does_not_escape_a_later_base_change() -> None:
+    assert isinstance(pin([base_change(1)], named=A), Unpinned)
+
+
+def test_control_a_base_changed_before_the_command_is_what_the_maintainer_saw() -> None:
+    assert pin([HeadRecord(at(-5), A), base_change(-2)]) == Pinned(A, PinnedBy.RECORDED)

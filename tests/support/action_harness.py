@@ -21,6 +21,7 @@ from flipgate.github import action
 from flipgate.github.sticky import context_marker
 from flipgate.model import Report
 from flipgate.output.comment import render_comment
+from flipgate.output.links import NO_LINKS
 from flipgate.verdict import gate
 
 from support.factories import make_report, make_row, one_of_each
@@ -63,7 +64,9 @@ class RecordingCheck:
         self.statuses_seen = [s["state"] for s in self.server.statuses]
         if isinstance(self.outcome, Exception):
             raise self.outcome
-        markdown = render_comment(self.outcome, max_chars=kwargs["comment_limit"])
+        # As run_check does: the comment links what the action hands it (the run, report-url).
+        markdown = render_comment(self.outcome, max_chars=kwargs["comment_limit"],
+                                  links=kwargs.get("links", NO_LINKS))
         return CheckResult(report=self.outcome, markdown=markdown,
                            exit_code=gate.exit_code(self.outcome.conclusion))
 
@@ -85,15 +88,23 @@ class Harness:
         self.env.update(GITHUB_EVENT_NAME=name, GITHUB_EVENT_PATH=str(path))
 
     def pull_event(self, *, event_name: str = "pull_request", action_name: str = "synchronize",
-                   fork: bool = False, head: str | None = None) -> None:
+                   fork: bool = False, head: str | None = None, base: str | None = None,
+                   base_ref: str | None = None, changes: dict[str, Any] | None = None) -> None:
+        """`base_ref`: the base branch (the repository's default branch unless given);
+        `changes`: an `edited` event's `changes` object."""
         event = json.loads((PAYLOADS / "pull_request.synchronize.json").read_text())
         event["action"] = action_name
         pull = event["pull_request"]
         event["number"] = pull["number"] = PR
         owner, name = self.server.repository.split("/")
         pull["base"]["repo"]["full_name"] = self.server.repository
-        pull["base"]["sha"] = self.base
+        # The loopback GitHub's default branch, in the event as in its REST answers.
+        pull["base"]["repo"]["default_branch"] = event["repository"]["default_branch"] = "main"
+        pull["base"]["sha"] = base or self.base
+        pull["base"]["ref"] = base_ref or pull["base"]["repo"]["default_branch"]
         pull["head"]["sha"] = head or self.head
+        if changes is not None:
+            event["changes"] = changes
         pull["head"]["repo"] = copy.deepcopy(pull["base"]["repo"])
         if fork:
             pull["head"]["repo"]["full_name"] = f"stranger/{name}"
@@ -144,7 +155,7 @@ class Harness:
 
     def replies(self) -> list[str]:
         return [c["body"] for c in self.server.comments_on(PR)
-                if c["user"]["login"] == ACTIONS_BOT and "<!-- flipgate:" not in c["body"]]
+                if (c["user"] or {}).get("login") == ACTIONS_BOT and "<!-- flipgate:" not in c["body"]]
 
     def final_status(self, sha: str | None = None) -> dict[str, Any]:
         return self.server.statuses_for(sha or self.head)[-1]

@@ -24,6 +24,59 @@ def to_html(markdown: str) -> str:
         markdown, options=Options.CMARK_OPT_UNSAFE, extensions=EXTENSIONS)
 
 
+def github_html(markdown: str) -> str:
+    """As GitHub renders a comment: raw HTML through, with GFM's tag filter."""
+    return cmarkgfm.markdown_to_html_with_extensions(
+        markdown, options=Options.CMARK_OPT_UNSAFE, extensions=[*EXTENSIONS, "tagfilter"])
+
+
+def safe_html(markdown: str) -> str:
+    """As a renderer that drops raw HTML renders it (cmark-gfm's default, safe mode): every
+    tag and HTML block becomes `<!-- raw HTML omitted -->`."""
+    return cmarkgfm.markdown_to_html_with_extensions(markdown, options=0, extensions=EXTENSIONS)
+
+
+# Elements whose edges part words as a reader sees them (blocks, cells, line breaks).
+_BLOCKS = frozenset({"p", "li", "ul", "ol", "td", "th", "tr", "table", "thead", "tbody", "h1",
+                     "h2", "h3", "h4", "br", "hr", "pre", "blockquote", "details", "summary",
+                     "div"})
+
+
+class _Words(HTMLParser):
+    """The visible text as a reader sees it, a block's edges as spaces; `<summary>` text
+    apart (a renderer that drops HTML drops it)."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.parts: list[str] = []
+        self.summaries: list[str] = []
+        self._summary: list[str] | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "summary":
+            self._summary = []
+        if tag in _BLOCKS:
+            self.parts.append(" ")
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "summary" and self._summary is not None:
+            self.summaries.append("".join(self._summary))
+            self._summary = None
+        if tag in _BLOCKS:
+            self.parts.append(" ")
+
+    def handle_data(self, data: str) -> None:
+        (self._summary if self._summary is not None else self.parts).append(data)
+
+
+def visible_words(html_text: str) -> tuple[list[str], list[str]]:
+    """(the words a reader sees outside `<summary>`, each summary's text)."""
+    reader = _Words()
+    reader.feed(html_text)
+    reader.close()
+    return "".join(reader.parts).split(), reader.summaries
+
+
 @dataclass
 class Page:
     """The parts of rendered HTML the tests look at."""
@@ -105,8 +158,13 @@ class _Reader(HTMLParser):
 
 
 def read(markdown: str) -> Page:
+    return read_html(to_html(markdown))
+
+
+def read_html(rendered: str) -> Page:
+    """The structure of HTML rendered some other way (github_html, safe_html)."""
     reader = _Reader()
-    reader.feed(to_html(markdown))
+    reader.feed(rendered)
     reader.close()
     reader.page.text = "".join(reader._texts)
     reader.page.outside_code = "".join(reader._outside)

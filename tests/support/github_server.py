@@ -98,6 +98,7 @@ _ROUTES = Map([
          endpoint="reactions", methods=["POST"]),
     Rule("/repos/<owner>/<repo>/statuses/<sha>", endpoint="statuses", methods=["POST"]),
     Rule("/repos/<owner>/<repo>/commits/<sha>", endpoint="commit", methods=["GET"]),
+    Rule("/repos/<owner>/<repo>/branches/<path:branch>", endpoint="branch", methods=["GET"]),
     Rule("/repos/<owner>/<repo>/collaborators/<user>/permission", endpoint="permission",
          methods=["GET"]),
     Rule("/repos/<owner>/<repo>/issues/<int:number>/timeline", endpoint="timeline",
@@ -123,6 +124,7 @@ class _Fault:
     status: int
     message: str
     times: int
+    headers: dict[str, str] = field(default_factory=dict)
 
 
 def _node_id(kind: str, number: int) -> str:
@@ -153,6 +155,7 @@ class FakeGitHub:
     commits: dict[str, datetime] = field(default_factory=dict)
     requests: list[Recorded] = field(default_factory=list)
     events: dict[int, list[dict[str, Any]]] = field(default_factory=dict)  # timeline, not comments
+    branches: dict[str, str] = field(default_factory=dict)  # name -> the commit it points at
 
     def __post_init__(self) -> None:
         self._lock = threading.RLock()
@@ -189,10 +192,13 @@ class FakeGitHub:
         return _stamp(self._tick())
 
     def add_pull(self, number: int, *, base_sha: str, head_sha: str, fork: bool = False,
-                 author: str = "contributor", state: str = "open") -> dict[str, Any]:
+                 author: str = "contributor", state: str = "open",
+                 base_ref: str = "main") -> dict[str, Any]:
         with self._lock:
             self.commits.setdefault(head_sha, self._tick())
+            self.branches.setdefault(base_ref, base_sha)
             self.pulls[number] = {"number": number, "base_sha": base_sha, "head_sha": head_sha,
+                                  "base_ref": base_ref,
                                   "fork": fork, "author": author, "state": state,
                                   "created_at": self._now(), "commits": [head_sha]}
             self.comments.setdefault(number, [])
@@ -212,6 +218,13 @@ class FakeGitHub:
             if force:
                 self.add_event(number, "head_ref_force_pushed", commit_id=head_sha,
                                actor=record["author"])
+
+    def retarget(self, number: int, base_ref: str, *, actor: str = "contributor") -> None:
+        """The PR moved to another branch of the repository, as its author may do: its base
+        is that branch's commit, and the timeline gets `base_ref_changed`."""
+        with self._lock:
+            self.pulls[number].update(base_ref=base_ref, base_sha=self.branches[base_ref])
+            self.add_event(number, "base_ref_changed", actor=actor)
 
     def add_event(self, number: int, event: str, *, commit_id: str | None = None,
                   actor: str = "contributor", created_at: datetime | None = None) -> None:
@@ -256,9 +269,11 @@ class FakeGitHub:
             return comment
 
     def fail(self, method: str, fragment: str, status: int, *, message: str = "Server Error",
-             times: int = 1) -> None:
-        """The next `times` requests whose method matches and path contains `fragment` fail."""
-        self._faults.append(_Fault(method.upper(), fragment, status, message, times))
+             times: int = 1, headers: dict[str, str] | None = None) -> None:
+        """The next `times` requests whose method matches and path contains `fragment` fail
+        (with `headers`, e.g. GitHub's rate-limit headers, over the usual ones)."""
+        self._faults.append(_Fault(method.upper(), fragment, status, message, times,
+                                   dict(headers or {})))
 
     # -- reading state -----------------------------------------------------------
 
@@ -352,7 +367,7 @@ class FakeGitHub:
                 "head": {"label": f"{head_owner}:feature", "ref": "feature",
                          "sha": record["head_sha"], "user": self._user(head_owner),
                          "repo": self._repo(head_repo_name, fork=record["fork"])},
-                "base": {"label": f"{self.owner}:main", "ref": "main",
+                "base": {"label": f"{self.owner}:{record['base_ref']}", "ref": record["base_ref"],
                          "sha": record["base_sha"], "user": self._user(self.owner),
                          "repo": self._repo()},
                 "author_association": "CONTRIBUTOR" if record["fork"] else "MEMBER",
@@ -386,7 +401,7 @@ class FakeGitHub:
         for fault in self._faults:
             if fault.times > 0 and fault.method == request.method and fault.fragment in path:
                 fault.times -= 1
-                return _message(fault.status, fault.message)
+                return _message(fault.status, fault.message, headers=fault.headers)
         try:
             endpoint, args = _ROUTES.bind("127.0.0.1").match(path, method=request.method)
         except NotFound:
@@ -550,6 +565,15 @@ class FakeGitHub:
         items = [item for _, item in sorted(stamped, key=lambda pair: pair[0])]
         return self._page(request, items, f"/repositories/{self.repo_id}/issues/{number}/timeline")
 
+    def _on_branch(self, request: Request, body: Any, branch: str) -> Response:
+        if branch not in self.branches:
+            return _message(404, "Branch not found", "/branches/branches#get-a-branch")
+        sha = self.branches[branch]
+        self.commits.setdefault(sha, _EPOCH)
+        api = self._api(f"/repos/{self.repository}/branches/{branch}")
+        return _json({"name": branch, "commit": self._commit(sha), "protected": False,
+                      "_links": {"self": api, "html": self._html(f"{self.repository}/tree/{branch}")}})
+
     def _on_permission(self, request: Request, body: Any, user: str) -> Response:
         role = self.roles.get(user, "read")
         collaborator = self._user(user)
@@ -575,9 +599,10 @@ def _json(payload: Any, status: int = 200, headers: dict[str, str] | None = None
                     content_type="application/json; charset=utf-8")
 
 
-def _message(status: int, message: str, docs: str = "") -> Response:
+def _message(status: int, message: str, docs: str = "",
+             headers: dict[str, str] | None = None) -> Response:
     return _json({"message": message, "documentation_url": f"{DOCS}{docs}",
-                  "status": str(status)}, status)
+                  "status": str(status)}, status, headers)
 
 
 def _too_long(resource: str, field_name: str, limit: int) -> Response:

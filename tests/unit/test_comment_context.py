@@ -64,11 +64,10 @@ def test_the_whole_context_is_collapsed_with_the_judges_spans_marked() -> None:
     assert "<details><summary>The whole context (2 passages marked)</summary>" in comment
     block = context_block(comment)
     assert "Meal kits ship every Tuesday." in block  # unmarked text is there too
-    assert "<b>A skipped week is not charged.</b><sup>[supports]</sup>" in block
-    assert ("<b>Skips must be made at least 3 days before the ship date.</b>"
-            "<sup>[contradicts the claim]</sup>") in block
+    assert "🟢“A skipped week is not charged.”" in block
+    assert "🔴“Skips must be made at least 3 days before the ship date.”" in block
     # The row's evidence says the same passage contradicts the claim, as the judge said.
-    assert ("**Contradicted by the context:** “Skips must be made at least 3 days before the "
+    assert ("**Contradicted by the context:** 🔴“Skips must be made at least 3 days before the "
             "ship date.”") in comment
 
 
@@ -77,9 +76,8 @@ def test_without_the_judges_span_the_lexically_closest_sentence_is_marked() -> N
                   replace(JUDGE_STATEMENTS[1], span=None))
     comment = render_comment(make_report([skip_row(statements=statements)]))
     block = context_block(comment)
-    assert ("<b>Skips must be made at least 3 days before the ship date.</b>"
-            "<sup>[closest to the claim]</sup>") in block
-    assert "**Closest in the context:** “Skips must be made" in comment
+    assert "🟡“Skips must be made at least 3 days before the ship date.”" in block
+    assert "**Closest in the context:** 🟡“Skips must be made" in comment
 
 
 def test_the_offline_judges_statements_mark_its_supporting_sentences() -> None:
@@ -87,7 +85,7 @@ def test_the_offline_judges_statements_mark_its_supporting_sentences() -> None:
     statements = lexical_statements(CONTEXT, candidate, query="Until when can I skip?")
     assert statements[0].span == "Meal kits ship every Tuesday."
     comment = render_comment(make_report([skip_row(statements=statements, candidate=candidate)]))
-    assert "<sup>[supports]</sup>" in context_block(comment)
+    assert "🟢“Meal kits ship every Tuesday.”" in context_block(comment)
 
 
 def test_several_claims_get_their_numbers_on_the_passages() -> None:
@@ -95,8 +93,8 @@ def test_several_claims_get_their_numbers_on_the_passages() -> None:
                    candidate="Fees are $7. Delivery takes 9 days.",
                    evidence=Evidence(unsupported_statements=("Fees are $7.", "Delivery takes 9 days.")))
     markdown = context_md(found, 1_000)
-    assert markdown == ("<b>Fees are $5.</b><sup>\\[closest to claim 1\\]</sup> "
-                        "<b>Delivery takes 3 days.</b><sup>\\[closest to claim 2\\]</sup>")
+    assert markdown == ("🟡“Fees are $5.”<sup>\\[1\\]</sup> "
+                        "🟡“Delivery takes 3 days.”<sup>\\[2\\]</sup>")
 
 
 def test_a_long_context_keeps_its_marked_passages_and_says_where_the_rest_is() -> None:
@@ -105,7 +103,7 @@ def test_a_long_context_keeps_its_marked_passages_and_says_where_the_rest_is() -
     found = review(context=context, baseline=BASELINE, candidate=CANDIDATE,
                    evidence=Evidence(unsupported_statements=("Skip up to 1 day before the ship date.",)))
     markdown = context_md(found, 1_000)
-    assert "<b>Skips must be made at least 3 days before the ship date.</b>" in markdown
+    assert "🟡“Skips must be made at least 3 days before the ship date.”" in markdown
     assert len(markdown) < 2_000
     assert f"The context is cut here from {len(context):,} characters" in markdown
     assert "report.html" in markdown
@@ -134,7 +132,7 @@ def test_a_hostile_context_stays_inert_text(text: str) -> None:
     rendered = github_html(comment)
     tags = set(re.findall(r"<([a-z0-9]+)", rendered))
     assert tags <= {"h2", "h3", "p", "ul", "li", "strong", "table", "thead", "tbody", "tr", "th",
-                    "td", "details", "summary", "b", "sup", "sub", "br", "em", "del", "ins"}, tags
+                    "td", "details", "summary", "code", "sup", "sub", "br", "em", "del"}, tags
     assert rendered.count("<details>") == rendered.count("</details>") == 2
     assert "<a " not in rendered and "<img" not in rendered and "<pre" not in rendered
     assert comment.count(MARKER) == 1 and comment.count("<!--") == 1

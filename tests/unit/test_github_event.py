@@ -75,8 +75,10 @@ def test_the_fixtures_are_githubs_shapes() -> None:
 
 # -- pull request events ---------------------------------------------------------
 
-SAME = PullRequest(number=42, base_sha=BASE, head_sha=HEAD, fork=False)
-FORK = PullRequest(number=42, base_sha=BASE, head_sha=HEAD, fork=True)
+SAME = PullRequest(number=42, base_sha=BASE, head_sha=HEAD, fork=False, base_ref="master",
+                   default_branch="master")
+FORK = PullRequest(number=42, base_sha=BASE, head_sha=HEAD, fork=True, base_ref="master",
+                   default_branch="master")
 
 
 @pytest.mark.parametrize(("event_name", "head_repo", "policy", "expected"), [
@@ -102,6 +104,21 @@ def test_checked_pull_request_actions(action: str) -> None:
     assert decide("pull_request", pull_event(action)) == RunCheck(SAME)
 
 
+def test_an_edit_that_changes_the_base_is_decided_again() -> None:
+    event = pull_event("edited")
+    event["changes"] = {"base": {"ref": {"from": "legacy"}, "sha": {"from": "b" * 40}}}
+    assert decide("pull_request", event) == RunCheck(SAME)
+    event["pull_request"]["head"]["repo"]["full_name"] = "stranger/Hello-World"
+    assert decide("pull_request_target", event) == AwaitCommand(FORK)
+
+
+def test_an_edit_that_keeps_the_base_is_ignored() -> None:
+    event = pull_event("edited")
+    event["changes"] = {"title": {"from": "Old title"}}
+    activity = decide("pull_request", event)
+    assert isinstance(activity, Ignore) and "base" in activity.reason
+
+
 @pytest.mark.parametrize("fixture", ["pull_request.closed", "pull_request.labeled"])
 def test_other_pull_request_actions_are_ignored(fixture: str) -> None:
     activity = decide("pull_request", payload(fixture))
@@ -114,7 +131,8 @@ def test_the_real_synchronize_payload_runs_on_its_own_shas() -> None:
     assert activity == RunCheck(PullRequest(number=event["number"],
                                             base_sha=event["pull_request"]["base"]["sha"],
                                             head_sha=event["pull_request"]["head"]["sha"],
-                                            fork=False))
+                                            fork=False, base_ref="master",
+                                            default_branch="master"))
 
 
 # -- comments --------------------------------------------------------------------
@@ -132,6 +150,7 @@ def test_the_real_synchronize_payload_runs_on_its_own_shas() -> None:
     ("/flipgate run 123456", ("help", "run 123456")),       # shorter than git's 7
     ("/flipgate run 9fceb02 now", ("help", "run 9fceb02 now")),
     ("/flipgate run HEAD~1", ("help", "run HEAD~1")),
+    ("Thanks, now:\n/flipgate run", ("run", None)),              # any line of the comment
 ])
 def test_parse_command(body: str, expected: tuple[str, str | None]) -> None:
     parsed = parse_command(body)
@@ -151,7 +170,7 @@ def test_run_may_name_the_commit_to_evaluate(body: str, sha: str | None) -> None
 
 @pytest.mark.parametrize("body", [
     "", "LGTM", "please /flipgate run", "> /flipgate run", "/flipgateway run",
-    "/Flipgate run", "text\n/flipgate run",
+    "/Flipgate run", "text\n> /flipgate run", "```\n/flipgate run\n```",
 ])
 def test_text_that_is_not_a_command(body: str) -> None:
     assert parse_command(body) is None
@@ -298,3 +317,10 @@ def test_model_keys_are_masked_before_they_are_exported() -> None:
     assert environ == {"OPENAI_API_KEY": "sk-one", "AZURE_OPENAI_API_KEY": "az-two"}
     assert events == ["mask ghs_t", "mask sk-one", "export OPENAI_API_KEY",
                       "mask az-two", "export AZURE_OPENAI_API_KEY"]
+
+
+def test_a_comment_from_a_deleted_account_is_the_ghosts() -> None:
+    event = comment_event("/flipgate run")
+    event["comment"]["user"] = None
+    activity = decide("issue_comment", event)
+    assert isinstance(activity, RunCommand) and activity.author == "ghost"

@@ -9,9 +9,16 @@ from pathlib import Path
 import pytest
 
 from flipgate.github import labels
-from flipgate.github.event import LabelCommand, UsageCommand, decide, parse_command
+from flipgate.github.event import (
+    LABELS_PER_COMMENT,
+    LabelCommand,
+    UsageCommand,
+    decide,
+    parse_command,
+)
 from flipgate.model import Bucket
 from flipgate.output.comment import render_comment
+from flipgate.output.links import Links
 
 from support.factories import make_report, make_row
 from support.gfm import to_html
@@ -72,12 +79,74 @@ def test_words_that_are_not_a_label_are_a_mistake(words: list[str]) -> None:
     assert len(mistake.why) < 300 and "\u0000" not in mistake.why
 
 
-def test_the_command_is_read_from_the_first_line() -> None:
+def test_a_label_line_with_too_many_words_is_a_label_the_reply_refuses() -> None:
     parsed = parse_command("/flipgate label q1 baseline grounded\nthanks")
     assert parsed is not None and parsed.name == "label"
     assert parsed.arguments == ("q1", "baseline", "grounded")
     too_many = parse_command("/flipgate label " + " ".join(["w"] * 50))
-    assert too_many is not None and too_many.name == "help"  # answered with usage
+    assert too_many is not None and too_many.name == "label"
+    assert isinstance(labels.parse_label(too_many.labels[0]), labels.LabelMistake)
+
+
+BATCH = """Looks good! Three labels:
+/flipgate label q1 partial
+  /flipgate label q2 baseline grounded
+
+> /flipgate label quoted grounded
+>
+> /flipgate label quoted2 grounded
+
+```
+/flipgate label fenced grounded
+```
+~~~~ text
+/flipgate label tilde grounded
+~~~~
+    /flipgate label indented grounded
+\t/flipgate label tabbed grounded
+`/flipgate label inline grounded`
+see `this span
+/flipgate label in-span grounded` ends here
+<!--
+/flipgate label html grounded
+-->
+- /flipgate label listed grounded
+please /flipgate label mid grounded
+
+/flipgate label q3 ungrounded"""
+
+
+def test_every_label_line_counts_but_not_in_quotes_or_code() -> None:
+    parsed = parse_command(BATCH)
+    assert parsed is not None and parsed.name == "label"
+    assert parsed.labels == (("q1", "partial"), ("q2", "baseline", "grounded"),
+                             ("q3", "ungrounded"))
+    assert parsed.arguments == ("q1", "partial") and parsed.unread == 0
+
+
+def test_a_comment_records_at_most_the_limit_and_counts_the_rest() -> None:
+    body = "\n".join(f"/flipgate label q{i} grounded" for i in range(LABELS_PER_COMMENT + 7))
+    parsed = parse_command(body)
+    assert parsed is not None and len(parsed.labels) == LABELS_PER_COMMENT
+    assert parsed.labels[-1] == (f"q{LABELS_PER_COMMENT - 1}", "grounded") and parsed.unread == 7
+
+
+def test_a_run_line_beside_label_lines_is_set_aside() -> None:
+    parsed = parse_command("/flipgate run\n/flipgate label q1 grounded\n/flipgate frobnicate")
+    assert parsed is not None and parsed.name == "label" and parsed.labels == (("q1", "grounded"),)
+    assert parsed.set_aside == ("/flipgate run", "/flipgate frobnicate")
+
+
+def test_one_batch_records_what_it_can_and_says_why_for_the_rest() -> None:
+    batch = [("q1", "grounded"), ("q9", "grounded"), ("q2", "left", "partial"), ("q2", "great")]
+    recorded, refused = labels.resolve_all(batch, CASES, by="al")
+    assert recorded == [labels.HumanLabel("q1", "candidate", "grounded", "al")]
+    assert [one.line for one in refused] == ["/flipgate label q9 grounded",
+                                             "/flipgate label q2 left partial",
+                                             "/flipgate label q2 great"]
+    assert "is not a case of this run" in refused[0].why
+    assert "the sides are baseline, candidate" in refused[1].why
+    assert "the labels are ungrounded, non_answer, partial, grounded" in refused[2].why
 
 
 @pytest.mark.parametrize(("body", "kind"), [("/flipgate label q1 grounded", LabelCommand),
@@ -88,6 +157,21 @@ def test_decide_reads_a_label_command_from_the_real_payload(body: str, kind: typ
     payload["comment"]["body"] = body
     payload["issue"]["pull_request"] = {"url": "https://api.github.com/repos/o/r/pulls/1"}
     assert isinstance(decide("issue_comment", payload), kind)
+
+
+def test_a_block_of_plain_json_as_earlier_versions_wrote_it_is_still_read() -> None:
+    import base64
+    import json as json_module
+
+    entry = {"suite": None, "id": "q1", "side": "candidate", "label": "grounded", "by": "al"}
+    plain = base64.urlsafe_b64encode(json_module.dumps([entry]).encode()).decode()
+    stored = labels.read_block(f"<!-- flipgate:labels={plain} -->")
+    assert stored.problem is None and stored.labels == (labels.HumanLabel("q1", "candidate",
+                                                                          "grounded", "al"),)
+    # What this version writes is compressed: many more labels fit the block's room.
+    many = [labels.HumanLabel(f"refund-{i:04d}", "candidate", "grounded", "alice")
+            for i in range(300)]
+    assert labels.fits(many) and labels.read_block(labels.block(many)).labels == tuple(many)
 
 
 def test_the_block_round_trips_and_keeps_the_latest_label_per_answer() -> None:
@@ -133,8 +217,21 @@ def test_the_row_in_the_comment_says_who_labelled_it() -> None:
     report = make_report([make_row("q1", category="policy", before=5, after=2, rescore=1)])
     markdown = render_comment(report, labels={(None, "q1"): ("labelled grounded by @alice",)})
     row = next(line for line in markdown.splitlines() if line.startswith("| q1"))
-    assert row.startswith("| q1<br>🏷️ labelled grounded by @") and "alice" in row
+    assert row.startswith("| q1 · 🏷️ labelled grounded by @") and "alice" in row
     # The label command's edit of a comment writes the same tag, so it leaves this row be.
     assert labels.on_rows(markdown, [labels.HumanLabel("q1", "candidate", "grounded", "alice")]) \
         == markdown
     assert "labelled" not in render_comment(report)
+
+
+def test_a_row_whose_id_links_to_report_html_gets_its_label_tag_after_the_link() -> None:
+    report = make_report([make_row("q_1", category="policy", before=5, after=2, rescore=1)])
+    links = Links(report="https://pages.example/pr-7/report.html")
+    tagged = render_comment(report, links=links,
+                            labels={(None, "q_1"): ("labelled grounded by @alice",)})
+    edited = labels.on_rows(render_comment(report, links=links),
+                            [labels.HumanLabel("q_1", "candidate", "grounded", "alice")])
+    row = next(line for line in edited.splitlines() if line.startswith("| [q"))
+    assert row.startswith("| [q\\_1](https://pages.example/pr-7/report.html#case-q_5f_1) · 🏷️ "
+                          "labelled grounded by @")
+    assert edited == tagged  # the edit writes what a new rendering would

@@ -145,11 +145,11 @@ def test_a_flip_row_is_one_line_and_its_evidence_is_in_a_collapsed_block() -> No
         "not in the context": "$12",
     }
     block = details_text(comment, "fee:")
-    assert "Query: Do replacement cards cost anything?" in block
+    assert "Query (fee): Do replacement cards cost anything?" in block
     assert "Candidate answer: Replacement cards arrive in a week. A $12 fee applies." in block
-    assert "<b>A $12 fee applies.</b>" in comment  # the claim, marked
+    assert "`A $12 fee applies.`" in comment  # the claim, marked
     assert "Baseline answer: Replacement cards are free." in block
-    assert "Closest in the context: “The fee for a new card is waived.”" in block
+    assert "Closest in the context: 🟡“The fee for a new card is waived.”" in block
     assert "Judge: Invents a $12 fee." in block
 
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from flipgate.config.schema import GITHUB_COMMENT_LIMIT
 from flipgate.model import Conclusion, Report, SuiteReport
+from flipgate.output.anchors import row_anchor
 from flipgate.output.comment import MARKER, render_comment
+from flipgate.output.links import Links
 from flipgate.output.report import to_dict
 from flipgate.verdict import gate
 
@@ -93,3 +95,13 @@ def test_the_terminal_says_each_suites_conclusion() -> None:
     assert suite_lines(report) == ["suite support: ❌ blocked: 1 blocking regression",
                                    "suite billing: not evaluated, nothing of its changed"]
     assert suite_lines(make_report([])) == []
+
+
+def test_a_suites_rows_link_to_their_suites_anchor_and_the_page_is_named_once() -> None:
+    page = "https://pages.example/pr-7/report.html"
+    report = several(("support", make_report([make_row("q1", before=5, after=2, rescore=1)])),
+                     ("billing", make_report([make_row("q1", before=5, after=2, rescore=1)])))
+    comment = render_comment(report, links=Links(report=page))
+    assert f"]({page}#{row_anchor('support', 'q1')})" in comment
+    assert f"]({page}#{row_anchor('billing', 'q1')})" in comment
+    assert comment.count("📄 Every row") == 1

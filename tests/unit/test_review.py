@@ -46,7 +46,8 @@ def test_the_word_diff_keeps_both_answers_once_and_marks_the_claim() -> None:
         ("same", "Each transfer costs $10.", None),
         ("ins", "Premier members pay nothing.", 1)]
     markdown = diff(found, 1_000)
-    assert markdown == "Each transfer costs $10. <ins><b>Premier members pay nothing.</b></ins>"
+    # the claim is one mark, a code span, not an insertion mark stacked on a claim mark
+    assert markdown == "Each transfer costs $10. `Premier members pay nothing.`"
 
 
 def test_answers_that_share_little_get_no_word_diff() -> None:
@@ -60,7 +61,7 @@ def test_several_claims_are_numbered_and_the_markdown_stays_inert() -> None:
     markdown = marked_answer(found, 1_000)
     page = read(markdown)
     assert [tag for tag in page.tags if tag not in ("p", "/p")] == [
-        "b", "/b", "sup", "/sup", "b", "/b", "sup", "/sup"]
+        "code", "/code", "sup", "/sup", "code", "/code", "sup", "/sup"]
     assert "<script>" not in to_html(markdown) and "@team" not in markdown
     assert "evil.example</a>" not in to_html(markdown)
 
@@ -68,8 +69,8 @@ def test_several_claims_are_numbered_and_the_markdown_stays_inert() -> None:
 def test_untrusted_text_cannot_carry_the_tag_sentinels() -> None:
     sneaky = "a \ue000bold\ue001 \ue002gone\ue003"
     found = review(context="", baseline="", candidate=sneaky, evidence=None)
-    assert "<b>" not in marked_answer(found, 1_000) and "<del>" not in marked_answer(found, 1_000)
-    assert inline("\ue000x\ue001") == "<b>x</b>"  # only flipgate's own markers become tags
+    assert "`" not in marked_answer(found, 1_000) and "~~" not in marked_answer(found, 1_000)
+    assert inline("\ue000x\ue001") == "`x`"  # only flipgate's own markers become marks
 
 
 def test_a_long_answer_is_cut_to_the_limit_with_its_tags_closed() -> None:
@@ -77,7 +78,7 @@ def test_a_long_answer_is_cut_to_the_limit_with_its_tags_closed() -> None:
     found = review(context="", baseline="", candidate=answer,
                    evidence=Evidence(unsupported_statements=("A $9 fee applies.",)))
     markdown = marked_answer(found, 100)
-    assert markdown.endswith("…") and len(markdown) < 120 and "<b>" not in markdown
+    assert markdown.endswith("…") and len(markdown) < 120 and "`" not in markdown
 
 
 @pytest.mark.parametrize(("reason", "kept"), [

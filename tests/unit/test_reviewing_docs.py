@@ -7,8 +7,7 @@ from pathlib import Path
 
 import yaml
 
-from flipgate.config.schema import DEFAULT_OUT_DIR
-from flipgate.output.html import HTML_FILE
+from flipgate.config.schema import ARTIFACT_NAME, DEFAULT_OUT_DIR
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -22,4 +21,6 @@ def test_the_upload_example_uploads_report_html_even_when_the_gate_blocks() -> N
     assert set(flipgate["with"]) <= inputs
     [upload] = [s for s in steps if str(s.get("uses", "")).startswith("actions/upload-artifact")]
     assert upload["if"] == "always()"  # a blocked run (exit 1) still uploads its page
-    assert f"{DEFAULT_OUT_DIR}/{HTML_FILE}" in upload["with"]["path"].split()
+    # The whole output folder, report.html in it, as the one artifact every page names.
+    assert upload["with"]["path"] == f"{DEFAULT_OUT_DIR}/"
+    assert upload["with"]["name"] == ARTIFACT_NAME

@@ -68,6 +68,10 @@ class Label:
     label: str | None  # None: not labelled yet (a template line left as it was)
     line: int
     suite: str | None = None
+    # What the line says of the judge (a template's, or the action's labels.jsonl), read
+    # only when calibrate is given no report.
+    judge_label: str | None = None
+    category: str | None = None
 
     @property
     def key(self) -> tuple[str | None, str, str]:
@@ -265,12 +269,37 @@ def read_labels(data: bytes | str, *, source: str) -> list[Label]:
                                                     f"(first on line {seen[key]})"))
             continue
         seen[key] = number
-        labels.append(Label(id=row_id, side=side, label=label, line=number, suite=suite))
+        judge_label, category = value.get("judge_label"), value.get("category")
+        labels.append(Label(id=row_id, side=side, label=label, line=number, suite=suite,
+                            judge_label=judge_label if judge_label in BUCKETS else None,
+                            category=category if isinstance(category, str) else None))
     if problems:
         raise InputError(problems)
     if not labels:
         raise InputError(Problem(source, None, "is empty: expected one label per line"))
     return labels
+
+
+def sides_of_labels(labels: Sequence[Label], *, source: str) -> list[JudgedSide]:
+    """Without a report: the judge's bucket of each labelled answer as its line carries it
+    (`judge_label`, and `category`), so one labels.jsonl is enough. A labelled line without
+    one is bad input naming its line."""
+    problems: list[Problem] = []
+    sides: list[JudgedSide] = []
+    for label in labels:
+        if label.label is None:
+            continue
+        if label.judge_label is None:
+            problems.append(Problem(source, label.line,
+                                    "no \"judge_label\" (the judge's bucket): give the run's "
+                                    "report with --report"))
+            continue
+        sides.append(JudgedSide(id=label.id, side=label.side, bucket=label.judge_label,
+                                category=label.category or "uncategorized", verdict="",
+                                suite=label.suite))
+    if problems:
+        raise InputError(problems)
+    return sides
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ from rich.table import Table
 from rich.text import Text
 
 from flipgate.calibration.agreement import BUCKETS, Calibration, Figures, Rate
+from flipgate.calibration.reading import lines, read
 from flipgate.text.escaping import one_line_within
 
 TEMPLATE = "calibration.md.j2"
@@ -28,7 +29,8 @@ def render_markdown(result: Calibration) -> str:
     from flipgate.output.comment import environment
 
     template = environment().get_template(TEMPLATE)
-    return template.render(result=result, buckets=BUCKETS, pct=pct, ci=ci).rstrip("\n") + "\n"
+    return template.render(result=result, buckets=BUCKETS, pct=pct, ci=ci,
+                           reading=lines(read(result.overall))).rstrip("\n") + "\n"
 
 
 def _figures_table(title: str, figures: Figures) -> Table:
@@ -69,3 +71,7 @@ def print_calibration(result: Calibration, console: Console) -> None:
         notes.append(f"{len(result.unscored):,} skipped: the judge gave them no score")
     if notes:
         console.print(Text("; ".join(notes)))
+    verdict, *rest = lines(read(result.overall))
+    console.print(Text(verdict, style="bold"))
+    for line in rest:
+        console.print(Text(line))

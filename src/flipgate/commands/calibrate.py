@@ -24,7 +24,9 @@ def _read(path: str) -> bytes:
 
 @click.command("calibrate")
 @click.option("--report", "report_path", type=click.Path(dir_okay=False),
-              help="The report.json whose verdicts are checked.")
+              help="The report.json whose verdicts are checked. Without it, each label's "
+                   "line must carry the judge's bucket (`judge_label`), as the action's "
+                   "labels.jsonl and a filled-in template do.")
 @click.option("--labels", "labels_path", type=click.Path(dir_okay=False),
               help='Labels (JSONL): {"id", "suite", "side": "baseline"|"candidate", "label": BUCKET}; '
                    'a filled-in template or the action\'s labels.jsonl as they are.')
@@ -39,7 +41,8 @@ def calibrate(report_path: str | None, labels_path: str | None, template_path: s
               out: str | None) -> None:
     """Compare the judge's buckets with human labels: confusion matrix, agreement, Cohen's
     kappa, precision and recall of `ungrounded`, per category and overall, with 95%
-    Wilson intervals. Exits 0, or 2 on bad input.
+    Wilson intervals, then what they mean: whether the labels are enough and whether the
+    judge may block on its own (docs/labelling.md). Exits 0, or 2 on bad input.
     """
     from rich.console import Console
 
@@ -65,17 +68,21 @@ def calibrate(report_path: str | None, labels_path: str | None, template_path: s
                    "(set each \"label\" to ungrounded, non_answer, partial or grounded; "
                    "leave null what you skip)", err=True)
         return
-    if not report_path or not labels_path:
-        raise InputError("flipgate calibrate needs --report R --labels L (or --template R)")
+    if not labels_path:
+        raise InputError("flipgate calibrate needs --labels L [--report R] (or --template R)")
 
-    sides = calibration.read_report_sides(_read(report_path), source=report_path)
     labels = calibration.read_labels(_read(labels_path), source=labels_path)
+    sides = (calibration.read_report_sides(_read(report_path), source=report_path) if report_path
+             else calibration.sides_of_labels(labels, source=labels_path))
     result = calibration.calibrate(sides, labels, labels_source=labels_path)
 
     directory = Path(out or DEFAULT_OUT_DIR)
     directory.mkdir(parents=True, exist_ok=True)
+    from flipgate.calibration import reading
+
+    figures = {**calibration.to_dict(result), "reading": reading.to_dict(reading.read(result.overall))}
     (directory / "calibration.json").write_text(
-        json.dumps(calibration.to_dict(result), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        json.dumps(figures, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     from flipgate.calibration.summary import print_calibration, render_markdown
 
     (directory / "calibration.md").write_text(render_markdown(result), encoding="utf-8")

@@ -18,8 +18,10 @@ from typing import Any, TypeVar
 import click
 
 from flipgate.config.schema import DEFAULT_CACHE_DIR, DEFAULT_CONFIG, PROVIDERS, Config, load_config
-from flipgate.errors import EXIT_INCOMPLETE, FlipgateError
+from flipgate.errors import EXIT_INCOMPLETE, FlipgateError, InputError, Problem
+from flipgate.output.links import Links, run_url
 from flipgate.settings import Settings
+from flipgate.text.escaping import safe_url
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -93,6 +95,23 @@ def shard_option(command: F) -> F:
         "--shard", default=None, metavar="I/N",
         help="Evaluate only part I of N of the cases (by case id) and write a partial "
              "(partial.json) for `flipgate merge`.")(command)
+
+
+def report_url_option(command: F) -> F:
+    return click.option(
+        "--report-url", "report_url", default=None, metavar="URL",
+        help="Where report.html will be served (e.g. a Pages site): the comment links "
+             "report.html and each row id to it.")(command)
+
+
+def comment_links(settings: Settings, report_url: str | None) -> Links:
+    """The comment's links: the workflow run when its variables are set (a step of a
+    GitHub Actions job), report.html at `--report-url`; none on a laptop."""
+    if report_url is not None and safe_url(report_url) is None:
+        raise InputError(Problem("--report-url", None, "expected the http(s) URL of "
+                                 f"report.html, got {report_url!r}"))
+    return Links(run=run_url(settings.github_server_url, settings.github_repository,
+                             settings.github_run_id), report=report_url)
 
 
 def cache_dir_or_none(cache_dir: str, no_cache: bool) -> Path | None:

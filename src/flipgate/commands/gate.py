@@ -13,11 +13,13 @@ import click
 from flipgate.commands.common import (
     cache_dir_or_none,
     cache_options,
+    comment_links,
     concurrency_option,
     config_option,
     judge_option,
     read_config,
     report_failures,
+    report_url_option,
     settings_from_env,
     shard_option,
     visible,
@@ -42,10 +44,12 @@ from flipgate.config.schema import DEFAULT_OUT_DIR, GateConfig
               help="Gate with this suite's settings (blocking categories, thresholds) from the "
                    "config's `suites:`; default: the top level's.")
 @shard_option
+@report_url_option
 @report_failures
 def gate(cases_path: str, baseline_path: str, candidate_path: str, config_path: str | None,
          judge: str | None, out_dir: str, cache_dir: str, no_cache: bool,
-         concurrency: int | None, suite: str | None, shard: str | None) -> None:
+         concurrency: int | None, suite: str | None, shard: str | None,
+         report_url: str | None) -> None:
     """Score two answer sets for the same cases with a pinned judge and gate them.
 
     Exits 0 when the gate passes, 1 on a confirmed regression in a blocking
@@ -88,6 +92,7 @@ def gate(cases_path: str, baseline_path: str, candidate_path: str, config_path: 
         cases, positions = part.select(cases)
 
     settings = settings_from_env()
+    links = comment_links(settings, report_url)
     cache = cache_dir_or_none(cache_dir, no_cache)
     runtime = Runtime.from_config(config, cache_dir=cache, cache_key=cache_secret(settings).key
                                   if cache is not None else None)
@@ -132,7 +137,7 @@ def gate(cases_path: str, baseline_path: str, candidate_path: str, config_path: 
                    "`flipgate merge` turns the partials into the report", err=True)
         # Judge errors on rows are part of the result; only a part that stopped fails its job.
         sys.exit(3 if stopped is not None else 0)
-    write_outputs(report, Path(out_dir), console=Console())
+    write_outputs(report, Path(out_dir), console=Console(), links=links)
     click.echo(f"wrote {Path(out_dir) / 'report.json'}, {Path(out_dir) / 'comment.md'} and "
                f"{Path(out_dir) / 'report.html'}", err=True)
     sys.exit(gate_core.exit_code(report.conclusion))

@@ -11,9 +11,11 @@ import click
 from flipgate.commands.common import (
     cache_dir_or_none,
     cache_options,
+    comment_links,
     concurrency_option,
     judge_option,
     report_failures,
+    report_url_option,
     settings_from_env,
     shard_option,
     visible,
@@ -74,10 +76,11 @@ def e2e_line(e2e: E2EReport) -> str:
 @click.option("--e2e", is_flag=True,
               help="Also the end-to-end run: live retrieval (the base config's e2e:) for both "
                    "versions, compared with the frozen run. It never changes the exit code.")
+@report_url_option
 @report_failures
 def run(base: str, head: str, config_path: str, out_dir: str, judge: str | None,
         cache_dir: str, no_cache: bool, concurrency: int | None, repo: str,
-        suites: tuple[str, ...], shard: str | None, e2e: bool) -> None:
+        suites: tuple[str, ...], shard: str | None, e2e: bool, report_url: str | None) -> None:
     """The whole PR check: detect a prompt or model change, replay both refs, gate, render.
 
     Both refs are read from git objects (nothing is checked out); the
@@ -98,6 +101,7 @@ def run(base: str, head: str, config_path: str, out_dir: str, judge: str | None,
     # With --shard, each shard's end-to-end run covers its own cases; merge puts the rows
     # back together and compares them with the merged frozen verdicts.
     settings = settings_from_env()
+    links = comment_links(settings, report_url)
     # The retrieval's listed variables come from the same snapshot of the environment.
     request = (E2ERequest(environ=settings.environ, date=datetime.now(UTC).date().isoformat())
                if e2e else None)
@@ -108,7 +112,8 @@ def run(base: str, head: str, config_path: str, out_dir: str, judge: str | None,
                            out_dir=Path(out_dir), cache_dir=cache_dir_or_none(cache_dir, no_cache),
                            judge=judge, console=Console(), progress=bar, concurrency=concurrency,
                            suites=suites,
-                           shard=Shard.parse(shard) if shard else None, e2e=request)
+                           shard=Shard.parse(shard) if shard else None, e2e=request,
+                           links=links)
     finally:
         bar.close()
     if result.message:

@@ -20,6 +20,8 @@ from flipgate.text.parsing import decode_utf8, load_yaml_located
 # Every default of flipgate lives here.
 DEFAULT_CONFIG = ".flipgate.yml"
 DEFAULT_OUT_DIR = "flipgate-out"        # report.json and comment.md
+# The workflow's artifact of DEFAULT_OUT_DIR, the whole review: one name everywhere.
+ARTIFACT_NAME = "flipgate-report"
 DEFAULT_CACHE_DIR = ".flipgate-cache"   # model replies
 DEFAULT_CONCURRENCY = 8                 # model calls in flight at once, for the whole run
 DEFAULT_TIMEOUT_SECONDS = 60.0          # per model request (the openai client's own timeout)
@@ -225,6 +227,9 @@ class Config:
     suites: tuple[Suite, ...] = ()  # none: the top level is the one implicit suite
     status: str = STATUS_SINGLE     # single | per-suite (one commit status per suite)
     suite: str | None = None        # the suite this config is narrowed to (`for_suite`)
+    # `gate.base_branches`: the bases a PR is judged against (fnmatch patterns); None: the
+    # repository's default branch only. Read from the default branch's configuration.
+    base_branches: tuple[str, ...] | None = None
 
     def for_suite(self, suite: Suite) -> Config:
         """This configuration as one suite sees it: the suite's generator, cases and gate."""
@@ -368,7 +373,7 @@ _SCHEMA: dict[str, Any] = {
         },
     },
     "gate": {"blocking_categories": _is_str_list, "min_cases_per_category": _is_positive_int,
-             "strict": _is_bool},
+             "strict": _is_bool, "base_branches": _is_str_list},
     "relevance": {
         "threshold": _is_unit_interval,
         "embedding_model": _is_str,
@@ -397,7 +402,8 @@ _SUITE_SCHEMA: dict[str, Any] = {
     "generator": _SCHEMA["generator"],  # a path, or the mapping form
     "cases": _is_str,
     "watch": _is_str_list,
-    "gate": _SCHEMA["gate"],
+    # The trusted bases are the run's, never a suite's.
+    "gate": {key: check for key, check in _SCHEMA["gate"].items() if key != "base_branches"},
     "relevance": {"threshold": _is_unit_interval},
 }
 
@@ -489,6 +495,7 @@ def parse_config(text: str, *, source: str = DEFAULT_CONFIG, directory: str = ".
             second["model"] = second.pop("deployment")
         judge["second_opinion"] = SecondOpinionConfig(**second)
     gate = section("gate")
+    base_branches = gate.pop("base_branches", None)
     if "blocking_categories" in gate:
         gate["blocking_categories"] = tuple(gate["blocking_categories"])
     relevance = section("relevance")
@@ -531,6 +538,7 @@ def parse_config(text: str, *, source: str = DEFAULT_CONFIG, directory: str = ".
         directory=directory,
         suites=tuple(suite_of(name, values) for name, values, _ in suites),
         status=data.get("status", STATUS_SINGLE),
+        base_branches=tuple(base_branches) if base_branches is not None else None,
     )
 
 

@@ -107,6 +107,22 @@ def cases_text(sample: Mapping[str, Any]) -> str:
     return json.dumps(example_case(sample), ensure_ascii=False) + "\n"
 
 
+# The job's `if:` and concurrency group, the same in docs/action.md: every pull request
+# event but an edit that keeps the base; of comments, only those on a pull request by an
+# owner, member or collaborator holding a `/flipgate` line (flipgate checks the permission).
+JOB_FILTER = """\
+    if: >-
+      (github.event_name == 'pull_request' &&
+       (github.event.action != 'edited' || github.event.changes.base)) ||
+      (github.event_name == 'issue_comment' && github.event.issue.pull_request &&
+       contains(fromJSON('["OWNER", "MEMBER", "COLLABORATOR"]'),
+                github.event.comment.author_association) &&
+       (startsWith(github.event.comment.body, '/flipgate') ||
+        contains(github.event.comment.body, fromJSON('"\\n/flipgate"'))))"""
+CONCURRENCY_GROUP = ("flipgate-${{ github.event.pull_request.number || github.event.issue.number "
+                     "}}-${{ github.event.comment.id || 'pull' }}")
+
+
 def workflow_text(starter: Starter) -> str:
     secret = ("azure-openai-api-key: ${{ secrets.AZURE_OPENAI_API_KEY }}"
               if starter.judge_provider == "azure" else "openai-api-key: ${{ secrets.OPENAI_API_KEY }}")
@@ -120,7 +136,7 @@ name: flipgate
 
 on:
   pull_request:
-    types: [opened, synchronize, reopened]
+    types: [opened, synchronize, reopened, edited]  # edited: only a new base runs (the if:)
   issue_comment:
     types: [created]
 
@@ -131,14 +147,13 @@ permissions:
 
 jobs:
   flipgate:
-    # Of all comments, only `/flipgate ...` on a pull request starts a job.
-    if: >-
-      github.event_name == 'pull_request' ||
-      (github.event.issue.pull_request && startsWith(github.event.comment.body, '/flipgate'))
+{JOB_FILTER}
     runs-on: ubuntu-latest
     timeout-minutes: 30
     concurrency:
-      group: flipgate-${{{{ {number} }}}}
+      # A push or a new base cancels the PR's older run; each comment has its own group,
+      # so no comment cancels another's run (docs/action.md, "Concurrency").
+      group: {CONCURRENCY_GROUP}
       cancel-in-progress: ${{{{ github.event_name == 'pull_request' }}}}
     steps:
       - uses: actions/checkout@v4

@@ -16,7 +16,7 @@ import os
 import re
 import sys
 import traceback
-from collections.abc import Callable, MutableMapping, Sequence
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -39,8 +39,10 @@ from flipgate.github import joblog
 from flipgate.github import labels as human
 from flipgate.github import texts as messages
 from flipgate.github.api import GitHubError, RepoAPI, StatusUpdate, connect
+from flipgate.github.bases import Refused, refuse_base
 from flipgate.github.cancel import STATUS_BUDGET, Cancellation, handled, within
 from flipgate.github.event import (
+    LABELS_PER_COMMENT,
     AwaitCommand,
     CannotRunFork,
     Ignore,
@@ -64,9 +66,11 @@ from flipgate.github.workspace_guard import refuse_unsafe_places
 from flipgate.model import Conclusion, Report, Row
 from flipgate.output import comment as render
 from flipgate.output.html import HTML_FILE
+from flipgate.output.links import NO_LINKS, Links
 from flipgate.output.page import Labels
 from flipgate.output.progress import LOG_EVERY, PeriodicLines
 from flipgate.run.pipeline import case_ids, merged_check, run_check
+from flipgate.run.refs import Ref, Repo, read_config
 from flipgate.run.shards import Shard
 from flipgate.settings import Settings as RunSettings
 from flipgate.text.escaping import short, shorten
@@ -129,13 +133,14 @@ class Outcome:
 
 def outcome_of_report(report: Report, *, comment: str, exit_code: int, report_path: str,
                       summary_room: int, message: str | None = None,
-                      page_path: str = "") -> Outcome:
+                      page_path: str = "", links: Links = NO_LINKS) -> Outcome:
     """The status, comment and summary of a finished check (`comment`: the comment.md the
     check wrote; `message`: why it stopped early; `page_path`: the report.html it wrote,
-    which the summary names)."""
+    which the summary names; `links`: where it links the run and report.html)."""
     note = messages.page_note(page_path) if page_path else ""
     try:  # the summary gets the most detail that fits what is left of its 1 MiB
-        summary = render.render_summary(report, max_chars=summary_room - len(note.encode()))
+        summary = render.render_summary(report, max_chars=summary_room - len(note.encode()),
+                                        links=links)
     except ValueError:
         summary = comment
     summary += note if len(summary.encode()) + len(note.encode()) <= summary_room else ""
@@ -331,9 +336,11 @@ def obey(settings: Settings, api: RepoAPI, workflow: Workflow,
 
 def record_label(settings: Settings, run_settings: RunSettings, api: RepoAPI, workflow: Workflow,
                  command: LabelCommand) -> int:
-    """`/flipgate label ID [SIDE] LABEL`: from someone who may command, a label on an answer
-    of the run's cases, kept in the hidden block of the gate's own comment and listed there,
-    and written to labels.jsonl. Anything else gets a reply and records nothing."""
+    """A comment of `/flipgate label ID [SIDE] LABEL` lines: from someone who may command,
+    each label on an answer of the run's cases is kept in the hidden block of the gate's own
+    comment, listed there and written to labels.jsonl. One reply answers the comment: none
+    when its one label was recorded (the 👍 says so), else what was recorded, what was
+    refused and why."""
     permission = api.permission(command.author)
     if not may_command(permission) or not human.valid_login(command.author):
         api.create_comment(command.number, messages.refusal_reply(
@@ -348,9 +355,11 @@ def record_label(settings: Settings, run_settings: RunSettings, api: RepoAPI, wo
         workflow.notice(f"/flipgate label from {command.author}: nothing recorded: {why}")
         return EXIT_PASS
 
-    request = human.parse_label(command.arguments)
-    if isinstance(request, human.LabelMistake):
-        return refuse(request.why)
+    batch = command.labels or (command.arguments,)
+    if len(batch) == 1 and not command.set_aside:
+        request = human.parse_label(batch[0])
+        if isinstance(request, human.LabelMistake):
+            return refuse(request.why)
     pull = api.pull(command.number)
     try:
         ensure_commits(settings.workspace, [pull.base_sha, pull.head_sha],
@@ -359,9 +368,10 @@ def record_label(settings: Settings, run_settings: RunSettings, api: RepoAPI, wo
                          settings=run_settings, config_path=settings.config)
     except InputError as exc:
         return refuse(f"the run's cases could not be read ({shorten(str(exc), 300)})")
-    label = human.resolve(request, cases, by=command.author)
-    if isinstance(label, human.LabelMistake):
-        return refuse(label.why)
+    recorded, refused = human.resolve_all(batch, cases, by=command.author)
+    single = len(batch) == 1 and not command.set_aside and not command.unread
+    if single and refused:
+        return refuse(refused[0].why)
     comment, _ = find_comment(api, number=command.number, login=api.own_login(),
                               context=settings.status_context)
     if comment is None:
@@ -371,17 +381,32 @@ def record_label(settings: Settings, run_settings: RunSettings, api: RepoAPI, wo
     stored = human.read_block(comment.body)
     if stored.problem:
         workflow.warning(f"flipgate: the comment's labels were ignored: {stored.problem}")
-    kept = human.latest([*stored.labels, label])
-    if not human.fits(kept):
+    kept = human.latest([*stored.labels, *recorded])
+    if recorded and not human.fits(kept):
         api.create_comment(command.number, messages.label_full_reply())
         react(api, workflow, command, "confused")
         return EXIT_PASS
-    api.edit_comment(command.number, comment.id,
-                     human.with_labels(human.on_rows(comment.body, kept), kept))
-    write_labels(settings.workspace, kept, head_sha=pull.head_sha,
-                 git=Git(run_settings.git_environment()), workflow=workflow)
-    react(api, workflow, command, "+1")
-    workflow.info(f"flipgate: {human.shown(label.id)} ({label.side}) {label.shown()}")
+    if recorded:
+        api.edit_comment(command.number, comment.id,
+                         human.with_labels(human.on_rows(comment.body, kept), kept))
+        write_labels(settings.workspace, kept, head_sha=pull.head_sha,
+                     git=Git(run_settings.git_environment()), workflow=workflow,
+                     readings=human.read_readings(comment.body))
+        workflow.append_summary(messages.labels_summary(
+            recorded=len(recorded), kept=len(kept), repository=settings.repository,
+            run_id=settings.run_id))
+    if not single:
+        api.create_comment(command.number, messages.label_batch_reply(
+            recorded=[human.listed(one) for one in recorded],
+            refused=[(one.line, one.why) for one in refused], unread=command.unread,
+            set_aside=[human.shown(line) for line in command.set_aside],
+            limit=LABELS_PER_COMMENT))
+    react(api, workflow, command, "+1" if recorded else "confused")
+    for one in recorded:
+        workflow.info(f"flipgate: {human.shown(one.id)} ({one.side}) {one.shown()}")
+    if refused or command.unread:
+        workflow.notice(f"/flipgate label from {command.author}: {len(recorded)} recorded, "
+                        f"{len(refused) + command.unread} not")
     return EXIT_PASS
 
 
@@ -411,8 +436,10 @@ def of_the_run(labels: Sequence[human.HumanLabel],
 
 
 def write_labels(workspace: Path, labels: Sequence[human.HumanLabel], *, head_sha: str,
-                 git: Git, workflow: Workflow) -> None:
-    """flipgate-out/labels.jsonl: the labels format `flipgate calibrate --labels` reads.
+                 git: Git, workflow: Workflow,
+                 readings: Mapping[human.Key, human.Reading] | None = None) -> None:
+    """flipgate-out/labels.jsonl: the labels format `flipgate calibrate --labels` reads,
+    each with the judge's bucket and the row's category where `readings` has them.
     Never into an output place the pull request made a link or tracks."""
     try:
         refuse_unsafe_places(workspace, {"output": Path(OUT_DIR)}, head_sha=head_sha, git=git)
@@ -421,7 +448,7 @@ def write_labels(workspace: Path, labels: Sequence[human.HumanLabel], *, head_sh
         return
     target = workspace / OUT_DIR / human.LABELS_FILE
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(human.jsonl(labels), encoding="utf-8")
+    target.write_text(human.jsonl(labels, readings), encoding="utf-8")
 
 
 def react(api: RepoAPI, workflow: Workflow, command: RunCommand | LabelCommand,
@@ -440,39 +467,58 @@ def evaluate(settings: Settings, run_settings: RunSettings, api: RepoAPI, workfl
     """`records_head`: the pending status records `pull.head_sha` as the PR's head (it is
     the head now; a re-run of an old delivery's job is not)."""
     options = options or CheckOptions()
+    refused = untrusted_base(settings, run_settings, api, pull)
     if settings.shard is not None:
+        if refused is not None:
+            workflow.error(f"flipgate: shard: {refused.headline}")
+            return refused.exit_code
         return evaluate_shard(settings, run_settings, workflow, pull, check=check, options=options,
                               e2e=e2e)
     if settings.merge is not None:
         check = merged_check(settings.workspace / settings.merge)
         e2e = None  # the merge adds no end-to-end run: the shards' travel in their partials
-    # `comment: never` reads and writes no comment, so it needs no login either.
-    login = api.own_login() if settings.comment_mode is not CommentMode.NEVER else ""
-    kept = (stored_labels(api, workflow, number=pull.number, login=login,
-                          context=settings.status_context) if login else ())
     status = _status_setter(settings, api, pull)
-    status("pending", messages.pending_description(pull, records_head=records_head))
+    try:
+        # `comment: never` reads and writes no comment, so it needs no login either.
+        login = api.own_login() if settings.comment_mode is not CommentMode.NEVER else ""
+        kept = (stored_labels(api, workflow, number=pull.number, login=login,
+                              context=settings.status_context) if login else ())
+        status("pending", messages.pending_description(pull, records_head=records_head))
+    except GitHubError as exc:
+        return stopped_by_github(workflow, status, exc)
     if cancellation is not None:  # from now on a cancelled run must not stay pending
         cancellation.report = functools.partial(
             report_cancelled, settings=settings, fresh_api=fresh_api or (lambda: api),
             workflow=workflow, pull=pull, options=options)
 
-    outcome = run_check_safely(settings, run_settings, workflow, pull, check=check,
-                               options=options, e2e=e2e, labels=human.by_row(kept))
+    outcome = refused or run_check_safely(settings, run_settings, workflow, pull, check=check,
+                                          options=options, e2e=e2e, labels=human.by_row(kept))
     if login:
         # Read again: a label given while the check ran must not be lost by this edit.
-        kept = stored_labels(api, workflow, number=pull.number, login=login,
-                             context=settings.status_context, quiet=True)
+        try:
+            kept = stored_labels(api, workflow, number=pull.number, login=login,
+                                 context=settings.status_context, quiet=True)
+        except GitHubError as exc:
+            give_workspace_back(settings.workspace, workflow, options)
+            return stopped_by_github(workflow, status, exc)
     if kept:
         write_labels(settings.workspace, of_the_run(kept, outcome.report), head_sha=pull.head_sha,
-                     git=Git(run_settings.git_environment()), workflow=workflow)
+                     git=Git(run_settings.git_environment()), workflow=workflow,
+                     readings=human.readings_of(outcome.report))
     give_workspace_back(settings.workspace, workflow, options)
+    if outcome.state in ("success", "failure"):
+        try:
+            outcome = still_the_base(api, pull, outcome)
+        except GitHubError as exc:
+            return stopped_by_github(workflow, status, exc)
 
     exit_code = outcome.exit_code
     try:
         published = publish(api, number=pull.number, login=login, head_sha=pull.head_sha,
-                            body=human.with_labels(human.on_rows(outcome.comment, kept), kept)
-                            if kept else outcome.comment, create=outcome.create_comment,
+                            body=human.with_readings(
+                                human.with_labels(human.on_rows(outcome.comment, kept), kept)
+                                if kept else outcome.comment, human.readings_of(outcome.report)),
+                            create=outcome.create_comment,
                             context=settings.status_context, fingerprint=outcome.fingerprint,
                             mode=settings.comment_mode)
         workflow.info(f"flipgate: comment {published.value}"
@@ -495,6 +541,9 @@ def evaluate(settings: Settings, run_settings: RunSettings, api: RepoAPI, workfl
     if outcome.report is not None:
         write_verdicts(workflow, outcome.report)
     workflow.append_summary(outcome.summary)
+    if outcome.report is not None:
+        workflow.append_summary(messages.download_note(
+            repository=settings.repository, run_id=settings.run_id, labels=bool(kept)))
     # A comment or status GitHub refused makes the step exit 3, and so `error`.
     conclusion = "error" if exit_code == EXIT_INCOMPLETE else outcome.conclusion
     if conclusion:
@@ -504,6 +553,66 @@ def evaluate(settings: Settings, run_settings: RunSettings, api: RepoAPI, workfl
     if outcome.state != "success":
         workflow.error(f"flipgate: {outcome.headline or outcome.description}")
     return exit_code
+
+
+def stopped_by_github(workflow: Workflow, status: Callable[..., None], exc: GitHubError) -> int:
+    """A GitHub call failed (a rate limit that does not lift within the bounded wait, an
+    outage): `error` on the head naming it, if GitHub still takes a status, so no pending
+    status is left behind; exit 3."""
+    workflow.error(f"GitHub API: {exc}")
+    try:
+        status("error", messages.github_failure_description(str(exc)))
+    except GitHubError as again:
+        workflow.error(f"could not set the error status either: {again}")
+    workflow.set_output("conclusion", "error")
+    return EXIT_INCOMPLETE
+
+
+def still_the_base(api: RepoAPI, pull: PullRequest, outcome: Outcome) -> Outcome:
+    """The verdict, if the PR still targets the base it was judged against; else an
+    `error` that leaves the decision to the run for the new base (a command's job runs
+    beside the pull request's, so a retarget can land while it judges)."""
+    now = api.pull(pull.number).base_ref
+    if now == pull.base_ref:
+        return outcome
+    text = messages.base_moved_comment(head_sha=pull.head_sha, judged=pull.base_ref, now=now)
+    return Outcome(state="error", description=messages.base_moved_description(pull.base_ref, now),
+                   headline=f"no verdict: the base changed from {pull.base_ref} to {now} during "
+                            "the run", conclusion="error", exit_code=EXIT_INCOMPLETE, comment=text,
+                   create_comment=True, summary=text, fingerprint=messages.fingerprint_of_text(text))
+
+
+def untrusted_base(settings: Settings, run_settings: RunSettings, api: RepoAPI,
+                   pull: PullRequest) -> Outcome | None:
+    """None when the PR's base is one the repository trusts (github/bases.py); else the
+    outcome of a run that judged nothing: `error`, and no model call. The trusted list is
+    read from the default branch's tip, as GitHub names it, never from the PR's base."""
+    if pull.base_ref == pull.default_branch:
+        return None
+    try:
+        git = Git(run_settings.git_environment())
+        default = Ref(pull.default_branch, api.branch_sha(pull.default_branch))
+        ensure_commits(settings.workspace, [default.sha, pull.base_sha], git=git)
+        repo = Repo(settings.workspace, git)
+        trusted = read_config(repo, default, settings.config)
+        refused = refuse_base(pull.base_ref, default_branch=pull.default_branch,
+                              named=trusted.base_branches if trusted else None,
+                              default_has_config=trusted is not None,
+                              base_has_config=repo.read(Ref(pull.base_ref, pull.base_sha),
+                                                        settings.config) is not None,
+                              config_path=settings.config)
+    except (FlipgateError, GitHubError) as exc:
+        return outcome_of_failure(exc, head_sha=pull.head_sha)
+    return None if refused is None else outcome_of_refusal(refused, head_sha=pull.head_sha)
+
+
+def outcome_of_refusal(refused: Refused, *, head_sha: str) -> Outcome:
+    """A base the repository does not trust: no verdict, `error`, exit 2 (the PR's input)."""
+    text = messages.refused_base_comment(head_sha=head_sha, refused=refused)
+    return Outcome(state="error", description=messages.refused_base_description(refused),
+                   headline=f"no verdict: {refused.why}", conclusion="", exit_code=EXIT_BAD_INPUT,
+                   comment=text, create_comment=True, summary=text,
+                   fingerprint=messages.fingerprint_of_text(text))
 
 
 def report_cancelled(signal_name: str, *, settings: Settings, fresh_api: Callable[[], RepoAPI],
@@ -612,7 +721,7 @@ def run_check_safely(settings: Settings, run_settings: RunSettings, workflow: Wo
                                out_dir=workspace / OUT_DIR, cache_dir=options.cache_dir(workspace),
                                comment_limit=body_limit(settings.status_context),
                                progress=progress, concurrency=options.concurrency, e2e=e2e,
-                               labels=labels)
+                               labels=labels, links=settings.links)
             finally:
                 progress.close()
     except Exception as exc:  # noqa: BLE001 - every failure must end in an error status
@@ -626,7 +735,8 @@ def run_check_safely(settings: Settings, run_settings: RunSettings, workflow: Wo
                              report_path=f"{OUT_DIR}/report.json" if report_file.exists() else "",
                              summary_room=workflow.summary_room(),
                              message=getattr(result, "message", None),
-                             page_path=f"{OUT_DIR}/{HTML_FILE}" if page_file.exists() else "")
+                             page_path=f"{OUT_DIR}/{HTML_FILE}" if page_file.exists() else "",
+                             links=settings.links)
 
 
 def ensure_commits(repo: Path, shas: Sequence[str], *, git: Git) -> None:

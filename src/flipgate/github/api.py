@@ -9,6 +9,7 @@ message, never the token.
 from __future__ import annotations
 
 import functools
+import json
 import logging
 import re
 from collections.abc import Callable
@@ -16,17 +17,20 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
-from github import Auth, Github, GithubException, GithubRetry
+from github import Auth, Github, GithubException, GithubRetry, RateLimitExceededExceedsMaxWait
+from github.Requester import Requester
 from requests import RequestException
+from requests.exceptions import RetryError
 
 from flipgate.errors import InputError
-from flipgate.github.event import PullRequest, pull_from_payload
+from flipgate.github.event import GHOST, PullRequest, pull_from_payload
 from flipgate.github.pinning import HeadRecord
 from flipgate.github.texts import recorded_pull
 
 # Timeline events that move a PR's head other than forward, as the reply names them.
 REWRITES = {"head_ref_force_pushed": "a force-push", "head_ref_deleted": "the head branch deleted",
             "head_ref_restored": "the head branch restored", "reopened": "a reopening"}
+BASE_CHANGED = "base_ref_changed"  # the timeline's event for a PR moved to another base
 _SHA = re.compile(r"^[0-9a-f]{40}$")
 
 # GitHub answers GET /user with 401/403 for the Actions token; its comments are this login's.
@@ -58,8 +62,19 @@ def _translated(what: str) -> Callable[[F], F]:
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             try:
                 return call(*args, **kwargs)
+            except RateLimitExceededExceedsMaxWait as exc:
+                raise GitHubError(what, exc.status, (_github_message(exc) or "") + (
+                    f" (GitHub's primary rate limit resets in {exc.wait:.0f} s, longer than "
+                    f"flipgate waits: {RATE_LIMIT_WAIT_SECONDS} s)")) from None
             except GithubException as exc:
                 raise GitHubError(what, exc.status, _github_message(exc)) from None
+            except RetryError as exc:  # GitHub still refused after every bounded wait
+                cause = re.search(r"too many (\d+) error responses", str(exc))
+                status = int(cause[1]) if cause else None
+                lead = ("GitHub's rate limit held" if status in (403, 429)
+                        else "GitHub kept failing")
+                raise GitHubError(what, status, f"{lead} through {RATE_LIMIT_RETRIES} retries"
+                                  + (f" ({cause[0]})" if cause else "")) from None
             except RequestException as exc:
                 raise GitHubError(what, None, type(exc).__name__) from None
         return wrapper  # type: ignore[return-value]
@@ -79,10 +94,58 @@ def _github_message(exc: GithubException) -> str | None:
 # every client on `requests`; the job's own timeout bounds the rest).
 GITHUB_TIMEOUT_SECONDS = 15
 GITHUB_READ_RETRIES = 1
+# GitHub's rate limits (docs.github.com/rest/using-the-rest-api/rate-limits-for-the-rest-api):
+# a call waits at most this long at a time, and this many times, for a limit to lift; a
+# longer wait (a primary limit resetting in half an hour) is an error naming the limit.
+RATE_LIMIT_WAIT_SECONDS = 60
+RATE_LIMIT_RETRIES = 2
+SECONDARY_WAIT_SECONDS = 60  # GitHub: without `retry-after`, wait at least a minute
+
+
+class BoundedRetry(GithubRetry):
+    """PyGithub's retry (a 403 or 429 that is a rate limit waits for it to lift), with every
+    wait bounded by `max_rate_limit_wait`. PyGithub bounds only the waits it reads from
+    the body and `x-ratelimit-reset`; a `retry-after` header it hands to urllib3, which
+    sleeps whatever GitHub says, and a 429 without one it retried at once."""
+
+    def increment(self, method: str | None = None, url: str | None = None,
+                  response: Any = None, error: Exception | None = None, _pool: Any = None,
+                  _stacktrace: Any = None) -> Any:
+        if response is not None and response.status in (403, 429):
+            after = _seconds(response.headers.get("Retry-After"))
+            limit = self.max_rate_limit_wait
+            if after is not None and limit is not None and after > limit:
+                raise GithubException(response.status, {"message": _limit_message(
+                    self.get_content(response, url or ""), f"retry-after {after:g} s", limit)},
+                    dict(response.headers))
+            if response.status == 429 and after is None:
+                retry = super().increment(method, url, response, error, _pool, _stacktrace)
+                retry.get_backoff_time = lambda: self.secondary_rate_wait  # type: ignore[method-assign]
+                return retry
+        return super().increment(method, url, response, error, _pool, _stacktrace)
+
+
+def _seconds(value: str | None) -> float | None:
+    try:
+        return float(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+def _limit_message(body: bytes, wait: str, limit: float) -> str:
+    """GitHub's own message for a limit, with the wait it asked for and flipgate's bound."""
+    try:
+        message = str(json.loads(body).get("message") or "")
+    except (ValueError, AttributeError):
+        message = ""
+    kind = "primary" if Requester.isPrimaryRateLimitError(message) else "secondary"
+    return (f"GitHub's {kind} rate limit: {message or 'rate limited'} ({wait}, longer than "
+            f"flipgate waits: {limit:g} s)")
 
 
 def connect(api_url: str, token: str, *, pause_between_calls: bool = True,
-            timeout: int = GITHUB_TIMEOUT_SECONDS) -> Github:
+            timeout: int = GITHUB_TIMEOUT_SECONDS,
+            rate_limit_wait: float = RATE_LIMIT_WAIT_SECONDS) -> Github:
     """A PyGithub client for `api_url` (GitHub, GitHub Enterprise, or a test server).
 
     `lazy=True` makes objects addressed by number or SHA cost no request until
@@ -92,9 +155,14 @@ def connect(api_url: str, token: str, *, pause_between_calls: bool = True,
     pauses: dict[str, Any] = {} if pause_between_calls else {
         "seconds_between_requests": None, "seconds_between_writes": None}
     # PyGithub retries a read that timed out ten times: one more is enough, so a silent
-    # GitHub costs at most two timeouts a call (its rate-limit retries stay as they are).
+    # GitHub costs at most two timeouts a call. Rate limits: see BoundedRetry.
+    retry = BoundedRetry(read=GITHUB_READ_RETRIES, status=RATE_LIMIT_RETRIES,
+                         total=RATE_LIMIT_RETRIES + GITHUB_READ_RETRIES,
+                         status_forcelist=[*range(500, 600), 429],
+                         secondary_rate_wait=min(SECONDARY_WAIT_SECONDS, rate_limit_wait),
+                         max_rate_limit_wait=rate_limit_wait)
     return Github(base_url=api_url, auth=Auth.Token(token), per_page=PER_PAGE, lazy=True,
-                  timeout=timeout, retry=GithubRetry(read=GITHUB_READ_RETRIES), **pauses)
+                  timeout=timeout, retry=retry, **pauses)
 
 
 @dataclass(frozen=True)
@@ -155,6 +223,11 @@ class RepoAPI:
         except InputError as exc:  # GitHub answered, but not what its API promises
             raise GitHubError("GET pull request", 200, str(exc)) from None
 
+    @_translated("GET branch")
+    def branch_sha(self, name: str) -> str:
+        """The commit a branch of this repository points at now."""
+        return self._repo.get_branch(name).commit.sha
+
     @_translated("list pull request commits")
     def pull_commits(self, number: int) -> list[PullCommit]:
         """The PR's commits, oldest first (GitHub lists at most 250)."""
@@ -166,16 +239,19 @@ class RepoAPI:
     def head_rewrites(self, number: int) -> list[HeadRecord]:
         """The timeline's events that move the head where pushes cannot (GitHub's clock):
         force-pushes (with the new head, when GitHub names it), deleted or restored head
-        branches, reopenings."""
+        branches, reopenings; and every change of the base."""
         found = []
         for item in self._repo.get_issue(number).get_timeline():
             raw = item.raw_data
+            at = _timestamp(raw.get("created_at"))
+            if at is None:  # an event GitHub did not date: nothing after it can be proven
+                at = datetime.max.replace(tzinfo=UTC)
+            if raw.get("event") == BASE_CHANGED:
+                found.append(HeadRecord(at=at, sha=None, what="the base changed", base_change=True))
+                continue
             what = REWRITES.get(str(raw.get("event")))
             if what is None:
                 continue
-            at = _timestamp(raw.get("created_at"))
-            if at is None:  # a rewrite GitHub did not date: nothing after it can be proven
-                at = datetime.max.replace(tzinfo=UTC)
             commit = raw.get("commit_id") if raw.get("event") == "head_ref_force_pushed" else None
             found.append(HeadRecord(at=at, sha=commit if _is_sha(commit) else None,
                                     rewrite=True, what=what))
@@ -211,7 +287,9 @@ class RepoAPI:
         """Every comment on the PR's conversation that `matches`, oldest first (all pages)."""
         found = []
         for item in self._repo.get_issue(number).get_comments():
-            comment = IssueComment(id=item.id, author=item.user.login, body=item.body or "")
+            # `user: null`: a deleted account, which GitHub shows as its ghost.
+            comment = IssueComment(id=item.id, author=item.user.login if item.user else GHOST,
+                                   body=item.body or "")
             if matches(comment):
                 found.append(comment)
         return found

@@ -24,6 +24,7 @@ from flipgate.github.payload import Fields
 PULL_REQUEST_EVENTS = ("pull_request", "pull_request_target")
 PULL_REQUEST_ACTIONS = ("opened", "synchronize", "reopened")
 COMMAND_PREFIX = "/flipgate"
+GHOST = "ghost"  # how GitHub shows a deleted account, which some payloads send as `user: null`
 EVENT_SOURCE = "GITHUB_EVENT_PATH"  # what a problem in the event payload is located by
 # `/flipgate run SHA`: a full or abbreviated commit name (git's shortest is 7).
 _COMMAND_SHA = re.compile(r"[0-9a-fA-F]{7,64}")
@@ -46,6 +47,8 @@ class PullRequest:
     base_sha: str
     head_sha: str
     fork: bool
+    base_ref: str = ""        # the base branch's name (`main`), which github/bases.py trusts or not
+    default_branch: str = ""  # the repository's default branch, as GitHub names it
 
 
 @dataclass(frozen=True)
@@ -89,10 +92,13 @@ class RunCommand(Command):
 
 @dataclass(frozen=True)
 class LabelCommand(Command):
-    """`/flipgate label ID [baseline|candidate] LABEL`: record a person's label on an answer
-    if the author may command; the words are checked by github/labels.py."""
+    """`/flipgate label ID [baseline|candidate] LABEL`, one line a label: record a person's
+    labels on answers if the author may command; the words are checked by github/labels.py."""
 
-    arguments: tuple[str, ...] = ()
+    arguments: tuple[str, ...] = ()          # the first label line's words
+    labels: tuple[tuple[str, ...], ...] = ()  # every label line's words (the first included)
+    unread: int = 0                          # label lines past LABELS_PER_COMMENT
+    set_aside: tuple[str, ...] = ()          # other command lines of the comment, not obeyed
 
 
 @dataclass(frozen=True)
@@ -145,24 +151,99 @@ class ParsedCommand:
     name: str                   # "run" | "label" | "help"
     unknown: str | None = None  # set when the words were not a valid command: answer with usage
     sha: str | None = None      # `/flipgate run SHA`: the commit asked for
-    arguments: tuple[str, ...] = ()  # `/flipgate label ...`: the words after `label`
+    arguments: tuple[str, ...] = ()  # `/flipgate label ...`: the first label line's words
+    labels: tuple[tuple[str, ...], ...] = ()  # every label line's words, in order
+    unread: int = 0             # label lines past LABELS_PER_COMMENT, not read
+    set_aside: tuple[str, ...] = ()  # the comment's other command lines, not obeyed
+
+
+# A comment records at most this many labels; the lines after are refused, in the reply.
+LABELS_PER_COMMENT = 50
+# Markdown that is not the writer's own words: a fence (``` or ~~~, indented at most 3
+# spaces), an HTML comment, a quote.
+_FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")
+_BACKTICKS = re.compile(r"`+")
+
+
+def command_lines(body: str | None) -> list[str]:
+    """The comment's lines that are `/flipgate` commands, as written (leading spaces off):
+    a line whose first word is `/flipgate`, not in a quote (`>`), a fenced or indented code
+    block, an HTML comment, or an inline code span that an earlier line opened."""
+    found: list[str] = []
+    fence: str | None = None  # the fence that opened the code block we are in
+    in_html = False
+    span: int | None = None   # the length of the backtick run that opened an inline span
+    quote = False             # a quote's paragraph goes on (lazily) until a blank line
+    for line in (body or "").splitlines():
+        stripped = line.lstrip(" ")
+        if fence is not None:
+            if stripped.startswith(fence) and not stripped.strip().strip(fence[0]) \
+                    and len(line) - len(stripped) < 4:
+                fence = None
+            continue
+        if in_html:
+            in_html = "-->" not in line
+            continue
+        if not line.strip():
+            span, quote = None, False  # a blank line ends the paragraph and its spans
+            continue
+        opened = _FENCE.match(line)
+        if opened:
+            fence, span = opened.group(1), None
+            continue
+        if stripped.startswith("<!--"):
+            in_html = "-->" not in stripped
+            continue
+        code = len(line) - len(stripped) >= 4 or line.startswith("\t")
+        quote = quote or (stripped.startswith(">") and not code)
+        words = stripped.split()
+        if span is None and not code and not quote and words and words[0] == COMMAND_PREFIX:
+            found.append(stripped.rstrip())
+        span = _span_after(line, span)
+    return found
+
+
+def _span_after(line: str, span: int | None) -> int | None:
+    """Whether an inline code span is open after `line` (the length of its backticks)."""
+    for run in _BACKTICKS.finditer(line):
+        length = len(run.group(0))
+        if span is None:
+            span = length
+        elif length == span:
+            span = None
+    return span
 
 
 def parse_command(body: str | None) -> ParsedCommand | None:
-    """The command on a comment's first line, or None when the comment is not one."""
-    first_line = (body or "").lstrip("\r\n").splitlines()[0:1]
-    words = first_line[0].split() if first_line else []
-    if not words or words[0] != COMMAND_PREFIX:
+    """The comment's command, or None when no line of it is one. Every label line counts
+    (at most LABELS_PER_COMMENT); without one, the first command line decides. A comment
+    with label lines obeys no other command line: `set_aside` lists them for the reply."""
+    parsed = [_parse_line(line) for line in command_lines(body)]
+    if not parsed:
         return None  # "/flipgateway", "> /flipgate run", plain text: not for us
-    arguments = words[1:]
+    labels = [one for one in parsed if one.name == "label"]
+    if not labels:
+        return parsed[0]
+    others = tuple(line for line, one in zip(command_lines(body), parsed, strict=True)
+                   if one.name != "label")
+    read = labels[:LABELS_PER_COMMENT]
+    return ParsedCommand("label", arguments=read[0].arguments,
+                         labels=tuple(one.arguments for one in read),
+                         unread=len(labels) - len(read), set_aside=others)
+
+
+def _parse_line(line: str) -> ParsedCommand:
+    arguments = line.split()[1:]
     if not arguments or arguments == ["help"]:
         return ParsedCommand("help")
     if arguments == ["run"]:
         return ParsedCommand("run")
     if len(arguments) == 2 and arguments[0] == "run" and _COMMAND_SHA.fullmatch(arguments[1]):
         return ParsedCommand("run", sha=arguments[1].lower())
-    if arguments[0] == "label" and len(arguments) <= _LABEL_WORDS:
-        return ParsedCommand("label", arguments=tuple(word[:_WORD_LIMIT] for word in arguments[1:]))
+    if arguments[0] == "label":
+        # Past _LABEL_WORDS the line cannot be a label: its words are not kept.
+        words = arguments[1:_LABEL_WORDS + 1]
+        return ParsedCommand("label", arguments=tuple(word[:_WORD_LIMIT] for word in words))
     return ParsedCommand("help", unknown=" ".join(arguments)[:80])
 
 
@@ -188,10 +269,12 @@ def pull_from_payload(pull: Mapping[str, Any], *, source: str = EVENT_SOURCE,
     head_name = fields.text(f"{path}.head.repo.full_name") if head_repo is not None else None
     fields.object(f"{path}.base")
     base_sha = fields.sha(f"{path}.base.sha")
+    base_ref = fields.text(f"{path}.base.ref")
     fields.object(f"{path}.base.repo")
     base_name = fields.text(f"{path}.base.repo.full_name")
     return PullRequest(number=number, base_sha=base_sha, head_sha=head_sha,
-                       fork=head_name != base_name)
+                       fork=head_name != base_name, base_ref=base_ref,
+                       default_branch=fields.text(f"{path}.base.repo.default_branch"))
 
 
 def decide_pull(pull: PullRequest, *, event_name: str,
@@ -243,11 +326,20 @@ def _decide_dispatch(payload: Fields, pr_number: int | None) -> Activity:
 def _decide_pull_request(event_name: str, payload: Fields,
                          fork_policy: ForkPolicy) -> Activity:
     action = payload.text("action")
-    if action not in PULL_REQUEST_ACTIONS:
-        return Ignore(f"{event_name} `{action}`: only opened, synchronize and reopened are checked")
+    # A new base makes the last verdict about a base that is gone: decide again.
+    retargeted = action == "edited" and payload.has("changes.base")
+    if action not in PULL_REQUEST_ACTIONS and not retargeted:
+        return Ignore(f"{event_name} `{action}`: only opened, synchronize, reopened and an edit "
+                      "that changes the base are checked")
     pull = payload.object("pull_request")
     assert pull is not None
     return decide_pull(pull_from_payload(pull), event_name=event_name, fork_policy=fork_policy)
+
+
+def commenter(payload: Fields) -> str:
+    """The comment's author; `user: null` (a deleted account) is GitHub's ghost."""
+    return GHOST if payload.object("comment.user", nullable=True) is None \
+        else payload.text("comment.user.login")
 
 
 def _decide_comment(payload: Fields) -> Activity:
@@ -266,11 +358,12 @@ def _decide_comment(payload: Fields) -> Activity:
         return Ignore(f"issue #{number} is not a pull request; "
                       "/flipgate commands work on pull requests only")
     payload.object("issue.pull_request")
-    comment_id, author = payload.number("comment.id"), payload.text("comment.user.login")
+    comment_id, author = payload.number("comment.id"), commenter(payload)
     if parsed.name == "run":
         return RunCommand(number=number, comment_id=comment_id, author=author,
                           created_at=payload.timestamp("comment.created_at"), sha=parsed.sha)
     if parsed.name == "label":
         return LabelCommand(number=number, comment_id=comment_id, author=author,
-                            arguments=parsed.arguments)
+                            arguments=parsed.arguments, labels=parsed.labels or (parsed.arguments,),
+                            unread=parsed.unread, set_aside=parsed.set_aside)
     return UsageCommand(number=number, comment_id=comment_id, author=author, unknown=parsed.unknown)

@@ -18,6 +18,8 @@ from flipgate.config.schema import DEFAULT_CONFIG
 from flipgate.errors import InputError, Problem
 from flipgate.github.event import ForkPolicy
 from flipgate.github.sticky import CommentMode
+from flipgate.output.links import Links, run_url
+from flipgate.text.escaping import safe_url
 
 DEFAULT_API_URL = "https://api.github.com"
 DEFAULT_SERVER_URL = "https://github.com"
@@ -57,6 +59,7 @@ class Settings:
     model_keys: Mapping[str, str] = field(default_factory=dict, repr=False)
     # Input name -> value: the Entra app registration and its tenant (both or neither).
     entra_app: Mapping[str, str] = field(default_factory=dict)
+    report_url: str | None = None  # where the workflow serves report.html (input report-url)
 
     @property
     def owner(self) -> str:
@@ -65,9 +68,12 @@ class Settings:
     @property
     def run_url(self) -> str | None:
         """The workflow run's page: the commit status's target URL."""
-        if not self.run_id:
-            return None
-        return f"{self.server_url}/{self.repository}/actions/runs/{self.run_id}"
+        return run_url(self.server_url, self.repository, self.run_id)
+
+    @property
+    def links(self) -> Links:
+        """Where the comment links the run and report.html (its rows, with `report-url`)."""
+        return Links(run=self.run_url, report=self.report_url)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> Settings:
@@ -124,6 +130,10 @@ class Settings:
             problems.append(Problem(f"input {missing}", None,
                                     f"`{given}` is set without `{missing}`: Entra ID sign-in from "
                                     "GitHub's OIDC token needs both"))
+        report_url = input_value(environ, "report-url")
+        if report_url is not None and safe_url(report_url) is None:
+            problems.append(Problem("input report-url", None, "expected the http(s) URL of "
+                                    f"report.html, got {report_url!r}"))
         if problems:
             raise InputError(problems)
 
@@ -147,6 +157,7 @@ class Settings:
             merge=merge,
             model_keys=keys,
             entra_app=entra_app,
+            report_url=report_url,
         )
 
 

@@ -3,6 +3,11 @@
 Pure: parsing the command's words, the hidden block that keeps the labels in the bot's own
 comment across runs, the lines of labels.jsonl, and what the comment says about them.
 
+A second hidden block, `<!-- flipgate:readings=BASE64 -->`, keeps what calibrate needs of
+the run the comment describes (each answer's judge bucket and its row's category, flipped
+rows first, as many as READINGS_ROOM holds), so a label job, which runs no check, writes a
+labels.jsonl that `flipgate calibrate --labels` reads alone. It is read as strictly.
+
 The block, `<!-- flipgate:labels=BASE64 -->`, holds JSON that commands wrote: only the
 bot edits its comment, but every entry came from a comment's words, so the block is read
 like any untrusted input: a block that does not decode is ignored (and reported), and
@@ -15,18 +20,22 @@ import base64
 import binascii
 import json
 import re
+import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from flipgate.model import Bucket
+from flipgate.config.schema import ARTIFACT_NAME
+from flipgate.model import Bucket, Report, Row, Verdict
 from flipgate.text.escaping import cell, cell_list, escape_md
 
 SIDES = ("baseline", "candidate")
 DEFAULT_SIDE = "candidate"
 LABELS = tuple(bucket.value for bucket in Bucket)
 LABELS_FILE = "labels.jsonl"
-# The room the block may take in the comment (reserved out of GitHub's limit).
-BLOCK_ROOM = 12_000
+# The room the labels block may take in the comment (reserved out of GitHub's limit),
+# and the room of the readings block.
+BLOCK_ROOM = 8_000
+READINGS_ROOM = 4_000
 _BLOCK = re.compile(r"<!-- flipgate:labels=([A-Za-z0-9_=-]*) -->")
 # GitHub logins: letters, digits and single hyphens, at most 39; apps end in "[bot]".
 _LOGIN = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9]|-(?=[A-Za-z0-9])){0,38}(?:\[bot\])?")
@@ -113,6 +122,38 @@ def resolve(request: LabelRequest, cases: Mapping[str | None, Sequence[str]], *,
                         f"{listed or 'none'}{more}")
 
 
+@dataclass(frozen=True)
+class Refused:
+    """A label line that records nothing: its words as typed (safe in a code span) and why."""
+
+    line: str
+    why: str
+
+
+def resolve_all(batch: Sequence[Sequence[str]], cases: Mapping[str | None, Sequence[str]], *,
+                by: str) -> tuple[list[HumanLabel], list[Refused]]:
+    """Each label line of a comment (its words after `label`), checked and resolved on its
+    own: the labels it records, in order, and the lines it refuses with why."""
+    recorded: list[HumanLabel] = []
+    refused: list[Refused] = []
+    for words in batch:
+        line = shown(" ".join(("/flipgate label", *words)))
+        request = parse_label(words)
+        found = (request if isinstance(request, LabelMistake)
+                 else resolve(request, cases, by=by))
+        if isinstance(found, LabelMistake):
+            refused.append(Refused(line=line, why=found.why))
+        else:
+            recorded.append(found)
+    return recorded, refused
+
+
+def listed(label: HumanLabel) -> str:
+    """A recorded label as a reply lists it: `ID` labelled LABEL by @USER."""
+    name = f"{label.suite}/{label.id}" if label.suite else label.id
+    return f"`{shown(name)}` {escape_md(label.shown())}"
+
+
 def shown(text: str) -> str:
     """A word from a comment, safe inside an inline code span of a reply."""
     return "".join(ch if ch.isprintable() and ch != "`" else "'" if ch == "`" else "\ufffd"
@@ -147,8 +188,8 @@ def read_block(body: str) -> Stored:
     if len(found) > 1:
         return Stored(problem="the comment holds more than one labels block")
     try:
-        data = json.loads(base64.urlsafe_b64decode(found[0].encode("ascii")).decode("utf-8"))
-    except (binascii.Error, UnicodeDecodeError, ValueError, RecursionError):
+        data = json.loads(_unpacked(base64.urlsafe_b64decode(found[0].encode("ascii"))))
+    except (binascii.Error, zlib.error, UnicodeDecodeError, ValueError, RecursionError):
         return Stored(problem="the labels block does not decode")
     if not isinstance(data, list):
         return Stored(problem="the labels block is not a list of labels")
@@ -174,10 +215,24 @@ def _entry(entry: object) -> HumanLabel | None:
 
 
 def block(labels: Iterable[HumanLabel]) -> str:
+    """The labels as zlib-compressed JSON (a block of plain JSON, as earlier versions wrote
+    it, is read too)."""
     data = [{"suite": one.suite, "id": one.id, "side": one.side, "label": one.label, "by": one.by}
             for one in labels]
-    encoded = base64.urlsafe_b64encode(json.dumps(data, ensure_ascii=False).encode("utf-8"))
-    return f"<!-- flipgate:labels={encoded.decode('ascii')} -->"
+    packed = zlib.compress(json.dumps(data, ensure_ascii=False).encode("utf-8"), 9)
+    return f"<!-- flipgate:labels={base64.urlsafe_b64encode(packed).decode('ascii')} -->"
+
+
+def _unpacked(data: bytes) -> str:
+    """A block's JSON text: as it is when it starts as JSON does, else inflated, at most
+    _INFLATED bytes (more is not a block this module wrote)."""
+    if data[:1] == b"[":
+        return data.decode("utf-8")
+    inflater = zlib.decompressobj()
+    raw = inflater.decompress(data, _INFLATED)
+    if inflater.unconsumed_tail or not inflater.eof:
+        raise ValueError("the block inflates past its bound")
+    return raw.decode("utf-8")
 
 
 def without_block(body: str) -> str:
@@ -199,11 +254,100 @@ def fits(labels: Sequence[HumanLabel]) -> bool:
 
 # -- what is written and shown -----------------------------------------------------------
 
-def jsonl(labels: Iterable[HumanLabel]) -> str:
-    """labels.jsonl, in the labels format `flipgate calibrate --labels` reads (`by` is extra)."""
-    return "".join(json.dumps({"id": one.id, "suite": one.suite, "side": one.side,
-                               "label": one.label, "by": one.by}, ensure_ascii=False) + "\n"
-                   for one in labels)
+def jsonl(labels: Iterable[HumanLabel], readings: Mapping[Key, Reading] | None = None) -> str:
+    """labels.jsonl, in the labels format `flipgate calibrate --labels` reads (`by` is extra),
+    with the row's `category` and the judge's bucket (`judge_label`) where the run's
+    readings have the answer: calibrate then needs no report.json."""
+    lines = []
+    for one in labels:
+        entry: dict[str, object] = {"id": one.id, "suite": one.suite, "side": one.side,
+                                    "label": one.label, "by": one.by}
+        reading = (readings or {}).get(one.key)
+        if reading is not None:
+            entry |= {"category": reading.category, "judge_label": reading.bucket}
+        lines.append(json.dumps(entry, ensure_ascii=False) + "\n")
+    return "".join(lines)
+
+
+# -- the run's readings ------------------------------------------------------------------
+
+Key = tuple[str | None, str, str]  # (suite, id, side)
+_READINGS = re.compile(r"<!-- flipgate:readings=([A-Za-z0-9_=-]*) -->")
+_RANK = {verdict: rank for rank, verdict in enumerate(Verdict)}
+# A readings block never inflates past this (it holds at most READINGS_ROOM of base64).
+_INFLATED = 1_000_000
+# More than READINGS_ROOM could ever hold, however well ids compress.
+_MOST_READINGS = 4_000
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What the judge said of one answer of the run, and the row's category."""
+
+    category: str
+    bucket: str
+
+
+def readings_of(report: Report | None) -> dict[Key, Reading]:
+    """Every judged answer of the report (by suite), flipped rows first in the verdicts'
+    order, as calibrate's template orders them."""
+    if report is None:
+        return {}
+    parts: list[tuple[str | None, list[Row]]] = (
+        [(part.name, part.report.rows) for part in report.suites] or [(None, report.rows)])
+    rows = sorted(((suite, row) for suite, rows in parts for row in rows),
+                  key=lambda pair: _RANK.get(pair[1].verdict, len(_RANK)))
+    found: dict[Key, Reading] = {}
+    for suite, row in rows:
+        for side in SIDES:
+            bucket = getattr(row, side).bucket
+            if bucket is not None:
+                found[(suite, row.id, side)] = Reading(category=row.category, bucket=bucket.value)
+    return found
+
+
+def readings_block(readings: Mapping[Key, Reading]) -> str:
+    """The hidden block of as many readings as READINGS_ROOM holds, first ones first."""
+    items = list(readings.items())[:_MOST_READINGS]
+    count = len(items)
+    while True:
+        data = [[suite, case_id, side, one.category, one.bucket]
+                for (suite, case_id, side), one in items[:count]]
+        packed = zlib.compress(json.dumps(data, ensure_ascii=False).encode("utf-8"), 9)
+        text = f"<!-- flipgate:readings={base64.urlsafe_b64encode(packed).decode('ascii')} -->"
+        if len(text) <= READINGS_ROOM or count == 0:
+            return text
+        count = count * READINGS_ROOM // len(text) if count > 1 else 0
+
+
+def with_readings(body: str, readings: Mapping[Key, Reading]) -> str:
+    """`body` with its readings block replaced by these."""
+    bare = _READINGS.sub("", body).rstrip("\n")
+    return f"{bare}\n{readings_block(readings)}\n" if readings else bare + "\n"
+
+
+def read_readings(body: str) -> dict[Key, Reading]:
+    """The readings a comment keeps; none when the block is missing or not one this module
+    wrote (a field of the wrong shape, a bucket that is not one)."""
+    found = _READINGS.findall(body)
+    if len(found) != 1:
+        return {}
+    try:
+        data = json.loads(_unpacked(base64.urlsafe_b64decode(found[0].encode("ascii"))))
+    except (binascii.Error, zlib.error, UnicodeDecodeError, ValueError, RecursionError):
+        return {}
+    if not isinstance(data, list):
+        return {}
+    readings: dict[Key, Reading] = {}
+    for entry in data:
+        if not (isinstance(entry, list) and len(entry) == 5):
+            return {}
+        suite, case_id, side, category, bucket = entry
+        if not ((suite is None or valid_id(suite)) and valid_id(case_id) and side in SIDES
+                and valid_id(category) and bucket in LABELS):
+            return {}
+        readings[(suite, case_id, side)] = Reading(category=category, bucket=bucket)
+    return readings
 
 
 def by_row(labels: Iterable[HumanLabel]) -> dict[tuple[str | None, str], tuple[str, ...]]:
@@ -217,8 +361,11 @@ def by_row(labels: Iterable[HumanLabel]) -> dict[tuple[str | None, str], tuple[s
 # -- the comment's labels section ------------------------------------------------------
 
 # A row's label as a table cell shows it (the comment's row templates write the same).
-ROW_TAG = "<br>🏷️ "
+ROW_TAG = " · 🏷️ "
 _ROW_TAG = re.compile(re.escape(ROW_TAG) + r"[^|]*?(?= \|)")
+# An id cell linked to its row of report.html: `[escaped id](url)` (the escaped id holds no
+# bare `]`, the URL no `)` or space).
+_LINKED_ID = re.compile(r"\[((?:\\.|[^\\\]])*)\]\([^\s()]*\)")
 # The comment's id cells hold at most this many characters of the id (Cells.id).
 _ID_CELL = 80
 TAG_ROOM = 6_000
@@ -227,7 +374,7 @@ SECTION_START = "<!-- flipgate:labels-section -->"
 SECTION_END = "<!-- flipgate:labels-section-end -->"
 SECTION_ROOM = 6_000
 # What labels add to a comment at most: the hidden block and the visible section.
-LABELS_ROOM = BLOCK_ROOM + SECTION_ROOM + TAG_ROOM
+LABELS_ROOM = BLOCK_ROOM + READINGS_ROOM + SECTION_ROOM + TAG_ROOM
 
 
 def section(labels: Sequence[HumanLabel]) -> str:
@@ -235,7 +382,8 @@ def section(labels: Sequence[HumanLabel]) -> str:
     if not labels:
         return ""
     head = "### 🏷️ Labels\n\n"
-    tail = f"\nEvery label is in `{LABELS_FILE}` among the run's outputs.\n"
+    tail = (f"\nEvery label is in `{LABELS_FILE}` of the run's artifact `{ARTIFACT_NAME}`, "
+            "with the judge's reading of each: `flipgate calibrate --labels` reads it alone.\n")
     lines = []
     room = SECTION_ROOM - len(SECTION_START) - len(SECTION_END) - len(head) - len(tail) - 80
     for key, texts in by_row(labels).items():
@@ -275,7 +423,8 @@ def on_rows(body: str, labels: Sequence[HumanLabel]) -> str:
         if line.startswith("| ") and ROW_TAG in line:
             line = _ROW_TAG.sub("", line)
         first = line[2:].split(" | ", 1)[0] if line.startswith("| ") else None
-        given = shown_by_id.get(first) if first is not None else None
+        linked = _LINKED_ID.fullmatch(first) if first is not None else None
+        given = shown_by_id.get(linked.group(1) if linked else first) if first is not None else None
         if given and first is not None:
             tag = ROW_TAG + cell_list(given, 120, 4, "; ")
             if len(tag) <= room:

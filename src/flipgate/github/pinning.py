@@ -52,6 +52,7 @@ class HeadRecord:
     at: datetime
     sha: str | None        # the head it records, when it names one
     rewrite: bool = False  # a force-push, a deleted or restored head branch, a reopening
+    base_change: bool = False  # the PR moved to another base (`base_ref_changed`)
     what: str = ""         # for the reply: "a force-push", "flipgate's status"
 
 
@@ -72,8 +73,16 @@ def pin_head(*, commits: Sequence[str], current_head: str, comment_at: datetime,
              named: str | None, records: Sequence[HeadRecord]) -> Pinned | Unpinned:
     """The commit a command written at `comment_at` approved, if it can be proven.
 
-    `commits` are the PR's commit SHAs; `records` its head records and rewrites, any order.
+    `commits` are the PR's commit SHAs; `records` its head records, rewrites and base
+    changes, any order. A command approves the base it was written against too: a base
+    changed in the same second as the comment or after it refuses the command.
     """
+    moved = sorted(record.at for record in records if record.base_change and record.at >= comment_at)
+    if moved:
+        return Unpinned(f"the pull request's base changed at {_when(moved[0])}, after the command; "
+                        "a command approves the base it was written against, so nothing is run "
+                        "under it")
+    records = [record for record in records if not record.base_change]
     if named is not None:
         return _named(commits, current_head, named, comment_at, records)
     # A record stamped in the same second as the comment may be either side of it.

@@ -11,10 +11,13 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Sequence
 
+from flipgate.github.bases import SETTING, Refused
 from flipgate.github.event import PullRequest
+from flipgate.github.labels import ARTIFACT_NAME, LABELS_FILE
 from flipgate.model import Conclusion, Report
-from flipgate.text.escaping import fence, inline_code, plural, short, shorten
+from flipgate.text.escaping import escape_md, fence, inline_code, plural, short, shorten
 from flipgate.verdict import gate
 
 STATUS_LIMIT = 140  # GitHub refuses a longer commit status description
@@ -23,8 +26,9 @@ NO_CHANGE = "no prompt or model change"
 WAITING_FOR_COMMAND = "waiting for a maintainer's `/flipgate run`"
 
 USAGE = """\
-**flipgate** answers these commands, typed at the start of a pull request comment
-by someone with write access to the repository:
+**flipgate** answers these commands, each on a line of its own in a pull request comment
+by someone with write access to the repository (not in a quote or code; one comment may
+hold up to 50 `/flipgate label` lines, answered together):
 
 | command | what it does |
 |---|---|
@@ -67,8 +71,16 @@ def status_description(report: Report) -> str:
 _RECORDED_PULL = re.compile(r"^#(\d+): ")
 
 
+_BASE_NAMED = 60  # a longer base name is left out of the record (the description has 140)
+
+
 def _recording(pull: PullRequest, records_head: bool) -> str:
-    return f"#{pull.number}: " if records_head else ""
+    """`#N: ` and, when it fits, `base NAME: `: the record of the head and the base it was
+    judged against."""
+    if not records_head:
+        return ""
+    base = f"base {pull.base_ref}: " if 0 < len(pull.base_ref) <= _BASE_NAMED else ""
+    return f"#{pull.number}: {base}"
 
 
 def pending_description(pull: PullRequest, *, records_head: bool = True) -> str:
@@ -101,7 +113,52 @@ def failure_description(kind: str) -> str:
     return shorten(f"could not run: {kind}; see the workflow run", STATUS_LIMIT)
 
 
+_RATE_LIMIT = re.compile(r"GitHub's (?:primary |secondary )?rate limit")
+
+
+def github_failure_description(error: str) -> str:
+    """The status of a run GitHub stopped: the rate limit first, when it was one."""
+    limit = _RATE_LIMIT.search(error)
+    if limit:
+        return shorten(f"could not finish: {limit[0]}; see the workflow run", STATUS_LIMIT)
+    return shorten(f"could not finish: GitHub API: {error}", STATUS_LIMIT)
+
+
+def refused_base_description(refused: Refused) -> str:
+    why = "has no configuration" if refused.unconfigured else f"is not in {SETTING}"
+    return shorten(f"no verdict: base {refused.base} {why}; see the comment", STATUS_LIMIT)
+
+
+def base_moved_description(judged: str, now: str) -> str:
+    return shorten(f"no verdict: the base changed ({judged} → {now}) during the run; see the "
+                   "new base's run", STATUS_LIMIT)
+
+
 # -- comments ----------------------------------------------------------------
+
+def base_moved_comment(*, head_sha: str, judged: str, now: str) -> str:
+    """The sticky comment of a run whose pull request moved to another base meanwhile."""
+    return (f"### flipgate has no verdict for this base\n\n"
+            f"{inline_code(short(head_sha))} was judged against {inline_code(judged)}, but the "
+            f"pull request now targets {inline_code(now)}: a verdict about a base that is gone "
+            "is not kept, and the commit status says `error`. The run for the new base "
+            "decides (or comment `/flipgate run`).\n")
+
+
+def refused_base_comment(*, head_sha: str, refused: Refused) -> str:
+    """The sticky comment of a pull request whose base the repository does not trust."""
+    return (f"### flipgate did not judge this pull request\n\n"
+            f"The base {inline_code(refused.base)} was refused for {inline_code(short(head_sha))}: "
+            f"{escape_md(refused.why)}. Nothing was "
+            f"gated, no model was called, and the commit status says `error`.\n\n"
+            + ("A maintainer can commit a configuration to that base (it matches "
+               f"{inline_code(SETTING)}), or retarget the pull request to a configured "
+               "trusted base" if refused.unconfigured else
+               f"Retarget the pull request to a trusted base, or have a maintainer name this "
+               f"base in {inline_code(SETTING)} of the default branch's configuration")
+            + " (docs/security.md).\n")
+
+
 
 def could_not_run_comment(*, head_sha: str, kind: str, detail: str) -> str:
     """The sticky comment's body when the check failed before it had a report."""
@@ -115,8 +172,38 @@ def could_not_run_comment(*, head_sha: str, kind: str, detail: str) -> str:
 def page_note(path: str) -> str:
     """The job summary's pointer to the page with every row (the workflow uploads it)."""
     return (f"\n\n---\n\n📄 **Every row**, with its query, the whole context, both answers and "
-            f"the judge's output, is in `{path}`: upload it with `actions/upload-artifact` "
-            "to read it from this run (docs/reviewing.md).\n")
+            f"the judge's output, is in `{path}`, in the artifact `{ARTIFACT_NAME}` the "
+            "workflow uploads (docs/reviewing.md).\n")
+
+
+def download_commands(*, repository: str, run_id: str | None, labels: bool) -> str:
+    """The one download of this run's artifact, and (with labels) the one calibrate on it."""
+    commands = [f"gh run download {run_id or 'RUN_ID'} -R {repository} -n {ARTIFACT_NAME} "
+                f"-D {ARTIFACT_NAME}"]
+    if labels:
+        commands.append(f"flipgate calibrate --labels {ARTIFACT_NAME}/{LABELS_FILE}")
+    return fence("\n".join(commands), 2_000, "sh")
+
+
+def download_note(*, repository: str, run_id: str | None, labels: bool) -> str:
+    """The job summary's last words after a check: how to get the whole review."""
+    what = ("report.json, report.html, comment.md, answers.jsonl and labels.jsonl" if labels
+            else "report.json, report.html, comment.md and answers.jsonl")
+    then = (" and calibrate the judge against the labels given so far" if labels
+            else "; `/flipgate label` lines add labels.jsonl for `flipgate calibrate`")
+    return (f"\n\n📦 **The whole review** ({what}) is this run's artifact `{ARTIFACT_NAME}`. "
+            f"Download it{then} (docs/labelling.md):\n\n"
+            + download_commands(repository=repository, run_id=run_id, labels=labels) + "\n")
+
+
+def labels_summary(*, recorded: int, kept: int, repository: str, run_id: str | None) -> str:
+    """The job summary of a label command: what it recorded, and the one download and the
+    one calibrate of its artifact (labels.jsonl with the judge's reading of each answer)."""
+    return (f"🏷️ **{plural(recorded, 'label')} recorded**; the pull request keeps "
+            f"{plural(kept, 'label')}, all in `{LABELS_FILE}` of this run's artifact "
+            f"`{ARTIFACT_NAME}`, with the judge's reading of each answer the comment's run has. "
+            "Calibrate the judge on them (docs/labelling.md):\n\n"
+            + download_commands(repository=repository, run_id=run_id, labels=True) + "\n")
 
 
 def usage_reply(unknown: str | None) -> str:
@@ -134,6 +221,28 @@ def refusal_reply(*, author: str, permission: str, command: str = "run") -> str:
 def label_mistake_reply(why: str) -> str:
     """`why` is built by github/labels.py from checked words (code spans, no backticks)."""
     return f"Nothing was recorded: {why}.\n"
+
+
+def label_batch_reply(*, recorded: Sequence[str], refused: Sequence[tuple[str, str]],
+                      unread: int, set_aside: Sequence[str], limit: int) -> str:
+    """The one reply to a comment of label lines: what was recorded (each `labelled LABEL
+    by @USER` with its row), what was refused and why, and what was not read. Every piece
+    was made safe for a code span by github/labels.py (`shown`)."""
+    given = len(recorded) + len(refused) + unread
+    parts = [f"Recorded {len(recorded):,} of the {given:,} labels in this comment"
+             + (":" if recorded else ".")]
+    parts += [f"- {text}" for text in recorded]
+    if refused:
+        parts += ["", "Not recorded:"]
+        parts += [f"- `{line}`: {why}" for line, why in refused]
+    if unread:
+        parts += ["", f"{unread:,} more label lines were not read: a comment records at most "
+                      f"{limit} labels; put the rest in another comment."]
+    if set_aside:
+        parts += ["", "Not obeyed, as a comment with labels records labels only: "
+                      + ", ".join(f"`{line}`" for line in set_aside)
+                      + " (post it in a comment of its own)."]
+    return "\n".join(parts) + "\n"
 
 
 def label_no_comment_reply() -> str:

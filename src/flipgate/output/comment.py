@@ -40,11 +40,21 @@ from flipgate.model import (
     Side,
     Statements,
 )
+from flipgate.output.links import NO_LINKS, Links
 from flipgate.output.page import Labels
 from flipgate.output.review import Review, review
-from flipgate.output.review_md import context_md, marked_answer
+from flipgate.output.review_md import context_legend, context_md, diff_legend, marked_answer
 from flipgate.output.review_md import diff as review_diff
-from flipgate.text.escaping import cell, cell_list, clear_cell_cache, escape_md, fence, number, plural
+from flipgate.text.escaping import (
+    cell,
+    cell_list,
+    clear_cell_cache,
+    escape_md,
+    fence,
+    link,
+    number,
+    plural,
+)
 from flipgate.verdict import gate
 from flipgate.verdict.gate import Kind, Tier, carries_evidence
 
@@ -97,6 +107,7 @@ class RowView:
     claim: str = ""        # the first claim the context does not support, as written
     more_claims: int = 0   # how many more there are
     labels: tuple[str, ...] = ()  # people's labels on it: "labelled grounded by @alice"
+    url: str = ""          # its row of report.html, when the page has a URL
 
 
 def _reading(side: Side, *, with_rescore: bool = False) -> str:
@@ -320,15 +331,35 @@ def counts_sentence(counts: Counts, *, scored: int | None = None) -> str:
     return f"**{plural(counts.cases, 'case')}:** {rest}."
 
 
+def where_line(links: Links) -> str:
+    """The comment's line saying where every row is, linked; "" when nothing has a URL."""
+    page = link("report.html", links.page)
+    if page == "report.html":
+        return ""
+    run = link("this run", links.run)
+    where = "" if run == "this run" else (
+        f" (also in the flipgate-report artifact of {run})" if links.report
+        else f", in the flipgate-report artifact of {run}")
+    return ("📄 Every row, with its query, context, answers and the judge's output, is in "
+            f"{page}{where}.")
+
+
 @dataclass(frozen=True)
 class View:
     report: Report
     sections: Mapping[str, tuple[RowView, ...]]
     change: ChangeView | None
     suite: str | None = None  # one suite's part of a several-suite comment
+    links: Links = NO_LINKS
+
+    @property
+    def page(self) -> str:
+        """"report.html" as the comment says it: linked to the page, else the run's artifacts."""
+        return link("report.html", self.links.page)
 
 
-def build_view(report: Report, suite: str | None = None, labels: Labels | None = None) -> View:
+def build_view(report: Report, suite: str | None = None, labels: Labels | None = None,
+               links: Links = NO_LINKS) -> View:
     sections: dict[str, list[RowView]] = {kind.name: [] for kind in gate.KINDS}
     for row in report.rows:
         kinds = gate.kinds_of(row)
@@ -338,10 +369,12 @@ def build_view(report: Report, suite: str | None = None, labels: Labels | None =
             given = (labels or {}).get((suite, row.id))
             if given:
                 shown = replace(shown, labels=tuple(given))
+            if (url := links.row(suite, row.id)) is not None:
+                shown = replace(shown, url=url)
             for kind in kinds:
                 sections[kind.name].append(shown)
     return View(report=report, sections={key: tuple(rows) for key, rows in sections.items()},
-                change=change_view(report.change), suite=suite)
+                change=change_view(report.change), suite=suite, links=links)
 
 
 # --------------------------------------------------------------------------
@@ -536,7 +569,8 @@ def environment() -> ImmutableSandboxedEnvironment:
     )
     env.filters.update(cell=cell, cell_list=cell_list, escape_md=escape_md, fence=fence,
                        plural=plural, number=number, marked_answer=marked_answer,
-                       review_diff=review_diff, context_md=context_md)
+                       review_diff=review_diff, context_md=context_md, link=link,
+                       diff_legend=diff_legend, context_legend=context_legend)
     return env
 
 
@@ -558,7 +592,7 @@ def _section_blocks(view: View, plan: Plan, blocks: dict[_BlockKey, str],
     Built most important first, so a plan whose blocking table is already
     too long is given up before the rest is rendered.
     """
-    tables: Any = environment().get_template(TABLES_TEMPLATE).module
+    tables: Any = environment().get_template(TABLES_TEMPLATE).make_module({"page": view.page})
     out = []
     used = 0
     for section in _sections(view, plan):
@@ -605,6 +639,8 @@ def _render(view: View, plan: Plan, blocks: dict[_BlockKey, str], max_chars: int
         else None,  # a run that asked nothing has nothing to say about its cache
         e2e=e2e_view(report.e2e, plan),
         plan=plan,
+        page=view.page,
+        where=where_line(view.links),
     )
     return text.rstrip("\n") + "\n"
 
@@ -631,19 +667,20 @@ def _cannot_fit(view: View, plan: Plan, max_chars: int) -> bool:
 
 
 def render_within(report: Report, max_chars: int, *, suite: str | None = None,
-                  labels: Labels | None = None) -> str:
+                  labels: Labels | None = None, links: Links = NO_LINKS) -> str:
     """The most detailed rendering of `report` whose size stays within `max_chars`
     (`suite`: the report is that suite's section of a several-suite comment; `labels`:
-    people's labels, shown on their rows)."""
+    people's labels, shown on their rows; `links`: where the run and report.html are)."""
     if report.suites and suite is None:
-        return _render_suites(report, max_chars, labels)
+        return _render_suites(report, max_chars, labels, links)
     try:
-        return _render_within(build_view(report, suite, labels), max_chars).lstrip("\n")
+        return _render_within(build_view(report, suite, labels, links), max_chars).lstrip("\n")
     finally:
         clear_cell_cache()
 
 
-def _render_suites(report: Report, max_chars: int, labels: Labels | None = None) -> str:
+def _render_suites(report: Report, max_chars: int, labels: Labels | None = None,
+                   links: Links = NO_LINKS) -> str:
     """A several-suite comment: the aggregate on top, naming the suites that were not
     evaluated, then one section per evaluated suite. The room left after the top is
     shared out smallest section first, so a short section leaves its rest to the others."""
@@ -654,18 +691,20 @@ def _render_suites(report: Report, max_chars: int, labels: Labels | None = None)
         counts_sentence=counts_sentence(report.counts),
         evaluated=[(part.name, part.report.conclusion.value) for part in evaluated],
         skipped=[part.name for part in report.suites if not part.evaluated],
-        head_sha=report.head_sha, notes=tuple(report.notes),
+        head_sha=report.head_sha, notes=tuple(report.notes), where=where_line(links),
     )).rstrip("\n") + "\n"
     separator = "\n"
     room = max_chars - _size(top) - _size(separator) * len(evaluated)
     if room < 0:
         raise ValueError(f"max_chars={max_chars:,} is too small for even the shortest comment")
-    full = {part.name: _size(render_within(part.report, room, suite=part.name, labels=labels))
+    full = {part.name: _size(render_within(part.report, room, suite=part.name, labels=labels,
+                                           links=links))
             for part in evaluated}
     texts: dict[str, str] = {}
     for index, part in enumerate(sorted(evaluated, key=lambda one: full[one.name])):
         share = room // (len(evaluated) - index)
-        texts[part.name] = render_within(part.report, share, suite=part.name, labels=labels)
+        texts[part.name] = render_within(part.report, share, suite=part.name, labels=labels,
+                                         links=links)
         room -= _size(texts[part.name])
     return top + "".join(separator + texts[part.name] for part in evaluated)
 
@@ -724,11 +763,12 @@ def _most_blocking_rows(view: View, max_chars: int, blocks: dict[_BlockKey, str]
 
 
 def render_comment(report: Report, *, max_chars: int = GITHUB_COMMENT_LIMIT,
-                   labels: Labels | None = None) -> str:
+                   labels: Labels | None = None, links: Links = NO_LINKS) -> str:
     """comment.md: what GitHub gets, within its size limit."""
-    return render_within(report, max_chars, labels=labels)
+    return render_within(report, max_chars, labels=labels, links=links)
 
 
-def render_summary(report: Report, *, max_chars: int = STEP_SUMMARY_LIMIT) -> str:
+def render_summary(report: Report, *, max_chars: int = STEP_SUMMARY_LIMIT,
+                   links: Links = NO_LINKS) -> str:
     """The same Markdown for $GITHUB_STEP_SUMMARY, as complete as its 1 MiB allows."""
-    return render_within(report, max_chars)
+    return render_within(report, max_chars, links=links)

@@ -1,14 +1,19 @@
-"""A row's review (review.py) as inert Markdown: marked claims, a word diff.
+"""A row's review (review.py) as inert Markdown: marked claims, a word diff, the context.
 
-The pieces of an answer are joined with private-use sentinels where the tags
-go, escaped in one pass by `escaping.escape_md` (so its defences against
-links, mentions and HTML see the whole text, never a fragment), and only then
-do the sentinels become `<b>`, `<del>`, `<ins>` and `<sup>`. Untrusted text
-cannot carry a sentinel: they are removed from it first.
+One mark, one meaning, and every mark is Markdown or text, so a renderer that drops raw
+HTML (cmark-gfm's safe mode, a mail client, a chat preview) keeps all of them:
 
-Claims are marked in bold, not with `<mark>`: GitHub's sanitizer allowlist is
-not public and `<mark>` is missing from the lists it has documented, while
-`<b>`, `<del>`, `<ins>` and `<sup>` are on every one of them.
+- a claim the context does not support: a code span (`like this`), numbered when several;
+- word diff: ~~struck out~~ only in the baseline, *slanted* only in the candidate, and a
+  claim inside it is only a code span (one mark a word, never stacked);
+- the context: 🟢“…” a passage the judge cites as support, 🔴“…” the passage the judge
+  quotes as contradicting a claim, 🟡“…” the passage closest to a claim (the word match);
+- bold is left to the block's labels ("**Query:**").
+
+The pieces are joined with private-use sentinels where the marks go, escaped by
+`escaping.escape_md` a run at a time (a claim's run becomes `escaping.code_span`), and
+only then do the sentinels become marks. Untrusted text cannot carry a sentinel: they
+are removed from it first.
 """
 
 from __future__ import annotations
@@ -17,16 +22,24 @@ import re
 from collections.abc import Iterable
 
 from flipgate.output.review import Change, Passage, Piece, Review
-from flipgate.text.escaping import escape_md, number, shorten
+from flipgate.text.escaping import code_span, escape_md, number, one_line, shorten
 
-_TAGS = {"\ue000": "<b>", "\ue001": "</b>", "\ue002": "<del>", "\ue003": "</del>",
-         "\ue004": "<ins>", "\ue005": "</ins>", "\ue006": "<sup>", "\ue007": "</sup>",
-         "\ue008": "<br>"}
+# A claim: its run between these two is a code span. The others are replaced after escaping.
+_CODE_OPEN, _CODE_CLOSE = "\ue000", "\ue001"
+_TAGS = {"\ue002": "~~", "\ue003": "~~", "\ue004": "*", "\ue005": "*",
+         "\ue006": "<sup>", "\ue007": "</sup>", "\ue008": " <br>"}
 _SENTINEL = re.compile("[\ue000-\ue008]")
+_CODE = re.compile("\ue000([^\ue000\ue001]*)\ue001")
+_MARKS = re.compile("[\ue002-\ue008]")
 _BR = "\ue008"
 _PARAGRAPH = re.compile(r"\n[ \t]*(?:\r?\n[ \t]*)+")
-_OPEN = {"b": "\ue000", "del": "\ue002", "ins": "\ue004", "sup": "\ue006"}
-_CLOSE = {"b": "\ue001", "del": "\ue003", "ins": "\ue005", "sup": "\ue007"}
+_OPEN = {"code": _CODE_OPEN, "del": "\ue002", "ins": "\ue004", "sup": "\ue006"}
+_CLOSE = {"code": _CODE_CLOSE, "del": "\ue003", "ins": "\ue005", "sup": "\ue007"}
+# The context's marks: a glyph before the passage's opening quote.
+SUPPORTS, CONTRADICTS, CLOSEST = "🟢", "🔴", "🟡"
+LEGEND = {SUPPORTS: "the judge cites it as support",
+          CONTRADICTS: "the judge quotes it as contradicting a claim",
+          CLOSEST: "the passage closest to a claim (most words in common)"}
 
 
 def _clean(text: str) -> str:
@@ -39,9 +52,27 @@ def _wrap(text: str, *tags: str) -> str:
     return f"{opening}{text}{closing}"
 
 
+def _escaped(raw: str) -> str:
+    """A run between claims, escaped, keeping a space at either end (`one_line` trims)."""
+    body = escape_md(raw)
+    if not body:
+        return " " if raw[:1].isspace() or raw[-1:].isspace() else ""
+    lead = " " if raw[:1].isspace() else ""
+    trail = " " if raw[-1:].isspace() else ""
+    return lead + body + trail
+
+
 def inline(raw: str) -> str:
-    """Escape text that carries sentinels, then turn the sentinels into their tags."""
-    return _SENTINEL.sub(lambda m: _TAGS[m.group()], escape_md(raw))
+    """Escape text that carries sentinels, then turn the sentinels into their marks."""
+    out, cursor = [], 0
+    for found in _CODE.finditer(raw):
+        out.append(_escaped(raw[cursor:found.start()]))
+        claim = _clean(found.group(1))
+        out.append(code_span(claim) if one_line(claim) else "")
+        cursor = found.end()
+    out.append(_escaped(raw[cursor:]))
+    text = "".join(out).replace(_CODE_OPEN, "").replace(_CODE_CLOSE, "")
+    return _MARKS.sub(lambda m: _TAGS[m.group()], text).strip()
 
 
 def claim_label(number: int, numbered: bool) -> str:
@@ -55,36 +86,35 @@ def _within(parts: Iterable[tuple[str, tuple[str, ...], str]], limit: int) -> st
         text = _clean(text)
         if used + len(text) > limit:
             cut = shorten(text, max(limit - used, 1))
-            out.append(_wrap(cut, *tags) if tags else cut)
+            out.append(_wrap(cut, *tags) if tags and one_line(cut) else cut)
             break
         used += len(text)
-        out.append((_wrap(text, *tags) if tags and text.strip() else text) + suffix)
+        out.append((_wrap(text, *tags) if tags and one_line(text) else text) + suffix)
     return "".join(out)
 
 
 def marked_answer(review: Review, limit: int) -> str:
-    """The candidate's answer with each unsupported claim in bold (numbered when several)."""
+    """The candidate's answer with each unsupported claim a code span (numbered when several)."""
     numbered = len(review.claims) > 1
 
     def parts() -> Iterable[tuple[str, tuple[str, ...], str]]:
         for piece in review.answer:
-            yield (piece.text, ("b",) if piece.claim else (),
+            yield (piece.text, ("code",) if piece.claim else (),
                    claim_label(piece.claim, numbered) if piece.claim else "")
     return inline(_within(parts(), limit)) or "*(empty)*"
 
 
 def diff(review: Review, limit: int) -> str:
-    """Baseline -> candidate word by word: removed words struck out, added ones underlined,
-    unsupported claims in bold."""
+    """Baseline -> candidate word by word: removed words struck out, added ones slanted, and
+    the words of an unsupported claim a code span whether added or kept (one mark a word)."""
     assert review.diff is not None
     numbered = len(review.claims) > 1
     changes: list[Change] = list(review.diff)
 
     def parts() -> Iterable[tuple[str, tuple[str, ...], str]]:
         for index, change in enumerate(changes):
-            tags = {"same": (), "del": ("del",), "ins": ("ins",)}[change.op]
-            if change.claim is not None:
-                tags = (*tags, "b")
+            tags = ("code",) if change.claim is not None else {
+                "same": (), "del": ("del",), "ins": ("ins",)}[change.op]
             last_of_claim = change.claim is not None and (
                 index + 1 == len(changes) or changes[index + 1].claim != change.claim)
             suffix = claim_label(change.claim, numbered) if last_of_claim and change.claim is not None else ""
@@ -92,13 +122,37 @@ def diff(review: Review, limit: int) -> str:
     return inline(_within(parts(), limit).rstrip())
 
 
+def diff_legend(review: Review) -> str:
+    """What the diff's marks mean, those it shows only."""
+    ops = {change.op for change in review.diff or () if change.claim is None}
+    keys = [("~~struck out~~", "only in the baseline") if "del" in ops else None,
+            ("*slanted*", "only in the candidate") if "ins" in ops else None,
+            ("`marked`", "not in the context") if review.claims else None]
+    return " · ".join(f"{mark}: {meaning}" for mark, meaning in filter(None, keys))
+
+
+def _glyphs(passage: Passage, cited: frozenset[int]) -> str:
+    return ((SUPPORTS if passage.supports else "")
+            + (CONTRADICTS if any(n in cited for n in passage.claims) else "")
+            + (CLOSEST if any(n not in cited for n in passage.claims) else ""))
+
+
 def _passage_label(passage: Passage, claims: int, cited: frozenset[int]) -> str:
-    """What a marked passage is: "supports", "closest to [2]", "contradicts the claim"."""
-    labels = ["supports"] if passage.supports else []
-    for n in passage.claims:
-        verb = "contradicts" if n in cited else "closest to"
-        labels.append(f"{verb} claim {n}" if claims > 1 else f"{verb} the claim")
-    return _wrap(f"[{', '.join(labels)}]", "sup") if labels else ""
+    """Which claims a marked passage answers to, when there are several: "[2]", or with
+    both kinds of mark on it "[🔴 1, 🟡 2]"."""
+    if claims <= 1 or not passage.claims:
+        return ""
+    mixed = len({n in cited for n in passage.claims}) > 1
+    numbers = [f"{CONTRADICTS if n in cited else CLOSEST} {n}" if mixed else str(n)
+               for n in passage.claims]
+    return _wrap(f"[{', '.join(numbers)}]", "sup")
+
+
+def context_legend(review: Review) -> str:
+    """What the context's marks mean, those it shows only."""
+    cited = frozenset(claim.number for claim in review.claims if claim.cited)
+    shown = "".join(_glyphs(passage, cited) for passage in review.context)
+    return " · ".join(f"{glyph}“…” {LEGEND[glyph]}" for glyph in LEGEND if glyph in shown)
 
 
 def _elide(text: str, keep: int) -> str:
@@ -132,10 +186,11 @@ def context_passages(review: Review, limit: int) -> tuple[list[tuple[Passage, st
     return out, True
 
 
-def context_md(review: Review, limit: int) -> str:
-    """The whole context as inert Markdown paragraphs (a line break as `<br>`), the passages
-    the judge cites as support and each claim's closest passage in bold with a label
-    saying which; cut to about `limit` characters, marked passages first."""
+def context_md(review: Review, limit: int, page: str = "report.html") -> str:
+    """The whole context as inert Markdown paragraphs (a line break as `<br>`, after a space
+    that keeps the words apart where `<br>` is dropped), each passage the judge cites and
+    each claim's closest passage quoted after its glyph; cut to about `limit` characters,
+    marked passages first."""
     cited = frozenset(claim.number for claim in review.claims if claim.cited)
     shown, cut = context_passages(review, limit)
     paragraphs: list[list[str]] = [[]]
@@ -146,15 +201,16 @@ def context_md(review: Review, limit: int) -> str:
             if index:
                 paragraphs.append([])
             piece = piece.replace("\n", _BR)
-            if passage.marked and piece.strip():
-                piece = _wrap(piece, "b") + (label if index == len(pieces) - 1 else "")
+            if passage.marked and one_line(piece):
+                piece = (f"{_glyphs(passage, cited)}“{piece.strip()}”"
+                         + (label if index == len(pieces) - 1 else ""))
             paragraphs[-1].append(piece)
     rendered = [inline("".join(parts)) for parts in paragraphs]
     text = "\n\n".join(part for part in rendered if part.strip()) or "*(empty)*"
     if cut:
         total = sum(len(p.text) for p in review.context)
         text += (f"\n\n*The context is cut here from {number(total)} characters; "
-                 "the whole of it is in report.html.*")
+                 f"the whole of it is in {page}.*")
     return text
 
 

@@ -38,6 +38,7 @@ from flipgate.llm.cache_secret import cache_secret
 from flipgate.llm.client import Endpoint, LazyClient
 from flipgate.llm.runtime import Runtime
 from flipgate.model import Answer, Case, Change, Conclusion, E2EReport, Report, Row, SuiteReport
+from flipgate.output.links import NO_LINKS, Links
 from flipgate.output.page import Labels
 from flipgate.output.write import write_outputs
 from flipgate.prompty import Prompty, render_isolated
@@ -271,13 +272,14 @@ async def check(*, repo: Path, base: str, head: str, settings: Settings,
                 progress: Progress | None = None, concurrency: int | None = None,
                 suites: Sequence[str] = (), shard: Shard | None = None,
                 e2e: E2ERequest | None = None, wiring: Wiring,
-                labels: Labels | None = None) -> CheckResult:
+                labels: Labels | None = None, links: Links = NO_LINKS) -> CheckResult:
     """`run_check`, for callers that already run an event loop. `concurrency` (`--concurrency`)
     wins over the configuration's. `suites`: only those of the config's suites. With `shard`,
     only that part of the cases is evaluated and a partial is written for `flipgate merge`.
     `e2e`: also the end-to-end run (live retrieval), asked for at the edge; it never changes
     the exit code (a configuration without suites only). `wiring`: git, the runtime, the
-    judges and the generators' client. `labels`: people's labels, shown on their rows."""
+    judges and the generators' client. `labels`: people's labels, shown on their rows.
+    `links`: where the comment links the run and report.html."""
     git_repo = wiring.open_git(repo, settings)
     base_ref, head_ref = git_repo.ref(base), git_repo.ref(head)
     changed = git_repo.changed(base_ref, head_ref)
@@ -350,7 +352,7 @@ async def check(*, repo: Path, base: str, head: str, settings: Settings,
         return CheckResult(report=report, markdown="", message=message, partial=path,
                            exit_code=3 if message is not None else 0)
     markdown = write_outputs(report, out_dir, console=console, comment_limit=comment_limit,
-                             labels=labels)
+                             labels=labels, links=links)
     return CheckResult(report=report, markdown=markdown, exit_code=gate.exit_code(report.conclusion),
                        message=message)
 
@@ -408,7 +410,8 @@ def merged_check(folder: str | os.PathLike[str]) -> Callable[..., CheckResult]:
     (their digest) and the rules of its configuration; nothing else is taken on trust."""
     def check(*, repo: Path, base: str, head: str, out_dir: Path, settings: Settings,
               config_path: str = DEFAULT_CONFIG, comment_limit: int | None = None,
-              judge: str | None = None, labels: Labels | None = None, **_: Any) -> CheckResult:
+              judge: str | None = None, labels: Labels | None = None, links: Links = NO_LINKS,
+              **_: Any) -> CheckResult:
         paths = sorted(Path(folder).rglob(shards.PARTIAL_FILE))
         if not paths:
             raise InputError(Problem(str(folder), None, f"no {shards.PARTIAL_FILE} found (download the "
@@ -417,8 +420,10 @@ def merged_check(folder: str | os.PathLike[str]) -> Callable[..., CheckResult]:
         pinned = run_pins(repo=repo, base=base, head=head, settings=settings,
                           config_path=config_path, judge=judge, suites=suites)
         report = shards.merge(paths, pinned=pinned)
-        markdown = (write_outputs(report, out_dir, labels=labels) if comment_limit is None
-                    else write_outputs(report, out_dir, comment_limit=comment_limit, labels=labels))
+        markdown = (write_outputs(report, out_dir, labels=labels, links=links)
+                    if comment_limit is None
+                    else write_outputs(report, out_dir, comment_limit=comment_limit, labels=labels,
+                                       links=links))
         return CheckResult(report=report, markdown=markdown, exit_code=gate.exit_code(report.conclusion))
 
     return check

@@ -88,6 +88,43 @@ def inline_code(text: str) -> str:
     return f"{fence}{pad}{text}{pad}{fence}"
 
 
+def code_span(text: object) -> str:
+    """Untrusted text as one code span, outside a table: one line, no invisible character,
+    no `<!--`, an `@` followed by a zero-width space (no mention even where one is read from
+    the raw text), fenced by more backticks than it holds. Markdown, links, HTML and
+    references are inert inside it, and it needs no raw HTML to show."""
+    return inline_code(one_line(text).replace("@", "@" + _ZERO_WIDTH_SPACE))
+
+
+# What a link destination keeps as it is; everything else is percent-encoded, so no `)`,
+# `<`, space, quote or backslash can end or change it, and the URL is one token.
+_URL_SAFE = "-._~:/?#[]@!$&'*+,;=%"
+
+
+def safe_url(url: object) -> str | None:
+    """An http(s) URL fit for a Markdown link destination, or None when it is not one (another
+    scheme, no host, a line break or control character inside)."""
+    from urllib.parse import quote, urlsplit
+
+    text = str(url or "").strip()
+    if not text or _LINE_BREAKS.search(text) or _INVISIBLE.search(text):
+        return None
+    try:
+        parts = urlsplit(text)
+    except ValueError:
+        return None
+    if parts.scheme.lower() not in ("http", "https") or not parts.netloc:
+        return None
+    return quote(text, safe=_URL_SAFE)
+
+
+def link(text: str, url: str | None) -> str:
+    """Markdown `[text](url)` when `url` is a safe http(s) URL, else `text` alone. `text` is
+    Markdown already escaped (`cell`, `escape_md`), so it cannot close the brackets."""
+    safe = safe_url(url) if url else None
+    return f"[{text}]({safe})" if safe and text else text
+
+
 def escape_md(text: object) -> str:
     """Untrusted text as inert inline Markdown: safe in a table cell, a list item, a paragraph."""
     escaped = one_line(text).translate(_INLINE)

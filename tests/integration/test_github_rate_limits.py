@@ -1,0 +1,155 @@
+"""GitHub's rate limits, as GitHub sends them, through the real PyGithub client
+(issue 22, item 6): a wait that fits the bound is waited, a longer one is an error
+naming the limit at once, and every wait is counted, never a silent hang.
+Headers and bodies: docs.github.com/rest/using-the-rest-api/rate-limits-for-the-rest-api.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+
+from flipgate.github.api import RATE_LIMIT_RETRIES, GitHubError, RepoAPI, connect
+
+from support.action_harness import PR, Harness, RecordingCheck
+from support.github_server import FakeGitHub
+
+BASE, HEAD = "b" * 40, "c" * 40
+PRIMARY = ("API rate limit exceeded for installation ID 1234. If you reach out to GitHub "
+           "Support for help, please include the request ID 0000:0000.")
+SECONDARY = ("You have exceeded a secondary rate limit. Please wait a few minutes before you "
+             "try again. If you reach out to GitHub Support for help, please include the "
+             "request ID 0000:0000.")
+
+
+def api_for(server: FakeGitHub, *, wait: float = 60) -> RepoAPI:
+    server.add_pull(7, base_sha=BASE, head_sha=HEAD)
+    client = connect(server.api_url, server.token, pause_between_calls=False,
+                     rate_limit_wait=wait)
+    return RepoAPI(client, server.repository)
+
+
+def primary_headers(reset_in: float) -> dict[str, str]:
+    return {"X-RateLimit-Limit": "5000", "X-RateLimit-Remaining": "0",
+            "X-RateLimit-Used": "5000", "X-RateLimit-Resource": "core",
+            "X-RateLimit-Reset": str(int(time.time() + reset_in))}
+
+
+def pull_requests(server: FakeGitHub) -> int:
+    return len(server.requests_to("GET", "/pulls/7"))
+
+
+def test_a_primary_limit_that_resets_in_an_hour_is_an_error_at_once(
+        github_server: FakeGitHub) -> None:
+    api = api_for(github_server)
+    github_server.fail("GET", "/pulls/7", 403, message=PRIMARY, headers=primary_headers(3600))
+
+    with pytest.raises(GitHubError) as raised:
+        api.pull(7)
+
+    message = str(raised.value)
+    assert "API rate limit exceeded" in message and "primary rate limit" in message
+    assert "flipgate waits" in message and pull_requests(github_server) == 1
+
+
+def test_a_primary_limit_that_has_reset_is_retried(github_server: FakeGitHub) -> None:
+    api = api_for(github_server)
+    github_server.fail("GET", "/pulls/7", 403, message=PRIMARY, headers=primary_headers(-5))
+
+    assert api.pull(7).head_sha == HEAD
+    assert pull_requests(github_server) == 2
+
+
+@pytest.mark.parametrize("status", [403, 429])
+def test_a_secondary_limit_asking_for_longer_than_the_bound_is_an_error_at_once(
+        github_server: FakeGitHub, status: int) -> None:
+    api = api_for(github_server)
+    github_server.fail("GET", "/pulls/7", status, message=SECONDARY,
+                       headers={"Retry-After": "3600"})
+
+    with pytest.raises(GitHubError) as raised:
+        api.pull(7)
+
+    message = str(raised.value)
+    assert "secondary rate limit" in message and "retry-after 3600 s" in message
+    assert raised.value.status == status and pull_requests(github_server) == 1
+
+
+@pytest.mark.parametrize("status", [403, 429])
+def test_a_short_retry_after_is_waited_and_the_call_succeeds(github_server: FakeGitHub,
+                                                             status: int) -> None:
+    api = api_for(github_server)
+    github_server.fail("GET", "/pulls/7", status, message=SECONDARY, headers={"Retry-After": "1"})
+
+    assert api.pull(7).head_sha == HEAD
+    assert pull_requests(github_server) == 2
+
+
+@pytest.mark.parametrize("status", [403, 429])
+def test_a_secondary_limit_without_retry_after_waits_its_bound(github_server: FakeGitHub,
+                                                               status: int) -> None:
+    """GitHub: without `retry-after`, wait (at least a minute; here the bound, 1 s)."""
+    api = api_for(github_server, wait=1)
+    github_server.fail("GET", "/pulls/7", status, message=SECONDARY)
+
+    started = time.monotonic()
+    assert api.pull(7).head_sha == HEAD
+    assert time.monotonic() - started >= 0.9  # it waited, not hammered
+    assert pull_requests(github_server) == 2
+
+
+def test_a_limit_that_never_lifts_is_an_error_after_the_bounded_retries(
+        github_server: FakeGitHub) -> None:
+    api = api_for(github_server)
+    github_server.fail("GET", "/pulls/7", 429, message=SECONDARY, headers={"Retry-After": "0"},
+                       times=50)
+
+    with pytest.raises(GitHubError) as raised:
+        api.pull(7)
+
+    assert "rate limit held" in str(raised.value)
+    assert pull_requests(github_server) == RATE_LIMIT_RETRIES + 1
+
+
+def test_control_a_plain_refusal_is_not_retried(github_server: FakeGitHub) -> None:
+    api = api_for(github_server)
+    github_server.fail("GET", "/pulls/7", 403, message="Resource not accessible by integration")
+
+    with pytest.raises(GitHubError, match="Resource not accessible"):
+        api.pull(7)
+    assert pull_requests(github_server) == 1
+
+
+# -- the action: a limit that does not lift leaves `error` naming it, never pending ----------
+
+def test_a_limit_before_the_check_is_an_error_status_naming_it(harness: Harness,
+                                                               check: RecordingCheck) -> None:
+    harness.pull_event()
+    harness.server.fail("GET", f"/issues/{PR}/comments", 403, message=SECONDARY,
+                        headers={"Retry-After": "3600"})
+
+    assert harness.run(check) == 3
+
+    assert check.calls == []
+    final = harness.final_status()
+    assert final["state"] == "error" and "secondary rate limit" in final["description"]
+    assert "::error" in harness.log.getvalue() and "retry-after 3600 s" in harness.log.getvalue()
+    assert harness.outputs()["conclusion"] == "error"
+
+
+def test_a_limit_after_the_check_never_leaves_the_status_pending(harness: Harness,
+                                                                 check: RecordingCheck) -> None:
+    harness.pull_event()
+
+    def limited_check(**kwargs: Any) -> Any:
+        harness.server.fail("GET", f"/issues/{PR}/comments", 403, message=PRIMARY,
+                            headers=primary_headers(3600))
+        return check(**kwargs)
+
+    assert harness.run(limited_check) == 3
+
+    states = [s["state"] for s in harness.server.statuses_for(harness.head)]
+    assert states == ["pending", "error"]
+    assert "primary rate limit" in harness.final_status()["description"]
