@@ -1,12 +1,24 @@
-"""Client CPU per request: the SDK's typed `chat.completions.create` against flipgate's LLM door
-(a prepared body through the client's low-level `post`, the reply read as a plain dict).
+"""Client CPU per request: flipgate's LLM door on each HTTP transport the openai SDK
+supports, against a bare AsyncOpenAI client sending the same bodies in the same run.
 
-Not a test. The loopback server runs in a child process, so this process's CPU
-time is the client's alone. Both sides send the same N judge-sized requests at
-the same concurrency over one client, interleaved in rounds to share the
-machine's noise, and the ratio of requests per CPU-second is printed:
+Not a test. The loopback server runs in a child process, so this process's CPU time
+is the client's alone. Every variant sends the same N judge-sized requests at the same
+concurrency over one client of its own; the variants take turns in each round (the
+order rotates), so a loaded machine's noise falls on all of them, and each is printed
+as its median CPU a request and as a ratio to the bare client of the same rounds:
 
-    .venv/bin/python benchmarks/bench_client_cpu.py --requests 2000 --concurrency 32
+    .venv/bin/python benchmarks/bench_client_cpu.py --requests 2000 --concurrency 64
+    .venv/bin/python benchmarks/bench_client_cpu.py --keep-alive   # a server that keeps connections
+
+Variants:
+- `bare`: `openai.AsyncOpenAI()` as shipped, `chat.completions.create` under a semaphore.
+- `bare-post`: the same client, each body through its low-level `post`, the reply read
+  undecoded as the HTTP library's response and parsed with `json.loads`.
+- `door-httpx`: the last release's door (httpx transport, the SDK's pool limits).
+- `door-httpx-pool`: the same with a pool sized to the concurrency (keep-alive = limit).
+- `door-aiohttp`: the door on the SDK's aiohttp client (`DefaultAioHttpClient`).
+HTTP/2 (`h2`) is not measured: the loopback server speaks HTTP/1.1 only, and httpx
+negotiates HTTP/2 through TLS (ALPN), so a plain-HTTP run would measure HTTP/1.1 again.
 """
 
 from __future__ import annotations
@@ -18,27 +30,37 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 
 SERVER = """
 import sys, time
 sys.path.insert(0, {tests!r})
+if {keep_alive!r}:
+    import support.loopback as loopback
+    loopback._QuietHandler.protocol_version = "HTTP/1.1"  # keep connections open
 from support.openai_server import FakeOpenAI
 server = FakeOpenAI(); server.start(); print(server.base_url, flush=True)
 while True: time.sleep(3600)
 """
 
+VARIANTS = ("bare", "bare-post", "door-httpx", "door-httpx-pool", "door-aiohttp")
 
-def body(i: int) -> dict:
+
+def body(i: int) -> dict[str, Any]:
     return {"model": "judge-1", "temperature": 0, "max_tokens": 800,
             "response_format": {"type": "json_object"},
             "messages": [{"role": "system", "content": "Rate fluency from 1 to 5. " * 20},
                          {"role": "user", "content": f"Answer {i}: the card costs 5 dollars. " * 10}]}
 
 
-async def with_sdk(client, n: int, concurrency: int) -> None:
+async def bare(base_url: str, n: int, concurrency: int) -> None:
+    import openai
+
+    client = openai.AsyncOpenAI(base_url=base_url, api_key="bench")
     gate = asyncio.Semaphore(concurrency)
 
     async def one(i: int) -> None:
@@ -46,71 +68,123 @@ async def with_sdk(client, n: int, concurrency: int) -> None:
             reply = await client.chat.completions.create(**body(i))
             assert reply.choices[0].message.content
 
-    await asyncio.gather(*(one(i) for i in range(n)))
+    try:
+        await asyncio.gather(*(one(i) for i in range(n)))
+    finally:
+        await client.close()
 
 
-async def with_flipgate(llm, n: int) -> None:
+async def bare_post(base_url: str, n: int, concurrency: int) -> None:
+    import json
+
+    import openai
+
+    from flipgate.llm.client import http_library
+
+    client = openai.AsyncOpenAI(base_url=base_url, api_key="bench")
+    response_type = http_library(openai).Response
+    gate = asyncio.Semaphore(concurrency)
+
     async def one(i: int) -> None:
-        b = body(i)
-        params = {k: v for k, v in b.items() if k not in ("model", "messages")}
-        reply = await llm.chat(model=b["model"], messages=b["messages"], params=params)
-        assert reply.content
+        async with gate:
+            reply = await client.post("/chat/completions", body=body(i), cast_to=response_type)
+            assert json.loads(reply.content)["choices"][0]["message"]["content"]
 
-    await asyncio.gather(*(one(i) for i in range(n)))
+    try:
+        await asyncio.gather(*(one(i) for i in range(n)))
+    finally:
+        await client.close()
 
 
-def cpu(run) -> float:
+def door(backend: str, *, pool: bool) -> Callable[[str, int, int], Awaitable[None]]:
+    async def run(base_url: str, n: int, concurrency: int) -> None:
+        import openai
+
+        from flipgate.llm.client import LLM, Limiter, capped_http_client, openai_endpoint
+        from flipgate.llm.workpool import map_bounded, pool_size
+        from flipgate.settings import Settings
+
+        endpoint = openai_endpoint(base_url, settings=Settings.from_environ(os.environ))
+        limits = _limits(concurrency) if pool else None
+        client = openai.AsyncOpenAI(base_url=base_url, api_key="bench", http_client=capped_http_client(
+            openai, backend=backend, limits=limits))
+        llm = LLM(client, endpoint, limiter=Limiter(limit=concurrency))
+
+        async def one(i: int) -> None:
+            b = body(i)
+            params = {k: v for k, v in b.items() if k not in ("model", "messages")}
+            reply = await llm.chat(model=b["model"], messages=b["messages"], params=params)
+            assert reply.content
+
+        try:  # as a run sends: a bounded pool of workers, not a task per request
+            await map_bounded(one, range(n), workers=pool_size(concurrency))
+        finally:
+            await client.close()
+
+    return run
+
+
+def _limits(concurrency: int) -> Any:
+    import httpx2
+
+    return httpx2.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+
+
+RUNS: dict[str, Callable[[str, int, int], Awaitable[None]]] = {
+    "bare": bare,
+    "bare-post": bare_post,
+    "door-httpx": door("httpx", pool=False),
+    "door-httpx-pool": door("httpx", pool=True),
+    "door-aiohttp": door("aiohttp", pool=False),
+}
+
+
+def cpu(run: Callable[[], Awaitable[None]]) -> float:
     started = time.process_time()
-    asyncio.run(run())
+    asyncio.run(run())  # type: ignore[arg-type]
     return time.process_time() - started
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=2000)
-    parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--keep-alive", action="store_true",
+                        help="the server keeps connections open (HTTP/1.1), as providers do")
+    parser.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=VARIANTS)
     args = parser.parse_args()
 
-    server = subprocess.Popen([sys.executable, "-c", SERVER.format(tests=str(ROOT / "tests"))],
+    server = subprocess.Popen([sys.executable, "-c", SERVER.format(tests=str(ROOT / "tests"),
+                                                                   keep_alive=args.keep_alive)],
                               stdout=subprocess.PIPE, text=True)
+    seconds: dict[str, list[float]] = {name: [] for name in args.variants}
+    ratios: dict[str, list[float]] = {name: [] for name in args.variants}
     try:
+        assert server.stdout is not None
         base_url = server.stdout.readline().strip()
         os.environ.update(OPENAI_BASE_URL=base_url, OPENAI_API_KEY="bench")
-        from flipgate.llm.client import LLM, Limiter, make_client, openai_endpoint
-        from flipgate.settings import Settings
-
-        settings = Settings.from_environ(os.environ)
-        endpoint = openai_endpoint(base_url, settings=settings)
-        sdk_cpu, door_cpu = [], []
-        for _ in range(args.rounds):
-            async def sdk() -> None:
-                client = make_client(endpoint, settings=settings)
-                try:
-                    await with_sdk(client, args.requests, args.concurrency)
-                finally:
-                    await client.close()
-
-            async def door() -> None:
-                client = make_client(endpoint, settings=settings)
-                try:
-                    await with_flipgate(LLM(client, endpoint, limiter=Limiter(limit=args.concurrency)),
-                                        args.requests)
-                finally:
-                    await client.close()
-
-            sdk_cpu.append(cpu(sdk))
-            door_cpu.append(cpu(door))
+        cpu(lambda: RUNS[args.variants[0]](base_url, 50, args.concurrency))  # imports, warm-up
+        for round_ in range(args.rounds):
+            order = args.variants[round_ % len(args.variants):] + args.variants[:round_ % len(args.variants)]
+            spent = {name: cpu(lambda name=name: RUNS[name](base_url, args.requests, args.concurrency))
+                     for name in order}
+            for name in args.variants:
+                seconds[name].append(spent[name])
+                if "bare" in spent:
+                    ratios[name].append(spent[name] / spent["bare"])
     finally:
         server.kill()
         server.wait()
 
-    per = args.requests
-    sdk_ms, door_ms = 1000 * statistics.median(sdk_cpu) / per, 1000 * statistics.median(door_cpu) / per
-    print(f"{per} requests x {args.rounds} rounds, concurrency {args.concurrency}, client CPU only")
-    print(f"  SDK chat.completions.create   {sdk_ms:.2f} ms CPU/request  ({1000 / sdk_ms:.0f} requests/CPU-s)")
-    print(f"  flipgate LLM door (post)      {door_ms:.2f} ms CPU/request  ({1000 / door_ms:.0f} requests/CPU-s)")
-    print(f"  requests per CPU-second, door / SDK: {sdk_ms / door_ms:.2f}x")
+    print(f"{args.requests} requests x {args.rounds} rounds, concurrency {args.concurrency}, "
+          f"server {'keeps connections' if args.keep_alive else 'closes each connection'}, "
+          "client CPU only")
+    for name in args.variants:
+        ms = 1000 * statistics.median(seconds[name]) / args.requests
+        ratio = (f"{statistics.median(ratios[name]):.2f}x bare "
+                 f"({min(ratios[name]):.2f}-{max(ratios[name]):.2f})") if ratios[name] else ""
+        print(f"  {name:<16} {ms:5.2f} ms CPU/request  {ratio}")
     return 0
 
 

@@ -79,6 +79,10 @@ def main() -> int:
 
     requests = len(server.requests)
     ideal = requests * args.latency / args.concurrency
+    # The requests' own span, as the server saw it (first arrival to last answer): the
+    # wall time without the interpreter's start-up and the writing of the outputs.
+    arrivals = [r.received_at for r in server.requests]
+    span = max(arrivals) + args.latency - min(arrivals) if arrivals else 0.0
     print(f"cases            {args.cases}")
     print(f"exit code        {done.returncode}")
     kinds = Counter(r.kind for r in server.requests)
@@ -89,6 +93,8 @@ def main() -> int:
     print(f"peak concurrency {server.peak_concurrency} (limit {args.concurrency})")
     print(f"wall time        {wall:.2f}s (includes interpreter start-up)")
     print(f"ideal            {ideal:.2f}s = {requests} x {args.latency}s / {args.concurrency}")
+    print(f"wall / ideal     {wall / ideal:.2f}x")
+    print(f"requests' span   {span:.2f}s (first arrival to last answer), {span / ideal:.2f}x ideal")
     if done.returncode not in (0, 1):
         print(done.stderr, file=sys.stderr)
         return 1

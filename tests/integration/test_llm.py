@@ -9,7 +9,15 @@ from pathlib import Path
 import pytest
 
 from flipgate.llm.cache import Cache
-from flipgate.llm.client import LLM, Budget, BudgetExceeded, Limiter, make_client, openai_endpoint
+from flipgate.llm.client import (
+    EMBEDDING_BATCHES_IN_FLIGHT,
+    LLM,
+    Budget,
+    BudgetExceeded,
+    Limiter,
+    make_client,
+    openai_endpoint,
+)
 
 from support.factories import settings_now
 
@@ -17,10 +25,10 @@ MESSAGES = [{"role": "user", "content": "What is the card replacement fee?"}]
 
 
 def make_llm(base_url: str, *, cache: Cache | None = None, budget: Budget | None = None,
-             embedding_batch: int = 2048) -> LLM:
+             embedding_batch: int = 2048, limit: int = 4) -> LLM:
     endpoint = openai_endpoint(base_url, settings=settings_now())
     client = make_client(endpoint, settings=settings_now(), timeout=5, max_retries=1)
-    return LLM(client, endpoint, limiter=Limiter(limit=4), cache=cache, budget=budget,
+    return LLM(client, endpoint, limiter=Limiter(limit=limit), cache=cache, budget=budget,
                embedding_batch=embedding_batch)
 
 
@@ -93,3 +101,33 @@ def test_embeddings_go_out_in_as_few_batches_as_the_limit_allows(openai_server, 
     openai_server.clear()
     assert asyncio.run(embed()) == vectors  # all cached now
     assert openai_server.embedding_requests() == []
+
+
+def test_embedding_batches_in_flight_are_bounded_whatever_the_concurrency(openai_server) -> None:
+    """Each embeddings reply is the largest thing a run holds: memory follows this bound."""
+    openai_server.latency = 0.05
+    batches = 3 * EMBEDDING_BATCHES_IN_FLIGHT
+    texts = [f"question number {i} about fees" for i in range(2 * batches)]
+
+    async def embed() -> list[list[float]]:
+        llm = make_llm(openai_server.base_url, embedding_batch=2, limit=64)
+        lots = [llm.embed(model="emb", texts=texts[i:i + 2]) for i in range(0, len(texts), 2)]
+        return [vector for vectors in await asyncio.gather(*lots) for vector in vectors]
+
+    vectors = asyncio.run(embed())
+    assert len(vectors) == len(texts) and len(openai_server.embedding_requests()) == batches
+    assert openai_server.peak_concurrency == EMBEDDING_BATCHES_IN_FLIGHT
+
+
+def test_a_request_identical_to_one_in_flight_is_shared_and_counted(openai_server) -> None:
+    openai_server.latency = 0.05
+
+    async def both() -> tuple[str, str, dict[str, int]]:
+        llm = make_llm(openai_server.base_url)
+        one, two = await asyncio.gather(*(llm.chat(model="m", messages=MESSAGES) for _ in range(2)))
+        await llm.chat(model="m", messages=[{"role": "user", "content": "another question"}])
+        return one.content, two.content, llm.usage.as_dict()
+
+    first, second, usage = asyncio.run(both())
+    assert first == second and len(openai_server.chat_requests()) == 2
+    assert usage["requests"] == 2 and usage["shared_requests"] == 1

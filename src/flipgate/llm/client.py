@@ -66,6 +66,11 @@ T = TypeVar("T")
 # the second. Past them the reply is cut off and the request fails, unretried.
 MAX_CHAT_REPLY_BYTES = 32 * 1024 * 1024
 MAX_EMBEDDINGS_REPLY_BYTES = 64 * 1024 * 1024
+# Embedding batches in flight at once, whatever the concurrency: each reply (up to 2,048
+# vectors, decoded into floats) is the largest thing a run holds, so memory follows this
+# bound, not `concurrency`. A run sends few of them (2,048 inputs each) beside its many
+# chat requests, so a small bound costs no wall time.
+EMBEDDING_BATCHES_IN_FLIGHT = 4
 
 
 class ReplyTooLarge(ValueError):
@@ -194,11 +199,15 @@ class Usage:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     embedding_requests: int = 0
+    # Chat requests not sent: an identical one was in flight (single flight) and its reply
+    # served this caller too, e.g. a row whose candidate answer equals its baseline.
+    shared_requests: int = 0
 
     def as_dict(self) -> dict[str, int]:
         return {"requests": self.requests, "prompt_tokens": self.prompt_tokens,
                 "completion_tokens": self.completion_tokens,
-                "embedding_requests": self.embedding_requests}
+                "embedding_requests": self.embedding_requests,
+                "shared_requests": self.shared_requests}
 
 
 @dataclass(frozen=True)
@@ -232,6 +241,7 @@ class LLM:
         # Identical requests in flight at once share one call (pass one dict for the whole run).
         self.flights: dict[str, _Flight] = flights if flights is not None else {}
         self.embedding_batch = embedding_batch
+        self._embedding_slots: tuple[asyncio.AbstractEventLoop, asyncio.Semaphore] | None = None
 
     async def chat(self, *, model: str, messages: Sequence[Mapping[str, str]],
                    params: Mapping[str, Any] | None = None,
@@ -251,6 +261,8 @@ class LLM:
         if self.cache is not None and (hit := self.cache.get_digest(digest)) is not None:
             if _accepts(validate, hit.get("content", "")):
                 return Completion(**hit, cached=True)
+        if digest in self.flights:
+            self.usage.shared_requests += 1
         return await _single_flight(self.flights, digest,
                                     lambda: self._complete(body, digest=digest, validate=validate))
 
@@ -302,20 +314,23 @@ class LLM:
                 missing.append(text)
 
         async def one_batch(batch: list[str]) -> None:
-            reply = await self._post("/embeddings", {"model": model, "input": batch,
-                                                      "encoding_format": "base64"},
-                                     worst_case=embedding_worst_case(batch), spent=_embedding_tokens)
-            data = reply.get("data")
-            if not isinstance(data, list) or len(data) != len(batch):
-                got = len(data) if isinstance(data, list) else 0
-                raise ValueError(f"embeddings: asked for {len(batch)} vectors, got {got}")
-            self.usage.embedding_requests += 1
-            self.usage.prompt_tokens += _embedding_tokens(reply) or 0
-            for item in data:
-                text = batch[item["index"]]
-                vectors[text] = _vector(item["embedding"])
-                if self.cache is not None:
-                    self.cache.put(self._embedding_key(model, text), vectors[text])
+            async with self._embedding_slot():
+                reply = await self._post("/embeddings", {"model": model, "input": batch,
+                                                          "encoding_format": "base64"},
+                                         worst_case=embedding_worst_case(batch),
+                                         spent=_embedding_tokens)
+                data = reply.pop("data", None)
+                if not isinstance(data, list) or len(data) != len(batch):
+                    got = len(data) if isinstance(data, list) else 0
+                    raise ValueError(f"embeddings: asked for {len(batch)} vectors, got {got}")
+                self.usage.embedding_requests += 1
+                self.usage.prompt_tokens += _embedding_tokens(reply) or 0
+                while data:  # each item dropped as soon as it is decoded
+                    item = data.pop()
+                    text = batch[item["index"]]
+                    vectors[text] = _vector(item["embedding"])
+                    if self.cache is not None:
+                        self.cache.put(self._embedding_key(model, text), vectors[text])
 
         size = max(1, self.embedding_batch)
         await asyncio.gather(*(one_batch(missing[i:i + size]) for i in range(0, len(missing), size)))
@@ -344,6 +359,13 @@ class LLM:
         except Exception as exc:  # noqa: BLE001
             raise failure_of(exc, endpoint=self.endpoint, model=embedding_model,
                              role="embeddings model", retries=retries) from None
+
+    def _embedding_slot(self) -> asyncio.Semaphore:
+        """The run's bound on embedding batches in flight (one per event loop)."""
+        loop = asyncio.get_running_loop()
+        if self._embedding_slots is None or self._embedding_slots[0] is not loop:
+            self._embedding_slots = (loop, asyncio.Semaphore(EMBEDDING_BATCHES_IN_FLIGHT))
+        return self._embedding_slots[1]
 
     def _embedding_key(self, model: str, text: str) -> dict[str, Any]:
         return {"endpoint": self.endpoint.identity(), "embedding_model": model, "input": text}
@@ -459,8 +481,9 @@ async def _single_flight(flights: dict[str, _Flight], key: str,
 
 def _http_module(client: Any) -> Any:
     """The HTTP library the SDK was built on (httpx or its successor)."""
-    http = next(cls for cls in type(client._client).__mro__ if not cls.__module__.startswith("openai"))
-    return importlib.import_module(http.__module__.split(".")[0])
+    import openai
+
+    return http_library(openai)
 
 
 def _raw_response_type(client: Any) -> type:
@@ -613,13 +636,37 @@ def reply_cap(path: str) -> int:
     return MAX_EMBEDDINGS_REPLY_BYTES if path.rstrip("/").endswith("/embeddings") else MAX_CHAT_REPLY_BYTES
 
 
-def capped_http_client(openai: Any) -> Any:
-    """The SDK's own HTTP client (its defaults kept) on a transport that reads no more of
-    a reply, success or error, than `reply_cap` allows: past it the read fails with
-    `ReplyTooLarge`, and what was read is dropped."""
+# The HTTP backends the SDK documents: its httpx client (`DefaultAsyncHttpxClient`) and
+# its aiohttp one (`DefaultAioHttpClient`, the `openai[aiohttp]` extra). aiohttp is the
+# default: on benchmarks/bench_client_cpu.py it spends less client CPU a request (see
+# docs/performance.md); httpx stays for an SDK installed without the extra.
+HTTPX, AIOHTTP = "httpx", "aiohttp"
+
+
+def has_aiohttp(openai: Any) -> bool:
+    """The SDK's aiohttp client is usable (aiohttp installed, the SDK new enough)."""
+    try:
+        importlib.import_module("aiohttp")
+    except ImportError:
+        return False
+    return hasattr(openai, "DefaultAioHttpClient")
+
+
+def http_library(openai: Any) -> Any:
+    """The HTTP library the SDK was built on (httpx, or its successor httpx2)."""
     base = next(cls for cls in openai.DefaultAsyncHttpxClient.__mro__
                 if not cls.__module__.startswith("openai"))
-    http = importlib.import_module(base.__module__.split(".")[0])
+    return importlib.import_module(base.__module__.split(".")[0])
+
+
+def capped_http_client(openai: Any, *, backend: str | None = None, limits: Any = None) -> Any:
+    """The SDK's own HTTP client (its defaults kept) whose transport reads no more of a
+    reply, success or error, than `reply_cap` allows: past it the read fails with
+    `ReplyTooLarge`, and what was read is dropped. `backend`: HTTPX or AIOHTTP (default:
+    aiohttp when installed); `limits`: the HTTP library's connection limits (default the
+    SDK's)."""
+    backend = backend or (AIOHTTP if has_aiohttp(openai) else HTTPX)
+    http = http_library(openai)
 
     class CappedStream(http.AsyncByteStream):  # type: ignore[name-defined]
         def __init__(self, inner: Any, cap: int):
@@ -627,22 +674,27 @@ def capped_http_client(openai: Any) -> Any:
 
         async def __aiter__(self) -> Any:
             seen = 0
-            async for chunk in self.inner:
-                seen += len(chunk)
-                if seen > self.cap:
-                    raise ReplyTooLarge(f"the reply is larger than {self.cap:,} bytes")
-                yield chunk
+            try:
+                async for chunk in self.inner:
+                    seen += len(chunk)
+                    if seen > self.cap:
+                        raise ReplyTooLarge(f"the reply is larger than {self.cap:,} bytes")
+                    yield chunk
+            except http.TimeoutException as exc:
+                raise _what_it_was(http, exc, request=None) from exc.__cause__
 
         async def aclose(self) -> None:
             await self.inner.aclose()
 
     class CappedTransport(http.AsyncBaseTransport):  # type: ignore[name-defined]
-        def __init__(self) -> None:
-            self.inner = http.AsyncHTTPTransport(limits=http.Limits(max_connections=1000,
-                                                                    max_keepalive_connections=100))
+        def __init__(self, inner: Any) -> None:
+            self.inner = inner
 
         async def handle_async_request(self, request: Any) -> Any:
-            response = await self.inner.handle_async_request(request)
+            try:
+                response = await self.inner.handle_async_request(request)
+            except http.TimeoutException as exc:
+                raise _what_it_was(http, exc, request=request) from exc.__cause__
             cap = reply_cap(request.url.path)
             declared = response.headers.get("content-length", "")
             if declared.isdigit() and int(declared) > cap:
@@ -655,7 +707,33 @@ def capped_http_client(openai: Any) -> Any:
         async def aclose(self) -> None:
             await self.inner.aclose()
 
-    return openai.DefaultAsyncHttpxClient(transport=CappedTransport())
+    client_class = openai.DefaultAioHttpClient if backend == AIOHTTP else openai.DefaultAsyncHttpxClient
+
+    class CappedClient(client_class):  # type: ignore[misc, valid-type]
+        """The SDK's client on its own transport, wrapped. No proxy transport is built (the
+        route of every request is the capped one, as when flipgate passed its transport in,
+        which keeps the environment's proxies out too)."""
+
+        def _init_transport(self, *args: Any, **kwargs: Any) -> Any:
+            return CappedTransport(super()._init_transport(*args, **kwargs))
+
+        def _init_proxy_transport(self, *args: Any, **kwargs: Any) -> None:
+            return None  # a mount without a transport: the capped one serves it
+
+    return CappedClient(**({"limits": limits} if limits is not None else {}))
+
+
+def _what_it_was(http: Any, exc: Any, *, request: Any) -> Any:
+    """A timeout as the HTTP library reports it, unless it was none: the SDK's aiohttp
+    transport reports every lost or refused connection as a connect timeout, which would
+    say "no answer in time" for a server that is not there. Only a real timeout under it
+    (or none, from httpx itself) stays one."""
+    cause = exc.__cause__
+    if cause is None or isinstance(cause, TimeoutError):
+        return exc
+    connector = getattr(sys.modules.get("aiohttp"), "ClientConnectorError", ())
+    failure = http.ConnectError if isinstance(cause, connector) else http.ReadError
+    return failure(str(exc) or type(cause).__name__, request=request)
 
 
 def _api_key(endpoint: Endpoint, settings: Settings) -> str:
