@@ -23,6 +23,7 @@ from flipgate.github.texts import NO_CHANGE, STATUS_LIMIT, WAITING_FOR_COMMAND
 
 from support.action_harness import BLOCKED, COULD_NOT_FINISH, PR, RUN_ID, Harness
 from support.gitrepo import GitRepo
+from support.prompts import WITH_SYSTEM
 
 CONFIG = """\
 version: 1
@@ -38,24 +39,7 @@ relevance:
   threshold: 0.7
   embedding_model: text-embedding-3-small
 """
-PROMPTY = """\
----
-name: answer
-model:
-  api: chat
-  configuration:
-    type: openai
-    model: gen-1
-  parameters:
-    temperature: 0
----
-system:
-{system}
-
-user:
-Context: {{{{context}}}}
-Question: {{{{query}}}}
-"""
+PROMPTY = WITH_SYSTEM
 CASES = "\n".join(json.dumps(case) for case in [
     {"id": "refund-007", "category": "policy", "query": "How long do refunds take?",
      "context": "Refunds are issued within 30 days of the request."},

@@ -22,6 +22,7 @@ from flipgate.github.texts import STATUS_LIMIT
 
 from support.action_harness import BLOCKED, PR, Harness
 from support.gitrepo import GitRepo
+from support.prompts import WITH_SYSTEM
 
 CONFIG = """\
 version: 1
@@ -36,24 +37,7 @@ gate:
   threshold: 0.7
   embedding_model: text-embedding-3-small
 """
-PROMPTY = """\
----
-name: answer
-model:
-  api: chat
-  configuration:
-    type: openai
-    model: gen-1
-  parameters:
-    temperature: 0
----
-system:
-{system}
-
-user:
-Context: {{{{context}}}}
-Question: {{{{query}}}}
-"""
+PROMPTY = WITH_SYSTEM
 # safety: 2 cases, policy: 3, general: 5; the generous prompt breaks safety-1, safety-2, policy-1
 CATEGORIES = ["safety"] * 2 + ["policy"] * 3 + ["general"] * 5
 FLIPPED = {"safety-1", "safety-2", "policy-1"}

@@ -21,6 +21,7 @@ from flipgate.run.pipeline import run_check
 
 from support.action_harness import BLOCKED, PR, Harness
 from support.gitrepo import GitRepo
+from support.prompts import WITH_SYSTEM
 
 CONFIG = """\
 version: 1
@@ -33,24 +34,7 @@ gate:
   blocking_categories: [policy]
   strict: true
 {extra}"""
-PROMPTY = """\
----
-name: answer
-model:
-  api: chat
-  configuration:
-    type: openai
-    model: gen-1
-  parameters:
-    temperature: 0
----
-system:
-{system}
-
-user:
-Context: {{{{context}}}}
-Question: {{{{query}}}}
-"""
+PROMPTY = WITH_SYSTEM
 CASES = json.dumps({"id": "refund-007", "category": "policy", "query": "How long do refunds take?",
                     "context": "Refunds are issued within 30 days of the request."}) + "\n"
 CAREFUL, GENEROUS = "Answer only from the context.", "Be helpful; add whatever may help."

@@ -15,3 +15,24 @@ user:
 {{ query }}
 Context: {{ context }}
 """
+
+# A v1 file on gen-1 at temperature 0 whose system turn is `{system}` (fill it with
+# `.format(system=...)`; the doubled braces come out as the template's own).
+WITH_SYSTEM = """\
+---
+name: answer
+model:
+  api: chat
+  configuration:
+    type: openai
+    model: gen-1
+  parameters:
+    temperature: 0
+---
+system:
+{system}
+
+user:
+Context: {{{{context}}}}
+Question: {{{{query}}}}
+"""
