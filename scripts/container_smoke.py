@@ -280,9 +280,9 @@ def scenario_pull_request(smoke: Smoke) -> None:
     ws.write_event(pull_request_event(github, ws))
     run = smoke.run(event_name="pull_request")
     check.expect(run.exit_code == 1, "exit code 1 (blocked)", f"{run.exit_code}\n{run.log}")
-    check.expect(ws.outputs() == {"conclusion": "failure", "regressions": "1",
+    check.expect(ws.outputs() == {"conclusion": "failure", "regressions": "1", "held-back": "0",
                                   "report": "flipgate-out/report.json"},
-                 "outputs: conclusion, regressions, report", ws.outputs())
+                 "outputs: conclusion, regressions, held-back, report", ws.outputs())
     comments = own_comments(github, PR)
     check.expect(len(comments) == 1 and BLOCKED in comments[0]["body"]
                  and "refund-007" in comments[0]["body"]
