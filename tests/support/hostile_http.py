@@ -91,6 +91,10 @@ class HostileHTTP:
 
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
+        try:  # wakes the accept() below: closing alone does not, and the join would wait 5 s
+            self._socket.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
         self._socket.close()
         self._thread.join(timeout=5)
 
