@@ -188,8 +188,8 @@ def read_block(body: str) -> Stored:
     if len(found) > 1:
         return Stored(problem="the comment holds more than one labels block")
     try:
-        data = json.loads(_unpacked(base64.urlsafe_b64decode(found[0].encode("ascii"))))
-    except (binascii.Error, zlib.error, UnicodeDecodeError, ValueError, RecursionError):
+        data = _decoded(found[0])
+    except _UNREADABLE:
         return Stored(problem="the labels block does not decode")
     if not isinstance(data, list):
         return Stored(problem="the labels block is not a list of labels")
@@ -219,8 +219,22 @@ def block(labels: Iterable[HumanLabel]) -> str:
     it, is read too)."""
     data = [{"suite": one.suite, "id": one.id, "side": one.side, "label": one.label, "by": one.by}
             for one in labels]
+    return _hidden("labels", data)
+
+
+# What a block that this module did not write may raise on the way to its JSON.
+_UNREADABLE = (binascii.Error, zlib.error, UnicodeDecodeError, ValueError, RecursionError)
+
+
+def _hidden(name: str, data: object) -> str:
+    """`data` as a hidden comment block: JSON, zlib-compressed, URL-safe base64."""
     packed = zlib.compress(json.dumps(data, ensure_ascii=False).encode("utf-8"), 9)
-    return f"<!-- flipgate:labels={base64.urlsafe_b64encode(packed).decode('ascii')} -->"
+    return f"<!-- flipgate:{name}={base64.urlsafe_b64encode(packed).decode('ascii')} -->"
+
+
+def _decoded(encoded: str) -> object:
+    """A hidden block's data (raises one of _UNREADABLE when it is not one written here)."""
+    return json.loads(_unpacked(base64.urlsafe_b64decode(encoded.encode("ascii"))))
 
 
 def _unpacked(data: bytes) -> str:
@@ -313,8 +327,7 @@ def readings_block(readings: Mapping[Key, Reading]) -> str:
     while True:
         data = [[suite, case_id, side, one.category, one.bucket]
                 for (suite, case_id, side), one in items[:count]]
-        packed = zlib.compress(json.dumps(data, ensure_ascii=False).encode("utf-8"), 9)
-        text = f"<!-- flipgate:readings={base64.urlsafe_b64encode(packed).decode('ascii')} -->"
+        text = _hidden("readings", data)
         if len(text) <= READINGS_ROOM or count == 0:
             return text
         count = count * READINGS_ROOM // len(text) if count > 1 else 0
@@ -333,8 +346,8 @@ def read_readings(body: str) -> dict[Key, Reading]:
     if len(found) != 1:
         return {}
     try:
-        data = json.loads(_unpacked(base64.urlsafe_b64decode(found[0].encode("ascii"))))
-    except (binascii.Error, zlib.error, UnicodeDecodeError, ValueError, RecursionError):
+        data = _decoded(found[0])
+    except _UNREADABLE:
         return {}
     if not isinstance(data, list):
         return {}
