@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import functools
 import importlib
 import json
 import math
@@ -392,12 +393,12 @@ class LLM:
                     try:
                         async with asyncio.timeout(self.retry.deadline):
                             response: Any = await client.post(
-                                path, body=body, cast_to=_raw_response_type(client),
+                                path, body=body, cast_to=http_library(openai).Response,
                                 options={"max_retries": 0})
                     except TimeoutError:
                         # No complete reply (headers and body) in time: the client's own
                         # timeout error, so it is retried and reported as one.
-                        request = _http_module(client).Request("POST", f"{client.base_url}{path}")
+                        request = http_library(openai).Request("POST", f"{client.base_url}{path}")
                         raise openai.APITimeoutError(request=request) from None
                     reply = _json_object(response)
                 except openai.RateLimitError as exc:
@@ -477,19 +478,6 @@ async def _single_flight(flights: dict[str, _Flight], key: str,
         raise
     finally:
         flight.waiters -= 1
-
-
-def _http_module(client: Any) -> Any:
-    """The HTTP library the SDK was built on (httpx or its successor)."""
-    import openai
-
-    return http_library(openai)
-
-
-def _raw_response_type(client: Any) -> type:
-    """The HTTP library's response class the SDK was built on: asking for it returns
-    the reply undecoded (headers included), skipping the SDK's model parsing."""
-    return _http_module(client).Response
 
 
 def _not_a_number(name: str) -> float:
@@ -652,8 +640,11 @@ def has_aiohttp(openai: Any) -> bool:
     return hasattr(openai, "DefaultAioHttpClient")
 
 
+@functools.cache
 def http_library(openai: Any) -> Any:
-    """The HTTP library the SDK was built on (httpx, or its successor httpx2)."""
+    """The HTTP library the SDK was built on (httpx, or its successor httpx2). Its
+    `Response`, asked of `post` as the type to cast to, returns the reply undecoded
+    (headers included), skipping the SDK's model parsing."""
     base = next(cls for cls in openai.DefaultAsyncHttpxClient.__mro__
                 if not cls.__module__.startswith("openai"))
     return importlib.import_module(base.__module__.split(".")[0])
