@@ -503,10 +503,11 @@ def evaluate(settings: Settings, run_settings: RunSettings, api: RepoAPI, workfl
         except GitHubError as exc:
             give_workspace_back(settings.workspace, workflow, options)
             return stopped_by_github(workflow, status, exc)
+    readings = human.readings_of(outcome.report)  # for labels.jsonl and the comment's block
     if kept:
         write_labels(settings.workspace, of_the_run(kept, outcome.report), head_sha=pull.head_sha,
                      git=Git(run_settings.git_environment()), workflow=workflow,
-                     readings=human.readings_of(outcome.report))
+                     readings=readings)
     give_workspace_back(settings.workspace, workflow, options)
     if outcome.state in ("success", "failure"):
         try:
@@ -519,7 +520,7 @@ def evaluate(settings: Settings, run_settings: RunSettings, api: RepoAPI, workfl
         published = publish(api, number=pull.number, login=login, head_sha=pull.head_sha,
                             body=human.with_readings(
                                 human.with_labels(human.on_rows(outcome.comment, kept), kept)
-                                if kept else outcome.comment, human.readings_of(outcome.report)),
+                                if kept else outcome.comment, readings),
                             create=outcome.create_comment,
                             context=settings.status_context, fingerprint=outcome.fingerprint,
                             mode=settings.comment_mode)
