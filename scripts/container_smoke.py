@@ -40,6 +40,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 from support.github_server import ACTIONS_BOT, FakeGitHub  # noqa: E402
 from support.gitrepo import GitRepo  # noqa: E402
 from support.openai_server import FakeOpenAI  # noqa: E402
+from support.prompts import WITH_SYSTEM  # noqa: E402
 
 RUNNER_UID = 1001  # the GitHub runner's user
 PR, ISSUE = 42, 43
@@ -67,24 +68,7 @@ gate:
   blocking_categories: [policy]
   strict: true  # two cases: let the same-judge re-score block
 """
-PROMPTY = """\
----
-name: answer
-model:
-  api: chat
-  configuration:
-    type: openai
-    model: gen-1
-  parameters:
-    temperature: 0
----
-system:
-{system}
-
-user:
-Context: {{{{context}}}}
-Question: {{{{query}}}}
-"""
+PROMPTY = WITH_SYSTEM
 CASES = "".join(json.dumps(case) + "\n" for case in [
     {"id": "refund-007", "category": "policy", "query": "How long do refunds take?",
      "context": "Refunds are issued within 30 days of the request."},
