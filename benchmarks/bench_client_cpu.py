@@ -8,7 +8,10 @@ order rotates), so a loaded machine's noise falls on all of them, and each is pr
 as its median CPU a request and as a ratio to the bare client of the same rounds:
 
     .venv/bin/python benchmarks/bench_client_cpu.py --requests 2000 --concurrency 64
-    .venv/bin/python benchmarks/bench_client_cpu.py --keep-alive   # a server that keeps connections
+    .venv/bin/python benchmarks/bench_client_cpu.py --close   # a server that closes each connection
+
+The server keeps connections open (HTTP/1.1, as providers do) unless `--close` asks for
+one that closes each after its response, so every request pays a TCP set-up.
 
 Variants:
 - `bare`: `openai.AsyncOpenAI()` as shipped, `chat.completions.create` under a semaphore.
@@ -39,11 +42,8 @@ ROOT = Path(__file__).resolve().parents[1]
 SERVER = """
 import sys, time
 sys.path.insert(0, {tests!r})
-if {keep_alive!r}:
-    import support.loopback as loopback
-    loopback._QuietHandler.protocol_version = "HTTP/1.1"  # keep connections open
 from support.openai_server import FakeOpenAI
-server = FakeOpenAI(); server.start(); print(server.base_url, flush=True)
+server = FakeOpenAI(keep_alive={keep_alive!r}); server.start(); print(server.base_url, flush=True)
 while True: time.sleep(3600)
 """
 
@@ -150,13 +150,13 @@ def main() -> int:
     parser.add_argument("--requests", type=int, default=2000)
     parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--keep-alive", action="store_true",
-                        help="the server keeps connections open (HTTP/1.1), as providers do")
+    parser.add_argument("--close", action="store_true",
+                        help="the server closes each connection after its response")
     parser.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=VARIANTS)
     args = parser.parse_args()
 
     server = subprocess.Popen([sys.executable, "-c", SERVER.format(tests=str(ROOT / "tests"),
-                                                                   keep_alive=args.keep_alive)],
+                                                                   keep_alive=not args.close)],
                               stdout=subprocess.PIPE, text=True)
     seconds: dict[str, list[float]] = {name: [] for name in args.variants}
     ratios: dict[str, list[float]] = {name: [] for name in args.variants}
@@ -178,7 +178,7 @@ def main() -> int:
         server.wait()
 
     print(f"{args.requests} requests x {args.rounds} rounds, concurrency {args.concurrency}, "
-          f"server {'keeps connections' if args.keep_alive else 'closes each connection'}, "
+          f"server {'closes each connection' if args.close else 'keeps connections'}, "
           "client CPU only")
     for name in args.variants:
         ms = 1000 * statistics.median(seconds[name]) / args.requests

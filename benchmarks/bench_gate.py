@@ -8,6 +8,11 @@ the peak in flight (measured by the server), the wall time, and the ideal
     .venv/bin/python benchmarks/bench_gate.py --cases 200 --latency 0.05 --concurrency 8
     .venv/bin/python benchmarks/bench_gate.py --cases 80 --unblocked   # nothing blocks: fluency asked
 
+The loopback judge keeps connections open as providers do (`--close`: one that closes
+each connection after its response). It runs in this process and flipgate in a child, so
+the two CPU figures printed (the server's, flipgate's) say whether the span is waiting on
+the network or on a processor: on a 2-core machine both share the two cores.
+
 Every tenth candidate invents a fee in the `pricing` category (a blocking one),
 so by default the run blocks; `--unblocked` files those cases under `general`.
 """
@@ -17,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -53,11 +59,13 @@ def main() -> int:
     parser.add_argument("--cases", type=int, default=200)
     parser.add_argument("--latency", type=float, default=0.05, help="seconds per request")
     parser.add_argument("--concurrency", type=int, default=8)
+    parser.add_argument("--close", action="store_true",
+                        help="the judge closes each connection after its response")
     parser.add_argument("--unblocked", action="store_true",
                         help="file the invented fees under a non-blocking category")
     args = parser.parse_args()
 
-    server = FakeOpenAI()
+    server = FakeOpenAI(keep_alive=not args.close)
     server.latency = args.latency
     server.start()
     try:
@@ -66,7 +74,7 @@ def main() -> int:
             cases, baseline, candidate, config = write_inputs(
                 directory, args.cases, category="general" if args.unblocked else "pricing")
             env = {**os.environ, "OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": "bench"}
-            started = time.perf_counter()
+            started, server_cpu = time.perf_counter(), time.process_time()
             done = subprocess.run(
                 [sys.executable, "-m", "flipgate", "gate", "--cases", str(cases),
                  "--baseline", str(baseline), "--candidate", str(candidate),
@@ -74,6 +82,8 @@ def main() -> int:
                  "--concurrency", str(args.concurrency)],
                 env=env, capture_output=True, text=True, check=False)
             wall = time.perf_counter() - started
+            server_cpu = time.process_time() - server_cpu
+            child = resource.getrusage(resource.RUSAGE_CHILDREN)
     finally:
         server.stop()
 
@@ -95,6 +105,10 @@ def main() -> int:
     print(f"ideal            {ideal:.2f}s = {requests} x {args.latency}s / {args.concurrency}")
     print(f"wall / ideal     {wall / ideal:.2f}x")
     print(f"requests' span   {span:.2f}s (first arrival to last answer), {span / ideal:.2f}x ideal")
+    print(f"CPU              flipgate {child.ru_utime + child.ru_stime:.2f}s (start-up and outputs "
+          f"included), loopback judge {server_cpu:.2f}s; "
+          f"{'closes each connection' if args.close else 'keeps connections'}"
+          + (f", {server.connections} opened" if not args.close else ""))
     if done.returncode not in (0, 1):
         print(done.stderr, file=sys.stderr)
         return 1

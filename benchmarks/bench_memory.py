@@ -60,7 +60,7 @@ def main() -> int:
     parser.add_argument("--concurrency", type=int, default=16)
     args = parser.parse_args()
 
-    server = FakeOpenAI()
+    server = FakeOpenAI(keep_alive=True)  # connections pooled, as at a provider
     server.start()
     env = {**os.environ, "OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": "bench"}
     try:

@@ -179,3 +179,27 @@ def test_a_proxy_in_the_environment_is_no_route_around_the_cap(
     with HostileHTTP(lambda request, send: send(reply(200, body))) as server:
         assert asyncio.run(chat(llm_on(backend, server.url))) == "ok"  # sent directly
         assert len(server.requests) == 1
+
+
+@BACKENDS
+def test_connections_are_reused_when_the_server_keeps_them(backend: str) -> None:
+    # Providers keep connections open; a client that opened one a request would pay a
+    # TCP (and, at a provider, a TLS) set-up every time.
+    server = FakeOpenAI(keep_alive=True)
+    server.latency = 0.01
+    server.start()
+
+    async def many(llm: LLM) -> list[str]:
+        try:
+            replies = await asyncio.gather(*(llm.chat(model="m", messages=[
+                {"role": "user", "content": f"question {i}"}]) for i in range(40)))
+            return [r.content for r in replies]
+        finally:
+            await llm.client.close()  # type: ignore[union-attr]
+
+    try:
+        answers = asyncio.run(many(llm_on(backend, server.root_url, limit=4)))
+    finally:
+        server.stop()
+    assert len(answers) == 40 and all(answers)
+    assert 1 <= server.connections <= 4

@@ -347,7 +347,9 @@ def _tokens(text: str) -> int:
 class FakeOpenAI:
     """The server's state and scripting surface (see the module docstring)."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, keep_alive: bool = False) -> None:
+        """`keep_alive`: serve persistent HTTP/1.1 connections, as providers do (the
+        benchmarks); the default closes each connection after its response."""
         self._lock = threading.Lock()
         self.requests: list[Recorded] = []
         self.latency: float = 0.0
@@ -370,7 +372,7 @@ class FakeOpenAI:
         self._relevance: Callable[..., Any] = default_relevance
         self._fluency: Callable[..., Any] = default_fluency
         self._statements: Callable[..., Any] = default_statements
-        self._http = LoopbackHTTP(self._wsgi)
+        self._http = LoopbackHTTP(self._wsgi, keep_alive=keep_alive)
         self.root_url = ""
 
     # -- lifecycle
@@ -379,6 +381,11 @@ class FakeOpenAI:
 
     def stop(self) -> None:
         self._http.stop()
+
+    @property
+    def connections(self) -> int:
+        """Connections the keep-alive server accepted (0 on the default server)."""
+        return self._http.connections
 
     @property
     def base_url(self) -> str:
