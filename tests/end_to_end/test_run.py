@@ -593,7 +593,7 @@ def test_a_missing_judge_model_stops_before_generation_and_says_why_once(
 
     assert result.exit_code == 3, result.output
     assert len(server.requests) <= 2 and server.chat_requests("generation") == []
-    [probe] = server.requests
+    [probe] = server.chat_requests()  # the embeddings probe goes out beside it
     assert probe.kind == "probe" and probe.model == "judge-pinned"
     host = re.escape(server.root_url.split("//", 1)[1])
     for text in (result.stderr, comment(tmp_path)):

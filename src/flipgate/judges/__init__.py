@@ -7,6 +7,7 @@ optional azure-ai-evaluation backend load only inside `make_judge`, so
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -191,10 +192,16 @@ class Judges:
 
     async def probe(self) -> None:
         """One cheap request to each judge's model (and the embeddings model): a wrong
-        key, endpoint or model stops the run before anything else is paid for."""
-        await self.first.probe()
-        if self.second is not None:
-            await self.second.probe()
+        key, endpoint or model stops the run before anything else is paid for. The probes
+        go out at once; the first judge's failure is the one reported when both fail."""
+        if self.second is None:
+            await self.first.probe()
+            return
+        outcomes = await asyncio.gather(self.first.probe(), self.second.probe(),
+                                        return_exceptions=True)
+        for outcome in outcomes:
+            if isinstance(outcome, BaseException):
+                raise outcome
 
     async def aclose(self) -> None:
         try:

@@ -339,27 +339,25 @@ class LLM:
 
     async def probe(self, *, model: str, params: Mapping[str, Any], role: str,
                     embedding_model: str | None = None) -> None:
-        """One cheap request to `model` (and one to `embedding_model`) before any real
-        work, so a wrong key, model or deployment stops the run before money is spent.
-        A success is cached like any reply, so a fully cached run still sends nothing."""
+        """One cheap request to `model` (and one to `embedding_model`, at the same time)
+        before any real work, so a wrong key, model or deployment stops the run before money
+        is spent. The chat probe's failure is the one reported when both fail. A success is
+        cached like any reply, so a fully cached run still sends nothing."""
         retries = self.retry.max_retries
-        try:
-            await self.chat(model=model, messages=PROBE_MESSAGES, params=params,
-                            cache_tag={"probe": PROBE_VERSION})
-        except FlipgateError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - the client's errors, after its own retries
-            raise failure_of(exc, endpoint=self.endpoint, model=model, role=role,
-                             retries=retries) from None
-        if embedding_model is None:
-            return
-        try:
-            await self.embed(model=embedding_model, texts=[PROBE_TEXT])
-        except FlipgateError:
-            raise
-        except Exception as exc:  # noqa: BLE001
-            raise failure_of(exc, endpoint=self.endpoint, model=embedding_model,
-                             role="embeddings model", retries=retries) from None
+        asks: list[tuple[Awaitable[object], str, str]] = [
+            (self.chat(model=model, messages=PROBE_MESSAGES, params=params,
+                       cache_tag={"probe": PROBE_VERSION}), model, role)]
+        if embedding_model is not None:
+            asks.append((self.embed(model=embedding_model, texts=[PROBE_TEXT]), embedding_model,
+                         "embeddings model"))
+        outcomes = await asyncio.gather(*(ask for ask, _, _ in asks), return_exceptions=True)
+        for outcome in outcomes:  # the run's own stops (a budget, a cancel) come first
+            if isinstance(outcome, BaseException) and not _is_client_failure(outcome):
+                raise outcome
+        for outcome, (_, asked, what) in zip(outcomes, asks, strict=True):
+            if isinstance(outcome, Exception):  # the client's errors, after its own retries
+                raise failure_of(outcome, endpoint=self.endpoint, model=asked, role=what,
+                                 retries=retries) from None
 
     def _embedding_slot(self) -> asyncio.Semaphore:
         """The run's bound on embedding batches in flight (one per event loop)."""
@@ -478,6 +476,11 @@ async def _single_flight(flights: dict[str, _Flight], key: str,
         raise
     finally:
         flight.waiters -= 1
+
+
+def _is_client_failure(exc: BaseException) -> bool:
+    """A request's own failure (the client's error, a bad reply), not one that stops the run."""
+    return isinstance(exc, Exception) and not isinstance(exc, FlipgateError)
 
 
 def _not_a_number(name: str) -> float:
