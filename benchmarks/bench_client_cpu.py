@@ -17,6 +17,8 @@ Variants:
 - `bare`: `openai.AsyncOpenAI()` as shipped, `chat.completions.create` under a semaphore.
 - `bare-post`: the same client, each body through its low-level `post`, the reply read
   undecoded as the HTTP library's response and parsed with `json.loads`.
+- `bare-post-aiohttp`: `bare-post` on the SDK's aiohttp client, the body sent as prepared
+  JSON bytes (`content=`): the least the SDK's own request path costs on that transport.
 - `door-httpx`: the last release's door (httpx transport, the SDK's pool limits).
 - `door-httpx-pool`: the same with a pool sized to the concurrency (keep-alive = limit).
 - `door-aiohttp`: the door on the SDK's aiohttp client (`DefaultAioHttpClient`).
@@ -47,7 +49,7 @@ server = FakeOpenAI(keep_alive={keep_alive!r}); server.start(); print(server.bas
 while True: time.sleep(3600)
 """
 
-VARIANTS = ("bare", "bare-post", "door-httpx", "door-httpx-pool", "door-aiohttp")
+VARIANTS = ("bare", "bare-post", "bare-post-aiohttp", "door-httpx", "door-httpx-pool", "door-aiohttp")
 
 
 def body(i: int) -> dict[str, Any]:
@@ -74,20 +76,25 @@ async def bare(base_url: str, n: int, concurrency: int) -> None:
         await client.close()
 
 
-async def bare_post(base_url: str, n: int, concurrency: int) -> None:
+async def bare_post(base_url: str, n: int, concurrency: int, *, aiohttp: bool = False) -> None:
     import json
 
     import openai
 
     from flipgate.llm.client import http_library
 
-    client = openai.AsyncOpenAI(base_url=base_url, api_key="bench")
+    client = openai.AsyncOpenAI(base_url=base_url, api_key="bench",
+                                **({"http_client": openai.DefaultAioHttpClient()} if aiohttp else {}))
     response_type = http_library(openai).Response
     gate = asyncio.Semaphore(concurrency)
 
     async def one(i: int) -> None:
         async with gate:
-            reply = await client.post("/chat/completions", body=body(i), cast_to=response_type)
+            if aiohttp:
+                reply = await client.post("/chat/completions", content=json.dumps(body(i)).encode(),
+                                          cast_to=response_type)
+            else:
+                reply = await client.post("/chat/completions", body=body(i), cast_to=response_type)
             assert json.loads(reply.content)["choices"][0]["message"]["content"]
 
     try:
@@ -133,6 +140,7 @@ def _limits(concurrency: int) -> Any:
 RUNS: dict[str, Callable[[str, int, int], Awaitable[None]]] = {
     "bare": bare,
     "bare-post": bare_post,
+    "bare-post-aiohttp": lambda base_url, n, concurrency: bare_post(base_url, n, concurrency, aiohttp=True),
     "door-httpx": door("httpx", pool=False),
     "door-httpx-pool": door("httpx", pool=True),
     "door-aiohttp": door("aiohttp", pool=False),

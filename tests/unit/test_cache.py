@@ -8,13 +8,36 @@ from pathlib import Path
 
 import pytest
 
-from flipgate.llm.cache import Cache, cache_key
+from flipgate.llm.cache import Cache, body_key, cache_key, canonical_json
 
 
 def test_key_ignores_key_order_but_not_content() -> None:
     assert cache_key({"a": 1, "b": [1, 2]}) == cache_key({"b": [1, 2], "a": 1})
     assert cache_key({"a": 1}) != cache_key({"a": 2})
     assert cache_key({"sample": 0}) != cache_key({"sample": 1})
+
+
+@pytest.mark.parametrize("body", [
+    {"model": "m", "messages": [{"role": "user", "content": "hi"}]},
+    {"model": "m", "temperature": 0.0, "max_tokens": 5, "response_format": {"type": "json_object"},
+     "messages": [{"role": "system", "content": 'quote " slash \\ line\u2028sep é 😀 \x00'}]},
+    {},
+])
+def test_a_body_encoded_once_keys_as_the_whole_request_does(body: dict) -> None:
+    # A chat request is encoded once, for its key and for the wire: the key must be the
+    # one earlier versions wrote, or every cache in use would miss.
+    endpoint, tag = {"kind": "openai", "host": "api.openai.com", "port": "443"}, {"sample": 1}
+    assert body_key(canonical_json(body), endpoint=endpoint, tag=tag) == cache_key(
+        {"body": body, "endpoint": endpoint, "tag": tag})
+    assert body_key(canonical_json(body)) == cache_key({"body": body})
+    assert json.loads(canonical_json(body)) == body  # and it is the body, whole
+
+
+def test_a_body_that_is_not_json_is_refused_before_it_is_keyed() -> None:
+    with pytest.raises(ValueError):
+        canonical_json({"temperature": float("nan")})
+    with pytest.raises(ValueError):
+        body_key("{}", a_part_sorting_first=1)
 
 
 def test_round_trip_and_statistics(tmp_path: Path) -> None:

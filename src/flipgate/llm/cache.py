@@ -41,6 +41,25 @@ def cache_key(request: Mapping[str, Any]) -> str:
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
+def canonical_json(value: Any) -> str:
+    """`value` as `cache_key` encodes it (sorted keys, no whitespace, UTF-8 as is), which is
+    also a valid request body: a chat request is encoded once, for its key and for the wire.
+    NaN and infinities are refused, as the openai client refuses them."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                      allow_nan=False)
+
+
+def body_key(body_json: str, **parts: Any) -> str:
+    """`cache_key({"body": body, **parts})` for a body already encoded by `canonical_json`,
+    without encoding it again: "body" sorts before every other part's name."""
+    if any(name <= "body" for name in parts):
+        raise ValueError("every other part of the key must sort after 'body'")
+    rest = json.dumps(parts, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                      default=str)[1:-1]
+    canonical = f'{{"format":{_FORMAT},"request":{{"body":{body_json}{"," if rest else ""}{rest}}}}}'
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
 @dataclass
 class Counts:
     hits: int = 0

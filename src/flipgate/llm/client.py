@@ -40,7 +40,7 @@ from flipgate.config.schema import (
 )
 from flipgate.errors import FlipgateError, IncompleteError, InputError
 from flipgate.llm.budget import Budget, BudgetExceeded, chat_worst_case, embedding_worst_case
-from flipgate.llm.cache import Cache, cache_key
+from flipgate.llm.cache import Cache, body_key, canonical_json
 from flipgate.llm.entra import EntraSignIn
 from flipgate.llm.pacing import LONGEST_PAUSE, Limiter, retry_after
 from flipgate.settings import Settings
@@ -257,21 +257,21 @@ class LLM:
         """
         body: dict[str, Any] = {"model": model, "messages": [dict(m) for m in messages],
                                 **dict(params or {})}
-        key = {"endpoint": self.endpoint.identity(), "body": body, "tag": dict(cache_tag or {})}
-        digest = cache_key(key)
+        encoded = canonical_json(body)  # once, for the key and for the wire
+        digest = body_key(encoded, endpoint=self.endpoint.identity(), tag=dict(cache_tag or {}))
         if self.cache is not None and (hit := self.cache.get_digest(digest)) is not None:
             if _accepts(validate, hit.get("content", "")):
                 return Completion(**hit, cached=True)
         if digest in self.flights:
             self.usage.shared_requests += 1
-        return await _single_flight(self.flights, digest,
-                                    lambda: self._complete(body, digest=digest, validate=validate))
+        return await _single_flight(self.flights, digest, lambda: self._complete(
+            body, encoded, digest=digest, validate=validate))
 
-    async def _complete(self, body: dict[str, Any], *, digest: str,
+    async def _complete(self, body: dict[str, Any], encoded: str, *, digest: str,
                         validate: Callable[[str], object] | None) -> Completion:
         worst_case = chat_worst_case(body, completion_ceiling=self.budget.completion_ceiling)
         reply = await self._post("/chat/completions", body, worst_case=worst_case,
-                                 spent=_chat_tokens)
+                                 spent=_chat_tokens, encoded=encoded)
         choices = reply.get("choices") or [{}]
         choice = choices[0] if isinstance(choices[0], dict) else {}
         message = choice.get("message") if isinstance(choice.get("message"), dict) else {}
@@ -370,8 +370,11 @@ class LLM:
         return {"endpoint": self.endpoint.identity(), "embedding_model": model, "input": text}
 
     async def _post(self, path: str, body: dict[str, Any], *, worst_case: int,
-                    spent: Callable[[dict[str, Any]], int | None]) -> dict[str, Any]:
-        """Send one prepared body until it succeeds or the retry policy gives up.
+                    spent: Callable[[dict[str, Any]], int | None],
+                    encoded: str | None = None) -> dict[str, Any]:
+        """Send one prepared body until it succeeds or the retry policy gives up. `encoded`:
+        the body already as JSON, sent as it is (except to Azure, whose client reads the
+        deployment from the body's `model`).
 
         Every wait (a 429's pause, a backoff) happens outside the concurrency
         slot: an own-rate 429 pauses every new send (in the limiter), a hiccup 429
@@ -380,6 +383,9 @@ class LLM:
         import openai
 
         client = self.client.get() if isinstance(self.client, LazyClient) else self.client
+        payload: dict[str, Any] = {"body": body}
+        if encoded is not None and not isinstance(client, openai.AsyncAzureOpenAI):
+            payload = {"content": encoded.encode("utf-8")}
         first_try = self.limiter.clock()
         failures = hiccups = 0
         while True:
@@ -391,7 +397,7 @@ class LLM:
                     try:
                         async with asyncio.timeout(self.retry.deadline):
                             response: Any = await client.post(
-                                path, body=body, cast_to=http_library(openai).Response,
+                                path, **payload, cast_to=http_library(openai).Response,
                                 options={"max_retries": 0})
                     except TimeoutError:
                         # No complete reply (headers and body) in time: the client's own
