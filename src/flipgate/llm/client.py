@@ -384,8 +384,14 @@ class LLM:
 
         client = self.client.get() if isinstance(self.client, LazyClient) else self.client
         payload: dict[str, Any] = {"body": body}
-        if encoded is not None and not isinstance(client, openai.AsyncAzureOpenAI):
-            payload = {"content": encoded.encode("utf-8")}
+        url = path
+        if not isinstance(client, openai.AsyncAzureOpenAI):
+            # Azure's client builds the deployment's URL from the path and the body's model;
+            # any other gets the body as the bytes already encoded, and the whole URL, which
+            # the SDK would otherwise join to its base (a copy and a parse) on every request.
+            url = f"{client.base_url}{path.lstrip('/')}"
+            if encoded is not None:
+                payload = {"content": encoded.encode("utf-8")}
         first_try = self.limiter.clock()
         failures = hiccups = 0
         while True:
@@ -397,7 +403,7 @@ class LLM:
                     try:
                         async with asyncio.timeout(self.retry.deadline):
                             response: Any = await client.post(
-                                path, **payload, cast_to=http_library(openai).Response,
+                                url, **payload, cast_to=http_library(openai).Response,
                                 options={"max_retries": 0})
                     except TimeoutError:
                         # No complete reply (headers and body) in time: the client's own
