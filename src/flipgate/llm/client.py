@@ -90,6 +90,10 @@ class Endpoint:
     auth: str = AUTH_KEY  # key | entra (a name, never a secret: it is part of the identity)
 
     def identity(self) -> dict[str, str | None]:
+        return dict(self._identity)
+
+    @functools.cached_property
+    def _identity(self) -> dict[str, str | None]:  # every request's key reads it: parsed once
         parts = urlsplit(self.base_url)
         identity: dict[str, str | None] = {
             "kind": self.kind,
