@@ -13,13 +13,21 @@ as its median CPU a request and as a ratio to the bare client of the same rounds
 The server keeps connections open (HTTP/1.1, as providers do) unless `--close` asks for
 one that closes each after its response, so every request pays a TCP set-up.
 
+Each measurement runs in a child process of its own (a warm-up of 50 requests, then the N
+timed), so no variant inherits another's heap or connection pool. `--previous SRC` adds
+`door-previous`: the door of another checkout's `src/` (the last release), on its own
+default transport, in the same rounds:
+
+    git worktree add /tmp/previous v0.1.0
+    .venv/bin/python benchmarks/bench_client_cpu.py --previous /tmp/previous/src
+
 Variants:
 - `bare`: `openai.AsyncOpenAI()` as shipped, `chat.completions.create` under a semaphore.
 - `bare-post`: the same client, each body through its low-level `post`, the reply read
   undecoded as the HTTP library's response and parsed with `json.loads`.
 - `bare-post-aiohttp`: `bare-post` on the SDK's aiohttp client, the body sent as prepared
   JSON bytes (`content=`): the least the SDK's own request path costs on that transport.
-- `door-httpx`: the last release's door (httpx transport, the SDK's pool limits).
+- `door-httpx`: the door on the SDK's httpx client (the fallback without aiohttp).
 - `door-httpx-pool`: the same with a pool sized to the concurrency (keep-alive = limit).
 - `door-aiohttp`: the door on the SDK's aiohttp client (`DefaultAioHttpClient`).
 HTTP/2 (`h2`) is not measured: the loopback server speaks HTTP/1.1 only, and httpx
@@ -50,6 +58,7 @@ while True: time.sleep(3600)
 """
 
 VARIANTS = ("bare", "bare-post", "bare-post-aiohttp", "door-httpx", "door-httpx-pool", "door-aiohttp")
+CHOICES = (*VARIANTS, "door-previous")
 
 
 def body(i: int) -> dict[str, Any]:
@@ -144,13 +153,30 @@ RUNS: dict[str, Callable[[str, int, int], Awaitable[None]]] = {
     "door-httpx": door("httpx", pool=False),
     "door-httpx-pool": door("httpx", pool=True),
     "door-aiohttp": door("aiohttp", pool=False),
+    "door-previous": door("aiohttp", pool=False),  # run with another checkout's src/ first on the path
 }
+WARM_UP = 50
 
 
-def cpu(run: Callable[[], Awaitable[None]]) -> float:
+def child(variant: str, base_url: str, n: int, concurrency: int) -> float:
+    """One measurement, in this (child) process: imports and a warm-up, then N requests."""
+    os.environ.update(OPENAI_BASE_URL=base_url, OPENAI_API_KEY="bench")
+    asyncio.run(RUNS[variant](base_url, WARM_UP, concurrency))  # type: ignore[arg-type]
     started = time.process_time()
-    asyncio.run(run())  # type: ignore[arg-type]
+    asyncio.run(RUNS[variant](base_url, n, concurrency))  # type: ignore[arg-type]
     return time.process_time() - started
+
+
+def measure(variant: str, base_url: str, args: argparse.Namespace) -> float:
+    env = dict(os.environ)
+    if variant == "door-previous":
+        env["PYTHONPATH"] = args.previous
+    done = subprocess.run([sys.executable, __file__, "--child", variant, "--base-url", base_url,
+                           "--requests", str(args.requests), "--concurrency", str(args.concurrency)],
+                          env=env, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"{variant} failed:\n{done.stderr}")
+    return float(done.stdout.split()[-1])
 
 
 def main() -> int:
@@ -160,8 +186,19 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--close", action="store_true",
                         help="the server closes each connection after its response")
-    parser.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=VARIANTS)
+    parser.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=CHOICES)
+    parser.add_argument("--previous", metavar="SRC",
+                        help="another checkout's src/ directory: adds the door-previous variant")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--base-url", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.child:
+        print(child(args.child, args.base_url, args.requests, args.concurrency))
+        return 0
+    if args.previous and "door-previous" not in args.variants:
+        args.variants.append("door-previous")
+    elif not args.previous and "door-previous" in args.variants:
+        parser.error("door-previous needs --previous SRC")
 
     server = subprocess.Popen([sys.executable, "-c", SERVER.format(tests=str(ROOT / "tests"),
                                                                    keep_alive=not args.close)],
@@ -171,12 +208,9 @@ def main() -> int:
     try:
         assert server.stdout is not None
         base_url = server.stdout.readline().strip()
-        os.environ.update(OPENAI_BASE_URL=base_url, OPENAI_API_KEY="bench")
-        cpu(lambda: RUNS[args.variants[0]](base_url, 50, args.concurrency))  # imports, warm-up
         for round_ in range(args.rounds):
             order = args.variants[round_ % len(args.variants):] + args.variants[:round_ % len(args.variants)]
-            spent = {name: cpu(lambda name=name: RUNS[name](base_url, args.requests, args.concurrency))
-                     for name in order}
+            spent = {name: measure(name, base_url, args) for name in order}
             for name in args.variants:
                 seconds[name].append(spent[name])
                 if "bare" in spent:
@@ -192,7 +226,7 @@ def main() -> int:
         ms = 1000 * statistics.median(seconds[name]) / args.requests
         ratio = (f"{statistics.median(ratios[name]):.2f}x bare "
                  f"({min(ratios[name]):.2f}-{max(ratios[name]):.2f})") if ratios[name] else ""
-        print(f"  {name:<16} {ms:5.2f} ms CPU/request  {ratio}")
+        print(f"  {name:<18} {ms:5.2f} ms CPU/request  {ratio}")
     return 0
 
 
