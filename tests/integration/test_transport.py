@@ -56,6 +56,16 @@ async def chat(llm: LLM, text: str = "hi") -> str:
         await llm.client.close()  # type: ignore[union-attr]
 
 
+async def chat_many(llm: LLM, n: int) -> list[str]:
+    """`n` different questions at once; their answers."""
+    try:
+        replies = await asyncio.gather(*(llm.chat(model="m", messages=[
+            {"role": "user", "content": f"question {i}"}]) for i in range(n)))
+        return [r.content for r in replies]
+    finally:
+        await llm.client.close()  # type: ignore[union-attr]
+
+
 def failure_line(llm: LLM, exc: BaseException) -> str:
     return describe_failure(exc, endpoint=llm.endpoint, model="m", role="judge model", retries=0)
 
@@ -154,16 +164,8 @@ def test_the_concurrency_limit_holds_on_the_wire(backend: str) -> None:
     server.latency = 0.05
     server.start()
 
-    async def many(llm: LLM) -> list[str]:
-        try:
-            replies = await asyncio.gather(*(llm.chat(model="m", messages=[
-                {"role": "user", "content": f"question {i}"}]) for i in range(24)))
-            return [r.content for r in replies]
-        finally:
-            await llm.client.close()  # type: ignore[union-attr]
-
     try:
-        answers = asyncio.run(many(llm_on(backend, server.root_url, limit=6)))
+        answers = asyncio.run(chat_many(llm_on(backend, server.root_url, limit=6), 24))
     finally:
         server.stop()
     assert len(answers) == 24 and all(answers)
@@ -189,16 +191,8 @@ def test_connections_are_reused_when_the_server_keeps_them(backend: str) -> None
     server.latency = 0.01
     server.start()
 
-    async def many(llm: LLM) -> list[str]:
-        try:
-            replies = await asyncio.gather(*(llm.chat(model="m", messages=[
-                {"role": "user", "content": f"question {i}"}]) for i in range(40)))
-            return [r.content for r in replies]
-        finally:
-            await llm.client.close()  # type: ignore[union-attr]
-
     try:
-        answers = asyncio.run(many(llm_on(backend, server.root_url, limit=4)))
+        answers = asyncio.run(chat_many(llm_on(backend, server.root_url, limit=4), 40))
     finally:
         server.stop()
     assert len(answers) == 40 and all(answers)
