@@ -187,7 +187,7 @@ def describe_failure(exc: BaseException, credential: Any, method: str, *,
                      authority: str = DEFAULT_AUTHORITY) -> str:
     """One line: which credentials were tried at which authority, what went wrong, how to
     fix it."""
-    text = str(getattr(exc, "message", None) or exc)
+    text = _words(exc)
     # A chain lists each attempt as "\tName: what it said"; it stops early only at a
     # credential that was there but failed, whose words then say the most.
     attempts = [line.strip().split(": ", 1) for line in text.splitlines()
@@ -199,23 +199,31 @@ def describe_failure(exc: BaseException, credential: Any, method: str, *,
         said = f": {attempts[-1][0]}: {_short(attempts[-1][1])}" if stopped else ""
         return (f"auth entra: no Microsoft Entra ID token from {authority} (tried {tried}){said}; "
                 f"{HOW_TO_FIX}")
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    first = _first_line(text)
     fix = "; check the app registration's federated credential (docs/azure.md)" \
         if "OIDC" in method else ""
     return (f"auth entra: Microsoft Entra ID at {authority} refused the sign-in through {method}: "
-            f"{_short(lines[0] if lines else type(exc).__name__)}{fix}")
+            f"{_short(first or type(exc).__name__)}{fix}")
 
 
 def describe_unreachable(exc: BaseException, sign_in: EntraSignIn) -> str:
     """One line for a sign-in that never reached a verdict: the authority is no https:// URL,
     nobody answers there, or its certificate is not trusted."""
-    text = str(getattr(exc, "message", None) or exc)
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    said = _short(lines[0]).rstrip(".") if lines else ""
+    said = _short(_first_line(_words(exc))).rstrip(".")
     return (f"auth entra: could not sign in at the authority {sign_in.authority} through "
             f"{sign_in.method}: {type(exc).__name__}{': ' + said if said else ''}; "
             "AZURE_AUTHORITY_HOST must be an https:// URL this machine reaches and whose "
             "certificate it trusts (REQUESTS_CA_BUNDLE), or unset for Azure's public cloud")
+
+
+def _words(exc: BaseException) -> str:
+    """What an azure-identity error says (its `message`, else its text)."""
+    return str(getattr(exc, "message", None) or exc)
+
+
+def _first_line(text: str) -> str:
+    """The first line of `text` that says anything, stripped ("" when none does)."""
+    return next((line.strip() for line in text.splitlines() if line.strip()), "")
 
 
 def _short(line: str) -> str:
