@@ -388,12 +388,13 @@ class LLM:
 
         client = self.client.get() if isinstance(self.client, LazyClient) else self.client
         payload: dict[str, Any] = {"body": body}
+        whole_url = f"{client.base_url}{path.lstrip('/')}"
         url = path
         if not isinstance(client, openai.AsyncAzureOpenAI):
             # Azure's client builds the deployment's URL from the path and the body's model;
             # any other gets the body as the bytes already encoded, and the whole URL, which
             # the SDK would otherwise join to its base (a copy and a parse) on every request.
-            url = f"{client.base_url}{path.lstrip('/')}"
+            url = whole_url
             if encoded is not None:
                 payload = {"content": encoded.encode("utf-8")}
         first_try = self.limiter.clock()
@@ -412,7 +413,7 @@ class LLM:
                     except TimeoutError:
                         # No complete reply (headers and body) in time: the client's own
                         # timeout error, so it is retried and reported as one.
-                        request = http_library(openai).Request("POST", f"{client.base_url}{path}")
+                        request = http_library(openai).Request("POST", whole_url)
                         raise openai.APITimeoutError(request=request) from None
                     reply = _json_object(response)
                 except openai.RateLimitError as exc:
