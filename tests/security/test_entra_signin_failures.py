@@ -93,35 +93,41 @@ def test_an_authority_nobody_answers_on_is_one_line_naming_it(
     _assert_one_line_exit_3(run_flipgate(write_run(tmp_path, model), env), model, authority)
 
 
+@pytest.fixture
+def certificate(tmp_path: Path) -> TestCertificate:
+    return TestCertificate(tmp_path / "tls")
+
+
+@pytest.fixture
+def authority(certificate: TestCertificate, github: FakeGitHubOIDC) -> Iterator[FakeAuthority]:
+    """An Entra authority on HTTPS under `certificate`, which this machine does not trust
+    unless told to, accepting both ways' assertions."""
+    served = FakeAuthority(certificate, tenant=TENANT, client_id=CLIENT,
+                           assertions=lambda: {"federated-k8s-token", *github.issued})
+    served.start()
+    try:
+        yield served
+    finally:
+        served.stop()
+
+
 @pytest.mark.parametrize("way", WAYS)
 def test_an_authority_with_a_certificate_nobody_trusts_is_one_line_naming_it(
-        model: FakeOpenAI, github: FakeGitHubOIDC, tmp_path: Path, way: str) -> None:
-    certificate = TestCertificate(tmp_path / "tls")
-    authority = FakeAuthority(certificate, tenant=TENANT, client_id=CLIENT,
-                              assertions=lambda: {"federated-k8s-token", *github.issued})
-    authority.start()
-    try:
-        env = _sign_in_env(tmp_path, way, authority.url, github)   # its certificate not trusted
-        _assert_one_line_exit_3(run_flipgate(write_run(tmp_path, model), env), model, authority.url)
-        assert not authority.issued
-    finally:
-        authority.stop()
+        model: FakeOpenAI, github: FakeGitHubOIDC, authority: FakeAuthority, tmp_path: Path,
+        way: str) -> None:
+    env = _sign_in_env(tmp_path, way, authority.url, github)   # its certificate not trusted
+    _assert_one_line_exit_3(run_flipgate(write_run(tmp_path, model), env), model, authority.url)
+    assert not authority.issued
 
 
 @pytest.mark.parametrize("way", WAYS)
 def test_control_the_same_authority_trusted_signs_in(
-        model: FakeOpenAI, github: FakeGitHubOIDC, tmp_path: Path, way: str) -> None:
-    certificate = TestCertificate(tmp_path / "tls")
-    authority = FakeAuthority(certificate, tenant=TENANT, client_id=CLIENT,
-                              assertions=lambda: {"federated-k8s-token", *github.issued})
-    authority.start()
-    try:
-        model.bearer_tokens = authority.issued
-        env = _sign_in_env(tmp_path, way, authority.url, github,
-                           REQUESTS_CA_BUNDLE=str(certificate.cert_file),
-                           SSL_CERT_FILE=str(certificate.cert_file))
-        result = run_flipgate(write_run(tmp_path, model), env)
-        assert result.returncode == 0, result.stderr
-        assert authority.issued and model.chat_requests()
-    finally:
-        authority.stop()
+        model: FakeOpenAI, github: FakeGitHubOIDC, certificate: TestCertificate,
+        authority: FakeAuthority, tmp_path: Path, way: str) -> None:
+    model.bearer_tokens = authority.issued
+    trusted = str(certificate.cert_file)
+    env = _sign_in_env(tmp_path, way, authority.url, github,
+                       REQUESTS_CA_BUNDLE=trusted, SSL_CERT_FILE=trusted)
+    result = run_flipgate(write_run(tmp_path, model), env)
+    assert result.returncode == 0, result.stderr
+    assert authority.issued and model.chat_requests()
