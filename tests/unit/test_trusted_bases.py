@@ -27,9 +27,38 @@ def test_another_branch_needs_the_default_branchs_list() -> None:
 
 @pytest.mark.parametrize(("base", "trusted"), [
     ("release/1.2", True), ("release/", True), ("release", False), ("Release/1", False),
-    ("main-old", False), ("hotfix/release/1", False)])
+    ("main-old", False), ("hotfix/release/1", False), ("release/a/b", False)])
 def test_patterns_are_fnmatch_and_case_sensitive(base: str, trusted: bool) -> None:
     assert (refused(base, ["main", "release/*"]) is None) is trusted
+
+
+# GitHub's branch-protection patterns: File.fnmatch with FNM_PATHNAME, so no wildcard
+# crosses a `/`, and `**/` stands for any number of whole directories.
+@pytest.mark.parametrize(("pattern", "base", "trusted"), [
+    ("release/*", "release/1", True),
+    ("release/*", "release/a/b", False),        # `*` stops at `/`
+    ("*", "main", True),
+    ("*", "feature/x", False),
+    ("*release*", "prerelease-2", True),
+    ("*release*", "hotfix/release/1", False),
+    ("release/?", "release/1", True),
+    ("release/?", "release/12", False),
+    ("release?1", "release/1", False),          # `?` is never a `/`
+    ("release/[0-9]*", "release/1.2", True),
+    ("release/[0-9]*", "release/x", False),
+    ("release/[!0-9]*", "release/x", True),
+    ("release[/]1", "release/1", False),        # nor is a bracket set
+    ("release/**/*", "release/a/b", True),      # `**/`: any number of directories
+    ("release/**/*", "release/1", True),        # ... none included
+    ("release/**", "release/a/b", False),       # `**` not before `/` is a plain `*`
+    ("qa**/**/*", "qa-x/y/z", True),
+    ("**/hotfix", "team/a/hotfix", True),
+    ("**/hotfix", "hotfix", True),
+    ("release/1.*", "release/1x2", False),      # `.` is itself, not any character
+    ("main", "Main", False),                    # case counts, as in git
+])
+def test_wildcards_do_not_cross_a_slash(pattern: str, base: str, trusted: bool) -> None:
+    assert (refused(base, [pattern]) is None) is trusted
 
 
 def test_a_named_base_without_a_configuration_is_refused_not_adopted() -> None:
