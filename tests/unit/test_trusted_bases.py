@@ -6,7 +6,7 @@ import pytest
 
 from flipgate.config.schema import parse_config
 from flipgate.errors import InputError
-from flipgate.github.bases import refuse_base
+from flipgate.github.bases import CONTEXT_LIMIT, refuse_base, status_context
 
 
 def refused(base: str, named: list[str] | None = None, *, default_has: bool = True,
@@ -56,6 +56,7 @@ def test_patterns_are_fnmatch_and_case_sensitive(base: str, trusted: bool) -> No
     ("**/hotfix", "hotfix", True),
     ("release/1.*", "release/1x2", False),      # `.` is itself, not any character
     ("main", "Main", False),                    # case counts, as in git
+    ("release/[9-0]", "release/5", False),      # a reversed range trusts nothing
 ])
 def test_wildcards_do_not_cross_a_slash(pattern: str, base: str, trusted: bool) -> None:
     assert (refused(base, [pattern]) is None) is trusted
@@ -82,3 +83,25 @@ def test_the_setting_validates_and_is_the_runs_not_a_suites() -> None:
     with pytest.raises(InputError, match="base_branches"):
         parse_config("generator: prompts/answer.prompty\nsuites:\n  - name: a\n"
                      "    cases: a.jsonl\n    gate:\n      base_branches: [main]\n")
+
+
+# Each base's verdict on a context of its own: one head proposed to two bases.
+@pytest.mark.parametrize(("base", "suite", "context"), [
+    ("main", None, "flipgate"),
+    ("main", "support", "flipgate/support"),
+    ("release/1", None, "flipgate@release/1"),
+    ("release/1", "support", "flipgate/support@release/1"),
+    ("support", None, "flipgate@support"),        # never a suite's `flipgate/support`
+    ("release/1/support", None, "flipgate@release/1/support"),
+])
+def test_a_verdict_lands_on_its_bases_own_context(base: str, suite: str | None,
+                                                   context: str) -> None:
+    assert status_context("flipgate", base=base, default_branch="main", suite=suite) == context
+
+
+def test_no_two_bases_share_a_context_even_past_githubs_limit() -> None:
+    long = "release/" + "x" * 300
+    first = status_context("flipgate", base=long + "1", default_branch="main")
+    second = status_context("flipgate", base=long + "2", default_branch="main")
+    assert len(first) == len(second) == CONTEXT_LIMIT and first != second
+    assert first.startswith("flipgate@release/xxx")

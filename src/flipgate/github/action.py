@@ -39,7 +39,7 @@ from flipgate.github import joblog
 from flipgate.github import labels as human
 from flipgate.github import texts as messages
 from flipgate.github.api import GitHubError, RepoAPI, StatusUpdate, connect
-from flipgate.github.bases import Refused, refuse_base
+from flipgate.github.bases import Refused, refuse_base, status_context
 from flipgate.github.cancel import STATUS_BUDGET, Cancellation, handled, within
 from flipgate.github.event import (
     LABELS_PER_COMMENT,
@@ -284,7 +284,7 @@ def await_command(settings: Settings, api: RepoAPI, workflow: Workflow,
     api.set_status(pull.head_sha, StatusUpdate(state="pending",
                                                description=messages.waiting_description(
                                                    pull, records_head=is_head_now(api, pull)),
-                                               context=settings.status_context,
+                                               context=context_of(settings, pull),
                                                target_url=settings.run_url))
     workflow.notice(messages.await_command(pull))
     workflow.append_summary(messages.await_command(pull))
@@ -317,7 +317,7 @@ def obey(settings: Settings, api: RepoAPI, workflow: Workflow,
     # What the PR's history proves about its head (pinning.py): the rewrites on its
     # timeline, and the pending statuses flipgate set on the current head for this PR.
     records = [*api.head_rewrites(pull.number),
-               *api.head_statuses(pull.head_sha, context=settings.status_context,
+               *api.head_statuses(pull.head_sha, context=context_of(settings, pull),
                                   number=pull.number, login=api.own_login())]
     pin = pin_head(commits=[c.sha for c in api.pull_commits(pull.number)],
                    current_head=pull.head_sha, comment_at=command.created_at, named=command.sha,
@@ -627,7 +627,7 @@ def report_cancelled(signal_name: str, *, settings: Settings, fresh_api: Callabl
     the outputs and the log say so, the workspace goes back to its owner."""
     description = messages.cancelled_description(signal_name)
     update = StatusUpdate(state="error", description=description,
-                          context=settings.status_context, target_url=settings.run_url)
+                          context=context_of(settings, pull), target_url=settings.run_url)
     status_set = within(STATUS_BUDGET, lambda: fresh_api().set_status(pull.head_sha, update))
     steps: list[Callable[[], None]] = [
         lambda: workflow.set_output("conclusion", "error"),
@@ -688,12 +688,19 @@ def evaluate_shard(settings: Settings, run_settings: RunSettings, workflow: Work
     return outcome.exit_code
 
 
+def context_of(settings: Settings, pull: PullRequest, suite: str | None = None) -> str:
+    """The status context of this pull request's verdict: its base's own (github/bases.py),
+    so one head proposed to two bases never has one base's verdict read as the other's."""
+    return status_context(settings.status_context, base=pull.base_ref,
+                          default_branch=pull.default_branch, suite=suite)
+
+
 def _status_setter(settings: Settings, api: RepoAPI,
                    pull: PullRequest) -> Callable[..., None]:
     def set_status(state: str, description: str, *, suite: str | None = None) -> None:
-        context = f"{settings.status_context}/{suite}" if suite else settings.status_context
         api.set_status(pull.head_sha, StatusUpdate(state=state, description=description,
-                                                   context=context, target_url=settings.run_url))
+                                                   context=context_of(settings, pull, suite),
+                                                   target_url=settings.run_url))
     return set_status
 
 
@@ -709,7 +716,7 @@ def run_check_safely(settings: Settings, run_settings: RunSettings, workflow: Wo
     options = options or CheckOptions()
     workspace = settings.workspace
     workflow.info(f"flipgate: evaluating #{pull.number} "
-                  f"{short(pull.base_sha)}..{short(pull.head_sha)} ({settings.status_context})")
+                  f"{short(pull.base_sha)}..{short(pull.head_sha)} ({context_of(settings, pull)})")
     progress = PeriodicLines(stream=workflow.stream, every=options.progress_every)
     try:
         git = Git(run_settings.git_environment())
