@@ -254,3 +254,47 @@ def test_a_retarget_while_the_command_runs_leaves_no_verdict(repo: Repo) -> None
     final = repo.harness.final_status()
     assert final["state"] == "error" and "base changed" in final["description"]
     assert "release/1" in repo.harness.own_comments()[0]["body"]
+
+
+# -- a retarget to a branch with no configuration (issue 28) ----------------------
+
+def retargeted(repo: Repo, base: str) -> None:
+    """The PR to main was judged; its author moves it to `base`; the `edited` delivery."""
+    repo.pull("main")
+    repo.pull_event("main")
+    assert repo.run() == 1
+    repo.harness.server.retarget(PR, base)
+    repo.pull_event(base, action_name="edited",
+                    changes={"base": {"ref": {"from": "main"}, "sha": {"from": repo.commits["main"]}}})
+
+
+@pytest.mark.parametrize("base", ["legacy", "release/2"])
+def test_a_retarget_to_an_unconfigured_branch_is_refused_even_when_github_answers_nothing(
+        repo: Repo, base: str) -> None:
+    """A base other than the default branch that has no configuration is refused whatever
+    the default branch says: GitHub failing to name the default branch's tip changes
+    nothing, and nothing reads as an internal error."""
+    retargeted(repo, base)
+    repo.harness.server.fail("GET", "/branches/", 404, message="Branch not found", times=5)
+    requests_before = len(repo.openai.requests)
+
+    assert repo.run() == 2, repo.harness.log.getvalue()[-3000:]
+
+    final = repo.harness.final_status()
+    assert final["state"] == "error" and base in final["description"], final
+    assert "internal error" not in final["description"]
+    assert f"`{base}`" in repo.harness.own_comments()[0]["body"]
+    assert len(repo.openai.requests) == requests_before
+
+
+def test_a_configured_base_github_cannot_vouch_for_is_an_api_failure_not_an_internal_error(
+        repo: Repo) -> None:
+    retargeted(repo, "release/1")
+    repo.harness.server.fail("GET", "/branches/", 404, message="Branch not found", times=5)
+
+    assert repo.run() == 3, repo.harness.log.getvalue()[-3000:]
+
+    final = repo.harness.final_status()
+    assert final["state"] == "error" and "internal error" not in final["description"], final
+    assert "GitHub" in final["description"]
+    assert "release/1" in repo.harness.own_comments()[0]["body"]
