@@ -39,7 +39,7 @@ from flipgate.github import joblog
 from flipgate.github import labels as human
 from flipgate.github import texts as messages
 from flipgate.github.api import GitHubError, RepoAPI, StatusUpdate, connect
-from flipgate.github.bases import Refused, refuse_base, status_context
+from flipgate.github.bases import Refused, refuse_base, status_context, unconfigured
 from flipgate.github.cancel import STATUS_BUDGET, Cancellation, handled, within
 from flipgate.github.event import (
     LABELS_PER_COMMENT,
@@ -171,15 +171,19 @@ def suite_statuses(report: Report) -> tuple[tuple[str, str, str], ...]:
                   else messages.NO_CHANGE) for part in report.suites)
 
 
-def outcome_of_failure(exc: BaseException, *, head_sha: str) -> Outcome:
+def outcome_of_failure(exc: BaseException, *, head_sha: str, about: str = "") -> Outcome:
+    """`about`: what the run was doing, a line before the failure's own words."""
     if isinstance(exc, InputError):
         kind, exit_code = "bad input or configuration", exc.exit_code
         detail = "\n".join(str(problem) for problem in exc.problems)
     elif isinstance(exc, FlipgateError):
         kind, exit_code, detail = "it could not finish", exc.exit_code, str(exc)
+    elif isinstance(exc, GitHubError):
+        kind, exit_code, detail = "GitHub API", EXIT_INCOMPLETE, str(exc)
     else:
         kind, exit_code = "internal error", EXIT_INCOMPLETE
         detail = f"{type(exc).__name__}: {exc}"
+    detail = f"{about}\n{detail}" if about else detail
     text = messages.could_not_run_comment(head_sha=head_sha, kind=kind, detail=detail)
     # The `conclusion` output is `error` exactly when the step exits 3; bad input
     # (exit 2) reached no conclusion, so it leaves the output unset.
@@ -597,16 +601,24 @@ def untrusted_base(settings: Settings, run_settings: RunSettings, api: RepoAPI,
         return None
     try:
         git = Git(run_settings.git_environment())
-        default = Ref(pull.default_branch, api.branch_sha(pull.default_branch))
-        ensure_commits(settings.workspace, [default.sha, pull.base_sha], git=git)
+        ensure_commits(settings.workspace, [pull.base_sha], git=git)
         repo = Repo(settings.workspace, git)
+        base_has_config = repo.read(Ref(pull.base_ref, pull.base_sha), settings.config) is not None
+        try:
+            default = Ref(pull.default_branch, api.branch_sha(pull.default_branch))
+        except GitHubError as exc:
+            if not base_has_config:  # refused whatever the default branch says (bases.py)
+                return outcome_of_refusal(unconfigured(pull.base_ref, settings.config),
+                                          head_sha=pull.head_sha)
+            return outcome_of_failure(exc, head_sha=pull.head_sha, about=(
+                f"whether the base {pull.base_ref} is trusted is read from "
+                f"{pull.default_branch}'s configuration, and GitHub did not name its commit"))
+        ensure_commits(settings.workspace, [default.sha], git=git)
         trusted = read_config(repo, default, settings.config)
         refused = refuse_base(pull.base_ref, default_branch=pull.default_branch,
                               named=trusted.base_branches if trusted else None,
                               default_has_config=trusted is not None,
-                              base_has_config=repo.read(Ref(pull.base_ref, pull.base_sha),
-                                                        settings.config) is not None,
-                              config_path=settings.config)
+                              base_has_config=base_has_config, config_path=settings.config)
     except (FlipgateError, GitHubError) as exc:
         return outcome_of_failure(exc, head_sha=pull.head_sha)
     return None if refused is None else outcome_of_refusal(refused, head_sha=pull.head_sha)

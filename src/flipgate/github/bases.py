@@ -109,6 +109,15 @@ def refuse_base(base: str, *, default_branch: str, named: Sequence[str] | None,
     return None
 
 
+def unconfigured(base: str, config_path: str) -> Refused:
+    """A base other than the default branch without a configuration: refused whatever the
+    default branch says (not trusted without its list; trusted, the head's file would be
+    read in its place), so this needs nothing from the default branch."""
+    return Refused(base, f"the base branch {base} has no {config_path}; only the default branch "
+                         "is ever judged without one, and the pull request's own configuration "
+                         "is never read in its place", unconfigured=True)
+
+
 def status_context(context: str, *, base: str, default_branch: str,
                    suite: str | None = None) -> str:
     """The commit status context a verdict against `base` lands on (`context`: the

@@ -156,8 +156,8 @@ def refused_base_comment(*, head_sha: str, refused: Refused) -> str:
             f"The base {inline_code(refused.base)} was refused for {inline_code(short(head_sha))}: "
             f"{escape_md(refused.why)}. Nothing was "
             f"gated, no model was called, and the commit status says `error`.\n\n"
-            + ("A maintainer can commit a configuration to that base (it matches "
-               f"{inline_code(SETTING)}), or retarget the pull request to a configured "
+            + ("A maintainer can commit a configuration to that base (if "
+               f"{inline_code(SETTING)} names it), or retarget the pull request to a configured "
                "trusted base" if refused.unconfigured else
                f"Retarget the pull request to a trusted base, or have a maintainer name this "
                f"base in {inline_code(SETTING)} of the default branch's configuration")
