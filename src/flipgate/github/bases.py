@@ -54,6 +54,7 @@ def branch_matches(branch: str, pattern: str) -> bool:
 
 @lru_cache(maxsize=64)
 def _pattern(pattern: str) -> re.Pattern[str]:
+    """A branch pattern as the regular expression that matches the same names."""
     parts: list[str] = []
     at = 0
     while at < len(pattern):
