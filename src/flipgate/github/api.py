@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from github import Auth, Github, GithubException, GithubRetry, RateLimitExceededExceedsMaxWait
-from github.Requester import Requester
+from github.Requester import HTTPRequestsConnectionClass, HTTPSRequestsConnectionClass, Requester
 from requests import RequestException
 from requests.exceptions import RetryError
 
@@ -26,6 +26,7 @@ from flipgate.errors import InputError
 from flipgate.github.event import GHOST, PullRequest, pull_from_payload
 from flipgate.github.pinning import HeadRecord
 from flipgate.github.texts import recorded_pull
+from flipgate.text.inflate import ACCEPTED
 
 # Timeline events that move a PR's head other than forward, as the reply names them.
 REWRITES = {"head_ref_force_pushed": "a force-push", "head_ref_deleted": "the head branch deleted",
@@ -68,6 +69,8 @@ def _translated(what: str) -> Callable[[F], F]:
                     f"flipgate waits: {RATE_LIMIT_WAIT_SECONDS} s)")) from None
             except GithubException as exc:
                 raise GitHubError(what, exc.status, _github_message(exc)) from None
+            except ReplyTooLarge as exc:
+                raise GitHubError(what, exc.status, str(exc)) from None
             except RetryError as exc:  # GitHub still refused after every bounded wait
                 cause = re.search(r"too many (\d+) error responses", str(exc))
                 status = int(cause[1]) if cause else None
@@ -102,6 +105,72 @@ RATE_LIMIT_RETRIES = 2
 SECONDARY_WAIT_SECONDS = 60  # GitHub: without `retry-after`, wait at least a minute
 
 
+# The most of one GitHub reply flipgate reads, counted after decompression. A page of 100
+# comments of 65,536 characters each is at most about 26 MB of UTF-8.
+MAX_GITHUB_REPLY_BYTES = 64 * 1024 * 1024
+
+
+class ReplyTooLarge(ValueError):
+    """GitHub's reply inflates past `MAX_GITHUB_REPLY_BYTES`: reading stopped there. Not a
+    `RequestException` (an `OSError`), which urllib3 would take for a lost connection."""
+
+    def __init__(self, status: int | None, cap: int):
+        self.status = status
+        super().__init__(f"GitHub's reply inflates past {cap:,} bytes")
+
+
+class _CappedBody:
+    """A urllib3 reply whose decoded body is read at most to the cap. urllib3 undoes the
+    content-encoding a bounded piece at a time; this counts the pieces. Everything else
+    is the reply's own."""
+
+    def __init__(self, raw: Any):
+        self._raw = raw
+
+    def stream(self, amt: int | None = 2 ** 16, decode_content: bool | None = None) -> Any:
+        cap, held = MAX_GITHUB_REPLY_BYTES, 0
+        for piece in self._raw.stream(amt, decode_content=decode_content):
+            held += len(piece)
+            if held > cap:
+                self._raw.close()
+                raise ReplyTooLarge(getattr(self._raw, "status", None), cap)
+            yield piece
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._raw, name)
+
+
+def _cap_reply(response: Any, **_: Any) -> None:
+    """requests' response hook: runs before the body is read."""
+    response.raw = _CappedBody(response.raw)
+
+
+def _capped_connection(base: type[Any]) -> type[Any]:
+    class Capped(base):
+        """PyGithub's connection, asking only for encodings urllib3 decodes in bounded
+        pieces, and reading no reply past the cap."""
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self.session.headers["Accept-Encoding"] = ACCEPTED
+            self.session.hooks["response"].append(_cap_reply)
+
+    return Capped
+
+
+_CAPPED = {HTTPRequestsConnectionClass: _capped_connection(HTTPRequestsConnectionClass),
+           HTTPSRequestsConnectionClass: _capped_connection(HTTPSRequestsConnectionClass)}
+
+
+def _cap_replies(client: Github) -> None:
+    """Give the client's requester the capped connection of its scheme. PyGithub offers no
+    per-client way (its `injectConnectionClasses` is process-wide and drops keep-alive),
+    so the requester's own choice is replaced; if PyGithub renames it, this fails loudly."""
+    requester, name = client.requester, "_Requester__connectionClass"
+    chosen = vars(requester)[name]
+    setattr(requester, name, _CAPPED[chosen])
+
+
 class BoundedRetry(GithubRetry):
     """PyGithub's retry (a 403 or 429 that is a rate limit waits for it to lift), with every
     wait bounded by `max_rate_limit_wait`. PyGithub bounds only the waits it reads from
@@ -112,6 +181,9 @@ class BoundedRetry(GithubRetry):
                   response: Any = None, error: Exception | None = None, _pool: Any = None,
                   _stacktrace: Any = None) -> Any:
         if response is not None and response.status in (403, 429):
+            # Read here, capped (PyGithub reads a refusal's body whole to tell a rate limit
+            # apart, and would turn our error into a bare refusal).
+            self.get_content(response, url or "")
             after = _seconds(response.headers.get("Retry-After"))
             limit = self.max_rate_limit_wait
             if after is not None and limit is not None and after > limit:
@@ -123,6 +195,15 @@ class BoundedRetry(GithubRetry):
                 retry.get_backoff_time = lambda: self.secondary_rate_wait  # type: ignore[method-assign]
                 return retry
         return super().increment(method, url, response, error, _pool, _stacktrace)
+
+    @staticmethod
+    def get_content(resp: Any, url: str) -> bytes:
+        """The refusal's body, read once and at most to the cap."""
+        body = getattr(resp, "_flipgate_body", None)
+        if body is None:
+            body = GithubRetry.get_content(_CappedBody(resp), url)  # type: ignore[arg-type]
+            resp._flipgate_body = body
+        return body
 
 
 def _seconds(value: str | None) -> float | None:
@@ -161,8 +242,10 @@ def connect(api_url: str, token: str, *, pause_between_calls: bool = True,
                          status_forcelist=[*range(500, 600), 429],
                          secondary_rate_wait=min(SECONDARY_WAIT_SECONDS, rate_limit_wait),
                          max_rate_limit_wait=rate_limit_wait)
-    return Github(base_url=api_url, auth=Auth.Token(token), per_page=PER_PAGE, lazy=True,
-                  timeout=timeout, retry=retry, **pauses)
+    client = Github(base_url=api_url, auth=Auth.Token(token), per_page=PER_PAGE, lazy=True,
+                    timeout=timeout, retry=retry, **pauses)
+    _cap_replies(client)
+    return client
 
 
 @dataclass(frozen=True)
