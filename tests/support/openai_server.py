@@ -166,7 +166,7 @@ class Recorded:
 class _Fault:
     status: int
     remaining: int
-    retry_after: float | None
+    retry_after: float | str | None
     headers: dict[str, str] = field(default_factory=dict)
 
 
@@ -426,7 +426,10 @@ class FakeOpenAI:
             self._per_model.setdefault(kind, {})[model] = fn
 
     def fail(self, kind: str, *, status: int = 500, times: int = 1,
-             retry_after: float | None = None, headers: dict[str, str] | None = None) -> None:
+             retry_after: float | str | None = None,
+             headers: dict[str, str] | None = None) -> None:
+        """`retry_after` as a number of seconds, or any text, sent as it is (an HTTP date,
+        `nan`, ...)."""
         if kind not in (*KINDS, "any"):
             raise ValueError(f"unknown kind {kind!r}")
         with self._lock:
