@@ -11,7 +11,9 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import math
 import re
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -21,11 +23,15 @@ from github import Auth, Github, GithubException, GithubRetry, RateLimitExceeded
 from github.Requester import HTTPRequestsConnectionClass, HTTPSRequestsConnectionClass, Requester
 from requests import RequestException
 from requests.exceptions import RetryError
+from urllib3.exceptions import MaxRetryError
+from urllib3.util.retry import Retry
 
 from flipgate.errors import InputError
 from flipgate.github.event import GHOST, PullRequest, pull_from_payload
 from flipgate.github.pinning import HeadRecord
 from flipgate.github.texts import recorded_pull
+from flipgate.llm.pacing import retry_after
+from flipgate.text.escaping import one_line, shorten
 from flipgate.text.inflate import ACCEPTED
 
 # Timeline events that move a PR's head other than forward, as the reply names them.
@@ -76,8 +82,10 @@ def _translated(what: str) -> Callable[[F], F]:
                 status = int(cause[1]) if cause else None
                 lead = ("GitHub's rate limit held" if status in (403, 429)
                         else "GitHub kept failing")
+                answer = getattr(exc.args[0] if exc.args else None, "flipgate_answer", None)
                 raise GitHubError(what, status, f"{lead} through {RATE_LIMIT_RETRIES} retries"
-                                  + (f" ({cause[0]})" if cause else "")) from None
+                                  + (f" ({cause[0]})" if cause else "")
+                                  + (f"; GitHub last answered {answer}" if answer else "")) from None
             except RequestException as exc:
                 raise GitHubError(what, None, type(exc).__name__) from None
         return wrapper  # type: ignore[return-value]
@@ -173,28 +181,86 @@ def _cap_replies(client: Github) -> None:
 
 class BoundedRetry(GithubRetry):
     """PyGithub's retry (a 403 or 429 that is a rate limit waits for it to lift), with every
-    wait bounded by `max_rate_limit_wait`. PyGithub bounds only the waits it reads from
-    the body and `x-ratelimit-reset`; a `retry-after` header it hands to urllib3, which
-    sleeps whatever GitHub says, and a 429 without one it retried at once."""
+    wait bounded by `max_rate_limit_wait`, whatever form GitHub writes it in.
+
+    PyGithub bounds only the waits it reads from the body and a whole-number
+    `x-ratelimit-reset`; a `retry-after` it hands to urllib3, which sleeps whatever GitHub
+    says (an HTTP date twenty years ahead included) and stops the call with "InvalidHeader"
+    on `nan` or `-1`. Here both headers are read by flipgate: a wait past the bound is an
+    error at once naming the header as GitHub sent it; one that names no time (`nan`, `-1`,
+    garbage) is a limit that names none (`secondary_rate_wait`); anything else is waited,
+    through `sleep` (tests record it)."""
+
+    def __init__(self, *, sleep: Callable[[float], None] = time.sleep,
+                 clock: Callable[[], float] = time.time, **kwargs: Any) -> None:
+        self._sleep, self._clock = sleep, clock
+        super().__init__(**kwargs)
+
+    def new(self, **kw: Any) -> Any:
+        return super().new(sleep=self._sleep, clock=self._clock, **kw)
 
     def increment(self, method: str | None = None, url: str | None = None,
                   response: Any = None, error: Exception | None = None, _pool: Any = None,
                   _stacktrace: Any = None) -> Any:
-        if response is not None and response.status in (403, 429):
-            # Read here, capped (PyGithub reads a refusal's body whole to tell a rate limit
-            # apart, and would turn our error into a bare refusal).
-            self.get_content(response, url or "")
-            after = _seconds(response.headers.get("Retry-After"))
-            limit = self.max_rate_limit_wait
-            if after is not None and limit is not None and after > limit:
+        try:
+            return self._increment(method, url, response, error, _pool, _stacktrace)
+        except MaxRetryError as exc:  # the bounded retries are spent: say what GitHub answered
+            if response is not None:
+                exc.flipgate_answer = _answered(response)  # type: ignore[attr-defined]
+            raise
+
+    def _increment(self, method: str | None, url: str | None, response: Any,
+                   error: Exception | None, _pool: Any, _stacktrace: Any) -> Any:
+        if response is None or response.status not in (403, 429):
+            return super().increment(method, url, response, error, _pool, _stacktrace)
+        # Read here, capped (PyGithub reads a refusal's body whole to tell a rate limit
+        # apart, and would turn our error into a bare refusal).
+        body = self.get_content(response, url or "")
+        limit = self.max_rate_limit_wait if self.max_rate_limit_wait is not None else math.inf
+        told = response.headers.get("Retry-After")
+        if told is not None:
+            after = retry_after(response.headers, now=self._clock)
+            if after is None:  # GitHub answered, naming no time it can be held to
+                return self._then_wait(self.secondary_rate_wait, method, url, response, error,
+                                       _pool, _stacktrace)
+            if after > limit:
                 raise GithubException(response.status, {"message": _limit_message(
-                    self.get_content(response, url or ""), f"retry-after {after:g} s", limit)},
+                    body, _header("retry-after", told, after), limit)}, dict(response.headers))
+            return super().increment(method, url, response, error, _pool, _stacktrace)
+        if _is_primary(body):
+            reset = response.headers.get("X-RateLimit-Reset")
+            wait = _reset_in(reset, now=self._clock())
+            if wait is None:
+                wait = self.secondary_rate_wait
+            elif wait > limit:
+                raise GithubException(response.status, {"message": _limit_message(
+                    body, _header("x-ratelimit-reset", reset, wait), limit)},
                     dict(response.headers))
-            if response.status == 429 and after is None:
-                retry = super().increment(method, url, response, error, _pool, _stacktrace)
-                retry.get_backoff_time = lambda: self.secondary_rate_wait  # type: ignore[method-assign]
-                return retry
+            elif wait > 0:
+                wait = min(wait + 1, limit)  # as PyGithub: the reset's second is not exact
+            return self._then_wait(wait, method, url, response, error, _pool, _stacktrace)
+        if response.status == 429:  # a secondary limit naming no time: GitHub says a minute
+            return self._then_wait(self.secondary_rate_wait, method, url, response, error,
+                                   _pool, _stacktrace)
         return super().increment(method, url, response, error, _pool, _stacktrace)
+
+    def _then_wait(self, seconds: float, *args: Any) -> Any:
+        """urllib3's count of the retry, then a wait of `seconds` before it."""
+        retry = Retry.increment(self, *args)
+        retry.get_backoff_time = lambda: seconds  # type: ignore[method-assign]
+        return retry
+
+    def get_retry_after(self, response: Any) -> float | None:
+        """urllib3's reading of `retry-after`, replaced: any form, bounded, never an error."""
+        seconds = retry_after(response.headers, now=self._clock)
+        limit = self.max_rate_limit_wait
+        return seconds if seconds is None or limit is None else min(seconds, limit)
+
+    def sleep(self, response: Any = None) -> None:
+        wait = self.get_retry_after(response) if response is not None else None
+        wait = wait if wait else self.get_backoff_time()
+        if wait > 0:
+            self._sleep(wait)
 
     @staticmethod
     def get_content(resp: Any, url: str) -> bytes:
@@ -206,19 +272,48 @@ class BoundedRetry(GithubRetry):
         return body
 
 
-def _seconds(value: str | None) -> float | None:
-    try:
-        return float(value) if value is not None else None
-    except ValueError:
+def _reset_in(value: str | None, *, now: float) -> float | None:
+    """Seconds until `x-ratelimit-reset` (UTC epoch seconds, as GitHub writes it), 0 when it
+    has passed; None when it is not a whole number of seconds."""
+    text = (value or "").strip()
+    if not text.isascii() or not text.isdigit():
         return None
+    return max(0.0, int(text) - now)
+
+
+def _header(name: str, value: str | None, seconds: float | None = None) -> str:
+    """A header as GitHub sent it, on one line and cut short (it is GitHub's text, not
+    ours), with the wait flipgate read from it."""
+    read = f": {_duration(seconds)}" if seconds is not None else ""
+    return f'{name} "{shorten(one_line(value or ""), 60)}"{read}'
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds:,.0f} s" if seconds < 86400 * 3 else f"{seconds / 86400:,.0f} days"
+
+
+def _answered(response: Any) -> str:
+    """What GitHub last answered, for the line that ends a call: its status and the wait
+    headers as received."""
+    named = [_header(name.lower(), response.headers.get(name))
+             for name in ("Retry-After", "X-RateLimit-Reset") if response.headers.get(name)]
+    return f"HTTP {response.status}" + (f" with {', '.join(named)}" if named else "")
+
+
+def _message_of(body: bytes) -> str:
+    try:
+        return str(json.loads(body).get("message") or "")
+    except (ValueError, AttributeError):
+        return ""
+
+
+def _is_primary(body: bytes) -> bool:
+    return Requester.isPrimaryRateLimitError(_message_of(body))
 
 
 def _limit_message(body: bytes, wait: str, limit: float) -> str:
     """GitHub's own message for a limit, with the wait it asked for and flipgate's bound."""
-    try:
-        message = str(json.loads(body).get("message") or "")
-    except (ValueError, AttributeError):
-        message = ""
+    message = _message_of(body)
     kind = "primary" if Requester.isPrimaryRateLimitError(message) else "secondary"
     return (f"GitHub's {kind} rate limit: {message or 'rate limited'} ({wait}, longer than "
             f"flipgate waits: {limit:g} s)")
@@ -226,12 +321,14 @@ def _limit_message(body: bytes, wait: str, limit: float) -> str:
 
 def connect(api_url: str, token: str, *, pause_between_calls: bool = True,
             timeout: int = GITHUB_TIMEOUT_SECONDS,
-            rate_limit_wait: float = RATE_LIMIT_WAIT_SECONDS) -> Github:
+            rate_limit_wait: float = RATE_LIMIT_WAIT_SECONDS,
+            sleep: Callable[[float], None] = time.sleep) -> Github:
     """A PyGithub client for `api_url` (GitHub, GitHub Enterprise, or a test server).
 
     `lazy=True` makes objects addressed by number or SHA cost no request until
     read. PyGithub's polite pauses between calls (0.25 s, 1 s between writes)
-    suit github.com; a loopback server in tests does not need them.
+    suit github.com; a loopback server in tests does not need them. `sleep`: how a
+    retry waits out a limit (tests record the waits instead).
     """
     pauses: dict[str, Any] = {} if pause_between_calls else {
         "seconds_between_requests": None, "seconds_between_writes": None}
@@ -241,7 +338,7 @@ def connect(api_url: str, token: str, *, pause_between_calls: bool = True,
                          total=RATE_LIMIT_RETRIES + GITHUB_READ_RETRIES,
                          status_forcelist=[*range(500, 600), 429],
                          secondary_rate_wait=min(SECONDARY_WAIT_SECONDS, rate_limit_wait),
-                         max_rate_limit_wait=rate_limit_wait)
+                         max_rate_limit_wait=rate_limit_wait, sleep=sleep)
     client = Github(base_url=api_url, auth=Auth.Token(token), per_page=PER_PAGE, lazy=True,
                     timeout=timeout, retry=retry, **pauses)
     _cap_replies(client)

@@ -42,7 +42,7 @@ from flipgate.errors import FlipgateError, IncompleteError, InputError
 from flipgate.llm.budget import Budget, BudgetExceeded, chat_worst_case, embedding_worst_case
 from flipgate.llm.cache import Cache, body_key, canonical_json
 from flipgate.llm.entra import EntraSignIn
-from flipgate.llm.pacing import LONGEST_PAUSE, Limiter, retry_after
+from flipgate.llm.pacing import LONGEST_PAUSE, Limiter, answered, retry_after
 from flipgate.settings import Settings
 from flipgate.text.inflate import ACCEPTED, Inflater
 
@@ -424,8 +424,10 @@ class LLM:
                     pause = throttle.pause
                     waited = self.limiter.clock() - first_try
                     if waited + pause > self.retry.max_wait:
+                        said = answered(exc.response.headers)
                         _explain(exc, f"still rate limited after waiting {waited:.0f}s "
-                                      f"(judge.max_wait is {self.retry.max_wait:g}s)")
+                                      f"(judge.max_wait is {self.retry.max_wait:g}s"
+                                      + (f"; it answered {said}" if said else "") + ")")
                         raise
                     if not throttle.shared:  # a hiccup: this request alone waits
                         hiccups += 1
