@@ -316,6 +316,24 @@ def test_nan_embeddings_from_the_provider_become_judge_errors_and_report_json_is
     assert "not finite" in rows["c1"]["candidate"]["relevance_detail"]["error"]
 
 
+def test_a_judge_reply_that_inflates_past_the_cap_is_a_judge_error_row_never_a_score(
+        openai_server: FakeOpenAI, tmp_path: Path) -> None:
+    openai_server.fail("groundedness", status=200, times=1, headers={"Content-Encoding": "gzip"},
+                       body=bomb("gzip", MAX_CHAT_REPLY_BYTES + 4 * MiB))
+    repo = GitRepo.create(tmp_path / "repo")
+    repo.commit({".flipgate.yml": CONFIG, "eval/cases.jsonl": CASES, "prompts/answer.prompty": PROMPT})
+    repo.branch("base", "HEAD")
+    repo.commit({"prompts/answer.prompty": PROMPT.replace("gpt-4o-mini", "gpt-4.1")})
+
+    result = CliRunner().invoke(cli, ["run", "--repo", str(repo.path), "--base", "base", "--head", "HEAD",
+                                      "--out", str(tmp_path / "out"), "--no-cache"])
+
+    assert result.exit_code == 3, result.output    # a judge error: the run could not finish
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert report["counts"]["errors"] == 1
+    assert f"inflates past {MAX_CHAT_REPLY_BYTES:,} bytes" in json.dumps(report["rows"])
+
+
 # -- pacing from 200 OK headers is bounded by judge.max_wait -----------------------------------
 
 async def paced_requests(limiter: Limiter, headers: dict[str, str], count: int) -> list[str]:
