@@ -197,3 +197,47 @@ def test_connections_are_reused_when_the_server_keeps_them(backend: str) -> None
         server.stop()
     assert len(answers) == 40 and all(answers)
     assert 1 <= server.connections <= 4
+
+
+# -- every form of `Retry-After` (issue 28, item 3) -------------------------------------------
+
+FAR = "Wed, 03 Dec 2046 22:00:00 GMT"
+
+
+@BACKENDS
+@pytest.mark.parametrize("value", [FAR, "99999999999999999999"])
+def test_a_retry_after_past_max_wait_in_any_form_fails_at_once_saying_what_came(
+        backend: str, value: str) -> None:
+    server = FakeOpenAI()
+    server.fail("generation", status=429, times=5, retry_after=value)
+    server.start()
+    try:
+        llm = llm_on(backend, server.root_url)
+        llm.retry = RetryPolicy(max_retries=0, max_wait=5)
+        started = time.monotonic()
+        with pytest.raises(openai.RateLimitError) as caught:
+            asyncio.run(chat(llm))
+        assert time.monotonic() - started < 3  # not asleep until the date
+    finally:
+        server.stop()
+    line = failure_line(llm, caught.value)
+    assert line.startswith("HTTP 429 from 127.0.0.1")
+    assert "judge.max_wait is 5s" in line and f'retry-after "{value}"' in line
+    assert len(server.chat_requests()) == 1
+
+
+@BACKENDS
+@pytest.mark.parametrize("value", ["nan", "-1", "inf", "soon", "1_000"])
+def test_a_retry_after_naming_no_time_is_a_short_backoff_and_the_request_succeeds(
+        backend: str, value: str) -> None:
+    server = FakeOpenAI()
+    server.fail("generation", status=429, times=1, retry_after=value)
+    server.start()
+    try:
+        llm = llm_on(backend, server.root_url)
+        started = time.monotonic()
+        assert asyncio.run(chat(llm))
+        assert time.monotonic() - started < 3
+    finally:
+        server.stop()
+    assert len(server.chat_requests()) == 2

@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import sys
 import time
+import zlib
 from pathlib import Path
 
 import httpx
@@ -32,6 +33,7 @@ from flipgate.e2e.retrieval import (
 from flipgate.model import Case
 
 from support.accounts import command_python
+from support.bombs import MiB, bomb, traced_peak
 from support.gitrepo import GitRepo
 from support.hostile_http import HostileHTTP, Request, Send, drip, flood, head, reply
 from support.openai_server import FakeOpenAI
@@ -170,6 +172,45 @@ def test_a_body_just_under_the_cap_is_read() -> None:
 
     with HostileHTTP(lambda r, send: send(reply(200, text.encode(), content_type="text/plain"))) as server:
         assert asyncio.run(fetch_http(server.url, timeout=10)) == text
+
+
+@pytest.mark.parametrize("twice", [False, True], ids=["gzip", "gzip-gzip"])
+def test_a_compressed_answer_that_inflates_past_the_cap_is_cut_in_bounded_memory(
+        twice: bool) -> None:
+    # 64 MiB from a few hundred KB (or, encoded twice over, from a few KB): the cap counts
+    # what the answer inflates to, and no step inflates more than a piece at a time.
+    body = bomb("gzip", 64 * MiB)
+    if twice:
+        body = zlib.compress(body, 9, wbits=zlib.MAX_WBITS | 16)
+    encoding = "gzip, gzip" if twice else "gzip"
+
+    def handler(request: Request, send: Send) -> None:
+        send(reply(200, body, content_type="text/plain", extra={"content-encoding": encoding}))
+
+    with HostileHTTP(handler) as server, traced_peak() as traced:
+        with pytest.raises(RetrievalError, match=f"more than {MAX_CONTEXT_BYTES:,} bytes"):
+            asyncio.run(fetch_http(server.url, timeout=30))
+    assert traced["peak"] < 8 * MAX_CONTEXT_BYTES
+    assert server.requests[0].headers["accept-encoding"] == "gzip, deflate"
+
+
+def test_control_a_compressed_answer_under_the_cap_is_read() -> None:
+    body = zlib.compress(b"The fee is $1.", 6, wbits=zlib.MAX_WBITS | 16)
+
+    def handler(request: Request, send: Send) -> None:
+        send(reply(200, body, content_type="text/plain", extra={"content-encoding": "gzip"}))
+
+    with HostileHTTP(handler) as server:
+        assert asyncio.run(fetch_http(server.url, timeout=10)) == "The fee is $1."
+
+
+def test_an_answer_in_an_encoding_flipgate_cannot_bound_is_an_error() -> None:
+    def handler(request: Request, send: Send) -> None:
+        send(reply(200, b"\x1b" * 50, content_type="text/plain", extra={"content-encoding": "br"}))
+
+    with HostileHTTP(handler) as server:
+        with pytest.raises(RetrievalError, match="content-encoding 'br' is not one flipgate reads"):
+            asyncio.run(fetch_http(server.url, timeout=10))
 
 
 # -- the command: output caps, stragglers ----------------------------------------------------

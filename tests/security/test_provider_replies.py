@@ -12,14 +12,19 @@ import math
 import resource
 import struct
 import time
+import zlib
+from collections.abc import Callable
 from pathlib import Path
 
 import openai  # imported before any clock starts
 import pytest
 from click.testing import CliRunner
 
+import flipgate.llm.client as client_module
 from flipgate.cli import cli
 from flipgate.llm.client import (
+    AIOHTTP,
+    HTTPX,
     LLM,
     MAX_CHAT_REPLY_BYTES,
     Endpoint,
@@ -27,12 +32,14 @@ from flipgate.llm.client import (
     Limiter,
     ReplyTooLarge,
     RetryPolicy,
+    capped_http_client,
 )
 from flipgate.llm.pacing import PauseTooLong
 from flipgate.output.report import write_json
 from flipgate.settings import Settings
 
 import support.openai_server as fake_server
+from support.bombs import WBITS, MiB, bomb, header_for, traced_peak
 from support.factories import make_report, make_row
 from support.gitrepo import GitRepo
 from support.hostile_http import HostileHTTP, Request, Send, drip, flood, head, reply
@@ -151,6 +158,91 @@ def test_a_reply_just_under_the_cap_is_read() -> None:
         assert asyncio.run(chat(llm_for(server.url))) == content
 
 
+# -- size after decompression: the gzip or deflate bomb (issue 28) -------------------------
+
+SMALL_CAP = 4 * MiB  # the same code path as the real cap, at a size a test can afford
+
+
+def llm_on(backend: str, url: str) -> LLM:
+    endpoint = Endpoint(kind="openai", base_url=url + "/v1")
+    client = openai.AsyncOpenAI(base_url=endpoint.base_url, api_key="sk-test", timeout=30,
+                                max_retries=0,
+                                http_client=capped_http_client(openai, backend=backend))
+    return LLM(client, endpoint, limiter=Limiter(limit=4), retry=RetryPolicy(max_retries=0))
+
+
+def serve_encoded(body: bytes, encoding: str, status: int = 200) -> Callable[[Request, Send], None]:
+    return lambda request, send: send(reply(status, body, extra={"content-encoding": encoding}))
+
+
+@pytest.mark.parametrize("backend", [AIOHTTP, HTTPX])
+@pytest.mark.parametrize("encoding", ["gzip", "deflate", "raw-deflate"])
+def test_a_reply_that_inflates_past_the_cap_is_refused_in_bounded_memory(
+        backend: str, encoding: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(client_module, "MAX_CHAT_REPLY_BYTES", SMALL_CAP)
+    body = bomb(encoding, 16 * SMALL_CAP)  # 64 MiB from a few hundred KB on the wire
+
+    with HostileHTTP(serve_encoded(body, header_for(encoding))) as server, \
+            traced_peak() as traced:
+        with pytest.raises(ReplyTooLarge, match=f"inflates past {SMALL_CAP:,} bytes"):
+            asyncio.run(chat(llm_on(backend, server.url)))
+    assert len(server.requests) == 1  # not asked again
+    assert traced["peak"] < 3 * SMALL_CAP  # the cap and a few pieces, not the 64 MiB
+
+
+def test_a_bomb_at_the_real_cap_on_the_default_client_is_refused_in_bounded_memory() -> None:
+    body = bomb("gzip", 3 * MAX_CHAT_REPLY_BYTES)
+
+    with HostileHTTP(serve_encoded(body, "gzip")) as server, traced_peak() as traced:
+        with pytest.raises(ReplyTooLarge, match=f"inflates past {MAX_CHAT_REPLY_BYTES:,} bytes"):
+            asyncio.run(chat(llm_for(server.url)))
+    assert traced["peak"] < 2 * MAX_CHAT_REPLY_BYTES
+
+
+@pytest.mark.parametrize("backend", [AIOHTTP, HTTPX])
+def test_a_bomb_encoded_twice_over_is_refused_in_bounded_memory(
+        backend: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(client_module, "MAX_CHAT_REPLY_BYTES", SMALL_CAP)
+    twice = zlib.compress(bomb("gzip", 16 * SMALL_CAP), 9, wbits=zlib.MAX_WBITS | 16)
+
+    with HostileHTTP(serve_encoded(twice, "gzip, gzip")) as server, traced_peak() as traced:
+        with pytest.raises(ReplyTooLarge, match="inflates past"):
+            asyncio.run(chat(llm_on(backend, server.url)))
+    assert traced["peak"] < 3 * SMALL_CAP
+
+
+@pytest.mark.parametrize("backend", [AIOHTTP, HTTPX])
+def test_an_error_body_that_inflates_past_the_cap_is_refused_too(
+        backend: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(client_module, "MAX_CHAT_REPLY_BYTES", SMALL_CAP)
+    body = bomb("gzip", 16 * SMALL_CAP)
+
+    with HostileHTTP(serve_encoded(body, "gzip", status=500)) as server, traced_peak() as traced:
+        with pytest.raises(ReplyTooLarge, match="inflates past"):
+            asyncio.run(chat(llm_on(backend, server.url)))
+    assert traced["peak"] < 3 * SMALL_CAP
+
+
+@pytest.mark.parametrize("backend", [AIOHTTP, HTTPX])
+@pytest.mark.parametrize("encoding", ["br", "zstd", "compress"])
+def test_an_encoding_flipgate_cannot_bound_is_neither_asked_for_nor_read(
+        backend: str, encoding: str) -> None:
+    with HostileHTTP(serve_encoded(b"\x1b\x00\x00" * 100, encoding)) as server:
+        with pytest.raises(ValueError, match=f"content-encoding '{encoding}' is not one flipgate reads"):
+            asyncio.run(chat(llm_on(backend, server.url)))
+    assert server.requests[0].headers["accept-encoding"] == "gzip, deflate"
+
+
+@pytest.mark.parametrize("backend", [AIOHTTP, HTTPX])
+@pytest.mark.parametrize("encoding", ["gzip", "deflate", "raw-deflate"])
+def test_control_a_compressed_reply_under_the_cap_is_read(backend: str, encoding: str) -> None:
+    packer = zlib.compressobj(6, zlib.DEFLATED, WBITS[encoding])
+    body = packer.compress(json.dumps(CHAT_OK).encode()) + packer.flush()
+
+    with HostileHTTP(serve_encoded(body, header_for(encoding))) as server:
+        assert asyncio.run(chat(llm_on(backend, server.url))) == "ok"
+
+
 # -- non-finite numbers -----------------------------------------------------------------------
 
 def nan_vectors(as_base64: bool) -> bytes:
@@ -222,6 +314,24 @@ def test_nan_embeddings_from_the_provider_become_judge_errors_and_report_json_is
     rows = {row["id"]: row for row in report["rows"]}
     assert rows["c1"]["candidate"]["relevance"] is None
     assert "not finite" in rows["c1"]["candidate"]["relevance_detail"]["error"]
+
+
+def test_a_judge_reply_that_inflates_past_the_cap_is_a_judge_error_row_never_a_score(
+        openai_server: FakeOpenAI, tmp_path: Path) -> None:
+    openai_server.fail("groundedness", status=200, times=1, headers={"Content-Encoding": "gzip"},
+                       body=bomb("gzip", MAX_CHAT_REPLY_BYTES + 4 * MiB))
+    repo = GitRepo.create(tmp_path / "repo")
+    repo.commit({".flipgate.yml": CONFIG, "eval/cases.jsonl": CASES, "prompts/answer.prompty": PROMPT})
+    repo.branch("base", "HEAD")
+    repo.commit({"prompts/answer.prompty": PROMPT.replace("gpt-4o-mini", "gpt-4.1")})
+
+    result = CliRunner().invoke(cli, ["run", "--repo", str(repo.path), "--base", "base", "--head", "HEAD",
+                                      "--out", str(tmp_path / "out"), "--no-cache"])
+
+    assert result.exit_code == 3, result.output    # a judge error: the run could not finish
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert report["counts"]["errors"] == 1
+    assert f"inflates past {MAX_CHAT_REPLY_BYTES:,} bytes" in json.dumps(report["rows"])
 
 
 # -- pacing from 200 OK headers is bounded by judge.max_wait -----------------------------------

@@ -115,6 +115,7 @@ class Recorded:
     query: dict[str, str]
     body: Any
     status: int = 0
+    headers: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -125,6 +126,7 @@ class _Fault:
     message: str
     times: int
     headers: dict[str, str] = field(default_factory=dict)
+    body: bytes | None = None
 
 
 def _node_id(kind: str, number: int) -> str:
@@ -269,11 +271,14 @@ class FakeGitHub:
             return comment
 
     def fail(self, method: str, fragment: str, status: int, *, message: str = "Server Error",
-             times: int = 1, headers: dict[str, str] | None = None) -> None:
+             times: int = 1, headers: dict[str, str] | None = None,
+             body: bytes | None = None) -> None:
         """The next `times` requests whose method matches and path contains `fragment` fail
-        (with `headers`, e.g. GitHub's rate-limit headers, over the usual ones)."""
+        (with `headers`, e.g. GitHub's rate-limit headers, over the usual ones). `body`:
+        these bytes, as they are, instead of GitHub's JSON message (e.g. a gzip bomb, with
+        `headers={"Content-Encoding": "gzip"}`)."""
         self._faults.append(_Fault(method.upper(), fragment, status, message, times,
-                                   dict(headers or {})))
+                                   dict(headers or {}), body))
 
     # -- reading state -----------------------------------------------------------
 
@@ -388,7 +393,7 @@ class FakeGitHub:
         response = self._respond(request, body)
         with self._lock:
             self.requests.append(Recorded(request.method, request.path, dict(request.args), body,
-                                          response.status_code))
+                                          response.status_code, dict(request.headers)))
         return response(environ, start_response)
 
     def _respond(self, request: Request, body: Any) -> Response:
@@ -401,6 +406,9 @@ class FakeGitHub:
         for fault in self._faults:
             if fault.times > 0 and fault.method == request.method and fault.fragment in path:
                 fault.times -= 1
+                if fault.body is not None:
+                    return Response(fault.body, status=fault.status, headers=fault.headers,
+                                    content_type="application/json; charset=utf-8")
                 return _message(fault.status, fault.message, headers=fault.headers)
         try:
             endpoint, args = _ROUTES.bind("127.0.0.1").match(path, method=request.method)

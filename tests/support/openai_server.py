@@ -166,8 +166,9 @@ class Recorded:
 class _Fault:
     status: int
     remaining: int
-    retry_after: float | None
+    retry_after: float | str | None
     headers: dict[str, str] = field(default_factory=dict)
+    body: bytes | None = None
 
 
 @dataclass
@@ -426,12 +427,16 @@ class FakeOpenAI:
             self._per_model.setdefault(kind, {})[model] = fn
 
     def fail(self, kind: str, *, status: int = 500, times: int = 1,
-             retry_after: float | None = None, headers: dict[str, str] | None = None) -> None:
+             retry_after: float | str | None = None,
+             headers: dict[str, str] | None = None, body: bytes | None = None) -> None:
+        """`retry_after` as a number of seconds, or any text, sent as it is (an HTTP date,
+        `nan`, ...). `body`: these bytes as the reply, instead of an error's JSON (e.g. a
+        gzip bomb, with `headers={"Content-Encoding": "gzip"}`)."""
         if kind not in (*KINDS, "any"):
             raise ValueError(f"unknown kind {kind!r}")
         with self._lock:
             self._faults.setdefault(kind, []).append(
-                _Fault(status, times, retry_after, dict(headers or {})))
+                _Fault(status, times, retry_after, dict(headers or {}), body))
 
     def rate_limit(self, rate: float, burst: int, *, retry_after: bool = True,
                    headers: bool = True) -> None:
@@ -547,6 +552,9 @@ class FakeOpenAI:
             headers = ({"Retry-After": str(fault.retry_after)} if fault.retry_after is not None
                        else {"retry-after-ms": "1"})
             headers.update(fault.headers)
+            if fault.body is not None:
+                return Response(fault.body, status=fault.status, headers=fault.headers,
+                                content_type="application/json")
             return _error(fault.status, f"injected {fault.status}", "injected", headers=headers)
         if record.kind == "embeddings":
             return self._embeddings(record.body)

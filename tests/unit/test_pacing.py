@@ -7,10 +7,14 @@ import asyncio
 import pytest
 
 from flipgate.llm.pacing import (
+    BACKOFF_FIRST,
     HICCUP,
+    LONGEST_PAUSE,
     OWN_RATE,
     Limiter,
+    answered,
     classify_429,
+    hiccup_pause,
     parse_duration,
     rate_limit_pause,
     rate_window,
@@ -28,7 +32,10 @@ class Clock:
 
 @pytest.mark.parametrize("text, seconds", [
     ("1s", 1.0), ("6m0s", 360.0), ("20ms", 0.02), ("1h2m3.5s", 3723.5), ("0.5", 0.5),
-    ("", None), ("soon", None), ("5x", None), ("-1", None), (None, None),
+    (" 7 ", 7.0), ("", None), ("soon", None), ("5x", None), ("-1", None), (None, None),
+    # numbers Python's float() reads, but no provider writes: they name no time
+    ("nan", None), ("inf", None), ("-0.5", None), ("1e3", None), ("1_000", None),
+    ("\uff15", None), ("\u0665s", None),
 ])
 def test_reset_durations_read_as_openai_writes_them(text, seconds) -> None:
     assert parse_duration(text) == (pytest.approx(seconds) if seconds is not None else None)
@@ -36,9 +43,18 @@ def test_reset_durations_read_as_openai_writes_them(text, seconds) -> None:
 
 @pytest.mark.parametrize("headers, seconds", [
     ({"retry-after-ms": "250", "retry-after": "9"}, 0.25),  # milliseconds win
+    ({"retry-after-ms": "nan", "retry-after": "9"}, 9.0),   # unless they name no time
     ({"retry-after": "3"}, 3.0),
     ({"retry-after": "Wed, 21 Oct 2015 07:28:10 GMT"}, 10.0),  # a date, 10 s ahead of `now`
+    ({"retry-after": "Wed, 21 Oct 2015 07:28:10"}, 10.0),      # no zone: read as UTC
+    ({"retry-after": "Wed, 21 Oct 2015 07:27:00 GMT"}, 0.0),   # a date passed: no wait
+    ({"retry-after": "Wed, 03 Dec 2046 22:00:00 GMT"}, 982_074_720.0),  # far: callers bound it
+    ({"retry-after": "99999999999999999999"}, 1e20),
     ({"retry-after": "whenever"}, None),
+    ({"retry-after": "nan"}, None), ({"retry-after": "-1"}, None), ({"retry-after": "inf"}, None),
+    ({"retry-after": "Thu, 01 Jan 99999 00:00:00 GMT"}, None),  # a year no clock reaches
+    ({"retry-after": "Wed, 21 Oct 2015 99:99:99 GMT"}, None),
+    ({"retry-after": ""}, None),
     ({}, None),
 ])
 def test_retry_after_in_every_form(headers, seconds) -> None:
@@ -204,3 +220,29 @@ def test_a_429_with_a_spent_window_pauses_the_run_even_among_successes() -> None
         limiter.succeeded()
     throttle = limiter.throttled(sent_at=clock(), headers={**OUT, "retry-after": "1"})
     assert throttle.shared and limiter.current == 4 and limiter.resume_at == clock() + 1.0
+
+
+@pytest.mark.parametrize("value", ["Wed, 03 Dec 2046 22:00:00 GMT", "99999999999999999999"])
+def test_a_far_retry_after_in_any_form_pauses_no_longer_than_the_longest_pause(value) -> None:
+    headers = {"retry-after": value}
+    assert rate_limit_pause(headers, streak=0) == LONGEST_PAUSE
+    assert hiccup_pause(headers, attempt=0) == LONGEST_PAUSE
+
+
+@pytest.mark.parametrize("value", ["nan", "-1", "inf", "soon", "1_000"])
+def test_a_retry_after_naming_no_time_is_a_short_backoff(value) -> None:
+    headers = {"retry-after": value}
+    assert rate_limit_pause(headers, streak=0) <= BACKOFF_FIRST
+    assert hiccup_pause(headers, attempt=0) <= BACKOFF_FIRST
+
+
+@pytest.mark.parametrize("headers, line", [
+    ({"retry-after": "Wed, 03 Dec 2046 22:00:00 GMT"},
+     'retry-after "Wed, 03 Dec 2046 22:00:00 GMT"'),
+    ({"retry-after-ms": "nan", "x-ratelimit-reset-requests": "6m0s"},
+     'retry-after-ms "nan", x-ratelimit-reset-requests "6m0s"'),
+    ({"retry-after": "::error::x\u0007" + "y" * 100}, 'retry-after "::error::x' + "y" * 49 + '…"'),
+    ({"x-other": "1"}, ""),
+])
+def test_what_the_provider_answered_is_named_as_received_on_one_short_line(headers, line) -> None:
+    assert answered(headers) == line

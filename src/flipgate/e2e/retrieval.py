@@ -34,6 +34,7 @@ from flipgate.errors import InputError, Problem
 from flipgate.llm.cache import Cache
 from flipgate.model import Case
 from flipgate.output.progress import Progress, Silent
+from flipgate.text.inflate import ACCEPTED, EncodingRefused, Inflater
 
 if TYPE_CHECKING:
     import httpx
@@ -246,13 +247,16 @@ class HttpRetriever:
                 async with self.client.stream(
                         "POST", self.url, json={"query": case.query, "id": case.id,
                                                 "category": case.category},
-                        headers=dict(self.headers), timeout=self.timeout) as response:
+                        headers={**{k: v for k, v in self.headers.items()
+                                    if k.lower() != "accept-encoding"},
+                                 "Accept-Encoding": ACCEPTED},
+                        timeout=self.timeout) as response:
                     if response.status_code >= 300:
                         raise RetrievalError(f"HTTP {response.status_code}")
                     declared = response.headers.get("content-length", "")
                     if declared.isdigit() and int(declared) > MAX_CONTEXT_BYTES:
                         raise RetrievalError(f"answered more than {MAX_CONTEXT_BYTES:,} bytes")
-                    content = await _capped(response.aiter_bytes(), what="answered")
+                    content = await _capped(_inflated(response), what="answered")
         except (TimeoutError, httpx.TimeoutException):
             raise RetrievalError(f"timed out after {self.timeout:g} s") from None
         except httpx.HTTPError as exc:
@@ -261,6 +265,19 @@ class HttpRetriever:
             return _json_context(content)
         return valid_text(_text(content, what="answered",
                                 encoding=response.charset_encoding or "utf-8"))
+
+
+async def _inflated(response: httpx.Response) -> AsyncIterator[bytes]:
+    """The body as undone here, a bounded piece at a time (httpx would inflate each chunk
+    whole, and a chunk of a bomb to many megabytes): the cap counts what it inflates to."""
+    try:
+        inflater = Inflater(response.headers.get("content-encoding"))
+        async for chunk in response.aiter_raw():
+            for piece in inflater.feed(chunk):
+                yield piece
+        inflater.finish()
+    except EncodingRefused as exc:
+        raise RetrievalError(str(exc)) from None
 
 
 def _json_context(content: bytes) -> str:

@@ -11,21 +11,28 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import math
 import re
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from github import Auth, Github, GithubException, GithubRetry, RateLimitExceededExceedsMaxWait
-from github.Requester import Requester
+from github.Requester import HTTPRequestsConnectionClass, HTTPSRequestsConnectionClass, Requester
 from requests import RequestException
 from requests.exceptions import RetryError
+from urllib3.exceptions import MaxRetryError
+from urllib3.util.retry import Retry
 
 from flipgate.errors import InputError
 from flipgate.github.event import GHOST, PullRequest, pull_from_payload
 from flipgate.github.pinning import HeadRecord
 from flipgate.github.texts import recorded_pull
+from flipgate.llm.pacing import retry_after
+from flipgate.text.escaping import one_line, shorten
+from flipgate.text.inflate import ACCEPTED
 
 # Timeline events that move a PR's head other than forward, as the reply names them.
 REWRITES = {"head_ref_force_pushed": "a force-push", "head_ref_deleted": "the head branch deleted",
@@ -68,13 +75,17 @@ def _translated(what: str) -> Callable[[F], F]:
                     f"flipgate waits: {RATE_LIMIT_WAIT_SECONDS} s)")) from None
             except GithubException as exc:
                 raise GitHubError(what, exc.status, _github_message(exc)) from None
+            except ReplyTooLarge as exc:
+                raise GitHubError(what, exc.status, str(exc)) from None
             except RetryError as exc:  # GitHub still refused after every bounded wait
                 cause = re.search(r"too many (\d+) error responses", str(exc))
                 status = int(cause[1]) if cause else None
                 lead = ("GitHub's rate limit held" if status in (403, 429)
                         else "GitHub kept failing")
+                answer = getattr(exc.args[0] if exc.args else None, "flipgate_answer", None)
                 raise GitHubError(what, status, f"{lead} through {RATE_LIMIT_RETRIES} retries"
-                                  + (f" ({cause[0]})" if cause else "")) from None
+                                  + (f" ({cause[0]})" if cause else "")
+                                  + (f"; GitHub last answered {answer}" if answer else "")) from None
             except RequestException as exc:
                 raise GitHubError(what, None, type(exc).__name__) from None
         return wrapper  # type: ignore[return-value]
@@ -102,42 +113,207 @@ RATE_LIMIT_RETRIES = 2
 SECONDARY_WAIT_SECONDS = 60  # GitHub: without `retry-after`, wait at least a minute
 
 
+# The most of one GitHub reply flipgate reads, counted after decompression. A page of 100
+# comments of 65,536 characters each is at most about 26 MB of UTF-8.
+MAX_GITHUB_REPLY_BYTES = 64 * 1024 * 1024
+
+
+class ReplyTooLarge(ValueError):
+    """GitHub's reply inflates past `MAX_GITHUB_REPLY_BYTES`: reading stopped there. Not a
+    `RequestException` (an `OSError`), which urllib3 would take for a lost connection."""
+
+    def __init__(self, status: int | None, cap: int):
+        self.status = status
+        super().__init__(f"GitHub's reply inflates past {cap:,} bytes")
+
+
+class _CappedBody:
+    """A urllib3 reply whose decoded body is read at most to the cap. urllib3 undoes the
+    content-encoding a bounded piece at a time; this counts the pieces. Everything else
+    is the reply's own."""
+
+    def __init__(self, raw: Any):
+        self._raw = raw
+
+    def stream(self, amt: int | None = 2 ** 16, decode_content: bool | None = None) -> Any:
+        cap, held = MAX_GITHUB_REPLY_BYTES, 0
+        for piece in self._raw.stream(amt, decode_content=decode_content):
+            held += len(piece)
+            if held > cap:
+                self._raw.close()
+                raise ReplyTooLarge(getattr(self._raw, "status", None), cap)
+            yield piece
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._raw, name)
+
+
+def _cap_reply(response: Any, **_: Any) -> None:
+    """requests' response hook: runs before the body is read."""
+    response.raw = _CappedBody(response.raw)
+
+
+def _capped_connection(base: type[Any]) -> type[Any]:
+    class Capped(base):
+        """PyGithub's connection, asking only for encodings urllib3 decodes in bounded
+        pieces, and reading no reply past the cap."""
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self.session.headers["Accept-Encoding"] = ACCEPTED
+            self.session.hooks["response"].append(_cap_reply)
+
+    return Capped
+
+
+_CAPPED = {HTTPRequestsConnectionClass: _capped_connection(HTTPRequestsConnectionClass),
+           HTTPSRequestsConnectionClass: _capped_connection(HTTPSRequestsConnectionClass)}
+
+
+def _cap_replies(client: Github) -> None:
+    """Give the client's requester the capped connection of its scheme. PyGithub offers no
+    per-client way (its `injectConnectionClasses` is process-wide and drops keep-alive),
+    so the requester's own choice is replaced; if PyGithub renames it, this fails loudly."""
+    requester, name = client.requester, "_Requester__connectionClass"
+    chosen = vars(requester)[name]
+    setattr(requester, name, _CAPPED[chosen])
+
+
 class BoundedRetry(GithubRetry):
     """PyGithub's retry (a 403 or 429 that is a rate limit waits for it to lift), with every
-    wait bounded by `max_rate_limit_wait`. PyGithub bounds only the waits it reads from
-    the body and `x-ratelimit-reset`; a `retry-after` header it hands to urllib3, which
-    sleeps whatever GitHub says, and a 429 without one it retried at once."""
+    wait bounded by `max_rate_limit_wait`, whatever form GitHub writes it in.
+
+    PyGithub bounds only the waits it reads from the body and a whole-number
+    `x-ratelimit-reset`; a `retry-after` it hands to urllib3, which sleeps whatever GitHub
+    says (an HTTP date twenty years ahead included) and stops the call with "InvalidHeader"
+    on `nan` or `-1`. Here both headers are read by flipgate: a wait past the bound is an
+    error at once naming the header as GitHub sent it; one that names no time (`nan`, `-1`,
+    garbage) is a limit that names none (`secondary_rate_wait`); anything else is waited,
+    through `sleep` (tests record it)."""
+
+    def __init__(self, *, sleep: Callable[[float], None] = time.sleep,
+                 clock: Callable[[], float] = time.time, **kwargs: Any) -> None:
+        self._sleep, self._clock = sleep, clock
+        super().__init__(**kwargs)
+
+    def new(self, **kw: Any) -> Any:
+        return super().new(sleep=self._sleep, clock=self._clock, **kw)
 
     def increment(self, method: str | None = None, url: str | None = None,
                   response: Any = None, error: Exception | None = None, _pool: Any = None,
                   _stacktrace: Any = None) -> Any:
-        if response is not None and response.status in (403, 429):
-            after = _seconds(response.headers.get("Retry-After"))
-            limit = self.max_rate_limit_wait
-            if after is not None and limit is not None and after > limit:
+        try:
+            return self._increment(method, url, response, error, _pool, _stacktrace)
+        except MaxRetryError as exc:  # the bounded retries are spent: say what GitHub answered
+            if response is not None:
+                exc.flipgate_answer = _answered(response)  # type: ignore[attr-defined]
+            raise
+
+    def _increment(self, method: str | None, url: str | None, response: Any,
+                   error: Exception | None, _pool: Any, _stacktrace: Any) -> Any:
+        if response is None or response.status not in (403, 429):
+            return super().increment(method, url, response, error, _pool, _stacktrace)
+        # Read here, capped (PyGithub reads a refusal's body whole to tell a rate limit
+        # apart, and would turn our error into a bare refusal).
+        body = self.get_content(response, url or "")
+        limit = self.max_rate_limit_wait if self.max_rate_limit_wait is not None else math.inf
+        told = response.headers.get("Retry-After")
+        if told is not None:
+            after = retry_after(response.headers, now=self._clock)
+            if after is None:  # GitHub answered, naming no time it can be held to
+                return self._then_wait(self.secondary_rate_wait, method, url, response, error,
+                                       _pool, _stacktrace)
+            if after > limit:
                 raise GithubException(response.status, {"message": _limit_message(
-                    self.get_content(response, url or ""), f"retry-after {after:g} s", limit)},
+                    body, _header("retry-after", told, after), limit)}, dict(response.headers))
+            return super().increment(method, url, response, error, _pool, _stacktrace)
+        if _is_primary(body):
+            reset = response.headers.get("X-RateLimit-Reset")
+            wait = _reset_in(reset, now=self._clock())
+            if wait is None:
+                wait = self.secondary_rate_wait
+            elif wait > limit:
+                raise GithubException(response.status, {"message": _limit_message(
+                    body, _header("x-ratelimit-reset", reset, wait), limit)},
                     dict(response.headers))
-            if response.status == 429 and after is None:
-                retry = super().increment(method, url, response, error, _pool, _stacktrace)
-                retry.get_backoff_time = lambda: self.secondary_rate_wait  # type: ignore[method-assign]
-                return retry
+            elif wait > 0:
+                wait = min(wait + 1, limit)  # as PyGithub: the reset's second is not exact
+            return self._then_wait(wait, method, url, response, error, _pool, _stacktrace)
+        if response.status == 429:  # a secondary limit naming no time: GitHub says a minute
+            return self._then_wait(self.secondary_rate_wait, method, url, response, error,
+                                   _pool, _stacktrace)
         return super().increment(method, url, response, error, _pool, _stacktrace)
 
+    def _then_wait(self, seconds: float, *args: Any) -> Any:
+        """urllib3's count of the retry, then a wait of `seconds` before it."""
+        retry = Retry.increment(self, *args)
+        retry.get_backoff_time = lambda: seconds  # type: ignore[method-assign]
+        return retry
 
-def _seconds(value: str | None) -> float | None:
-    try:
-        return float(value) if value is not None else None
-    except ValueError:
+    def get_retry_after(self, response: Any) -> float | None:
+        """urllib3's reading of `retry-after`, replaced: any form, bounded, never an error."""
+        seconds = retry_after(response.headers, now=self._clock)
+        limit = self.max_rate_limit_wait
+        return seconds if seconds is None or limit is None else min(seconds, limit)
+
+    def sleep(self, response: Any = None) -> None:
+        wait = self.get_retry_after(response) if response is not None else None
+        wait = wait if wait else self.get_backoff_time()
+        if wait > 0:
+            self._sleep(wait)
+
+    @staticmethod
+    def get_content(resp: Any, url: str) -> bytes:
+        """The refusal's body, read once and at most to the cap."""
+        body = getattr(resp, "_flipgate_body", None)
+        if body is None:
+            body = GithubRetry.get_content(_CappedBody(resp), url)  # type: ignore[arg-type]
+            resp._flipgate_body = body
+        return body
+
+
+def _reset_in(value: str | None, *, now: float) -> float | None:
+    """Seconds until `x-ratelimit-reset` (UTC epoch seconds, as GitHub writes it), 0 when it
+    has passed; None when it is not a whole number of seconds."""
+    text = (value or "").strip()
+    if not text.isascii() or not text.isdigit():
         return None
+    return max(0.0, int(text) - now)
+
+
+def _header(name: str, value: str | None, seconds: float | None = None) -> str:
+    """A header as GitHub sent it, on one line and cut short (it is GitHub's text, not
+    ours), with the wait flipgate read from it."""
+    read = f": {_duration(seconds)}" if seconds is not None else ""
+    return f'{name} "{shorten(one_line(value or ""), 60)}"{read}'
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds:,.0f} s" if seconds < 86400 * 3 else f"{seconds / 86400:,.0f} days"
+
+
+def _answered(response: Any) -> str:
+    """What GitHub last answered, for the line that ends a call: its status and the wait
+    headers as received."""
+    named = [_header(name.lower(), response.headers.get(name))
+             for name in ("Retry-After", "X-RateLimit-Reset") if response.headers.get(name)]
+    return f"HTTP {response.status}" + (f" with {', '.join(named)}" if named else "")
+
+
+def _message_of(body: bytes) -> str:
+    try:
+        return str(json.loads(body).get("message") or "")
+    except (ValueError, AttributeError):
+        return ""
+
+
+def _is_primary(body: bytes) -> bool:
+    return Requester.isPrimaryRateLimitError(_message_of(body))
 
 
 def _limit_message(body: bytes, wait: str, limit: float) -> str:
     """GitHub's own message for a limit, with the wait it asked for and flipgate's bound."""
-    try:
-        message = str(json.loads(body).get("message") or "")
-    except (ValueError, AttributeError):
-        message = ""
+    message = _message_of(body)
     kind = "primary" if Requester.isPrimaryRateLimitError(message) else "secondary"
     return (f"GitHub's {kind} rate limit: {message or 'rate limited'} ({wait}, longer than "
             f"flipgate waits: {limit:g} s)")
@@ -145,12 +321,14 @@ def _limit_message(body: bytes, wait: str, limit: float) -> str:
 
 def connect(api_url: str, token: str, *, pause_between_calls: bool = True,
             timeout: int = GITHUB_TIMEOUT_SECONDS,
-            rate_limit_wait: float = RATE_LIMIT_WAIT_SECONDS) -> Github:
+            rate_limit_wait: float = RATE_LIMIT_WAIT_SECONDS,
+            sleep: Callable[[float], None] = time.sleep) -> Github:
     """A PyGithub client for `api_url` (GitHub, GitHub Enterprise, or a test server).
 
     `lazy=True` makes objects addressed by number or SHA cost no request until
     read. PyGithub's polite pauses between calls (0.25 s, 1 s between writes)
-    suit github.com; a loopback server in tests does not need them.
+    suit github.com; a loopback server in tests does not need them. `sleep`: how a
+    retry waits out a limit (tests record the waits instead).
     """
     pauses: dict[str, Any] = {} if pause_between_calls else {
         "seconds_between_requests": None, "seconds_between_writes": None}
@@ -160,9 +338,11 @@ def connect(api_url: str, token: str, *, pause_between_calls: bool = True,
                          total=RATE_LIMIT_RETRIES + GITHUB_READ_RETRIES,
                          status_forcelist=[*range(500, 600), 429],
                          secondary_rate_wait=min(SECONDARY_WAIT_SECONDS, rate_limit_wait),
-                         max_rate_limit_wait=rate_limit_wait)
-    return Github(base_url=api_url, auth=Auth.Token(token), per_page=PER_PAGE, lazy=True,
-                  timeout=timeout, retry=retry, **pauses)
+                         max_rate_limit_wait=rate_limit_wait, sleep=sleep)
+    client = Github(base_url=api_url, auth=Auth.Token(token), per_page=PER_PAGE, lazy=True,
+                    timeout=timeout, retry=retry, **pauses)
+    _cap_replies(client)
+    return client
 
 
 @dataclass(frozen=True)

@@ -42,8 +42,9 @@ from flipgate.errors import FlipgateError, IncompleteError, InputError
 from flipgate.llm.budget import Budget, BudgetExceeded, chat_worst_case, embedding_worst_case
 from flipgate.llm.cache import Cache, body_key, canonical_json
 from flipgate.llm.entra import EntraSignIn
-from flipgate.llm.pacing import LONGEST_PAUSE, Limiter, retry_after
+from flipgate.llm.pacing import LONGEST_PAUSE, Limiter, answered, retry_after
 from flipgate.settings import Settings
+from flipgate.text.inflate import ACCEPTED, Inflater
 
 if TYPE_CHECKING:
     import openai
@@ -423,8 +424,10 @@ class LLM:
                     pause = throttle.pause
                     waited = self.limiter.clock() - first_try
                     if waited + pause > self.retry.max_wait:
+                        said = answered(exc.response.headers)
                         _explain(exc, f"still rate limited after waiting {waited:.0f}s "
-                                      f"(judge.max_wait is {self.retry.max_wait:g}s)")
+                                      f"(judge.max_wait is {self.retry.max_wait:g}s"
+                                      + (f"; it answered {said}" if said else "") + ")")
                         raise
                     if not throttle.shared:  # a hiccup: this request alone waits
                         hiccups += 1
@@ -680,17 +683,27 @@ def capped_http_client(openai: Any, *, backend: str | None = None, limits: Any =
     http = http_library(openai)
 
     class CappedStream(http.AsyncByteStream):  # type: ignore[name-defined]
-        def __init__(self, inner: Any, cap: int):
-            self.inner, self.cap = inner, cap
+        """The body as the client will hold it: its content-encoding undone here, a piece
+        at a time, so the cap counts the bytes after decompression (and those on the wire,
+        which data trailing a compressed body could otherwise grow)."""
+
+        def __init__(self, inner: Any, cap: int, inflater: Inflater):
+            self.inner, self.cap, self.inflater = inner, cap, inflater
 
         async def __aiter__(self) -> Any:
-            seen = 0
+            seen = held = 0
             try:
                 async for chunk in self.inner:
                     seen += len(chunk)
                     if seen > self.cap:
                         raise ReplyTooLarge(f"the reply is larger than {self.cap:,} bytes")
-                    yield chunk
+                    for piece in self.inflater.feed(chunk):
+                        held += len(piece)
+                        if held > self.cap:
+                            raise ReplyTooLarge(f"the reply inflates past {self.cap:,} bytes "
+                                                f"({seen:,} compressed bytes read)")
+                        yield piece
+                self.inflater.finish()
             except http.TimeoutException as exc:
                 raise _what_it_was(http, exc, request=None) from exc.__cause__
 
@@ -702,17 +715,26 @@ def capped_http_client(openai: Any, *, backend: str | None = None, limits: Any =
             self.inner = inner
 
         async def handle_async_request(self, request: Any) -> Any:
+            request.headers["Accept-Encoding"] = ACCEPTED  # only what CappedStream bounds
             try:
                 response = await self.inner.handle_async_request(request)
             except http.TimeoutException as exc:
                 raise _what_it_was(http, exc, request=request) from exc.__cause__
             cap = reply_cap(request.url.path)
             declared = response.headers.get("content-length", "")
-            if declared.isdigit() and int(declared) > cap:
+            try:
+                if declared.isdigit() and int(declared) > cap:
+                    raise ReplyTooLarge(f"the reply is larger than {cap:,} bytes ({declared} declared)")
+                inflater = Inflater(response.headers.get("content-encoding"))
+            except ValueError:
                 await response.aclose()
-                raise ReplyTooLarge(f"the reply is larger than {cap:,} bytes ({declared} declared)")
-            return http.Response(status_code=response.status_code, headers=response.headers,
-                                 stream=CappedStream(response.stream, cap),
+                raise
+            headers = response.headers
+            if not inflater.identity:  # decoded in CappedStream: the library must not again
+                headers = [(name, value) for name, value in response.headers.raw
+                           if name.lower() not in (b"content-encoding", b"content-length")]
+            return http.Response(status_code=response.status_code, headers=headers,
+                                 stream=CappedStream(response.stream, cap, inflater),
                                  extensions=response.extensions, request=request)
 
         async def aclose(self) -> None:

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 
 from flipgate.config.schema import DEFAULT_CONCURRENCY, DEFAULT_MAX_WAIT
 from flipgate.errors import IncompleteError
+from flipgate.text.escaping import one_line, shorten
 
 # When a 429 says nothing about when to come back: short first, doubling, capped.
 BACKOFF_FIRST = 0.25
@@ -46,19 +47,18 @@ PACING_MARGIN = 1.1
 # A provider's reset hint is trusted only up to this long (a broken header must not park the run).
 LONGEST_PAUSE = 120.0
 
-_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
+_DURATION_PART = re.compile(r"([0-9]+(?:\.[0-9]+)?)(ms|h|m|s)")
+_PLAIN_NUMBER = re.compile(r"[0-9]+(?:\.[0-9]+)?")
 
 
 def parse_duration(text: str | None) -> float | None:
-    """Seconds from an `x-ratelimit-reset-*` value: "1s", "6m0s", "20ms", "1h2m3.5s" or "0.5"."""
+    """Seconds from an `x-ratelimit-reset-*` value: "1s", "6m0s", "20ms", "1h2m3.5s" or "0.5".
+    Only ASCII digits: `nan`, `inf`, `-1`, `1e9`, `1_000` name no time (None)."""
     if text is None:
         return None
     text = text.strip().lower()
-    try:
-        seconds = float(text)
-        return seconds if math.isfinite(seconds) and seconds >= 0 else None
-    except ValueError:
-        pass
+    if _PLAIN_NUMBER.fullmatch(text):
+        return float(text)
     parts = _DURATION_PART.findall(text)
     if not parts or "".join(n + unit for n, unit in parts) != text:
         return None
@@ -79,9 +79,22 @@ def retry_after(headers: Mapping[str, str], *, now: Callable[[], float] = time.t
         return seconds
     try:
         moment = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError, IndexError):
+        return max(0.0, moment.timestamp() - now())
+    except (TypeError, ValueError, IndexError, OverflowError):
         return None
-    return max(0.0, moment.timestamp() - now())
+
+
+# The headers a provider says when to come back with, as `answered` names them.
+WAIT_HEADERS = ("retry-after-ms", "retry-after", "x-ratelimit-reset-requests",
+                "x-ratelimit-reset-tokens")
+
+
+def answered(headers: Mapping[str, str]) -> str:
+    """The wait headers a reply carried, as received (on one line, cut short: they are the
+    provider's text), for the line that says why a request stopped; "" when none."""
+    named = [f'{name} "{shorten(one_line(value), 60)}"' for name in WAIT_HEADERS
+             if (value := headers.get(name)) is not None]
+    return ", ".join(named)
 
 
 def _number(headers: Mapping[str, str], name: str) -> float | None:
