@@ -14,6 +14,7 @@ import pytest
 import yaml
 
 from flipgate.config.starter import Starter, workflow_text
+from flipgate.github.event import command_lines
 
 from support.workflow_expressions import interpolate, job_runs
 
@@ -104,6 +105,24 @@ def test_an_edit_starts_a_job_only_when_the_base_changed(workflow: str) -> None:
 def test_a_writers_command_line_anywhere_starts_a_job(workflow: str, body: str,
                                                       association: str) -> None:
     assert starts(workflow, "issue_comment", comment_payload(body, association=association))
+
+
+# Where a command line may stand: the start of the comment or of a line (LF, CRLF, or a
+# lone CR, which Markdown also ends a line with), after spaces or a tab.
+_LEADS = ["", "Thanks!\n", "Thanks!\r\n", "> their words\n\n", "Thanks!\r"]
+_INDENTS = ["", " ", "  ", "   ", "    ", "\t", " \t"]
+
+
+@pytest.mark.parametrize("lead", _LEADS)
+@pytest.mark.parametrize("indent", _INDENTS)
+def test_every_line_the_reader_obeys_starts_a_job(workflow: str, lead: str, indent: str) -> None:
+    """The filter and the reader agree on what a command line is (issue 28): the reader
+    takes a line that starts after a line feed, or the comment's start, with at most three
+    spaces before `/flipgate`, which is exactly what the filter looks for."""
+    body = f"{lead}{indent}/flipgate run"
+    read = bool(command_lines(body))
+    assert read == (indent in ("", " ", "  ", "   ") and not lead.endswith("\r"))
+    assert starts(workflow, "issue_comment", comment_payload(body)) == read
 
 
 @pytest.mark.parametrize("association", ["NONE", "CONTRIBUTOR", "FIRST_TIME_CONTRIBUTOR",
