@@ -12,7 +12,6 @@ from __future__ import annotations
 import random
 
 import pytest
-
 import yaml
 
 from flipgate.config.starter import Starter, workflow_text
