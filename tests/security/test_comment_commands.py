@@ -64,6 +64,7 @@ ATTACKS: dict[str, tuple[str, list[str]]] = {
     "setext heading": (f"{HIDDEN}\n---\n\n{SHOWN}", [SHOWN]),
     "table header": (f"{HIDDEN} | x\n--- | ---\n\n{SHOWN}", [SHOWN]),
     "table row": (f"| a |\n| - |\n{HIDDEN}\n\n{SHOWN}", [SHOWN]),
+    "row of a table whose header has no pipe": (f"a\n:---\n{HIDDEN}\n\n{SHOWN}", [SHOWN]),
     # Not a line of its own when rendered.
     "line separator": (f"text\u2028{HIDDEN}", []),
     "emphasis across lines": (f"*a\n{HIDDEN}*\n\n{SHOWN}", [SHOWN]),

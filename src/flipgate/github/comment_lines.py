@@ -24,6 +24,7 @@ from markdown_it.rules_block.html_block import HTML_SEQUENCES
 from markdown_it.rules_block.lheading import lheading
 from markdown_it.rules_block.paragraph import paragraph
 from markdown_it.rules_block.reference import reference
+from markdown_it.rules_block.table import table
 from markdown_it.rules_inline import StateInline
 from markdown_it.rules_inline.escape import escape
 from markdown_it.rules_inline.newline import newline
@@ -175,6 +176,50 @@ def _reference(state: StateBlock, start: int, end: int, silent: bool) -> bool:
     return lheading(state, after, end, False) or paragraph(state, after, end, False)
 
 
+# A delimiter row of one column with a pipe or a colon (bare dashes underline a heading).
+_ONE_COLUMN = re.compile(r"(?=.*[|:])\|?[ \t]*:?-+:?[ \t]*\|?[ \t]*")
+
+
+def _table(state: StateBlock, start: int, end: int, silent: bool) -> bool:
+    """A GFM table, as markdown-it reads it, and also one whose header has no pipe: one
+    column, as cmark-gfm reads `b` over `|---|`, which markdown-it leaves a paragraph."""
+    if table(state, start, end, silent):
+        return True
+    rows = start + 1
+    if rows >= end or state.sCount[start] - state.blkIndent >= 4 \
+            or not 0 <= state.sCount[rows] - state.blkIndent < 4:
+        return False
+    header = state.src[state.bMarks[start] + state.tShift[start]:state.eMarks[start]]
+    delimiter = state.src[state.bMarks[rows] + state.tShift[rows]:state.eMarks[rows]]
+    if "|" in header or not header.strip() or not _ONE_COLUMN.fullmatch(delimiter) \
+            or (not silent and _TAG_LINE.search(header)):  # a line of a tag starts HTML
+        return False
+    # cmark-gfm takes the header off a paragraph: a line that starts another block is none.
+    others = [rule for rule in state.md.block.ruler.getRules("paragraph") if rule is not _table]
+    if reference(state, start, end, True) or any(rule(state, start, end, True) for rule in others):
+        return False
+    if silent:
+        return True
+    terminators = state.md.block.ruler.getRules("blockquote")
+    lines = [start]
+    rows += 1
+    while rows < end and state.sCount[rows] >= state.blkIndent and not state.isEmpty(rows) \
+            and state.sCount[rows] - state.blkIndent < 4 \
+            and not any(rule(state, rows, end, True) for rule in terminators):
+        lines.append(rows)
+        rows += 1
+    state.push("table_open", "table", 1).map = [start, rows]
+    for line in lines:
+        state.push("tr_open", "tr", 1)
+        cell = state.push("inline", "", 0)
+        cell.content = state.src[state.bMarks[line] + state.tShift[line]:state.eMarks[line]].strip()
+        cell.map, cell.children = [line, line + 1], []
+        state.push("tr_close", "tr", -1)
+    state.push("table_close", "table", -1)
+    state.line = rows
+    return True
+
+
 def _marked(name: str) -> Callable[..., str]:
     """A render rule that writes the line's mark after what the renderer writes."""
     def render(self: RendererHTML, tokens: Sequence[Token], index: int, options: OptionsDict,
@@ -191,6 +236,7 @@ def _parser() -> MarkdownIt:
     markdown = MarkdownIt("commonmark").enable(["table", "strikethrough"])
     markdown.block.ruler.before("reference", "footnote", _footnote,
                                 {"alt": ["paragraph", "reference", "blockquote"]})
+    markdown.block.ruler.at("table", _table, {"alt": ["paragraph", "reference"]})
     markdown.block.ruler.at("reference", _reference)
     markdown.block.ruler.before("html_block", "lazy_tag_line", _lazy_tag_line,
                                 {"alt": ["paragraph", "blockquote"]})
