@@ -162,6 +162,8 @@ def test_the_monorepo_example_holds_to_the_same_rules() -> None:
     flipgate = workflow["jobs"]["flipgate"]
     stranger = comment_payload("/flipgate run", association="NONE")
     assert not job_runs(flipgate["if"], context("issue_comment", stranger))
+    indented = comment_payload("Thanks!\r\n   /flipgate run")
+    assert job_runs(flipgate["if"], context("issue_comment", indented))
     assert job_runs(flipgate["if"], context("workflow_dispatch", {"inputs": {"pr-number": "1"}}))
     groups = {interpolate(flipgate["concurrency"]["group"], {
         **context("issue_comment", comment_payload("/flipgate run", comment_id=n)),
