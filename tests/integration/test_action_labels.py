@@ -97,6 +97,7 @@ def test_a_readers_label_is_refused_with_a_reply(labelled: Harness) -> None:
 
 @pytest.mark.parametrize(("words", "says"), [
     ("q9 grounded", "`q9` is not a case of this run; the ids are `q1`, `q2`, `q3`"),
+    ("Q1x grounded", "`Q1x` is not a case of this run; did you mean `q1`?"),
     ("q1 left grounded", "unknown side `left`; the sides are baseline, candidate"),
     ("q1 great", "unknown label `great`; the labels are ungrounded, non_answer, partial, grounded"),
     ("q1", "`/flipgate label ID [baseline|candidate] LABEL`"),

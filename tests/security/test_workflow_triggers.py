@@ -14,6 +14,7 @@ import pytest
 import yaml
 
 from flipgate.config.starter import Starter, workflow_text
+from flipgate.github.event import command_lines
 
 from support.workflow_expressions import interpolate, job_runs
 
@@ -108,6 +109,24 @@ def test_a_writers_command_line_anywhere_starts_a_job(workflow: str, body: str,
     assert starts(workflow, "issue_comment", comment_payload(body, association=association))
 
 
+# Where a command line may stand: the start of the comment or of a line (LF, CRLF, or a
+# lone CR, which Markdown also ends a line with), after spaces or a tab.
+_LEADS = ["", "Thanks!\n", "Thanks!\r\n", "> their words\n\n", "Thanks!\r"]
+_INDENTS = ["", " ", "  ", "   ", "    ", "\t", " \t"]
+
+
+@pytest.mark.parametrize("lead", _LEADS)
+@pytest.mark.parametrize("indent", _INDENTS)
+def test_every_line_the_reader_obeys_starts_a_job(workflow: str, lead: str, indent: str) -> None:
+    """The filter and the reader agree on what a command line is (issue 28): the reader
+    takes a line that starts after a line feed, or the comment's start, with at most three
+    spaces before `/flipgate`, which is exactly what the filter looks for."""
+    body = f"{lead}{indent}/flipgate run"
+    read = bool(command_lines(body))
+    assert read == (indent in ("", " ", "  ", "   ") and not lead.endswith("\r"))
+    assert starts(workflow, "issue_comment", comment_payload(body)) == read
+
+
 @pytest.mark.parametrize("association", ["NONE", "CONTRIBUTOR", "FIRST_TIME_CONTRIBUTOR",
                                          "FIRST_TIMER", "MANNEQUIN"])
 def test_a_strangers_comment_starts_no_job(workflow: str, association: str) -> None:
@@ -145,6 +164,8 @@ def test_the_monorepo_example_holds_to_the_same_rules() -> None:
     flipgate = workflow["jobs"]["flipgate"]
     stranger = comment_payload("/flipgate run", association="NONE")
     assert not job_runs(flipgate["if"], context("issue_comment", stranger))
+    indented = comment_payload("Thanks!\r\n   /flipgate run")
+    assert job_runs(flipgate["if"], context("issue_comment", indented))
     assert job_runs(flipgate["if"], context("workflow_dispatch", {"inputs": {"pr-number": "1"}}))
     groups = {interpolate(flipgate["concurrency"]["group"], {
         **context("issue_comment", comment_payload("/flipgate run", comment_id=n)),

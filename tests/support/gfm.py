@@ -193,3 +193,92 @@ def details_text(markdown: str, summary_start: str) -> str:
 def outside_fences(markdown: str) -> str:
     """The Markdown with its fenced code blocks taken out (backtick fences, as `fence` writes)."""
     return re.sub(r"(?ms)^(`{3,}).*?^\1`*[ \t]*$", "", markdown)
+
+
+# -- comment commands: the lines GitHub shows as a top-level paragraph's own lines --------
+
+# Elements that never hold content, so never enclose what follows them.
+_VOID = frozenset({"area", "base", "br", "col", "embed", "hr", "img", "input", "keygen",
+                   "link", "meta", "param", "source", "track", "wbr"})
+
+
+def comment_html(markdown: str) -> str:
+    """A comment as GitHub's engine renders it: footnotes on (comments have them), raw HTML
+    through, no tag filter (stricter than GitHub: a filtered tag would show as text), and
+    each block's source position (which tells cmark-gfm's own `<p>` from a typed one)."""
+    return cmarkgfm.markdown_to_html_with_extensions(
+        markdown, extensions=EXTENSIONS, options=Options.CMARK_OPT_UNSAFE
+        | Options.CMARK_OPT_FOOTNOTES | Options.CMARK_OPT_SOURCEPOS)
+
+
+class _ParagraphLines(HTMLParser):
+    """Each shown line that starts in a paragraph of cmark-gfm's (not a `<p>` typed as HTML)
+    that nothing but the document encloses (no quote, list, footnote, table, details or raw
+    HTML element left open: stricter than a browser, which closes a `<p>` at the next block),
+    its text through inline elements to the line's end. Text in a comment or a tag's
+    attribute is not shown text."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.open: list[tuple[str, bool]] = []  # (tag, whether cmark-gfm wrote it)
+        self.lines: list[str] = []
+        self._line: list[str] | None = None  # the line being read, if it started at the top
+        self._at_start = False
+
+    @property
+    def _at_top(self) -> bool:
+        return self.open == [("p", True)]
+
+    def _end_line(self) -> None:
+        if self._line is not None:
+            self.lines.append("".join(self._line))
+        self._line = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag not in _VOID:
+            self.open.append((tag, any(name == "data-sourcepos" for name, _ in attrs)))
+        self._at_start = tag == "p" and self._at_top
+
+    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self._at_start = False
+
+    def handle_endtag(self, tag: str) -> None:
+        tags = [name for name, _ in self.open]
+        if tag in tags:
+            del self.open[len(tags) - 1 - tags[::-1].index(tag):]
+        if self.open[:1] != [("p", True)]:
+            self._end_line()
+        self._at_start = False
+
+    def handle_data(self, data: str) -> None:
+        if self.open[:1] == [("p", True)]:
+            first, *rest = data.split("\n")
+            if self._at_start:
+                self._line = []
+            if self._line is not None and not "".join(self._line).strip() \
+                    and first.strip() and not self._at_top:
+                self._line = None  # the line's text starts in code, a link, emphasis...
+            if self._line is not None:
+                self._line.append(first)
+            for part in rest:
+                self._end_line()
+                self._line = [part] if self._at_top else None
+        self._at_start = False
+
+    def handle_comment(self, data: str) -> None:
+        self._at_start = False
+
+    handle_decl = handle_pi = unknown_decl = handle_comment
+
+
+def shown_paragraph_lines(markdown: str) -> list[str]:
+    """The lines of the comment's top-level paragraphs, as cmark-gfm renders them."""
+    reader = _ParagraphLines()
+    reader.feed(comment_html(markdown))  # not closed: an unfinished comment or tag swallows
+    return reader.lines                  # the rest, as in a browser
+
+
+def shown_command_lines(markdown: str) -> list[str]:
+    """The shown top-level paragraph lines whose first word is `/flipgate`."""
+    return [line.strip() for line in shown_paragraph_lines(markdown)
+            if line.split()[:1] == ["/flipgate"]]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -69,6 +70,34 @@ def test_an_unknown_id_lists_the_valid_ones_up_to_a_bound() -> None:
     assert isinstance(mistake, labels.LabelMistake)
     assert "`c0`" in mistake.why and "`c29`" in mistake.why and "`c30`" not in mistake.why
     assert "and 970 more" in mistake.why
+
+
+# A pharmacy's 24 cases (issue 30): dosage, refills, hours, insurance.
+PHARMACY = {None: [f"{topic}-{n:02d}" for topic in ("dosage", "refill", "hours", "insurance")
+                   for n in range(1, 7)]}
+
+
+@pytest.mark.parametrize(("typed", "meant"), [
+    ("refil-03", ["refill-03"]),
+    ("Dosage-05", ["dosage-05"]),
+    ("insurance-7", ["insurance-01", "insurance-02", "insurance-03"]),
+])
+def test_a_mistyped_id_gets_the_closest_ids_not_every_id(typed: str, meant: list[str]) -> None:
+    request = labels.parse_label([typed, "grounded"])
+    assert isinstance(request, labels.LabelRequest)
+    mistake = labels.resolve(request, PHARMACY, by="al")
+    assert isinstance(mistake, labels.LabelMistake)
+    named = re.findall(r"`([^`]+)`", mistake.why)
+    assert named[0] == typed and "did you mean" in mistake.why
+    assert named[1:] == meant  # closest first, and only those: not the run's 24 ids
+
+
+def test_a_mistyped_id_of_a_suite_gets_its_suite_named() -> None:
+    request = labels.parse_label(["sales/q11", "grounded"])
+    assert isinstance(request, labels.LabelRequest)
+    mistake = labels.resolve(request, {"support": ["q1", "q2"], "sales": ["q1", "q7"]}, by="al")
+    assert isinstance(mistake, labels.LabelMistake)
+    assert "did you mean `sales/q1`" in mistake.why
 
 
 @pytest.mark.parametrize("words", [["a`b", "grounded"], ["x" * 201, "grounded"], ["a\u0000b", "grounded"],

@@ -114,7 +114,9 @@ def cases_text(sample: Mapping[str, Any]) -> str:
 
 # The job's `if:` and concurrency group, the same in docs/action.md: every pull request
 # event but an edit that keeps the base; of comments, only those on a pull request by an
-# owner, member or collaborator holding a `/flipgate` line (flipgate checks the permission).
+# owner, member or collaborator with a line that starts `/flipgate` after at most three
+# spaces: every line github/event.command_lines may read (it decides; flipgate checks the
+# permission).
 JOB_FILTER = """\
     if: >-
       (github.event_name == 'pull_request' &&
@@ -123,7 +125,13 @@ JOB_FILTER = """\
        contains(fromJSON('["OWNER", "MEMBER", "COLLABORATOR"]'),
                 github.event.comment.author_association) &&
        (startsWith(github.event.comment.body, '/flipgate') ||
-        contains(github.event.comment.body, fromJSON('"\\n/flipgate"'))))"""
+        startsWith(github.event.comment.body, ' /flipgate') ||
+        startsWith(github.event.comment.body, '  /flipgate') ||
+        startsWith(github.event.comment.body, '   /flipgate') ||
+        contains(github.event.comment.body, fromJSON('"\\n/flipgate"')) ||
+        contains(github.event.comment.body, fromJSON('"\\n /flipgate"')) ||
+        contains(github.event.comment.body, fromJSON('"\\n  /flipgate"')) ||
+        contains(github.event.comment.body, fromJSON('"\\n   /flipgate"'))))"""
 CONCURRENCY_GROUP = ("flipgate-${{ github.event.pull_request.number || github.event.issue.number "
                      "}}-${{ github.event.comment.id || 'pull' }}")
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from flipgate.errors import InputError, Problem
+from flipgate.github.comment_lines import shown_lines
 from flipgate.github.payload import Fields
 
 PULL_REQUEST_EVENTS = ("pull_request", "pull_request_target")
@@ -159,59 +160,20 @@ class ParsedCommand:
 
 # A comment records at most this many labels; the lines after are refused, in the reply.
 LABELS_PER_COMMENT = 50
-# Markdown that is not the writer's own words: a fence (``` or ~~~, indented at most 3
-# spaces), an HTML comment, a quote.
-_FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")
-_BACKTICKS = re.compile(r"`+")
 
 
 def command_lines(body: str | None) -> list[str]:
-    """The comment's lines that are `/flipgate` commands, as written (leading spaces off):
-    a line whose first word is `/flipgate`, not in a quote (`>`), a fenced or indented code
-    block, an HTML comment, or an inline code span that an earlier line opened."""
-    found: list[str] = []
-    fence: str | None = None  # the fence that opened the code block we are in
-    in_html = False
-    span: int | None = None   # the length of the backtick run that opened an inline span
-    quote = False             # a quote's paragraph goes on (lazily) until a blank line
-    for line in (body or "").splitlines():
+    """The comment's command lines, as written (leading spaces off): each line the writer
+    shows as a line of a top-level paragraph (github/comment_lines.py) whose first word is
+    `/flipgate`, after at most three spaces. Nothing quoted, listed, in code, in a footnote,
+    an HTML comment or any other HTML is a command."""
+    found = []
+    for _, line in shown_lines(body or ""):
         stripped = line.lstrip(" ")
-        if fence is not None:
-            if stripped.startswith(fence) and not stripped.strip().strip(fence[0]) \
-                    and len(line) - len(stripped) < 4:
-                fence = None
-            continue
-        if in_html:
-            in_html = "-->" not in line
-            continue
-        if not line.strip():
-            span, quote = None, False  # a blank line ends the paragraph and its spans
-            continue
-        opened = _FENCE.match(line)
-        if opened:
-            fence, span = opened.group(1), None
-            continue
-        if stripped.startswith("<!--"):
-            in_html = "-->" not in stripped
-            continue
-        code = len(line) - len(stripped) >= 4 or line.startswith("\t")
-        quote = quote or (stripped.startswith(">") and not code)
-        words = stripped.split()
-        if span is None and not code and not quote and words and words[0] == COMMAND_PREFIX:
+        if len(line) - len(stripped) <= 3 and stripped.startswith(COMMAND_PREFIX) \
+                and stripped.split()[0] == COMMAND_PREFIX:
             found.append(stripped.rstrip())
-        span = _span_after(line, span)
     return found
-
-
-def _span_after(line: str, span: int | None) -> int | None:
-    """Whether an inline code span is open after `line` (the length of its backticks)."""
-    for run in _BACKTICKS.finditer(line):
-        length = len(run.group(0))
-        if span is None:
-            span = length
-        elif length == span:
-            span = None
-    return span
 
 
 def parse_command(body: str | None) -> ParsedCommand | None:

@@ -23,6 +23,7 @@ import re
 import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from difflib import SequenceMatcher
 
 from flipgate.config.schema import ARTIFACT_NAME
 from flipgate.model import Bucket, Report, Row, Verdict
@@ -95,8 +96,30 @@ def parse_label(arguments: Sequence[str]) -> LabelRequest | LabelMistake:
     return LabelRequest(target=target, side=side, label=label)
 
 
-# A reply lists this many of the run's ids when the one given is not among them.
+# A reply lists this many of the run's ids when the one given is not among them, and none
+# is close to it.
 LISTED_IDS = 30
+# A mistyped id gets at most this many ids as alike as difflib's ratio says (at least
+# _ALIKE, casefolded), and only those within _NEAR of the closest one.
+CLOSEST_IDS = 3
+_ALIKE, _NEAR = 0.6, 0.1
+
+
+def closest(typed: str, names: Sequence[str]) -> list[str]:
+    """The names (ID, or SUITE/ID) most like a mistyped one, closest first; [] when none is
+    alike. A SUITE/ID is compared as typed whole and by its id alone."""
+    wanted = typed.casefold()
+    scored: list[tuple[float, int, str]] = []
+    for order, name in enumerate(names):
+        ratio = 0.0
+        for form in {name, name.rpartition("/")[2]}:
+            matcher = SequenceMatcher(None, wanted, form.casefold(), autojunk=False)
+            if matcher.real_quick_ratio() >= _ALIKE and matcher.quick_ratio() >= _ALIKE:
+                ratio = max(ratio, matcher.ratio())
+        if ratio >= _ALIKE:
+            scored.append((-ratio, order, name))
+    scored.sort()
+    return [name for ratio, _, name in scored[:CLOSEST_IDS] if -ratio >= -scored[0][0] - _NEAR]
 
 
 def resolve(request: LabelRequest, cases: Mapping[str | None, Sequence[str]], *,
@@ -116,6 +139,12 @@ def resolve(request: LabelRequest, cases: Mapping[str | None, Sequence[str]], *,
                             f"as {names}")
     every = [f"{suite}/{case_id}" if suite and len(cases) > 1 else case_id
              for suite, ids in cases.items() for case_id in ids]
+    meant = closest(request.target, every)
+    if meant:
+        named = [f"`{shown(name)}`" for name in meant]
+        options = named[0] if len(named) == 1 else f"{', '.join(named[:-1])} or {named[-1]}"
+        return LabelMistake(f"`{shown(request.target)}` is not a case of this run; "
+                            f"did you mean {options}?")
     listed = ", ".join(f"`{shown(case_id)}`" for case_id in every[:LISTED_IDS])
     more = f" and {len(every) - LISTED_IDS:,} more" if len(every) > LISTED_IDS else ""
     return LabelMistake(f"`{shown(request.target)}` is not a case of this run; the ids are "

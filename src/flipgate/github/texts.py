@@ -27,8 +27,8 @@ WAITING_FOR_COMMAND = "waiting for a maintainer's `/flipgate run`"
 
 USAGE = """\
 **flipgate** answers these commands, each on a line of its own in a pull request comment
-by someone with write access to the repository (not in a quote or code; one comment may
-hold up to 50 `/flipgate label` lines, answered together):
+by someone with write access to the repository (not in a quote, a list, code or HTML; one
+comment may hold up to 50 `/flipgate label` lines, answered together):
 
 | command | what it does |
 |---|---|
