@@ -149,8 +149,12 @@ def _grade(case: Case, analysis: Analysis) -> Score:
         if evidence.unsupported_figures:
             parts.append(f"figures not in the context: {_listing(evidence.unsupported_figures)}")
         for statement in analysis.unsupported_statements:
-            parts.append(f"statement not supported ({statement.coverage:.0%} of its content words "
-                         f"in the context): {quoted(statement.text, _QUOTE_LIMIT)}")
+            if statement.unknown_names:
+                parts.append(f"names not in the context ({_listing(statement.unknown_names)}): "
+                             f"{quoted(statement.text, _QUOTE_LIMIT)}")
+            else:
+                parts.append(f"statement not supported ({statement.coverage:.0%} of its content "
+                             f"words in the context): {quoted(statement.text, _QUOTE_LIMIT)}")
         return Score(2, "unsupported: " + "; ".join(parts))
 
     source, missing = missing_facts(case, analysis)

@@ -31,6 +31,7 @@ analysis says where it was cut (`cut_note`).
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -263,6 +264,59 @@ def split_statements(text: str, *, semicolons: bool = True) -> list[str]:
     return statements
 
 
+# --- names --------------------------------------------------------------------
+
+_NAME_TOKEN = re.compile(r"[^\W\d_][\w'\u2019-]*")
+# What may stand between a sentence's start and its first word: quotes, brackets, markup.
+_OPENING = re.compile(r"(?:^|[.!?:;\n])[\s\"'\u201c\u2018(\[*#>_-]*$")
+_OPENING_WINDOW = 16  # how far back a sentence's opening is sought: the reading stays linear
+
+
+def _fold(word: str) -> str:
+    """A word as names compare: lower case, no accents, no possessive."""
+    decomposed = unicodedata.normalize("NFKD", word.replace("\u2019", "'"))
+    plain = "".join(c for c in decomposed if not unicodedata.combining(c)).lower()
+    return plain.removesuffix("'s").strip("'-")
+
+
+def name_vocabulary(text: str) -> frozenset[str]:
+    """Every word of `text` as names compare, hyphenated words also in their parts."""
+    words: set[str] = set()
+    for match in _NAME_TOKEN.finditer(text):
+        folded = _fold(match.group())
+        words.add(folded)
+        words.update(part for part in folded.split("-") if part)
+    return frozenset(words)
+
+
+def names(text: str) -> list[str]:
+    """The capitalised words of `text` that name something: those that do not open a
+    sentence, and one that opens it when a capitalised word follows ("Neil Gaiman");
+    stopwords and single letters are never names."""
+    tokens = list(_NAME_TOKEN.finditer(text))
+    found = []
+    for index, match in enumerate(tokens):
+        word = match.group()
+        if not word[0].isupper() or len(word) < 2 or _fold(word) in _STOPWORDS:
+            continue
+        if _OPENING.search(text, max(0, match.start() - _OPENING_WINDOW), match.start()) is not None:
+            after = tokens[index + 1] if index + 1 < len(tokens) else None
+            if after is None or not after.group()[0].isupper() \
+                    or text[match.end():after.start()].strip():
+                continue
+        found.append(word)
+    return found
+
+
+def unknown_names(text: str, vocabulary: frozenset[str]) -> tuple[str, ...]:
+    """The names in `text` that `vocabulary` (a context's and query's words) never uses."""
+    def known(word: str) -> bool:
+        folded = _fold(word)
+        return folded in vocabulary or all(
+            part in vocabulary for part in folded.split("-") if part)
+    return tuple(dict.fromkeys(word for word in names(text) if not known(word)))
+
+
 # --- statements, classified ---------------------------------------------------
 
 class Kind(StrEnum):
@@ -302,10 +356,12 @@ class StatementCheck:
     words: frozenset[str]      # its content words
     coverage: float            # share of them found in the context (and query)
     figures: tuple[Figure, ...]
+    unknown_names: tuple[str, ...] = ()  # names the context and query never mention
 
     @property
     def supported(self) -> bool:
-        return self.kind is not Kind.CLAIM or self.coverage >= SUPPORT_THRESHOLD
+        return self.kind is not Kind.CLAIM or (self.coverage >= SUPPORT_THRESHOLD
+                                                and not self.unknown_names)
 
 
 @dataclass(frozen=True)
@@ -381,6 +437,7 @@ def analyse(context: str, response: str, *, query: str = "") -> Analysis:
     response, cut_at = cut_text(response)
     context_words = content_words(context)
     known_words = context_words | content_words(query)
+    vocabulary = name_vocabulary(context) | name_vocabulary(query)
     known_figures = KnownFigures.of(extract_figures(context) + extract_figures(query))
     checks: list[StatementCheck] = []
     unsupported: list[Figure] = []
@@ -388,7 +445,8 @@ def analyse(context: str, response: str, *, query: str = "") -> Analysis:
         figures = tuple(extract_figures(statement))
         words = content_words(_without_figures(statement, figures))
         kind = _classify(statement, words, figures, context_words)
-        checks.append(StatementCheck(statement, kind, words, coverage(words, known_words), figures))
+        checks.append(StatementCheck(statement, kind, words, coverage(words, known_words), figures,
+                                     unknown_names(statement, vocabulary)))
         unsupported.extend(f for f in figures if not vouched(f, known_figures))
     return Analysis(tuple(checks), tuple(unsupported), known_words, text=response, cut_at=cut_at)
 
