@@ -125,6 +125,20 @@ CONTRADICTIONS = [
     # "no ... is needed"
     ("No appointment is needed for a flu shot. Walk in during opening hours.",
      "Do I need an appointment?", "You need an appointment for a flu shot.", NEGATION),
+    # figure moved from one item to another: the first card is free, later ones cost 5 pounds
+    ("The first replacement card is free. Later replacements cost 5 pounds each.",
+     "What does a replacement card cost?", "The first replacement card costs 5 pounds.", FIGURE),
+    # figure moved: the delivery times of two services swapped
+    ("Standard delivery takes 5 days. Express delivery takes 2 days.",
+     "How long does standard delivery take?", "Standard delivery takes 2 days.", FIGURE),
+    # the answer denies what the context affirms
+    ("Cards can be used abroad. A 3% fee applies to purchases in other currencies.",
+     "Can I use my card abroad?", "Cards cannot be used abroad.", NEGATION),
+    ("The first replacement card is free. Later replacements cost 5 pounds each.",
+     "What does a replacement card cost?", "The first replacement card is not free.", NEGATION),
+    ("The Oberoi family is an Indian family that is famous for its involvement in hotels.",
+     "What is the Oberoi family known for?", "The Oberoi family is not involved in hotels.",
+     NEGATION),
     # entity: a place
     ("Free shipping applies to orders shipped to Canada.", "Where is shipping free?",
      "Free shipping applies to orders shipped to Mexico.", ENTITY),
@@ -197,6 +211,22 @@ HONEST = [
      "Is there a late fee?", "A $25 late fee applies after the first missed payment."),
     ("The warranty does not cover water damage. It covers manufacturing defects for two years.",
      "What does the warranty cover?", "It covers manufacturing defects for two years."),
+    # each figure kept with its own item
+    ("The first replacement card is free. Later replacements cost 5 pounds each.",
+     "What does a replacement card cost?", "Later replacements cost 5 pounds each."),
+    ("The first replacement card is free. Later replacements cost 5 pounds each.",
+     "What does a replacement card cost?",
+     "The first replacement card is free; after that a replacement costs 5 pounds."),
+    ("Standard delivery takes 5 days. Express delivery takes 2 days.",
+     "How fast is delivery?", "Express delivery takes 2 days, standard delivery 5 days."),
+    # a negation the context makes too, beside an affirmation of something else
+    ("Cards can be used abroad. Cards cannot be used at casinos.", "Where can I use my card?",
+     "Cards cannot be used at casinos."),
+    ("The T700 supports dual-fuel systems. The T500 does not support dual-fuel systems.",
+     "Does the T500 support dual-fuel?", "No, the T500 does not support dual-fuel systems."),
+    # a denial that only bounds a figure
+    ("You can withdraw cash abroad. Withdrawals are limited to $500 a day.",
+     "How much can I withdraw abroad?", "You cannot withdraw more than $500 a day abroad."),
 ]
 
 

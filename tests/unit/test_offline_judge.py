@@ -203,3 +203,35 @@ def test_fluency_heuristic(answer: str, score: int, fault: str) -> None:
 
 def test_fluency_through_the_judge(judge: OfflineJudge) -> None:
     assert run(judge.fluency("It costs $12.")) == fluency_heuristic("It costs $12.")
+
+
+# --- names the context does not hold ------------------------------------------------
+
+MAGAZINES = Case(
+    id="magazines", category="general",
+    query="The Oberoi family is part of a hotel company that has a head office in what city?",
+    context=("The Oberoi family is an Indian family that is famous for its involvement in hotels, "
+             "namely through The Oberoi Group. The Oberoi Group is a hotel company with its head "
+             "office in Delhi."),
+)
+
+
+@pytest.mark.parametrize(("answer", "name"), [
+    ("The Oberoi family's hotel company, Marriott, has its head office in Delhi.", "Marriott"),
+    ("Neha Sharma says the Oberoi Group head office is in Delhi.", "Neha"),  # opening a sentence
+    ("The head office of the Oberoi Group is in Delhi, says Reuters.", "Reuters"),
+])
+def test_a_name_the_context_does_not_hold_is_unsupported(answer: str, name: str) -> None:
+    score = grade_groundedness(MAGAZINES, answer)
+    assert score.value == 2, score.reason
+    assert "names not in the context" in score.reason and f'"{name}"' in score.reason
+
+
+@pytest.mark.parametrize("answer", [
+    "Delhi",
+    "The Oberoi Group's head office is in Delhi.",
+    "Based on the context, the head office is in Delhi.",  # a sentence's first word is no name
+    "THE OBEROI GROUP: head office in Delhi.",
+])
+def test_names_the_context_holds_pass(answer: str) -> None:
+    assert grade_groundedness(MAGAZINES, answer).value in (4, 5)

@@ -44,6 +44,7 @@ from flipgate.verdict.evidence import Kind, StatementCheck, content_words, split
 from flipgate.verdict.figures import Figure, KnownFigures, extract_figures, vouched
 
 NEGATION, FIGURE, ENTITY = "negation", "figure", "entity"
+_MONEY = frozenset({"usd", "eur", "gbp"})
 
 
 @dataclass(frozen=True)
@@ -183,6 +184,56 @@ def _negation_clashes(statements: Sequence[StatementCheck], context: str,
     return clashes
 
 
+# A context clause with one of these does not affirm plainly: it excepts or restricts.
+_RESTRICTS = re.compile(r"\b(?:without|unless|except|only|instead|rather|if|when)\b")
+
+
+def _denial_in(clause: str) -> tuple[str, frozenset[str]] | None:
+    """A clause's negation read as (predicate, topic), or None when it negates nothing
+    plainly (no negation, or one that bounds a figure or a time)."""
+    cue = _DENIES.search(clause)
+    if cue is None or _BOUNDS.search(clause):
+        return None
+    after = _ordered_words(clause[cue.end():])
+    if not after:
+        return None
+    return after[0], content_words(clause[:cue.start()]) | frozenset(after[1:])
+
+
+def _denied_but_affirmed(statements: Sequence[StatementCheck], context: str) -> list[Clash]:
+    """Claims that deny what a context clause affirms plainly ("Cards cannot be used
+    abroad" against "Cards can be used abroad"), unless the context denies it too."""
+    affirming: list[tuple[str, frozenset[str]]] = []
+    denied: list[tuple[frozenset[str], frozenset[str]]] = []
+    for sentence in split_statements(context):
+        for clause in _clauses(sentence):
+            lowered = clause.lower().translate(_APOSTROPHES)
+            if (read := _denial_in(lowered)) is not None:
+                denied.append((_predicates(read[0]), read[1]))
+            elif not _DENIES.search(lowered) and not _RESTRICTS.search(lowered):
+                affirming.append((sentence, content_words(clause)))
+    clashes = []
+    for statement in statements:
+        if statement.kind is not Kind.CLAIM:
+            continue
+        for clause in _clauses(statement.text.lower().translate(_APOSTROPHES)):
+            read = _denial_in(clause)
+            if read is None or not read[1]:
+                continue
+            predicate, topic = _predicates(read[0]), read[1]
+            needed = min(TOPIC_WORDS_NEEDED, len(topic))
+            if any(their_predicate & predicate and len(their_topic & topic) >= needed
+                   for their_predicate, their_topic in denied):
+                continue
+            passage = next((sentence for sentence, words in affirming
+                            if words & predicate and len(words & topic) >= needed), None)
+            if passage is not None:
+                clashes.append(Clash(statement.text, passage, NEGATION,
+                                     "it denies what the context affirms"))
+                break
+    return clashes
+
+
 def _capitalised(text: str) -> list[tuple[str, str]]:
     """(the word before, the name) for each capitalised word that does not open a sentence."""
     tokens = re.findall(r"[A-Za-z][\w'-]*|[.!?]", text)
@@ -223,6 +274,7 @@ def _figure_and_name_clashes(statements: Sequence[StatementCheck], context: str,
             read[passage] = (extract_figures(passage), _capitalised(passage))
         figures, names = read[passage]
         clash = (_figure_clash(statement, passage, figures, known_figures)
+                 or _moved_figure_clash(statement, passage, figures, sentences)
                  or _name_clash(statement, passage, names, context_words))
         if clash is not None:
             clashes.append(clash)
@@ -237,6 +289,36 @@ def _figure_clash(statement: StatementCheck, passage: str, passage_figures: Sequ
         if vouched(figure, known):
             continue
         other = next((f for f in theirs if f.unit == figure.unit), None)
+        if other is not None:
+            return Clash(statement.text, passage, FIGURE,
+                         f"it says {figure.text!r} where the context says {other.text!r}")
+    return None
+
+
+_FREE = frozenset(content_words("free"))
+
+
+def _moved_figure_clash(statement: StatementCheck, passage: str,
+                        passage_figures: Sequence[Figure],
+                        sentences: Sequence[tuple[str, frozenset[str]]]) -> Clash | None:
+    """A figure the context gives for another item: the statement's closest sentence says
+    that item is free, or gives it another figure of the unit, while the figure stands in a
+    sentence that shares fewer of the statement's words ("The first card costs 5 pounds"
+    against "The first card is free. Later cards cost 5 pounds each.")."""
+    if statement.words & _FREE or _HEDGES.search(statement.text.lower()):
+        return None
+    shared = len(statement.words & content_words(passage))
+    for figure in statement.figures:
+        if vouched(figure, passage_figures):
+            continue
+        holders = [words for sentence, words in sentences
+                   if vouched(figure, extract_figures(sentence))]
+        if not holders or any(len(statement.words & words) >= shared for words in holders):
+            continue
+        if figure.unit in _MONEY and content_words(passage) & _FREE:
+            return Clash(statement.text, passage, FIGURE,
+                         f"it gives {figure.text!r} for what the context says is free")
+        other = next((f for f in passage_figures if f.unit == figure.unit), None)
         if other is not None:
             return Clash(statement.text, passage, FIGURE,
                          f"it says {figure.text!r} where the context says {other.text!r}")
@@ -263,6 +345,7 @@ def find_clashes(statements: Sequence[StatementCheck], context: str, *,
     with (one clash a statement: a negation first, then a figure, then a name)."""
     found: dict[str, Clash] = {}
     for clash in (_negation_clashes(statements, context, query)
+                  + _denied_but_affirmed(statements, context)
                   + _figure_and_name_clashes(statements, context, query)):
         found.setdefault(clash.claim, clash)
     return tuple(found.values())
