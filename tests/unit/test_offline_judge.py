@@ -235,3 +235,21 @@ def test_a_name_the_context_does_not_hold_is_unsupported(answer: str, name: str)
 ])
 def test_names_the_context_holds_pass(answer: str) -> None:
     assert grade_groundedness(MAGAZINES, answer).value in (4, 5)
+
+
+# --- framing, courtesy and words about the context are not claims ------------------------
+
+@pytest.mark.parametrize("answer", [
+    "Based on the provided passages, the head office is in Delhi.",
+    "Sure, I can help with that. The head office is in Delhi (Passage 3).",
+    "According to passage 2, the Oberoi Group's head office is in Delhi [1].",
+    "The head office is in Delhi. The year it opened is not explicitly stated in the passages.",
+])
+def test_framing_references_and_words_about_the_context_are_not_claims(answer: str) -> None:
+    score = grade_groundedness(MAGAZINES, answer)
+    assert score.value == 5, score.reason
+
+
+def test_an_answer_only_about_what_the_context_lacks_is_a_non_answer() -> None:
+    score = grade_groundedness(MAGAZINES, "The passages do not mention where the head office is.")
+    assert score.value == 3 and "non-answer" in score.reason

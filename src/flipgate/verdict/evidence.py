@@ -142,6 +142,28 @@ _COURTESY = re.compile(
     r"great\s+question|good\s+question|i'?m\s+sorry\s+to\s+hear\s+that|"
     r"(?:is\s+there\s+)?anything\s+else\b[^.;!?\n]*)"
 )
+# Where an answer says it takes its words from: framing, not a claim ("Based on the
+# provided passages, ...", "According to passage 2, ...", "Sure, I can help with that").
+_SOURCE = (r"(?:the\s+|this\s+|these\s+|given\s+|provided\s+|above\s+|available\s+|retrieved\s+)*"
+           r"(?:context|passages?|information|text|documents?|sources?|excerpts?|search\s+results?"
+           r"|data|knowledge|faq)(?:\s+(?:provided|given|above))?(?:\s*#?\d+)?")
+_FRAMING = re.compile(
+    r"\b(?:(?:based\s+(?:on|upon)|according\s+to|as\s+(?:stated|mentioned|described)\s+in|"
+    r"from|in)\s+" + _SOURCE + r"|(?:sure|certainly|of\s+course|absolutely)\b[,!.]?\s*"
+    r"(?:i\s+can|i'?d\s+be\s+(?:happy|glad)\s+to)\s+help(?:\s+(?:you\s+)?with\s+that)?|"
+    r"i\s+can\s+help(?:\s+(?:you\s+)?with\s+that)?|here\s+(?:is|are)|here's)\b")
+# A statement about the context itself, not about the world: "X is not explicitly stated".
+_ABOUT_CONTEXT = re.compile(
+    r"\b(?:(?:is|are|was|were)\s+not\s+(?:explicitly\s+|directly\s+|specifically\s+|clearly\s+)?"
+    r"(?:stated|mentioned|specified|provided|given|listed|included|addressed|discussed|available)"
+    r"|(?:does|do|did)\s*(?:not|n't)\s+(?:explicitly\s+|directly\s+|specifically\s+)?"
+    r"(?:say|state|mention|specify|provide|contain|include|give|list|address|discuss|indicate)"
+    r"|(?:there\s+is|there's)\s+no\s+(?:mention|information|indication|data|details?)"
+    r"|no\s+(?:information|mention|details?)\s+(?:is|are|was)\s+(?:given|provided|available))\b")
+# Passage and citation numbers are references, not figures: "(Passage 3)", "[2]".
+_REFERENCES = re.compile(
+    r"\b(?:passages?|documents?|docs?|sources?|references?|refs?|excerpts?)\s*#?\d+"
+    r"(?:\s*(?:,|and|&|-)\s*\d+)*|\[\d+(?:\s*,\s*\d+)*\]", re.IGNORECASE)
 
 
 _SUFFIXES: tuple[tuple[str, str], ...] = (
@@ -186,7 +208,7 @@ _WORD = re.compile(r"[a-z]+(?:'[a-z]+)*")
 def content_words(text: str) -> frozenset[str]:
     """The normalised content words of `text`: no stopwords, numbers or units; stemmed."""
     lowered = text.lower().replace("\u2019", "'").replace("\u2018", "'")
-    lowered = _COURTESY.sub(" ", lowered)
+    lowered = _FRAMING.sub(" ", _COURTESY.sub(" ", lowered))
     for pattern, replacement in _PHRASES:
         lowered = pattern.sub(replacement, lowered)
     words: set[str] = set()
@@ -407,10 +429,18 @@ class Analysis:
         )
 
 
+def about_the_context(statement: str) -> bool:
+    """Does the statement speak of what the context says or lacks ("is not explicitly
+    stated", "the passages do not mention")? Then it is not a claim about the world."""
+    return _ABOUT_CONTEXT.search(statement.lower().replace("\u2019", "'")) is not None
+
+
 def _classify(statement: str, words: frozenset[str], figures: Sequence[Figure],
               context_words: frozenset[str]) -> Kind:
     if statement.rstrip().endswith("?") and not figures:
         return Kind.QUESTION
+    if not figures and about_the_context(statement):
+        return Kind.DEFLECTION
     if is_deflection(statement) and not figures:
         # The context may itself give this instruction ("call us right away"):
         # then it is an answer, not a brush-off.
@@ -431,6 +461,10 @@ def _without_figures(statement: str, figures: Iterable[Figure]) -> str:
     return " ".join(pieces)
 
 
+def _blank(match: re.Match[str]) -> str:
+    return " " * len(match.group())
+
+
 def analyse(context: str, response: str, *, query: str = "") -> Analysis:
     """Read `response` (up to `EVIDENCE_LIMIT` characters) against `context`.
     Echoing the `query` is not inventing."""
@@ -442,11 +476,12 @@ def analyse(context: str, response: str, *, query: str = "") -> Analysis:
     checks: list[StatementCheck] = []
     unsupported: list[Figure] = []
     for statement in split_statements(response):
-        figures = tuple(extract_figures(statement))
+        plain = _REFERENCES.sub(_blank, statement)  # same length: figure spans still fit
+        figures = tuple(extract_figures(plain))
         words = content_words(_without_figures(statement, figures))
         kind = _classify(statement, words, figures, context_words)
         checks.append(StatementCheck(statement, kind, words, coverage(words, known_words), figures,
-                                     unknown_names(statement, vocabulary)))
+                                     unknown_names(plain, vocabulary)))
         unsupported.extend(f for f in figures if not vouched(f, known_figures))
     return Analysis(tuple(checks), tuple(unsupported), known_words, text=response, cut_at=cut_at)
 
