@@ -41,7 +41,7 @@ from dataclasses import dataclass
 
 from flipgate.text.escaping import quoted
 from flipgate.verdict.evidence import Kind, StatementCheck, content_words, split_statements
-from flipgate.verdict.figures import Figure, KnownFigures, extract_figures, vouched
+from flipgate.verdict.figures import Figure, KnownFigures, expand_known, extract_figures, vouched
 
 NEGATION, FIGURE, ENTITY = "negation", "figure", "entity"
 _MONEY = frozenset({"usd", "eur", "gbp"})
@@ -257,70 +257,126 @@ def _closest(words: frozenset[str], clauses: Sequence[tuple[str, frozenset[str]]
     return best if shared >= max(SHARED_WORDS_NEEDED, len(words) / 2) else None
 
 
+@dataclass(frozen=True)
+class _Sentence:
+    text: str
+    words: frozenset[str]
+    figures: tuple[Figure, ...]
+
+
+def _holders(sentences: Sequence[_Sentence]) -> dict[tuple[object, ...], list[int]]:
+    """Which sentences vouch for which figure: by (unit, value), and by value for counts."""
+    index: dict[tuple[object, ...], list[int]] = {}
+    for number, sentence in enumerate(sentences):
+        for figure in expand_known(sentence.figures):
+            for key in ((figure.unit, figure.value), ("number", figure.value)):
+                places = index.setdefault(key, [])
+                if not places or places[-1] != number:
+                    places.append(number)
+    return index
+
+
 def _figure_and_name_clashes(statements: Sequence[StatementCheck], context: str,
                              query: str) -> list[Clash]:
-    sentences = [(sentence, content_words(sentence)) for sentence in split_statements(context)]
+    sentences = [_Sentence(sentence, content_words(sentence), tuple(extract_figures(sentence)))
+                 for sentence in split_statements(context)]
+    pairs = [(sentence.text, sentence.words) for sentence in sentences]
+    by_text = {sentence.text: sentence for sentence in sentences}
+    holders = _holders(sentences)
+    by_noun: dict[str, list[_Sentence]] = {}
+    for sentence in sentences:
+        for noun in dict.fromkeys(f.noun for f in sentence.figures if f.noun):
+            by_noun.setdefault(noun, []).append(sentence)
     known_figures = KnownFigures.of(extract_figures(context) + extract_figures(query))
     context_words = content_words(context) | content_words(query)
     clashes = []
-    read: dict[str, tuple[list[Figure], list[tuple[str, str]]]] = {}  # each passage read once
+    names: dict[str, list[tuple[str, str]]] = {}  # each passage read once
     for statement in statements:
         if statement.kind is not Kind.CLAIM:
             continue
-        passage = _closest(statement.words, sentences)
-        if passage is None:
-            continue
-        if passage not in read:
-            read[passage] = (extract_figures(passage), _capitalised(passage))
-        figures, names = read[passage]
-        clash = (_figure_clash(statement, passage, figures, known_figures)
-                 or _moved_figure_clash(statement, passage, figures, sentences)
-                 or _name_clash(statement, passage, names, context_words))
+        closest = _closest(statement.words, pairs)
+        passage = by_text[closest] if closest is not None else None
+        clash = _figure_clash(statement, passage, by_noun, known_figures)
+        if clash is None and passage is not None:
+            if passage.text not in names:
+                names[passage.text] = _capitalised(passage.text)
+            clash = (_moved_figure_clash(statement, passage, sentences, holders)
+                     or _name_clash(statement, passage.text, names[passage.text], context_words))
         if clash is not None:
             clashes.append(clash)
     return clashes
 
 
-def _figure_clash(statement: StatementCheck, passage: str, passage_figures: Sequence[Figure],
-                  known: KnownFigures) -> Clash | None:
-    # A figure the statement keeps beside its own is an addition, not a replacement.
-    theirs = [f for f in passage_figures if not vouched(f, statement.figures)]
+def _nouns_agree(a: Figure, b: Figure) -> bool:
+    """"6 tablets" and "200 mg" count different things; a count without a noun may be either."""
+    return a.noun is None or b.noun is None or a.noun == b.noun
+
+
+# How many sentences that count the same thing are weighed for one figure (a bound on work).
+_NOUN_CANDIDATES = 50
+_LIMIT = frozenset(content_words("limit"))
+
+
+def _figure_clash(statement: StatementCheck, closest: _Sentence | None,
+                  by_noun: dict[str, list[_Sentence]], known: KnownFigures) -> Clash | None:
+    """A figure the context lacks where a sentence gives another of the same unit (and noun):
+    the closest sentence, or one that counts the same thing ("16 tablets" against "Do not
+    exceed 6 tablets in 24 hours"), a limit weighed first against a limit."""
+    best: tuple[int, _Sentence, Figure, Figure] | None = None
+    bound = bool(statement.words & _LIMIT)
     for figure in statement.figures:
         if vouched(figure, known):
             continue
-        other = next((f for f in theirs if f.unit == figure.unit), None)
-        if other is not None:
-            return Clash(statement.text, passage, FIGURE,
-                         f"it says {figure.text!r} where the context says {other.text!r}")
-    return None
+        candidates = [closest] if closest is not None else []
+        if figure.noun:
+            candidates += by_noun.get(figure.noun, [])[:_NOUN_CANDIDATES]
+        for sentence in candidates:
+            # A figure the statement keeps beside its own is an addition, not a replacement.
+            other = next((f for f in sentence.figures if f.unit == figure.unit
+                          and _nouns_agree(f, figure) and not vouched(f, statement.figures)),
+                         None)
+            shared = len(statement.words & sentence.words)
+            if other is None or (sentence is not closest and (shared < 1 or other.noun is None)):
+                continue
+            rank = shared + (2 if bound and sentence.words & _LIMIT else 0)
+            if best is None or rank > best[0]:
+                best = (rank, sentence, figure, other)
+    if best is None:
+        return None
+    _, sentence, figure, other = best
+    return Clash(statement.text, sentence.text, FIGURE,
+                 f"it says {figure.text!r} where the context says {other.text!r}")
 
 
 _FREE = frozenset(content_words("free"))
 
 
-def _moved_figure_clash(statement: StatementCheck, passage: str,
-                        passage_figures: Sequence[Figure],
-                        sentences: Sequence[tuple[str, frozenset[str]]]) -> Clash | None:
+def _moved_figure_clash(statement: StatementCheck, passage: _Sentence,
+                        sentences: Sequence[_Sentence],
+                        holders: dict[tuple[object, ...], list[int]]) -> Clash | None:
     """A figure the context gives for another item: the statement's closest sentence says
     that item is free, or gives it another figure of the unit, while the figure stands in a
     sentence that shares fewer of the statement's words ("The first card costs 5 pounds"
     against "The first card is free. Later cards cost 5 pounds each.")."""
     if statement.words & _FREE or _HEDGES.search(statement.text.lower()):
         return None
-    shared = len(statement.words & content_words(passage))
+    shared = len(statement.words & passage.words)
     for figure in statement.figures:
-        if vouched(figure, passage_figures):
+        if vouched(figure, passage.figures):
             continue
-        holders = [words for sentence, words in sentences
-                   if vouched(figure, extract_figures(sentence))]
-        if not holders or any(len(statement.words & words) >= shared for words in holders):
+        places = holders.get((figure.unit, figure.value)) or (
+            holders.get(("number", figure.value), []) if figure.unit in ("count", "ordinal")
+            else [])
+        if not places or any(len(statement.words & sentences[at].words) >= shared
+                             for at in places):
             continue
-        if figure.unit in _MONEY and content_words(passage) & _FREE:
-            return Clash(statement.text, passage, FIGURE,
+        if figure.unit in _MONEY and passage.words & _FREE:
+            return Clash(statement.text, passage.text, FIGURE,
                          f"it gives {figure.text!r} for what the context says is free")
-        other = next((f for f in passage_figures if f.unit == figure.unit), None)
+        other = next((f for f in passage.figures if f.unit == figure.unit
+                      and _nouns_agree(f, figure)), None)
         if other is not None:
-            return Clash(statement.text, passage, FIGURE,
+            return Clash(statement.text, passage.text, FIGURE,
                          f"it says {figure.text!r} where the context says {other.text!r}")
     return None
 

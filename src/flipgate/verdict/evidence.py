@@ -98,7 +98,7 @@ _SYNONYM_GROUPS: tuple[tuple[str, ...], ...] = (
     ("contact", "call", "phone", "reach"),
     ("deliver", "delivery", "arrive", "ship", "shipping", "mail"),
     ("expedite", "rush", "express", "faster", "quicker"),
-    ("limit", "cap", "maximum", "max"),
+    ("limit", "cap", "maximum", "max", "exceed"),
     ("notify", "notice", "notification", "tell", "inform", "alert"),
     ("dispute", "contest", "challenge"),
     ("refund", "reimburse", "reimbursement"),
