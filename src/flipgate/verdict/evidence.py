@@ -441,6 +441,8 @@ def _classify(statement: str, words: frozenset[str], figures: Sequence[Figure],
         return Kind.QUESTION
     if not figures and about_the_context(statement):
         return Kind.DEFLECTION
+    if not figures and statement.rstrip().endswith(":"):
+        return Kind.FILLER  # a lead-in to what follows ("Here is what the label says:")
     if is_deflection(statement) and not figures:
         # The context may itself give this instruction ("call us right away"):
         # then it is an answer, not a brush-off.
