@@ -243,7 +243,9 @@ _ABBREVIATIONS = frozenset(
 )
 _BULLET = re.compile(r"^\s*(?:[-*\u2022]|\d{1,2}[.)])\s+")
 # A sentence ends after . ! or ? (and any closing quote or bracket) before a space.
-_BOUNDARY = re.compile(r"(?<=[.!?])(?P<closing>[\"'\u201d)\]]*)\s+|;\s*")
+# Passages joined without a space ("...in the 19th century.First for Women is ...") split
+# where a full stop after a lower-case word meets a capitalised one.
+_BOUNDARY = re.compile(r"(?<=[.!?])(?P<closing>[\"'\u201d)\]]*)\s+|;\s*|(?<=[a-z]{2}\.)(?=[A-Z][a-z])")
 
 
 _CLOSING = "\"'\u201d)]"
