@@ -119,7 +119,7 @@ def report(name: str, items: list[Item], show: int) -> None:
         by_key.setdefault(item.key, []).append((item, bad))
     flips = caught = 0
     for pairs in by_key.values():
-        for base, base_bad in (p for p in pairs if not p[0].hallucinated):
+        for _base, base_bad in (p for p in pairs if not p[0].hallucinated):
             for _cand, cand_bad in (p for p in pairs if p[0].hallucinated):
                 flips += 1
                 caught += cand_bad and not base_bad

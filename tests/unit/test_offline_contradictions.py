@@ -235,3 +235,27 @@ def test_a_faithful_answer_is_not_a_contradiction(context: str, query: str, answ
     statements = analyse(context, answer, query=query).statements
     assert find_clashes(statements, context, query=query) == ()
     assert grade_groundedness(case(context, query), answer).value not in (1, 2)
+
+
+# What the lexical reader cannot see, as docs/judges.md names it: each answer contradicts its
+# context, and the offline judge does not read it as ungrounded. A change that catches one
+# must move it to CONTRADICTIONS and update the docs.
+BLIND_SPOTS = [
+    # a denial worded without a negative
+    ("Cards can be used abroad.", "Can I use my card abroad?",
+     "Cards are blocked outside the country."),
+    # a restriction worded without a negative
+    ("The T500 only works with gas furnaces.", "Does the T500 work with heat pumps?",
+     "The T500 works with heat pumps."),
+    # an implication drawn from two figures
+    ("Standard delivery takes 5 days. Express delivery takes 2 days.",
+     "How long does standard delivery take?", "Standard delivery is quicker than express."),
+    # a name the context holds, put in the wrong place
+    ("Boston College is in Chestnut Hill. Stanford University is in California.",
+     "Which university is in Chestnut Hill?", "Stanford University is in Chestnut Hill."),
+]
+
+
+@pytest.mark.parametrize(("context", "query", "answer"), BLIND_SPOTS)
+def test_a_blind_spot_stays_what_the_docs_say(context: str, query: str, answer: str) -> None:
+    assert grade_groundedness(case(context, query), answer).value not in (1, 2)
