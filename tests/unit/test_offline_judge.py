@@ -241,6 +241,7 @@ def test_names_the_context_holds_pass(answer: str) -> None:
 
 @pytest.mark.parametrize("answer", [
     "Based on the provided passages, the head office is in Delhi.",
+    "Based on the FAQ, the head office is in Delhi.",
     "Sure, I can help with that. The head office is in Delhi (Passage 3).",
     "According to passage 2, the Oberoi Group's head office is in Delhi [1].",
     "The head office is in Delhi. The year it opened is not explicitly stated in the passages.",

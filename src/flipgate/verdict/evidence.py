@@ -152,6 +152,7 @@ _FRAMING = re.compile(
     r"from|in)\s+" + _SOURCE + r"|(?:sure|certainly|of\s+course|absolutely)\b[,!.]?\s*"
     r"(?:i\s+can|i'?d\s+be\s+(?:happy|glad)\s+to)\s+help(?:\s+(?:you\s+)?with\s+that)?|"
     r"i\s+can\s+help(?:\s+(?:you\s+)?with\s+that)?|here\s+(?:is|are)|here's)\b")
+_FRAMING_ANY_CASE = re.compile(_FRAMING.pattern, re.IGNORECASE)  # for names, read as written
 # A statement about the context itself, not about the world: "X is not explicitly stated".
 _ABOUT_CONTEXT = re.compile(
     r"\b(?:(?:is|are|was|were)\s+not\s+(?:explicitly\s+|directly\s+|specifically\s+|clearly\s+)?"
@@ -485,7 +486,8 @@ def analyse(context: str, response: str, *, query: str = "") -> Analysis:
         words = content_words(_without_figures(statement, figures))
         kind = _classify(statement, words, figures, context_words)
         checks.append(StatementCheck(statement, kind, words, coverage(words, known_words), figures,
-                                     unknown_names(plain, vocabulary)))
+                                     unknown_names(_FRAMING_ANY_CASE.sub(_blank, plain),
+                                                   vocabulary)))
         unsupported.extend(f for f in figures if not vouched(f, known_figures))
     return Analysis(tuple(checks), tuple(unsupported), known_words, text=response, cut_at=cut_at)
 
