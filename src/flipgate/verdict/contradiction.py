@@ -276,10 +276,30 @@ def _holders(sentences: Sequence[_Sentence]) -> dict[tuple[object, ...], list[in
     return index
 
 
+def _sentences(context: str, figures: Sequence[Figure]) -> list[_Sentence]:
+    """The context's sentences, each with the figures read once from the whole context."""
+    out, cursor, next_figure = [], 0, 0
+    for sentence in split_statements(context):
+        start = context.find(sentence, cursor)
+        if start < 0:  # not found as written: read it alone
+            out.append(_Sentence(sentence, content_words(sentence),
+                                 tuple(extract_figures(sentence))))
+            continue
+        end = cursor = start + len(sentence)
+        while next_figure < len(figures) and figures[next_figure].span[0] < start:
+            next_figure += 1
+        mine = []
+        while next_figure < len(figures) and figures[next_figure].span[1] <= end:
+            mine.append(figures[next_figure])
+            next_figure += 1
+        out.append(_Sentence(sentence, content_words(sentence), tuple(mine)))
+    return out
+
+
 def _figure_and_name_clashes(statements: Sequence[StatementCheck], context: str,
                              query: str) -> list[Clash]:
-    sentences = [_Sentence(sentence, content_words(sentence), tuple(extract_figures(sentence)))
-                 for sentence in split_statements(context)]
+    context_figures = extract_figures(context)
+    sentences = _sentences(context, context_figures)
     pairs = [(sentence.text, sentence.words) for sentence in sentences]
     by_text = {sentence.text: sentence for sentence in sentences}
     holders = _holders(sentences)
@@ -287,7 +307,7 @@ def _figure_and_name_clashes(statements: Sequence[StatementCheck], context: str,
     for sentence in sentences:
         for noun in dict.fromkeys(f.noun for f in sentence.figures if f.noun):
             by_noun.setdefault(noun, []).append(sentence)
-    known_figures = KnownFigures.of(extract_figures(context) + extract_figures(query))
+    known_figures = KnownFigures.of(context_figures + extract_figures(query))
     context_words = content_words(context) | content_words(query)
     clashes = []
     names: dict[str, list[tuple[str, str]]] = {}  # each passage read once
