@@ -232,6 +232,7 @@ def test_a_name_the_context_does_not_hold_is_unsupported(answer: str, name: str)
     "The Oberoi Group's head office is in Delhi.",
     "Based on the context, the head office is in Delhi.",  # a sentence's first word is no name
     "THE OBEROI GROUP: head office in Delhi.",
+    "Sorry, I'm not sure of the year, but the head office is in Delhi.",
 ])
 def test_names_the_context_holds_pass(answer: str) -> None:
     assert grade_groundedness(MAGAZINES, answer).value in (4, 5)

@@ -322,7 +322,9 @@ def names(text: str) -> list[str]:
     found = []
     for index, match in enumerate(tokens):
         word = match.group()
-        if not word[0].isupper() or len(word) < 2 or _fold(word) in _STOPWORDS:
+        folded = _fold(word)
+        if not word[0].isupper() or len(word) < 2 or folded in _STOPWORDS \
+                or folded.startswith("i'"):  # "I'm", "I'll": the writer, not a name
             continue
         if _OPENING.search(text, max(0, match.start() - _OPENING_WINDOW), match.start()) is not None:
             after = tokens[index + 1] if index + 1 < len(tokens) else None
