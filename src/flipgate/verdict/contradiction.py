@@ -393,8 +393,9 @@ def _moved_figure_clash(statement: StatementCheck, passage: _Sentence,
         if figure.unit in _MONEY and passage.words & _FREE:
             return Clash(statement.text, passage.text, FIGURE,
                          f"it gives {figure.text!r} for what the context says is free")
+        # The passage's own figure kept beside this one: an addition, not a move.
         other = next((f for f in passage.figures if f.unit == figure.unit
-                      and _nouns_agree(f, figure)), None)
+                      and _nouns_agree(f, figure) and not vouched(f, statement.figures)), None)
         if other is not None:
             return Clash(statement.text, passage.text, FIGURE,
                          f"it says {figure.text!r} where the context says {other.text!r}")
