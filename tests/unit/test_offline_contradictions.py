@@ -220,8 +220,8 @@ HONEST = [
     ("Standard delivery takes 5 days. Express delivery takes 2 days.",
      "How fast is delivery?", "Express delivery takes 2 days, standard delivery 5 days."),
     # a figure from another sentence beside the closest sentence's own: an addition
-    ("Standard shipping is $5. Orders over $50 ship free.", "What does shipping cost?",
-     "Standard shipping costs $5 for orders under $50."),
+    ("Standard shipping for small parcels costs $5. Orders over $50 ship free.",
+     "What does shipping cost?", "Standard shipping for small parcels costs $5 on orders under $50."),
     # a negation the context makes too, beside an affirmation of something else
     ("Cards can be used abroad. Cards cannot be used at casinos.", "Where can I use my card?",
      "Cards cannot be used at casinos."),
