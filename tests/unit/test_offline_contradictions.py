@@ -219,6 +219,12 @@ HONEST = [
      "The first replacement card is free; after that a replacement costs 5 pounds."),
     ("Standard delivery takes 5 days. Express delivery takes 2 days.",
      "How fast is delivery?", "Express delivery takes 2 days, standard delivery 5 days."),
+    # the other item, named by a bound or an ordinal
+    ("The first replacement card is free. Later replacements cost 5 pounds each.",
+     "What does a replacement card cost?",
+     "After the first replacement card, a replacement costs 5 pounds."),
+    ("The first replacement card is free. Later replacements cost 5 pounds each.",
+     "What does a replacement card cost?", "A second replacement card costs 5 pounds."),
     # a figure from another sentence beside the closest sentence's own: an addition
     ("Standard shipping for small parcels costs $5. Orders over $50 ship free.",
      "What does shipping cost?", "Standard shipping for small parcels costs $5 on orders under $50."),

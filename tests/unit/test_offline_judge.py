@@ -255,3 +255,13 @@ def test_framing_references_and_words_about_the_context_are_not_claims(answer: s
 def test_an_answer_only_about_what_the_context_lacks_is_a_non_answer() -> None:
     score = grade_groundedness(MAGAZINES, "The passages do not mention where the head office is.")
     assert score.value == 3 and "non-answer" in score.reason
+
+
+@pytest.mark.parametrize(("answer", "score"), [
+    ("After the first replacement each calendar year, a replacement costs $12.", 5),
+    ("Beyond the first replacement each calendar year, it costs $12.", 5),
+    ("Your first replacement each calendar year costs $12.", 2),  # the free one, priced
+])
+def test_a_figure_for_the_other_item_is_not_a_moved_figure(answer: str, score: int) -> None:
+    result = grade_groundedness(REPLACEMENT, answer)
+    assert result.value == score, result.reason

@@ -369,6 +369,10 @@ def _figure_clash(statement: StatementCheck, closest: _Sentence | None,
 
 
 _FREE = frozenset(content_words("free"))
+# A statement with one of these may speak of the other item ("after the first one", "each
+# additional card"): it is left alone.
+_OTHER_ITEM = re.compile(r"\b(?:later|subsequent|additional|further|next|second|third|other|"
+                         r"another|extra|more|beyond|then|thereafter)\b")
 
 
 def _moved_figure_clash(statement: StatementCheck, passage: _Sentence,
@@ -378,7 +382,9 @@ def _moved_figure_clash(statement: StatementCheck, passage: _Sentence,
     that item is free, or gives it another figure of the unit, while the figure stands in a
     sentence that shares fewer of the statement's words ("The first card costs 5 pounds"
     against "The first card is free. Later cards cost 5 pounds each.")."""
-    if statement.words & _FREE or _HEDGES.search(statement.text.lower()):
+    lowered = statement.text.lower()
+    if statement.words & _FREE or _HEDGES.search(lowered) or _BOUNDS.search(lowered) \
+            or _OTHER_ITEM.search(lowered):
         return None
     shared = len(statement.words & passage.words)
     for figure in statement.figures:
