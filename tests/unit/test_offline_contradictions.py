@@ -233,6 +233,9 @@ HONEST = [
      "Cards cannot be used at casinos."),
     ("The T700 supports dual-fuel systems. The T500 does not support dual-fuel systems.",
      "Does the T500 support dual-fuel?", "No, the T500 does not support dual-fuel systems."),
+    # the context's affirmation is bounded: it speaks of the other cards
+    ("A fee applies to every card after the first.", "Is the first card free?",
+     "You are not charged for the first card."),
     # a denial that only bounds a figure
     ("You can withdraw cash abroad. Withdrawals are limited to $500 a day.",
      "How much can I withdraw abroad?", "You cannot withdraw more than $500 a day abroad."),

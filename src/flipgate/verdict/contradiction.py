@@ -210,7 +210,8 @@ def _denied_but_affirmed(statements: Sequence[StatementCheck], context: str) -> 
             lowered = clause.lower().translate(_APOSTROPHES)
             if (read := _denial_in(lowered)) is not None:
                 denied.append((_predicates(read[0]), read[1]))
-            elif not _DENIES.search(lowered) and not _RESTRICTS.search(lowered):
+            elif not (_DENIES.search(lowered) or _RESTRICTS.search(lowered)
+                      or _BOUNDS.search(lowered) or _OTHER_ITEM.search(lowered)):
                 affirming.append((sentence, content_words(clause)))
     clashes = []
     for statement in statements:
