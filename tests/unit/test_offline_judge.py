@@ -265,3 +265,12 @@ def test_an_answer_only_about_what_the_context_lacks_is_a_non_answer() -> None:
 def test_a_figure_for_the_other_item_is_not_a_moved_figure(answer: str, score: int) -> None:
     result = grade_groundedness(REPLACEMENT, answer)
     assert result.value == score, result.reason
+
+
+def test_headings_and_labels_are_style_not_names() -> None:
+    answer = ("## Replacement Cards\n**Key Points:**\n"
+              "- **Standard Delivery:** replacement cards arrive in five to seven business days.\n"
+              "- Cost Overview: your first replacement each calendar year is free; after that, "
+              "each replacement card costs $12.")
+    score = grade_groundedness(REPLACEMENT, answer)
+    assert score.value == 5, score.reason

@@ -153,6 +153,10 @@ _FRAMING = re.compile(
     r"(?:i\s+can|i'?d\s+be\s+(?:happy|glad)\s+to)\s+help(?:\s+(?:you\s+)?with\s+that)?|"
     r"i\s+can\s+help(?:\s+(?:you\s+)?with\s+that)?|here\s+(?:is|are)|here's)\b")
 _FRAMING_ANY_CASE = re.compile(_FRAMING.pattern, re.IGNORECASE)  # for names, read as written
+# A heading or a label that opens a statement ("## Delivery Times", "**Key Points:**",
+# "Standard Delivery: 5 days"): its capitals are a style, not names.
+_LABEL = re.compile(r"^\s*(?:#{1,6}\s[^\n]*|(?:\*\*|__)[^*_\n]{1,80}(?:\*\*|__)\s*:?"
+                    r"|[^\W\d_][^:\n.!?]{0,40}:(?=\s|$))")
 # A statement about the context itself, not about the world: "X is not explicitly stated".
 _ABOUT_CONTEXT = re.compile(
     r"\b(?:(?:is|are|was|were)\s+not\s+(?:explicitly\s+|directly\s+|specifically\s+|clearly\s+)?"
@@ -446,8 +450,8 @@ def _classify(statement: str, words: frozenset[str], figures: Sequence[Figure],
         return Kind.QUESTION
     if not figures and about_the_context(statement):
         return Kind.DEFLECTION
-    if not figures and statement.rstrip().endswith(":"):
-        return Kind.FILLER  # a lead-in to what follows ("Here is what the label says:")
+    if not figures and (statement.rstrip(" *_").endswith(":") or statement.startswith("#")):
+        return Kind.FILLER  # a lead-in or a heading ("Here is what the label says:")
     if is_deflection(statement) and not figures:
         # The context may itself give this instruction ("call us right away"):
         # then it is an answer, not a brush-off.
@@ -488,8 +492,8 @@ def analyse(context: str, response: str, *, query: str = "") -> Analysis:
         words = content_words(_without_figures(statement, figures))
         kind = _classify(statement, words, figures, context_words)
         checks.append(StatementCheck(statement, kind, words, coverage(words, known_words), figures,
-                                     unknown_names(_FRAMING_ANY_CASE.sub(_blank, plain),
-                                                   vocabulary)))
+                                     unknown_names(_LABEL.sub(_blank, _FRAMING_ANY_CASE.sub(
+                                         _blank, plain)), vocabulary)))
         unsupported.extend(f for f in figures if not vouched(f, known_figures))
     return Analysis(tuple(checks), tuple(unsupported), known_words, text=response, cut_at=cut_at)
 
