@@ -95,3 +95,16 @@ def test_figures_keep_what_they_count(text: str, unit: str, value: tuple[int, in
 @pytest.mark.parametrize("text", ["$10 an hour", "3 tablets a day", "an hour-long wait"])
 def test_a_rate_is_not_a_duration(text: str) -> None:
     assert [f.unit for f in extract_figures(text)] in ([], ["usd"], ["count"])
+
+
+@pytest.mark.parametrize(("answer", "score"), [
+    ("Human Error is the finale of the third season.", (4, 5)),
+    ("Human Error is the finale of the 3rd season.", (4, 5)),
+    ("Human Error is the finale of the fourth season.", (2,)),   # an ordinal in words
+    ("At first, Human Error was the finale of the third season.", (4, 5)),
+])
+def test_ordinals_in_words_are_figures(answer: str, score: tuple[int, ...]) -> None:
+    case = Case(id="tv", query="Which season does Human Error end?",
+                context="Human Error is the season finale of the third season of House.")
+    result = grade_groundedness(case, answer)
+    assert result.value in score, result.reason

@@ -2,7 +2,7 @@
 
 Every amount, percentage, count, duration, date, time and phone number is
 read into a `Figure` whose value is normalised: `$12`, `12 dollars` and
-`USD 12` are one figure; `5-7`, `5 to 7` and `five to seven` are one range;
+`USD 12` are one figure; `5-7`, `5 to 7` and `five to seven` are one range; `3rd` is `third`;
 `30-day` is `30 days`, `two weeks` is `14 days`, `10%` is `10 percent`. A
 range never matches a single value (`5-7 days` is not `5 days`).
 
@@ -29,6 +29,13 @@ NUMBER_WORDS: dict[str, int] = {
     "fourteen": 14, "fifteen": 15, "sixteen": 16, "seventeen": 17, "eighteen": 18,
     "nineteen": 19, "twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60,
     "seventy": 70, "eighty": 80, "ninety": 90,
+}
+# Ordinals in words; "first" and "second" are left out: "at first", "a second" are no figures.
+ORDINAL_WORDS: dict[str, int] = {
+    word: number for number, word in enumerate((
+        "third fourth fifth sixth seventh eighth ninth tenth eleventh twelfth thirteenth "
+        "fourteenth fifteenth sixteenth seventeenth eighteenth nineteenth twentieth").split(),
+        start=3)
 }
 SCALE_WORDS: dict[str, int] = {"hundred": 100, "thousand": 1_000, "million": 1_000_000,
                                 "billion": 1_000_000_000}
@@ -335,6 +342,8 @@ def _special_figure(token: _Token) -> Figure | None:
         return Figure(text, "literal", (_digit_string(text),), span=span)
     if token.kind == "ordinal":
         return Figure(text, "ordinal", (Decimal(text[:-2]).normalize(), None), span=span)
+    if token.kind == "word" and token.lower in ORDINAL_WORDS:
+        return Figure(text, "ordinal", (Decimal(ORDINAL_WORDS[token.lower]), None), span=span)
     return None
 
 
