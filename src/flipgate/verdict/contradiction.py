@@ -1,6 +1,6 @@
 """Contradictions a lexical reader can see: a claim against the context passage it clashes with.
 
-Pure functions only. Three shapes, each found by words and figures, never
+Pure functions only. Five shapes, each found by words and figures, never
 by meaning:
 
 * **Negation.** A context clause negates something ("does not support
@@ -19,11 +19,22 @@ by meaning:
   negation of its own and is left alone. Clauses that bound rather than
   deny ("not ... until", "cannot ... more than", "after the first"), in
   the context or in the answer, are left to the figure check.
+* **Denial of what the context affirms.** The mirror image: an answer
+  clause negates a predicate and topic that a plain context clause (no
+  negation, bound, exception or other item) affirms, and no context clause
+  denies: "Cards cannot be used abroad" against "Cards can be used abroad".
 * **Figure.** A figure the context lacks, in a statement whose closest
   context sentence (two shared content words, half of the statement's)
   gives a figure of the same unit that the statement does not: "$40" where
   the context says "$25" (a statement that keeps "$12" and adds "$5" adds
-  a figure, left to the figure check).
+  a figure, left to the figure check). A count must count the same thing
+  ("16 tablets" is weighed against "6 tablets", never "200 mg"), and any
+  sentence that does may be the one shown, a limit first against a limit.
+* **Moved figure.** A figure the context holds, but for another item: the
+  statement's closest sentence (closer than every sentence holding the
+  figure) says the item is free, or gives it another figure of the unit
+  the statement does not keep. A statement that names the other item
+  ("after the first", "additional") is left alone.
 * **Entity.** A capitalised name the context lacks where the closest
   context clause puts another name after the same word: "in Mexico" where
   the context says "in Canada".

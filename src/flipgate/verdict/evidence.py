@@ -1,6 +1,6 @@
 """Deterministic evidence: which figures and statements of an answer its context lacks.
 
-Pure functions only. Two checks, both lexical:
+Pure functions only. Three checks, all lexical:
 
 * **Figures.** Every amount, percentage, count, duration, date, time and
   phone number in the answer must also be in the context, compared after
@@ -13,11 +13,18 @@ Pure functions only. Two checks, both lexical:
   statement that brings in two new words out of four or five is flagged;
   precision matters more than recall here, because a faithful answer
   called ungrounded would block a release for nothing.
+* **Names.** A capitalised word the context and question never use (one
+  that does not open a sentence, or a run that does: "Neil Gaiman") makes
+  its statement unsupported, however many of its other words are there.
 
 Deflections ("please contact support", "it depends"), questions back to
-the user and polite filler are not claims: an answer made only of those is
-a non-answer. A deflection still counts as a claim when it carries a
-figure or when the context itself gives that very instruction.
+the user, statements about the context itself ("is not explicitly
+stated"), lead-ins and headings, and polite filler are not claims: an
+answer made only of those is a non-answer. A deflection still counts as a
+claim when it carries a figure or when the context itself gives that very
+instruction. Framing ("Based on the provided passages") and courtesy are
+not read as words, and passage and citation numbers ("(Passage 3)", "[2]")
+not as figures.
 
 The offline judge (`judges/offline.py`) and the evidence shown for every
 flipped row are both built on `analyse`.
