@@ -236,6 +236,12 @@ HONEST = [
     # the context's affirmation is bounded: it speaks of the other cards
     ("A fee applies to every card after the first.", "Is the first card free?",
      "You are not charged for the first card."),
+    # a denial under a condition, or of the other item
+    ("The first replacement card is free. Later replacements cost 5 pounds each.",
+     "What does a replacement card cost?",
+     "The first replacement card is not free if you want it sent by courier."),
+    ("The first replacement card is free. Later replacements cost 5 pounds each.",
+     "What does a replacement card cost?", "Additional replacement cards are not free."),
     # a denial that only bounds a figure
     ("You can withdraw cash abroad. Withdrawals are limited to $500 a day.",
      "How much can I withdraw abroad?", "You cannot withdraw more than $500 a day abroad."),

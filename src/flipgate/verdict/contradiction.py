@@ -230,8 +230,9 @@ def _denied_but_affirmed(statements: Sequence[StatementCheck], context: str) -> 
             continue
         for clause in _clauses(statement.text.lower().translate(_APOSTROPHES)):
             read = _denial_in(clause)
-            if read is None or not read[1]:
-                continue
+            if read is None or not read[1] or _RESTRICTS.search(clause) \
+                    or _OTHER_ITEM.search(clause):
+                continue  # a denial under a condition, or of another item, is not plain
             predicate, topic = _predicates(read[0]), read[1]
             needed = min(TOPIC_WORDS_NEEDED, len(topic))
             if any(their_predicate & predicate and len(their_topic & topic) >= needed
