@@ -125,6 +125,20 @@ CONTRADICTIONS = [
     # "no ... is needed"
     ("No appointment is needed for a flu shot. Walk in during opening hours.",
      "Do I need an appointment?", "You need an appointment for a flu shot.", NEGATION),
+    # figure moved from one item to another: the first card is free, later ones cost 5 pounds
+    ("The first replacement card is free. Later replacements cost 5 pounds each.",
+     "What does a replacement card cost?", "The first replacement card costs 5 pounds.", FIGURE),
+    # figure moved: the delivery times of two services swapped
+    ("Standard delivery takes 5 days. Express delivery takes 2 days.",
+     "How long does standard delivery take?", "Standard delivery takes 2 days.", FIGURE),
+    # the answer denies what the context affirms
+    ("Cards can be used abroad. A 3% fee applies to purchases in other currencies.",
+     "Can I use my card abroad?", "Cards cannot be used abroad.", NEGATION),
+    ("The first replacement card is free. Later replacements cost 5 pounds each.",
+     "What does a replacement card cost?", "The first replacement card is not free.", NEGATION),
+    ("The Oberoi family is an Indian family that is famous for its involvement in hotels.",
+     "What is the Oberoi family known for?", "The Oberoi family is not involved in hotels.",
+     NEGATION),
     # entity: a place
     ("Free shipping applies to orders shipped to Canada.", "Where is shipping free?",
      "Free shipping applies to orders shipped to Mexico.", ENTITY),
@@ -197,6 +211,40 @@ HONEST = [
      "Is there a late fee?", "A $25 late fee applies after the first missed payment."),
     ("The warranty does not cover water damage. It covers manufacturing defects for two years.",
      "What does the warranty cover?", "It covers manufacturing defects for two years."),
+    # each figure kept with its own item
+    ("The first replacement card is free. Later replacements cost 5 pounds each.",
+     "What does a replacement card cost?", "Later replacements cost 5 pounds each."),
+    ("The first replacement card is free. Later replacements cost 5 pounds each.",
+     "What does a replacement card cost?",
+     "The first replacement card is free; after that a replacement costs 5 pounds."),
+    ("Standard delivery takes 5 days. Express delivery takes 2 days.",
+     "How fast is delivery?", "Express delivery takes 2 days, standard delivery 5 days."),
+    # the other item, named by a bound or an ordinal
+    ("The first replacement card is free. Later replacements cost 5 pounds each.",
+     "What does a replacement card cost?",
+     "After the first replacement card, a replacement costs 5 pounds."),
+    ("The first replacement card is free. Later replacements cost 5 pounds each.",
+     "What does a replacement card cost?", "A second replacement card costs 5 pounds."),
+    # a figure from another sentence beside the closest sentence's own: an addition
+    ("Standard shipping for small parcels costs $5. Orders over $50 ship free.",
+     "What does shipping cost?", "Standard shipping for small parcels costs $5 on orders under $50."),
+    # a negation the context makes too, beside an affirmation of something else
+    ("Cards can be used abroad. Cards cannot be used at casinos.", "Where can I use my card?",
+     "Cards cannot be used at casinos."),
+    ("The T700 supports dual-fuel systems. The T500 does not support dual-fuel systems.",
+     "Does the T500 support dual-fuel?", "No, the T500 does not support dual-fuel systems."),
+    # the context's affirmation is bounded: it speaks of the other cards
+    ("A fee applies to every card after the first.", "Is the first card free?",
+     "You are not charged for the first card."),
+    # a denial under a condition, or of the other item
+    ("The first replacement card is free. Later replacements cost 5 pounds each.",
+     "What does a replacement card cost?",
+     "The first replacement card is not free if you want it sent by courier."),
+    ("The first replacement card is free. Later replacements cost 5 pounds each.",
+     "What does a replacement card cost?", "Additional replacement cards are not free."),
+    # a denial that only bounds a figure
+    ("You can withdraw cash abroad. Withdrawals are limited to $500 a day.",
+     "How much can I withdraw abroad?", "You cannot withdraw more than $500 a day abroad."),
 ]
 
 
@@ -204,4 +252,28 @@ HONEST = [
 def test_a_faithful_answer_is_not_a_contradiction(context: str, query: str, answer: str) -> None:
     statements = analyse(context, answer, query=query).statements
     assert find_clashes(statements, context, query=query) == ()
+    assert grade_groundedness(case(context, query), answer).value not in (1, 2)
+
+
+# What the lexical reader cannot see, as docs/judges.md names it: each answer contradicts its
+# context, and the offline judge does not read it as ungrounded. A change that catches one
+# must move it to CONTRADICTIONS and update the docs.
+BLIND_SPOTS = [
+    # a denial worded without a negative
+    ("Cards can be used abroad.", "Can I use my card abroad?",
+     "Cards are blocked outside the country."),
+    # a restriction worded without a negative
+    ("The T500 only works with gas furnaces.", "Does the T500 work with heat pumps?",
+     "The T500 works with heat pumps."),
+    # an implication drawn from two figures
+    ("Standard delivery takes 5 days. Express delivery takes 2 days.",
+     "How long does standard delivery take?", "Standard delivery is quicker than express."),
+    # a name the context holds, put in the wrong place
+    ("Boston College is in Chestnut Hill. Stanford University is in California.",
+     "Which university is in Chestnut Hill?", "Stanford University is in Chestnut Hill."),
+]
+
+
+@pytest.mark.parametrize(("context", "query", "answer"), BLIND_SPOTS)
+def test_a_blind_spot_stays_what_the_docs_say(context: str, query: str, answer: str) -> None:
     assert grade_groundedness(case(context, query), answer).value not in (1, 2)

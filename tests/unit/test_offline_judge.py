@@ -203,3 +203,74 @@ def test_fluency_heuristic(answer: str, score: int, fault: str) -> None:
 
 def test_fluency_through_the_judge(judge: OfflineJudge) -> None:
     assert run(judge.fluency("It costs $12.")) == fluency_heuristic("It costs $12.")
+
+
+# --- names the context does not hold ------------------------------------------------
+
+MAGAZINES = Case(
+    id="magazines", category="general",
+    query="The Oberoi family is part of a hotel company that has a head office in what city?",
+    context=("The Oberoi family is an Indian family that is famous for its involvement in hotels, "
+             "namely through The Oberoi Group. The Oberoi Group is a hotel company with its head "
+             "office in Delhi."),
+)
+
+
+@pytest.mark.parametrize(("answer", "name"), [
+    ("The Oberoi family's hotel company, Marriott, has its head office in Delhi.", "Marriott"),
+    ("Neha Sharma says the Oberoi Group head office is in Delhi.", "Neha"),  # opening a sentence
+    ("The head office of the Oberoi Group is in Delhi, says Reuters.", "Reuters"),
+])
+def test_a_name_the_context_does_not_hold_is_unsupported(answer: str, name: str) -> None:
+    score = grade_groundedness(MAGAZINES, answer)
+    assert score.value == 2, score.reason
+    assert "names not in the context" in score.reason and f'"{name}"' in score.reason
+
+
+@pytest.mark.parametrize("answer", [
+    "Delhi",
+    "The Oberoi Group's head office is in Delhi.",
+    "Based on the context, the head office is in Delhi.",  # a sentence's first word is no name
+    "THE OBEROI GROUP: head office in Delhi.",
+    "Sorry, I'm not sure of the year, but the head office is in Delhi.",
+])
+def test_names_the_context_holds_pass(answer: str) -> None:
+    assert grade_groundedness(MAGAZINES, answer).value in (4, 5)
+
+
+# --- framing, courtesy and words about the context are not claims ------------------------
+
+@pytest.mark.parametrize("answer", [
+    "Based on the provided passages, the head office is in Delhi.",
+    "Based on the FAQ, the head office is in Delhi.",
+    "Sure, I can help with that. The head office is in Delhi (Passage 3).",
+    "According to passage 2, the Oberoi Group's head office is in Delhi [1].",
+    "The head office is in Delhi. The year it opened is not explicitly stated in the passages.",
+])
+def test_framing_references_and_words_about_the_context_are_not_claims(answer: str) -> None:
+    score = grade_groundedness(MAGAZINES, answer)
+    assert score.value == 5, score.reason
+
+
+def test_an_answer_only_about_what_the_context_lacks_is_a_non_answer() -> None:
+    score = grade_groundedness(MAGAZINES, "The passages do not mention where the head office is.")
+    assert score.value == 3 and "non-answer" in score.reason
+
+
+@pytest.mark.parametrize(("answer", "score"), [
+    ("After the first replacement each calendar year, a replacement costs $12.", 5),
+    ("Beyond the first replacement each calendar year, it costs $12.", 5),
+    ("Your first replacement each calendar year costs $12.", 2),  # the free one, priced
+])
+def test_a_figure_for_the_other_item_is_not_a_moved_figure(answer: str, score: int) -> None:
+    result = grade_groundedness(REPLACEMENT, answer)
+    assert result.value == score, result.reason
+
+
+def test_headings_and_labels_are_style_not_names() -> None:
+    answer = ("## Replacement Cards\n**Key Points:**\n"
+              "- **Standard Delivery:** replacement cards arrive in five to seven business days.\n"
+              "- Cost Overview: your first replacement each calendar year is free; after that, "
+              "each replacement card costs $12.")
+    score = grade_groundedness(REPLACEMENT, answer)
+    assert score.value == 5, score.reason

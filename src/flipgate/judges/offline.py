@@ -5,10 +5,11 @@ rubric with the query), but reads words and figures instead of meaning:
 
   1  unrelated: the answer's content words are mostly absent from both the
      context and the question
-  2  answers, but a figure or a statement is not in the context, or a claim
-     contradicts it (`verdict/contradiction.py`: what the context negates, a
-     figure or a name the context gives otherwise); the reason quotes the
-     clashing passage
+  2  answers, but a figure, a name or a statement is not in the context, or a
+     claim contradicts it (`verdict/contradiction.py`: what the context
+     negates or affirms, a figure or a name the context gives otherwise, a
+     figure the context gives another item); the reason quotes the clashing
+     passage
   3  non-answer: no checkable claim, only deflection ("contact support",
      "it depends"), a question back, a refusal or filler; also an empty answer
   4  supported, but it misses a key fact (below)
@@ -149,8 +150,12 @@ def _grade(case: Case, analysis: Analysis) -> Score:
         if evidence.unsupported_figures:
             parts.append(f"figures not in the context: {_listing(evidence.unsupported_figures)}")
         for statement in analysis.unsupported_statements:
-            parts.append(f"statement not supported ({statement.coverage:.0%} of its content words "
-                         f"in the context): {quoted(statement.text, _QUOTE_LIMIT)}")
+            if statement.unknown_names:
+                parts.append(f"names not in the context ({_listing(statement.unknown_names)}): "
+                             f"{quoted(statement.text, _QUOTE_LIMIT)}")
+            else:
+                parts.append(f"statement not supported ({statement.coverage:.0%} of its content "
+                             f"words in the context): {quoted(statement.text, _QUOTE_LIMIT)}")
         return Score(2, "unsupported: " + "; ".join(parts))
 
     source, missing = missing_facts(case, analysis)

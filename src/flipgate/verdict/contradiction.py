@@ -1,6 +1,6 @@
 """Contradictions a lexical reader can see: a claim against the context passage it clashes with.
 
-Pure functions only. Three shapes, each found by words and figures, never
+Pure functions only. Five shapes, each found by words and figures, never
 by meaning:
 
 * **Negation.** A context clause negates something ("does not support
@@ -19,11 +19,22 @@ by meaning:
   negation of its own and is left alone. Clauses that bound rather than
   deny ("not ... until", "cannot ... more than", "after the first"), in
   the context or in the answer, are left to the figure check.
+* **Denial of what the context affirms.** The mirror image: an answer
+  clause negates a predicate and topic that a plain context clause (no
+  negation, bound, exception or other item) affirms, and no context clause
+  denies: "Cards cannot be used abroad" against "Cards can be used abroad".
 * **Figure.** A figure the context lacks, in a statement whose closest
   context sentence (two shared content words, half of the statement's)
   gives a figure of the same unit that the statement does not: "$40" where
   the context says "$25" (a statement that keeps "$12" and adds "$5" adds
-  a figure, left to the figure check).
+  a figure, left to the figure check). A count must count the same thing
+  ("16 tablets" is weighed against "6 tablets", never "200 mg"), and any
+  sentence that does may be the one shown, a limit first against a limit.
+* **Moved figure.** A figure the context holds, but for another item: the
+  statement's closest sentence (closer than every sentence holding the
+  figure) says the item is free, or gives it another figure of the unit
+  the statement does not keep. A statement that names the other item
+  ("after the first", "additional") is left alone.
 * **Entity.** A capitalised name the context lacks where the closest
   context clause puts another name after the same word: "in Mexico" where
   the context says "in Canada".
@@ -41,9 +52,10 @@ from dataclasses import dataclass
 
 from flipgate.text.escaping import quoted
 from flipgate.verdict.evidence import Kind, StatementCheck, content_words, split_statements
-from flipgate.verdict.figures import Figure, KnownFigures, extract_figures, vouched
+from flipgate.verdict.figures import Figure, KnownFigures, expand_known, extract_figures, vouched
 
 NEGATION, FIGURE, ENTITY = "negation", "figure", "entity"
+_MONEY = frozenset({"usd", "eur", "gbp"})
 
 
 @dataclass(frozen=True)
@@ -183,6 +195,58 @@ def _negation_clashes(statements: Sequence[StatementCheck], context: str,
     return clashes
 
 
+# A context clause with one of these does not affirm plainly: it excepts or restricts.
+_RESTRICTS = re.compile(r"\b(?:without|unless|except|only|instead|rather|if|when)\b")
+
+
+def _denial_in(clause: str) -> tuple[str, frozenset[str]] | None:
+    """A clause's negation read as (predicate, topic), or None when it negates nothing
+    plainly (no negation, or one that bounds a figure or a time)."""
+    cue = _DENIES.search(clause)
+    if cue is None or _BOUNDS.search(clause):
+        return None
+    after = _ordered_words(clause[cue.end():])
+    if not after:
+        return None
+    return after[0], content_words(clause[:cue.start()]) | frozenset(after[1:])
+
+
+def _denied_but_affirmed(statements: Sequence[StatementCheck], context: str) -> list[Clash]:
+    """Claims that deny what a context clause affirms plainly ("Cards cannot be used
+    abroad" against "Cards can be used abroad"), unless the context denies it too."""
+    affirming: list[tuple[str, frozenset[str]]] = []
+    denied: list[tuple[frozenset[str], frozenset[str]]] = []
+    for sentence in split_statements(context):
+        for clause in _clauses(sentence):
+            lowered = clause.lower().translate(_APOSTROPHES)
+            if (read := _denial_in(lowered)) is not None:
+                denied.append((_predicates(read[0]), read[1]))
+            elif not (_DENIES.search(lowered) or _RESTRICTS.search(lowered)
+                      or _BOUNDS.search(lowered) or _OTHER_ITEM.search(lowered)):
+                affirming.append((sentence, content_words(clause)))
+    clashes = []
+    for statement in statements:
+        if statement.kind is not Kind.CLAIM:
+            continue
+        for clause in _clauses(statement.text.lower().translate(_APOSTROPHES)):
+            read = _denial_in(clause)
+            if read is None or not read[1] or _RESTRICTS.search(clause) \
+                    or _OTHER_ITEM.search(clause):
+                continue  # a denial under a condition, or of another item, is not plain
+            predicate, topic = _predicates(read[0]), read[1]
+            needed = min(TOPIC_WORDS_NEEDED, len(topic))
+            if any(their_predicate & predicate and len(their_topic & topic) >= needed
+                   for their_predicate, their_topic in denied):
+                continue
+            passage = next((sentence for sentence, words in affirming
+                            if words & predicate and len(words & topic) >= needed), None)
+            if passage is not None:
+                clashes.append(Clash(statement.text, passage, NEGATION,
+                                     "it denies what the context affirms"))
+                break
+    return clashes
+
+
 def _capitalised(text: str) -> list[tuple[str, str]]:
     """(the word before, the name) for each capitalised word that does not open a sentence."""
     tokens = re.findall(r"[A-Za-z][\w'-]*|[.!?]", text)
@@ -206,39 +270,153 @@ def _closest(words: frozenset[str], clauses: Sequence[tuple[str, frozenset[str]]
     return best if shared >= max(SHARED_WORDS_NEEDED, len(words) / 2) else None
 
 
+@dataclass(frozen=True)
+class _Sentence:
+    text: str
+    words: frozenset[str]
+    figures: tuple[Figure, ...]
+
+
+def _holders(sentences: Sequence[_Sentence]) -> dict[tuple[object, ...], list[int]]:
+    """Which sentences vouch for which figure: by (unit, value), and by value for counts."""
+    index: dict[tuple[object, ...], list[int]] = {}
+    for number, sentence in enumerate(sentences):
+        for figure in expand_known(sentence.figures):
+            for key in ((figure.unit, figure.value), ("number", figure.value)):
+                places = index.setdefault(key, [])
+                if not places or places[-1] != number:
+                    places.append(number)
+    return index
+
+
+def _sentences(context: str, figures: Sequence[Figure]) -> list[_Sentence]:
+    """The context's sentences, each with the figures read once from the whole context."""
+    out, cursor, next_figure = [], 0, 0
+    for sentence in split_statements(context):
+        start = context.find(sentence, cursor)
+        if start < 0:  # not found as written: read it alone
+            out.append(_Sentence(sentence, content_words(sentence),
+                                 tuple(extract_figures(sentence))))
+            continue
+        end = cursor = start + len(sentence)
+        while next_figure < len(figures) and figures[next_figure].span[0] < start:
+            next_figure += 1
+        mine = []
+        while next_figure < len(figures) and figures[next_figure].span[1] <= end:
+            mine.append(figures[next_figure])
+            next_figure += 1
+        out.append(_Sentence(sentence, content_words(sentence), tuple(mine)))
+    return out
+
+
 def _figure_and_name_clashes(statements: Sequence[StatementCheck], context: str,
                              query: str) -> list[Clash]:
-    sentences = [(sentence, content_words(sentence)) for sentence in split_statements(context)]
-    known_figures = KnownFigures.of(extract_figures(context) + extract_figures(query))
+    context_figures = extract_figures(context)
+    sentences = _sentences(context, context_figures)
+    pairs = [(sentence.text, sentence.words) for sentence in sentences]
+    by_text = {sentence.text: sentence for sentence in sentences}
+    holders = _holders(sentences)
+    by_noun: dict[str, list[_Sentence]] = {}
+    for sentence in sentences:
+        for noun in dict.fromkeys(f.noun for f in sentence.figures if f.noun):
+            by_noun.setdefault(noun, []).append(sentence)
+    known_figures = KnownFigures.of(context_figures + extract_figures(query))
     context_words = content_words(context) | content_words(query)
     clashes = []
-    read: dict[str, tuple[list[Figure], list[tuple[str, str]]]] = {}  # each passage read once
+    names: dict[str, list[tuple[str, str]]] = {}  # each passage read once
     for statement in statements:
         if statement.kind is not Kind.CLAIM:
             continue
-        passage = _closest(statement.words, sentences)
-        if passage is None:
-            continue
-        if passage not in read:
-            read[passage] = (extract_figures(passage), _capitalised(passage))
-        figures, names = read[passage]
-        clash = (_figure_clash(statement, passage, figures, known_figures)
-                 or _name_clash(statement, passage, names, context_words))
+        closest = _closest(statement.words, pairs)
+        passage = by_text[closest] if closest is not None else None
+        clash = _figure_clash(statement, passage, by_noun, known_figures)
+        if clash is None and passage is not None:
+            if passage.text not in names:
+                names[passage.text] = _capitalised(passage.text)
+            clash = (_moved_figure_clash(statement, passage, sentences, holders)
+                     or _name_clash(statement, passage.text, names[passage.text], context_words))
         if clash is not None:
             clashes.append(clash)
     return clashes
 
 
-def _figure_clash(statement: StatementCheck, passage: str, passage_figures: Sequence[Figure],
-                  known: KnownFigures) -> Clash | None:
-    # A figure the statement keeps beside its own is an addition, not a replacement.
-    theirs = [f for f in passage_figures if not vouched(f, statement.figures)]
+def _nouns_agree(a: Figure, b: Figure) -> bool:
+    """"6 tablets" and "200 mg" count different things; a count without a noun may be either."""
+    return a.noun is None or b.noun is None or a.noun == b.noun
+
+
+# How many sentences that count the same thing are weighed for one figure (a bound on work).
+_NOUN_CANDIDATES = 50
+_LIMIT = frozenset(content_words("limit"))
+
+
+def _figure_clash(statement: StatementCheck, closest: _Sentence | None,
+                  by_noun: dict[str, list[_Sentence]], known: KnownFigures) -> Clash | None:
+    """A figure the context lacks where a sentence gives another of the same unit (and noun):
+    the closest sentence, or one that counts the same thing ("16 tablets" against "Do not
+    exceed 6 tablets in 24 hours"), a limit weighed first against a limit."""
+    best: tuple[int, _Sentence, Figure, Figure] | None = None
+    bound = bool(statement.words & _LIMIT)
     for figure in statement.figures:
         if vouched(figure, known):
             continue
-        other = next((f for f in theirs if f.unit == figure.unit), None)
+        candidates = [closest] if closest is not None else []
+        if figure.noun:
+            candidates += by_noun.get(figure.noun, [])[:_NOUN_CANDIDATES]
+        for sentence in candidates:
+            # A figure the statement keeps beside its own is an addition, not a replacement.
+            other = next((f for f in sentence.figures if f.unit == figure.unit
+                          and _nouns_agree(f, figure) and not vouched(f, statement.figures)),
+                         None)
+            shared = len(statement.words & sentence.words)
+            if other is None or (sentence is not closest and (shared < 1 or other.noun is None)):
+                continue
+            rank = shared + (2 if bound and sentence.words & _LIMIT else 0)
+            if best is None or rank > best[0]:
+                best = (rank, sentence, figure, other)
+    if best is None:
+        return None
+    _, sentence, figure, other = best
+    return Clash(statement.text, sentence.text, FIGURE,
+                 f"it says {figure.text!r} where the context says {other.text!r}")
+
+
+_FREE = frozenset(content_words("free"))
+# A statement with one of these may speak of the other item ("after the first one", "each
+# additional card"): it is left alone.
+_OTHER_ITEM = re.compile(r"\b(?:later|subsequent|additional|further|next|second|third|other|"
+                         r"another|extra|more|beyond|then|thereafter)\b")
+
+
+def _moved_figure_clash(statement: StatementCheck, passage: _Sentence,
+                        sentences: Sequence[_Sentence],
+                        holders: dict[tuple[object, ...], list[int]]) -> Clash | None:
+    """A figure the context gives for another item: the statement's closest sentence says
+    that item is free, or gives it another figure of the unit, while the figure stands in a
+    sentence that shares fewer of the statement's words ("The first card costs 5 pounds"
+    against "The first card is free. Later cards cost 5 pounds each.")."""
+    lowered = statement.text.lower()
+    if statement.words & _FREE or _HEDGES.search(lowered) or _BOUNDS.search(lowered) \
+            or _OTHER_ITEM.search(lowered):
+        return None
+    shared = len(statement.words & passage.words)
+    for figure in statement.figures:
+        if vouched(figure, passage.figures):
+            continue
+        places = holders.get((figure.unit, figure.value)) or (
+            holders.get(("number", figure.value), []) if figure.unit in ("count", "ordinal")
+            else [])
+        if not places or any(len(statement.words & sentences[at].words) >= shared
+                             for at in places):
+            continue
+        if figure.unit in _MONEY and passage.words & _FREE:
+            return Clash(statement.text, passage.text, FIGURE,
+                         f"it gives {figure.text!r} for what the context says is free")
+        # The passage's own figure kept beside this one: an addition, not a move.
+        other = next((f for f in passage.figures if f.unit == figure.unit
+                      and _nouns_agree(f, figure) and not vouched(f, statement.figures)), None)
         if other is not None:
-            return Clash(statement.text, passage, FIGURE,
+            return Clash(statement.text, passage.text, FIGURE,
                          f"it says {figure.text!r} where the context says {other.text!r}")
     return None
 
@@ -263,6 +441,7 @@ def find_clashes(statements: Sequence[StatementCheck], context: str, *,
     with (one clash a statement: a negation first, then a figure, then a name)."""
     found: dict[str, Clash] = {}
     for clash in (_negation_clashes(statements, context, query)
+                  + _denied_but_affirmed(statements, context)
                   + _figure_and_name_clashes(statements, context, query)):
         found.setdefault(clash.claim, clash)
     return tuple(found.values())

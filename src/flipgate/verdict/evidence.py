@@ -1,6 +1,6 @@
 """Deterministic evidence: which figures and statements of an answer its context lacks.
 
-Pure functions only. Two checks, both lexical:
+Pure functions only. Three checks, all lexical:
 
 * **Figures.** Every amount, percentage, count, duration, date, time and
   phone number in the answer must also be in the context, compared after
@@ -13,11 +13,18 @@ Pure functions only. Two checks, both lexical:
   statement that brings in two new words out of four or five is flagged;
   precision matters more than recall here, because a faithful answer
   called ungrounded would block a release for nothing.
+* **Names.** A capitalised word the context and question never use (one
+  that does not open a sentence, or a run that does: "Neil Gaiman") makes
+  its statement unsupported, however many of its other words are there.
 
 Deflections ("please contact support", "it depends"), questions back to
-the user and polite filler are not claims: an answer made only of those is
-a non-answer. A deflection still counts as a claim when it carries a
-figure or when the context itself gives that very instruction.
+the user, statements about the context itself ("is not explicitly
+stated"), lead-ins and headings, and polite filler are not claims: an
+answer made only of those is a non-answer. A deflection still counts as a
+claim when it carries a figure or when the context itself gives that very
+instruction. Framing ("Based on the provided passages") and courtesy are
+not read as words, and passage and citation numbers ("(Passage 3)", "[2]")
+not as figures.
 
 The offline judge (`judges/offline.py`) and the evidence shown for every
 flipped row are both built on `analyse`.
@@ -31,6 +38,7 @@ analysis says where it was cut (`cut_note`).
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -97,7 +105,7 @@ _SYNONYM_GROUPS: tuple[tuple[str, ...], ...] = (
     ("contact", "call", "phone", "reach"),
     ("deliver", "delivery", "arrive", "ship", "shipping", "mail"),
     ("expedite", "rush", "express", "faster", "quicker"),
-    ("limit", "cap", "maximum", "max"),
+    ("limit", "cap", "maximum", "max", "exceed"),
     ("notify", "notice", "notification", "tell", "inform", "alert"),
     ("dispute", "contest", "challenge"),
     ("refund", "reimburse", "reimbursement"),
@@ -141,6 +149,33 @@ _COURTESY = re.compile(
     r"great\s+question|good\s+question|i'?m\s+sorry\s+to\s+hear\s+that|"
     r"(?:is\s+there\s+)?anything\s+else\b[^.;!?\n]*)"
 )
+# Where an answer says it takes its words from: framing, not a claim ("Based on the
+# provided passages, ...", "According to passage 2, ...", "Sure, I can help with that").
+_SOURCE = (r"(?:the\s+|this\s+|these\s+|given\s+|provided\s+|above\s+|available\s+|retrieved\s+)*"
+           r"(?:context|passages?|information|text|documents?|sources?|excerpts?|search\s+results?"
+           r"|data|knowledge|faq)(?:\s+(?:provided|given|above))?(?:\s*#?\d+)?")
+_FRAMING = re.compile(
+    r"\b(?:(?:based\s+(?:on|upon)|according\s+to|as\s+(?:stated|mentioned|described)\s+in|"
+    r"from|in)\s+" + _SOURCE + r"|(?:sure|certainly|of\s+course|absolutely)\b[,!.]?\s*"
+    r"(?:i\s+can|i'?d\s+be\s+(?:happy|glad)\s+to)\s+help(?:\s+(?:you\s+)?with\s+that)?|"
+    r"i\s+can\s+help(?:\s+(?:you\s+)?with\s+that)?|here\s+(?:is|are)|here's)\b")
+_FRAMING_ANY_CASE = re.compile(_FRAMING.pattern, re.IGNORECASE)  # for names, read as written
+# A heading or a label that opens a statement ("## Delivery Times", "**Key Points:**",
+# "Standard Delivery: 5 days"): its capitals are a style, not names.
+_LABEL = re.compile(r"^\s*(?:#{1,6}\s[^\n]*|(?:\*\*|__)[^*_\n]{1,80}(?:\*\*|__)\s*:?"
+                    r"|[^\W\d_][^:\n.!?]{0,40}:(?=\s|$))")
+# A statement about the context itself, not about the world: "X is not explicitly stated".
+_ABOUT_CONTEXT = re.compile(
+    r"\b(?:(?:is|are|was|were)\s+not\s+(?:explicitly\s+|directly\s+|specifically\s+|clearly\s+)?"
+    r"(?:stated|mentioned|specified|provided|given|listed|included|addressed|discussed|available)"
+    r"|(?:does|do|did)\s*(?:not|n't)\s+(?:explicitly\s+|directly\s+|specifically\s+)?"
+    r"(?:say|state|mention|specify|provide|contain|include|give|list|address|discuss|indicate)"
+    r"|(?:there\s+is|there's)\s+no\s+(?:mention|information|indication|data|details?)"
+    r"|no\s+(?:information|mention|details?)\s+(?:is|are|was)\s+(?:given|provided|available))\b")
+# Passage and citation numbers are references, not figures: "(Passage 3)", "[2]".
+_REFERENCES = re.compile(
+    r"\b(?:passages?|documents?|docs?|sources?|references?|refs?|excerpts?)\s*#?\d+"
+    r"(?:\s*(?:,|and|&|-)\s*\d+)*|\[\d+(?:\s*,\s*\d+)*\]", re.IGNORECASE)
 
 
 _SUFFIXES: tuple[tuple[str, str], ...] = (
@@ -185,7 +220,7 @@ _WORD = re.compile(r"[a-z]+(?:'[a-z]+)*")
 def content_words(text: str) -> frozenset[str]:
     """The normalised content words of `text`: no stopwords, numbers or units; stemmed."""
     lowered = text.lower().replace("\u2019", "'").replace("\u2018", "'")
-    lowered = _COURTESY.sub(" ", lowered)
+    lowered = _FRAMING.sub(" ", _COURTESY.sub(" ", lowered))
     for pattern, replacement in _PHRASES:
         lowered = pattern.sub(replacement, lowered)
     words: set[str] = set()
@@ -220,7 +255,9 @@ _ABBREVIATIONS = frozenset(
 )
 _BULLET = re.compile(r"^\s*(?:[-*\u2022]|\d{1,2}[.)])\s+")
 # A sentence ends after . ! or ? (and any closing quote or bracket) before a space.
-_BOUNDARY = re.compile(r"(?<=[.!?])(?P<closing>[\"'\u201d)\]]*)\s+|;\s*")
+# Passages joined without a space ("...in the 19th century.First for Women is ...") split
+# where a full stop after a lower-case word meets a capitalised one.
+_BOUNDARY = re.compile(r"(?<=[.!?])(?P<closing>[\"'\u201d)\]]*)\s+|;\s*|(?<=[a-z]{2}\.)(?=[A-Z][a-z])")
 
 
 _CLOSING = "\"'\u201d)]"
@@ -263,6 +300,61 @@ def split_statements(text: str, *, semicolons: bool = True) -> list[str]:
     return statements
 
 
+# --- names --------------------------------------------------------------------
+
+_NAME_TOKEN = re.compile(r"[^\W\d_][\w'\u2019-]*")
+# What may stand between a sentence's start and its first word: quotes, brackets, markup.
+_OPENING = re.compile(r"(?:^|[.!?:;\n])[\s\"'\u201c\u2018(\[*#>_-]*$")
+_OPENING_WINDOW = 16  # how far back a sentence's opening is sought: the reading stays linear
+
+
+def _fold(word: str) -> str:
+    """A word as names compare: lower case, no accents, no possessive."""
+    decomposed = unicodedata.normalize("NFKD", word.replace("\u2019", "'"))
+    plain = "".join(c for c in decomposed if not unicodedata.combining(c)).lower()
+    return plain.removesuffix("'s").strip("'-")
+
+
+def name_vocabulary(text: str) -> frozenset[str]:
+    """Every word of `text` as names compare, hyphenated words also in their parts."""
+    words: set[str] = set()
+    for match in _NAME_TOKEN.finditer(text):
+        folded = _fold(match.group())
+        words.add(folded)
+        words.update(part for part in folded.split("-") if part)
+    return frozenset(words)
+
+
+def names(text: str) -> list[str]:
+    """The capitalised words of `text` that name something: those that do not open a
+    sentence, and one that opens it when a capitalised word follows ("Neil Gaiman");
+    stopwords and single letters are never names."""
+    tokens = list(_NAME_TOKEN.finditer(text))
+    found = []
+    for index, match in enumerate(tokens):
+        word = match.group()
+        folded = _fold(word)
+        if not word[0].isupper() or len(word) < 2 or folded in _STOPWORDS \
+                or folded.startswith("i'"):  # "I'm", "I'll": the writer, not a name
+            continue
+        if _OPENING.search(text, max(0, match.start() - _OPENING_WINDOW), match.start()) is not None:
+            after = tokens[index + 1] if index + 1 < len(tokens) else None
+            if after is None or not after.group()[0].isupper() \
+                    or text[match.end():after.start()].strip():
+                continue
+        found.append(word)
+    return found
+
+
+def unknown_names(text: str, vocabulary: frozenset[str]) -> tuple[str, ...]:
+    """The names in `text` that `vocabulary` (a context's and query's words) never uses."""
+    def known(word: str) -> bool:
+        folded = _fold(word)
+        return folded in vocabulary or all(
+            part in vocabulary for part in folded.split("-") if part)
+    return tuple(dict.fromkeys(word for word in names(text) if not known(word)))
+
+
 # --- statements, classified ---------------------------------------------------
 
 class Kind(StrEnum):
@@ -302,10 +394,12 @@ class StatementCheck:
     words: frozenset[str]      # its content words
     coverage: float            # share of them found in the context (and query)
     figures: tuple[Figure, ...]
+    unknown_names: tuple[str, ...] = ()  # names the context and query never mention
 
     @property
     def supported(self) -> bool:
-        return self.kind is not Kind.CLAIM or self.coverage >= SUPPORT_THRESHOLD
+        return self.kind is not Kind.CLAIM or (self.coverage >= SUPPORT_THRESHOLD
+                                                and not self.unknown_names)
 
 
 @dataclass(frozen=True)
@@ -351,10 +445,20 @@ class Analysis:
         )
 
 
+def about_the_context(statement: str) -> bool:
+    """Does the statement speak of what the context says or lacks ("is not explicitly
+    stated", "the passages do not mention")? Then it is not a claim about the world."""
+    return _ABOUT_CONTEXT.search(statement.lower().replace("\u2019", "'")) is not None
+
+
 def _classify(statement: str, words: frozenset[str], figures: Sequence[Figure],
               context_words: frozenset[str]) -> Kind:
     if statement.rstrip().endswith("?") and not figures:
         return Kind.QUESTION
+    if not figures and about_the_context(statement):
+        return Kind.DEFLECTION
+    if not figures and (statement.rstrip(" *_").endswith(":") or statement.startswith("#")):
+        return Kind.FILLER  # a lead-in or a heading ("Here is what the label says:")
     if is_deflection(statement) and not figures:
         # The context may itself give this instruction ("call us right away"):
         # then it is an answer, not a brush-off.
@@ -375,20 +479,28 @@ def _without_figures(statement: str, figures: Iterable[Figure]) -> str:
     return " ".join(pieces)
 
 
+def _blank(match: re.Match[str]) -> str:
+    return " " * len(match.group())
+
+
 def analyse(context: str, response: str, *, query: str = "") -> Analysis:
     """Read `response` (up to `EVIDENCE_LIMIT` characters) against `context`.
     Echoing the `query` is not inventing."""
     response, cut_at = cut_text(response)
     context_words = content_words(context)
     known_words = context_words | content_words(query)
+    vocabulary = name_vocabulary(context) | name_vocabulary(query)
     known_figures = KnownFigures.of(extract_figures(context) + extract_figures(query))
     checks: list[StatementCheck] = []
     unsupported: list[Figure] = []
     for statement in split_statements(response):
-        figures = tuple(extract_figures(statement))
+        plain = _REFERENCES.sub(_blank, statement)  # same length: figure spans still fit
+        figures = tuple(extract_figures(plain))
         words = content_words(_without_figures(statement, figures))
         kind = _classify(statement, words, figures, context_words)
-        checks.append(StatementCheck(statement, kind, words, coverage(words, known_words), figures))
+        checks.append(StatementCheck(statement, kind, words, coverage(words, known_words), figures,
+                                     unknown_names(_LABEL.sub(_blank, _FRAMING_ANY_CASE.sub(
+                                         _blank, plain)), vocabulary)))
         unsupported.extend(f for f in figures if not vouched(f, known_figures))
     return Analysis(tuple(checks), tuple(unsupported), known_words, text=response, cut_at=cut_at)
 

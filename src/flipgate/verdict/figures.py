@@ -2,7 +2,7 @@
 
 Every amount, percentage, count, duration, date, time and phone number is
 read into a `Figure` whose value is normalised: `$12`, `12 dollars` and
-`USD 12` are one figure; `5-7`, `5 to 7` and `five to seven` are one range;
+`USD 12` are one figure; `5-7`, `5 to 7` and `five to seven` are one range; `3rd` is `third`;
 `30-day` is `30 days`, `two weeks` is `14 days`, `10%` is `10 percent`. A
 range never matches a single value (`5-7 days` is not `5 days`).
 
@@ -29,6 +29,13 @@ NUMBER_WORDS: dict[str, int] = {
     "fourteen": 14, "fifteen": 15, "sixteen": 16, "seventeen": 17, "eighteen": 18,
     "nineteen": 19, "twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60,
     "seventy": 70, "eighty": 80, "ninety": 90,
+}
+# Ordinals in words; "first" and "second" are left out: "at first", "a second" are no figures.
+ORDINAL_WORDS: dict[str, int] = {
+    word: number for number, word in enumerate((
+        "third fourth fifth sixth seventh eighth ninth tenth eleventh twelfth thirteenth "
+        "fourteenth fifteenth sixteenth seventeenth eighteenth nineteenth twentieth").split(),
+        start=3)
 }
 SCALE_WORDS: dict[str, int] = {"hundred": 100, "thousand": 1_000, "million": 1_000_000,
                                 "billion": 1_000_000_000}
@@ -67,9 +74,23 @@ _DURATIONS: dict[str, tuple[str, int]] = {
     **dict.fromkeys(("month", "months"), ("month", 1)),
     **dict.fromkeys(("year", "years", "yr", "yrs"), ("month", 12)),
 }
+_DURATION_FAMILIES = frozenset(family for family, _ in _DURATIONS.values())
 _DAY_QUALIFIERS = {"business", "calendar", "working", "banking"}
 _CURRENCY_CODES = ("usd", "eur", "gbp")
 _RANGE_WORDS = {"to", "through", "thru"}
+# "1 or 2 tablets" is the range 1-2 as well as each of its ends.
+_ALTERNATIVE = "or"
+# Words after a number that are not what it counts.
+_NOT_NOUNS = frozenset("""
+a an and or to the of in on at for with by from per each every than as is are was were be
+over under above below up down more less about around after before until through thru
+""".split())
+# "an hour" is a figure after these words ("within an hour", "takes an hour"), not in
+# "$10 an hour" or "3 tablets a day", where it is a rate.
+_ONE_UNIT_AFTER = frozenset("""
+in within for about around after than over under takes take took lasts last lasted least
+most nearly almost only just roughly approximately
+""".split())
 
 _TOKEN = re.compile(
     r"""
@@ -116,8 +137,13 @@ class Figure:
     text: str
     unit: str
     value: tuple[object, ...]
-    from_to: bool = False  # written "from X to Y": a change, its ends are facts too
+    from_to: bool = False  # written "from X to Y" (or "X or Y"): its ends are facts too
     span: tuple[int, int] = field(default=(0, 0), compare=False)  # where in its text
+    # The number as written before its unit's factor (`12` of "12 years"), and the word a
+    # count counts ("tablet" of "6 tablets"): a person reads "children 12 and over" as
+    # "12 years and over", and never "2 tablets" as "200 mg".
+    written: Decimal | None = field(default=None, compare=False)
+    noun: str | None = field(default=None, compare=False)
 
 
 def _tokenize(text: str) -> list[_Token]:
@@ -316,6 +342,8 @@ def _special_figure(token: _Token) -> Figure | None:
         return Figure(text, "literal", (_digit_string(text),), span=span)
     if token.kind == "ordinal":
         return Figure(text, "ordinal", (Decimal(text[:-2]).normalize(), None), span=span)
+    if token.kind == "word" and token.lower in ORDINAL_WORDS:
+        return Figure(text, "ordinal", (Decimal(ORDINAL_WORDS[token.lower]), None), span=span)
     return None
 
 
@@ -345,19 +373,30 @@ def _extract(text: str) -> list[Figure]:
         if read is None:
             i += 1
             continue
-        (unit, value, from_to), end = read
+        (unit, value, from_to, written, noun), end = read
         span = (token.start, tokens[end - 1].end)
-        figures.append(Figure(text[span[0]:span[1]], unit, value, from_to, span=span))
+        figures.append(Figure(text[span[0]:span[1]], unit, value, from_to, span=span,
+                              written=written, noun=noun))
         i = end
     return figures
 
 
-def _read_amount(tokens: Sequence[_Token], i: int) -> tuple[tuple[str, tuple[object, ...], bool], int] | None:
-    """A number, range or amount at token i: ((unit, value, from_to), index after it)."""
+_Amount = tuple[str, tuple[object, ...], bool, Decimal | None, str | None]
+
+
+def _read_amount(tokens: Sequence[_Token], i: int) -> tuple[_Amount, int] | None:
+    """A number, range or amount at token i: ((unit, value, from_to, as written, noun),
+    index after it)."""
     currency: str | None = None
     j = i
     between = i > 0 and tokens[i - 1].lower == "between"
     from_to = i > 0 and tokens[i - 1].lower == "from"
+    if tokens[j].kind == "word" and tokens[j].lower in ("a", "an") and i > 0 \
+            and tokens[i - 1].lower in _ONE_UNIT_AFTER:
+        unit = _read_unit(tokens, j + 1)
+        if unit is None or unit[0] not in _DURATION_FAMILIES or tokens[j + 1].kind == "dash":
+            return None
+        return (unit[0], (unit[1], None), False, Decimal(1), None), unit[2]
     if tokens[j].kind == "currency":
         currency, j = _CURRENCY_SYMBOLS[tokens[j].lower], j + 1
     elif tokens[j].kind == "word" and tokens[j].lower in _CURRENCY_CODES:
@@ -371,8 +410,9 @@ def _read_amount(tokens: Sequence[_Token], i: int) -> tuple[tuple[str, tuple[obj
         j = unit[2]
     high: Decimal | None = None
     # A second number after a range word makes a range: 5-7, 5 to 7, between 5 and 7.
+    alternative = j < len(tokens) and tokens[j].lower == _ALTERNATIVE
     if j < len(tokens) and (tokens[j].kind == "dash" or tokens[j].lower in _RANGE_WORDS
-                            or (between and tokens[j].lower == "and")):
+                            or (between and tokens[j].lower == "and") or alternative):
         k = j + 1
         if k < len(tokens) and (tokens[k].kind == "currency" or tokens[k].lower in _CURRENCY_CODES):
             k += 1
@@ -382,6 +422,7 @@ def _read_amount(tokens: Sequence[_Token], i: int) -> tuple[tuple[str, tuple[obj
             same_unit = unit is None or second_unit is None or second_unit[:2] == unit[:2]
             if same_unit:
                 high, j = second[0], second[1]
+                from_to = from_to or alternative
                 if second_unit is not None:
                     unit, j = second_unit, second_unit[2]
     if unit is not None and currency is None:
@@ -393,7 +434,12 @@ def _read_amount(tokens: Sequence[_Token], i: int) -> tuple[tuple[str, tuple[obj
     if in_words and low == 1 and high is None and unit is None and currency is None:
         return None  # a lone "one" is a pronoun far more often than a figure
     scaled_high = None if high is None else (high * factor).normalize()
-    return (name, ((low * factor).normalize(), scaled_high), from_to and high is not None), j
+    noun = None
+    if name == "count" and j < len(tokens) and tokens[j].kind == "word" \
+            and tokens[j].lower not in _NOT_NOUNS and len(tokens[j].text) > 1:
+        noun = tokens[j].lower.removesuffix("s") or tokens[j].lower
+    return (name, ((low * factor).normalize(), scaled_high), from_to and high is not None,
+            low if factor != 1 and high is None else None, noun), j
 
 
 # --- matching -----------------------------------------------------------------
@@ -414,10 +460,13 @@ def expand_known(figures: Iterable[Figure]) -> list[Figure]:
             low, high = figure.value
             known.append(Figure(figure.text, figure.unit, (low, None)))
             known.append(Figure(figure.text, figure.unit, (high, None)))
+        if figure.written is not None:  # "12 years" vouches "12" ("children 12 and over")
+            known.append(Figure(figure.text, "count", (figure.written, None)))
     return known
 
 
 _NON_NUMERIC = ("date", "time", "literal")
+_HALF_UNSAID = re.compile(r"^[^apAP]*$")
 
 
 def figure_supported(figure: Figure, known: Sequence[Figure]) -> bool:
@@ -480,6 +529,10 @@ def vouched(figure: Figure, known: KnownFigures | Sequence[Figure]) -> bool:
         return known.has_date(*figure.value)
     if (figure.unit, figure.value) in known.exact:
         return True
+    if figure.unit == "time" and _HALF_UNSAID.search(figure.text):
+        # "1:30" in "1:30 to 2 pm" may be either half of the day.
+        hour, minute = figure.value
+        return isinstance(hour, int) and hour < 12 and ("time", (hour + 12, minute)) in known.exact
     if figure.unit in ("count", "ordinal") and figure.value in known.numeric:
         return True
     if figure.from_to:  # "from 2% to 3%" is vouched for by both ends
