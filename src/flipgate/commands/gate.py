@@ -57,7 +57,12 @@ def gate(cases_path: str, baseline_path: str, candidate_path: str, config_path: 
     """
     from rich.console import Console
 
-    from flipgate.config.cases import load_answer_sets, load_cases, require_queries
+    from flipgate.config.cases import (
+        load_answer_sets,
+        load_cases,
+        require_blocking_categories,
+        require_queries,
+    )
     from flipgate.config.schema import Config
     from flipgate.errors import IncompleteError
     from flipgate.judges import make_judges
@@ -85,6 +90,7 @@ def gate(cases_path: str, baseline_path: str, candidate_path: str, config_path: 
         config = dataclasses.replace(config, concurrency=concurrency)
     cases = load_cases(cases_path)
     require_queries(cases, source=cases_path, mode=config.judge.mode)
+    require_blocking_categories([(config, cases)], every_suite=not config.suite)
     baseline, candidate = load_answer_sets(cases, cases_path, [baseline_path, candidate_path])
     part = Shard.parse(shard) if shard else None
     all_cases = cases

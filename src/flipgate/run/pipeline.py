@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from flipgate.config.cases import require_blocking_categories
 from flipgate.config.schema import (
     AUTH_ENTRA,
     DEFAULT_CACHE_DIR,
@@ -303,10 +304,13 @@ async def check(*, repo: Path, base: str, head: str, settings: Settings,
     with_e2e = e2e_wanted(config, trusted=trusted.from_base, request=e2e) and not config.suites
     environ = settings.environ
     # Every suite is read, detected, locked and rendered before any request.
-    planned = [plan_suite(git_repo, base_ref, head_ref,
-                          load_cases_for(git_repo, trusted, narrowed, head_ref, changed=changed),
-                          changed=changed, settings=settings, shard=shard, with_e2e=with_e2e)
-               for narrowed in config.suite_configs(suites)]
+    loaded = [load_cases_for(git_repo, trusted, narrowed, head_ref, changed=changed)
+              for narrowed in config.suite_configs(suites)]
+    require_blocking_categories([(one.config, one.cases) for one in loaded],
+                                every_suite=len(loaded) == max(len(config.suites), 1))
+    planned = [plan_suite(git_repo, base_ref, head_ref, inputs, changed=changed,
+                          settings=settings, shard=shard, with_e2e=with_e2e)
+               for inputs in loaded]
 
     async def end_to_end(one: Planned, frozen: list[Row]) -> E2EReport:
         assert e2e is not None and one.pair is not None
