@@ -164,6 +164,12 @@ def parse_responses_located(data: bytes, *, source: str) -> tuple[dict[str, Answ
     for number, obj in json_objects(data, source, problems):
         case_id = _string_field(obj, "id", required=True)
         response = _string_field(obj, "response", required=True)
+        others = [key for key, value in obj.items()
+                  if key not in ("id", "finish_reason") and isinstance(value, str)]
+        if "response" not in obj and len(others) == 1:
+            # `answer`, `output`, `text`: name what the line has, so the fix is one rename.
+            response = ValueError(f"missing required field 'response' (the line has "
+                                  f"'{others[0][:40]}'; rename it to 'response')")
         finish = obj.get("finish_reason")
         errors = [v for v in (case_id, response) if isinstance(v, Exception)]
         if finish is not None and not isinstance(finish, str):
