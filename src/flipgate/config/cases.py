@@ -125,16 +125,16 @@ def unknown_blocking_categories(parts: Sequence[tuple[Config, Sequence[Case]]], 
     """Each `gate.blocking_categories` entry no case has: it would block nothing, so a typo
     (`dosages` for `dosage`) would turn the gate off without a word. `parts`: each suite's
     configuration with its cases. An entry is checked against every suite that reads it (a
-    top-level list against all the suites that inherit it), and a shared top-level list only
-    when `every_suite` was read. The default list, written nowhere, is not checked."""
+    top-level list against all the suites that inherit it), and the top level's list only
+    when `every_suite` was read (its cases are all the cases it applies to). The default list, written nowhere, is not checked."""
     readers: dict[tuple[str, int], list[tuple[Config, Sequence[Case]]]] = {}
     for config, cases in parts:
         if config.gate.declared is not None:
             readers.setdefault(config.gate.declared, []).append((config, cases))
     problems = []
     for (key, line), users in readers.items():
-        if users[0][0].suite is not None and not key.startswith("suites.") and not every_suite:
-            continue
+        if not key.startswith("suites.") and not every_suite:
+            continue  # the top level's list, read by cases this run does not have
         have = {case.category for _, cases in users for case in cases}
         for name in users[0][0].gate.blocking_categories:
             if name in have:
@@ -154,6 +154,22 @@ def require_blocking_categories(parts: Sequence[tuple[Config, Sequence[Case]]], 
     problems = unknown_blocking_categories(parts, every_suite=every_suite)
     if problems:
         raise InputError(problems)
+
+
+def empty_context_warning(ids: Sequence[str], *, named: int = 10) -> str | None:
+    """The warning for cases whose context is empty (None: there are none): the judge reads
+    every claim of their answers as unsupported, so such a case gates nothing."""
+    if not ids:
+        return None
+    shown = ", ".join(ids[:named]) + (f" and {len(ids) - named} more" if len(ids) > named else "")
+    noun = "1 case has" if len(ids) == 1 else f"{len(ids)} cases have"
+    return (f"Warning: {noun} an empty context ({shown}): every claim of an answer reads as "
+            "unsupported against nothing, so such a case cannot tell a regression.")
+
+
+def empty_contexts(cases: Sequence[Case]) -> str | None:
+    """`empty_context_warning` for loaded cases."""
+    return empty_context_warning([case.id for case in cases if not case.context.strip()])
 
 
 def parse_responses_located(data: bytes, *, source: str) -> tuple[dict[str, Answer], dict[str, int]]:

@@ -68,6 +68,7 @@ from flipgate.run.scoring import (
 )
 from flipgate.run.shards import Part, Shard, write_partial
 from flipgate.settings import Settings
+from flipgate.text.escaping import short
 from flipgate.verdict import gate
 
 if TYPE_CHECKING:
@@ -83,6 +84,7 @@ class CheckResult:
     exit_code: int
     message: str | None = None   # why the run stopped early (exit 3), for stderr
     partial: Path | None = None  # a shard's partial.json, instead of report.json and comment.md
+    config_from: str = ""        # where the configuration was read: `.flipgate.yml from main@abc1234`
 
 
 def with_concurrency(config: Config, concurrency: int | None) -> Config:
@@ -239,11 +241,21 @@ class Planned:
     sides: dict[str, Generator] = field(default_factory=dict)
 
 
+def uncommitted_note(paths: Sequence[str], head: Ref) -> str:
+    """The warning of a run whose head is a commit while the working tree has edits to what
+    its generator reads: they are not evaluated."""
+    shown = ", ".join(paths[:5]) + (f" and {len(paths) - 5} more" if len(paths) > 5 else "")
+    return (f"Warning: uncommitted changes to what the generator reads ({shown}) are not in "
+            f"this run, which evaluates {head.where} as committed; run with --worktree "
+            "(instead of --head) to evaluate the working tree.")
+
+
 def plan_suite(git_repo: Repo, base_ref: Ref, head_ref: Ref, inputs: Inputs, *,
                changed: list[str], settings: Settings, shard: Shard | None = None,
-               with_e2e: bool = False) -> Planned:
+               with_e2e: bool = False, uncommitted: Sequence[str] = ()) -> Planned:
     """Detect the suite's change; when it has one, lock its endpoint and render every case
-    (with `shard`, only the shard's part of the suite's cases)."""
+    (with `shard`, only the shard's part of the suite's cases). `uncommitted`: paths the
+    working tree changes on top of the head commit, said when the generator reads them."""
     config = inputs.config
     all_cases = list(inputs.cases)
     positions = list(range(len(all_cases)))
@@ -255,13 +267,17 @@ def plan_suite(git_repo: Repo, base_ref: Ref, head_ref: Ref, inputs: Inputs, *,
     head_generator = require_generator(git_repo, head_ref, path, environ=environ)
     detected = detect_change(config=config, path=path, changed=changed,
                              base_generator=base_generator, head_generator=head_generator)
+    left_out = detect_change(config=config, path=path, changed=list(uncommitted),
+                             base_generator=base_generator,
+                             head_generator=head_generator).relevant if uncommitted else []
+    unseen = [uncommitted_note(left_out, head_ref)] if left_out else []
     if not detected.relevant:
         note = (f"No change to the generator ({path}), the files it includes, or a watched "
                 "path: nothing to gate, no model was called.")
         more = (["No end-to-end run either: with nothing to gate there is no frozen verdict to "
                  "compare with."] if with_e2e else [])
         return Planned(inputs=inputs, path=path,
-                       notes=[note, *inputs.notes, *detected.notes, *more],
+                       notes=[note, *unseen, *inputs.notes, *detected.notes, *more],
                        all_cases=all_cases, positions=positions)
     pair = lock_generators(git_repo, base_ref, head_ref, config=config,
                            base_generator=base_generator.prompty if base_generator else None,
@@ -275,7 +291,7 @@ def plan_suite(git_repo: Repo, base_ref: Ref, head_ref: Ref, inputs: Inputs, *,
     loaded = frozenset().union(*(p.rendered.loaded for p in prepared.values()))
     change = describe(git_repo, base_ref, head_ref, path=path, files=detected.relevant, pair=pair,
                       inputs=inputs, includes=detected.includes | loaded)
-    notes = [*inputs.notes, *detected.notes, *pair.notes, *undefined_notes(prepared)]
+    notes = [*unseen, *inputs.notes, *detected.notes, *pair.notes, *undefined_notes(prepared)]
     return Planned(inputs=inputs, path=path, notes=notes, pair=pair, prepared=prepared,
                    change=change, all_cases=all_cases, positions=positions, refs=refs,
                    sides=sides)
@@ -288,18 +304,30 @@ async def check(*, repo: Path, base: str, head: str, settings: Settings,
                 progress: Progress | None = None, concurrency: int | None = None,
                 suites: Sequence[str] = (), shard: Shard | None = None,
                 e2e: E2ERequest | None = None, wiring: Wiring,
-                labels: Labels | None = None, links: Links = NO_LINKS) -> CheckResult:
+                labels: Labels | None = None, links: Links = NO_LINKS,
+                worktree: bool = False, local: bool = False) -> CheckResult:
     """`run_check`, for callers that already run an event loop. `concurrency` (`--concurrency`)
     wins over the configuration's. `suites`: only those of the config's suites. With `shard`,
     only that part of the cases is evaluated and a partial is written for `flipgate merge`.
     `e2e`: also the end-to-end run (live retrieval), asked for at the edge; it never changes
     the exit code (a configuration without suites only). `wiring`: git, the runtime, the
     judges and the generators' client. `labels`: people's labels, shown on their rows.
-    `links`: where the comment links the run and report.html."""
+    `links`: where the comment links the run and report.html. `worktree`: the head is the
+    working tree (uncommitted edits included), not `head`. `local`: `repo` is the user's own
+    checkout, so the run says what of its working tree it leaves out."""
     git_repo = wiring.open_git(repo, settings)
-    base_ref, head_ref = git_repo.ref(base), git_repo.ref(head)
+    base_ref = git_repo.ref(base)
+    head_ref = git_repo.worktree() if worktree else git_repo.ref(head)
     changed = git_repo.changed(base_ref, head_ref)
     trusted = load_config_at(git_repo, base_ref, head_ref, config_path)
+    config_from = f"{config_path} from {trusted.source_ref.where}"
+    uncommitted: list[str] = []
+    if worktree:
+        trusted.notes.append(worktree_note(git_repo, head_ref))
+    if local:
+        trusted.notes.extend(unused_config_notes(git_repo.path, config_path, trusted, config_from))
+        if not worktree and head_ref.sha == git_repo.checked_out():
+            uncommitted = git_repo.uncommitted()
     config = with_concurrency(trusted.config, concurrency)
     with_e2e = e2e_wanted(config, trusted=trusted.from_base, request=e2e) and not config.suites
     environ = settings.environ
@@ -309,7 +337,8 @@ async def check(*, repo: Path, base: str, head: str, settings: Settings,
     require_blocking_categories([(one.config, one.cases) for one in loaded],
                                 every_suite=len(loaded) == max(len(config.suites), 1))
     planned = [plan_suite(git_repo, base_ref, head_ref, inputs, changed=changed,
-                          settings=settings, shard=shard, with_e2e=with_e2e)
+                          settings=settings, shard=shard, with_e2e=with_e2e,
+                          uncommitted=uncommitted)
                for inputs in loaded]
 
     async def end_to_end(one: Planned, frozen: list[Row]) -> E2EReport:
@@ -369,11 +398,33 @@ async def check(*, repo: Path, base: str, head: str, settings: Settings,
                              stopped=message is not None)
         # Judge errors on rows are part of the result; only a part that stopped fails its job.
         return CheckResult(report=report, markdown="", message=message, partial=path,
-                           exit_code=3 if message is not None else 0)
+                           exit_code=3 if message is not None else 0, config_from=config_from)
     markdown = write_outputs(report, out_dir, console=console, comment_limit=comment_limit,
                              labels=labels, links=links)
     return CheckResult(report=report, markdown=markdown, exit_code=gate.exit_code(report.conclusion),
-                       message=message)
+                       message=message, config_from=config_from)
+
+
+def worktree_note(repo: Repo, head: Ref) -> str:
+    """What a `--worktree` run evaluated as its head."""
+    parent = repo.checked_out()
+    on = f"the checkout ({short(parent)})" if parent else "a repository without commits"
+    return (f"The head is the working tree: {on} with its uncommitted edits and new files "
+            f"(snapshot {short(head.sha)}; the index, HEAD and branches were not changed).")
+
+
+def unused_config_notes(root: Path, config_path: str, trusted: TrustedConfig,
+                        config_from: str) -> list[str]:
+    """A working-tree configuration that differs from the one used is said to be unused."""
+    try:
+        here = (root / config_path).read_bytes().decode("utf-8-sig", "replace")
+    except OSError:
+        return []
+    if here.replace("\r\n", "\n") == trusted.text.replace("\r\n", "\n"):
+        return []
+    return [f"Warning: the working tree's {config_path} differs from the one this run used "
+            f"({config_from}) and was not used: the configuration that judges a change is "
+            "the base's; commit it to the base to use it."]
 
 
 async def _evaluate(one: Planned, *, runtime: Runtime, settings: Settings, judge: Judges,
