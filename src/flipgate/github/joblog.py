@@ -10,6 +10,7 @@ judges' words are untrusted: they are flattened to one line here, and
 
 from __future__ import annotations
 
+import dataclasses
 import io
 from dataclasses import dataclass
 from enum import StrEnum
@@ -70,8 +71,12 @@ def row_line(kind: str, row: Row) -> Entry:
     name = gate.HELD_BACK_ROW if kind == HELD_BACK else gate.kind_named(kind).one_row
     where = f"{one_line_within(row.id, 80)} [{one_line_within(row.category, 40)}]"
     movement = f"{reading(row.baseline)} → {reading(row.candidate)}"
-    held = f" ({one_line_within(row.review_reason, 120)})" if kind == HELD_BACK and row.review_reason else ""
-    return Entry(level, f"{name}: {where}, {movement}: {one_line_within(why(row), _TEXT)}{held}")
+    if kind == HELD_BACK and row.review_reason:
+        # What the answer claims first, then why the flip did not block.
+        evidence = why(dataclasses.replace(row, review_reason=None))
+        return Entry(level, f"{name}: {where}, {movement}: {one_line_within(evidence, _TEXT)} "
+                            f"({one_line_within(row.review_reason, 120)})")
+    return Entry(level, f"{name}: {where}, {movement}: {one_line_within(why(row), _TEXT)}")
 
 
 def _line_kind(row: Row) -> str | None:
