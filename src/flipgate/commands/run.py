@@ -100,9 +100,9 @@ def run(base: str, head: str | None, worktree: bool, config_path: str, out_dir: 
     from rich.console import Console
 
     from flipgate.e2e.run import E2ERequest
+    from flipgate.errors import InputError
     from flipgate.output import progress
     from flipgate.run.pipeline import run_check
-    from flipgate.errors import InputError
     from flipgate.run.shards import Shard
 
     if (head is None) == (not worktree):

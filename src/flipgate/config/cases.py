@@ -126,7 +126,8 @@ def unknown_blocking_categories(parts: Sequence[tuple[Config, Sequence[Case]]], 
     (`dosages` for `dosage`) would turn the gate off without a word. `parts`: each suite's
     configuration with its cases. An entry is checked against every suite that reads it (a
     top-level list against all the suites that inherit it), and the top level's list only
-    when `every_suite` was read (its cases are all the cases it applies to). The default list, written nowhere, is not checked."""
+    when `every_suite` was read (its cases are all the cases it applies to). The default
+    list, written nowhere, is not checked."""
     readers: dict[tuple[str, int], list[tuple[Config, Sequence[Case]]]] = {}
     for config, cases in parts:
         if config.gate.declared is not None:

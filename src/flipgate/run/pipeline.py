@@ -56,6 +56,9 @@ from flipgate.run.refs import (
     load_config_at,
     load_generator,
     require_generator,
+    uncommitted_note,
+    unused_config_notes,
+    worktree_note,
 )
 from flipgate.run.scoring import (
     Rules,
@@ -68,7 +71,6 @@ from flipgate.run.scoring import (
 )
 from flipgate.run.shards import Part, Shard, write_partial
 from flipgate.settings import Settings
-from flipgate.text.escaping import short
 from flipgate.verdict import gate
 
 if TYPE_CHECKING:
@@ -241,15 +243,6 @@ class Planned:
     sides: dict[str, Generator] = field(default_factory=dict)
 
 
-def uncommitted_note(paths: Sequence[str], head: Ref) -> str:
-    """The warning of a run whose head is a commit while the working tree has edits to what
-    its generator reads: they are not evaluated."""
-    shown = ", ".join(paths[:5]) + (f" and {len(paths) - 5} more" if len(paths) > 5 else "")
-    return (f"Warning: uncommitted changes to what the generator reads ({shown}) are not in "
-            f"this run, which evaluates {head.where} as committed; run with --worktree "
-            "(instead of --head) to evaluate the working tree.")
-
-
 def plan_suite(git_repo: Repo, base_ref: Ref, head_ref: Ref, inputs: Inputs, *,
                changed: list[str], settings: Settings, shard: Shard | None = None,
                with_e2e: bool = False, uncommitted: Sequence[str] = ()) -> Planned:
@@ -403,28 +396,6 @@ async def check(*, repo: Path, base: str, head: str, settings: Settings,
                              labels=labels, links=links)
     return CheckResult(report=report, markdown=markdown, exit_code=gate.exit_code(report.conclusion),
                        message=message, config_from=config_from)
-
-
-def worktree_note(repo: Repo, head: Ref) -> str:
-    """What a `--worktree` run evaluated as its head."""
-    parent = repo.checked_out()
-    on = f"the checkout ({short(parent)})" if parent else "a repository without commits"
-    return (f"The head is the working tree: {on} with its uncommitted edits and new files "
-            f"(snapshot {short(head.sha)}; the index, HEAD and branches were not changed).")
-
-
-def unused_config_notes(root: Path, config_path: str, trusted: TrustedConfig,
-                        config_from: str) -> list[str]:
-    """A working-tree configuration that differs from the one used is said to be unused."""
-    try:
-        here = (root / config_path).read_bytes().decode("utf-8-sig", "replace")
-    except OSError:
-        return []
-    if here.replace("\r\n", "\n") == trusted.text.replace("\r\n", "\n"):
-        return []
-    return [f"Warning: the working tree's {config_path} differs from the one this run used "
-            f"({config_from}) and was not used: the configuration that judges a change is "
-            "the base's; commit it to the base to use it."]
 
 
 async def _evaluate(one: Planned, *, runtime: Runtime, settings: Settings, judge: Judges,

@@ -262,3 +262,36 @@ def describe(repo: Repo, base: Ref, head: Ref, *, path: str, files: list[str], p
         parameters=({} if pair.adopted else pair.baseline.parameters, pair.candidate.parameters),
         templates=templates, labels=(base.label, head.label),
         config_diff=inputs.config_diff, cases_diff=inputs.cases_diff)
+
+
+# --- the working tree of a local run ------------------------------------------------
+
+def uncommitted_note(paths: Sequence[str], head: Ref) -> str:
+    """The warning of a run whose head is a commit while the working tree has edits to what
+    its generator reads: they are not evaluated."""
+    shown = ", ".join(paths[:5]) + (f" and {len(paths) - 5} more" if len(paths) > 5 else "")
+    return (f"Warning: uncommitted changes to what the generator reads ({shown}) are not in "
+            f"this run, which evaluates {head.where} as committed; run with --worktree "
+            "(instead of --head) to evaluate the working tree.")
+
+
+def worktree_note(repo: Repo, head: Ref) -> str:
+    """What a `--worktree` run evaluated as its head."""
+    parent = repo.checked_out()
+    on = f"the checkout ({short(parent)})" if parent else "a repository without commits"
+    return (f"The head is the working tree: {on} with its uncommitted edits and new files "
+            f"(snapshot {short(head.sha)}; the index, HEAD and branches were not changed).")
+
+
+def unused_config_notes(root: Path, config_path: str, trusted: TrustedConfig,
+                        config_from: str) -> list[str]:
+    """A working-tree configuration that differs from the one used is said to be unused."""
+    try:
+        here = (root / config_path).read_bytes().decode("utf-8-sig", "replace")
+    except OSError:
+        return []
+    if here.replace("\r\n", "\n") == trusted.text.replace("\r\n", "\n"):
+        return []
+    return [f"Warning: the working tree's {config_path} differs from the one this run used "
+            f"({config_from}) and was not used: the configuration that judges a change is "
+            "the base's; commit it to the base to use it."]
