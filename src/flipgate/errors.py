@@ -27,6 +27,36 @@ class Problem:
         return f"{where}: {self.message}"
 
 
+REPEATS_NAMED = 5  # of a problem repeated on many lines, the first lines named
+
+
+def collapse_repeats(problems: list[Problem | str]) -> list[Problem | str]:
+    """The same problem of the same file on three or more lines as one line, at its first,
+    with the count and the first line numbers: 23 identical lines hide the one cause."""
+    lines: dict[tuple[str, str], list[int]] = {}
+    for problem in problems:
+        if isinstance(problem, Problem) and problem.line is not None:
+            lines.setdefault((problem.path, problem.message), []).append(problem.line)
+    out: list[Problem | str] = []
+    for problem in problems:
+        if not isinstance(problem, Problem) or problem.line is None:
+            out.append(problem)
+            continue
+        key = (problem.path, problem.message)
+        where = lines.get(key)
+        if where is None:
+            continue  # already said, on its first line
+        if len(where) < 3:
+            out.append(problem)
+        else:
+            del lines[key]
+            named = ", ".join(str(line) for line in where[:REPEATS_NAMED])
+            more = ", …" if len(where) > REPEATS_NAMED else ""
+            out.append(Problem(problem.path, problem.line,
+                               f"{problem.message} (on {len(where)} lines: {named}{more})"))
+    return out
+
+
 class FlipgateError(Exception):
     exit_code = EXIT_INCOMPLETE
 
@@ -38,7 +68,7 @@ class InputError(FlipgateError):
 
     def __init__(self, problems: list[Problem] | Problem | str):
         listed: list[Problem | str] = [problems] if isinstance(problems, (Problem, str)) else [*problems]
-        self.problems = listed
+        self.problems = collapse_repeats(listed)
         super().__init__("\n".join(str(p) for p in self.problems))
 
 

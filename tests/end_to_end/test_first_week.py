@@ -153,9 +153,9 @@ def test_the_first_week(team: Harness, monkeypatch: pytest.MonkeyPatch, tmp_path
     assert report["counts"]["blocking_regressions"] == 0
     assert all("50" in row["review_reason"] for row in report["rows"] if row["id"] in FLIPS)
     status = team.final_status()
-    assert status["state"] == "success" and status["description"].startswith("passed")
+    assert status["state"] == "success" and status["description"].startswith("⚠️ passed")
     assert report["counts"]["held_back"] == 3
-    assert status["description"].startswith("passed, but 3 confirmed flips did not block")
+    assert status["description"].startswith("⚠️ passed, but 3 confirmed flips did not block")
     # Its artifact, downloaded as its summary says, holds the whole review.
     [get] = summary_commands(team.summary())
     check_files = download(team, get, tmp_path / "tuesday")

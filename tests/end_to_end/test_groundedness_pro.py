@@ -65,12 +65,14 @@ def write_run(directory: Path, model: FakeOpenAI, project: FakeAIProject, script
                                     "context": f"context of {case_id}", "category": category}) + "\n")
             base.write(json.dumps({"id": case_id, "response": f"baseline answer {case_id}"}) + "\n")
             cand.write(json.dumps({"id": case_id, "response": f"candidate answer {case_id}"}) + "\n")
+    # The blocking categories the cases have (an entry no case has is bad input).
+    blocking = ", ".join(sorted({category for category, *_ in script.values()} & {"pricing", "policy"}))
     (directory / "flipgate.yml").write_text(
         "version: 1\ncases: cases.jsonl\njudge:\n  provider: azure\n  model: judge-deploy\n"
         f"  azure_endpoint: {model.azure_endpoint}\n  api_version: '2024-10-21'\n"
         "  max_retries: 0\n  timeout: 20\n"
         f"  second_opinion:\n    engine: groundedness_pro\n    azure_ai_project: {project.endpoint}\n"
-        "gate:\n  blocking_categories: [pricing, policy]\n  min_cases_per_category: 1\n")
+        f"gate:\n  blocking_categories: [{blocking}]\n  min_cases_per_category: 1\n")
     return ["gate", "--cases", str(directory / "cases.jsonl"), "--baseline", str(directory / "base.jsonl"),
             "--candidate", str(directory / "cand.jsonl"), "--config", str(directory / "flipgate.yml"),
             "--out", str(directory / "out"), "--cache", str(directory / "cache")]

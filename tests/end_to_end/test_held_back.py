@@ -94,10 +94,10 @@ def test_a_small_first_suite_passes_and_says_first_what_it_held_back(first_suite
 
     final = harness.final_status()
     assert final["state"] == "success"
-    assert final["description"] == HELD and len(final["description"]) <= STATUS_LIMIT
+    assert final["description"] == f"⚠️ {HELD}" and len(final["description"]) <= STATUS_LIMIT
     [comment] = harness.own_comments()
     headline = next(line for line in comment["body"].splitlines() if line.startswith("## "))
-    assert headline == f"## ✅ flipgate {HELD}"
+    assert headline == f"## ⚠️ flipgate {HELD}" and "✅" not in comment["body"]
     summary_headline = next(line for line in harness.summary().splitlines() if line.startswith("## "))
     assert summary_headline == headline
     assert "gate.strict: true" in comment["body"]
@@ -105,7 +105,13 @@ def test_a_small_first_suite_passes_and_says_first_what_it_held_back(first_suite
     assert harness.outputs()["conclusion"] == "success"
     report = _report(harness)
     assert report["counts"]["held_back"] == 3 and report["counts"]["regressions_to_review"] == 3
-    assert f"::warning title=flipgate::flipgate: {HELD}" in harness.log.getvalue()
+    log = harness.log.getvalue()
+    assert f"::warning title=flipgate::flipgate: ⚠️ {HELD}" in log
+    # Each held-back flip is a warning annotation of its own, naming the row and why.
+    held_lines = [line for line in log.splitlines()
+                  if line.startswith("::warning title=flipgate::held-back regression: ")]
+    assert sorted(line.split(": ", 1)[1].split(" ", 1)[0] for line in held_lines) == sorted(FLIPPED)
+    assert all("below 50 a flip needs a second judge to block" in line for line in held_lines)
 
 
 def test_with_strict_the_same_flips_block(first_suite) -> None:
@@ -173,6 +179,7 @@ def test_held_back_under_the_offline_judge_says_flips_not_confirmed_flips(tmp_pa
 
     assert code == 0, terminal
     assert report["counts"]["held_back"] == 1
-    assert ("## ✅ flipgate passed, but 1 flip did not block: safety has 1 case, below 50; "
+    assert ("## ⚠️ flipgate passed, but 1 flip did not block: safety has 1 case, below 50; "
             "see gate.strict") in comment
+    assert "⚠️  passed, but 1 flip did not block" in terminal and "✅" not in terminal
     assert "confirm" not in comment.lower() and "confirm" not in terminal.lower()

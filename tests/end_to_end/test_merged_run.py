@@ -108,7 +108,7 @@ def test_a_small_category_still_needs_a_second_judge_when_merged(tmp_path: Path)
     assert any("below 50" in row.get("review_reason", "") for row in report["rows"])
     # The merge holds back what the whole run holds back, and says so first.
     assert report["counts"]["held_back"] == expected["counts"]["held_back"] == 10
-    headline = "## ✅ flipgate passed, but 10 flips did not block: policy has 40 cases, below 50"
+    headline = "## ⚠️ flipgate passed, but 10 flips did not block: policy has 40 cases, below 50"
     assert headline in (tmp_path / "m" / "comment.md").read_text()
 
 

@@ -56,7 +56,7 @@ def test_the_contracts_example_parses() -> None:
     ("cases: a\nwatch: prompts/**\n", "cfg.yml:2: 'watch' must be a list"),
     ("cases: a\njudge: openai\n", "cfg.yml:2: 'judge' must be a mapping"),
     ("cases: a\nbudget:\n  max_requests: -3\n", "cfg.yml:3: 'budget.max_requests' must be a whole number"),
-    ("cases: [a\n", "cfg.yml:2: invalid YAML"),
+    ("cases: [a\n", "cfg.yml:1: invalid YAML: the '[' opened on this line is never closed"),
     ("- a\n- b\n", "cfg.yml:1: must be a mapping"),
 ])
 def test_each_problem_names_file_and_line(text: str, expected: str) -> None:

@@ -52,7 +52,12 @@ def test_the_sentence_names_each_category_and_its_size() -> None:
     assert gate.held_back_sentence(report) == (
         "3 confirmed flips did not block: safety has 2 cases, policy has 3 cases, below 50; "
         "see gate.strict")
-    assert status_description(report).startswith("passed, but 3 confirmed flips did not block")
+    assert status_description(report).startswith("⚠️ passed, but 3 confirmed flips did not block")
+    # A pass that held flips back is a warning everywhere, never a green tick.
+    assert gate.headline_mark(report) == "⚠️"
+    headline = next(line for line in render_comment(report).splitlines() if line.startswith("## "))
+    assert headline.startswith("## ⚠️ flipgate passed, but 3 confirmed flips")
+    assert "✅" not in render_comment(report)
 
 
 def test_nothing_held_back_says_nothing() -> None:
@@ -67,7 +72,7 @@ def test_with_the_offline_judge_they_are_flips_not_confirmed_flips() -> None:
         "1 flip did not block: safety has 1 case, below 50; see gate.strict")
     comment = render_comment(report)
     assert "confirm" not in comment.lower()
-    assert "## ✅ flipgate passed, but 1 flip did not block" in comment
+    assert "## ⚠️ flipgate passed, but 1 flip did not block" in comment
 
 
 def test_the_status_stays_within_githubs_limit_and_keeps_the_way_out() -> None:
@@ -76,7 +81,7 @@ def test_the_status_stays_within_githubs_limit_and_keeps_the_way_out() -> None:
     report = report_of(rows, sizes=dict.fromkeys(names, 3))
     description = status_description(report)
     assert len(description) <= STATUS_LIMIT
-    assert description == ("passed, but 8 confirmed flips did not block: 8 categories with too few "
+    assert description == ("⚠️ passed, but 8 confirmed flips did not block: 8 categories with too few "
                            "cases, below 50; see gate.strict")
 
 
@@ -117,10 +122,10 @@ def test_several_suites_say_first_what_any_of_them_held_back() -> None:
                          conclusion=gate.worst(part.report.conclusion for part in suites))
     report.counts = gate.add_counts(part.report.counts for part in suites)
     sentence = "2 confirmed flips did not block: safety has 2 cases, below 50; see gate.strict"
-    assert status_description(report) == f"passed, but {sentence}"
+    assert status_description(report) == f"⚠️ passed, but {sentence}"
     comment = render_comment(report)
-    assert f"## ✅ flipgate passed every suite it evaluated, but {sentence}" in comment
-    assert f"## Suite support · ✅ flipgate passed, but {sentence}" in comment
+    assert f"## ⚠️ flipgate passed every suite it evaluated, but {sentence}" in comment
+    assert f"## Suite support · ⚠️ flipgate passed, but {sentence}" in comment
 
 
 def test_a_blocked_run_leads_with_the_block_and_still_names_what_it_held_back() -> None:

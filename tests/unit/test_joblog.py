@@ -21,9 +21,37 @@ def logged(report) -> str:
 def test_rows_to_read_get_one_entry_each_with_their_level() -> None:
     entries = joblog.row_entries(make_report(one_of_each()))
     levels = [(entry.level.value, entry.text.split(":", 1)[0]) for entry in entries]
-    assert levels == [("info", "BLOCKING regression"), ("info", "regression to review"),
+    assert levels == [("error", "BLOCKING regression"), ("warning", "regression to review"),
                       ("error", "judge error"), ("warning", "unstable row"),
                       ("warning", "new non-answer")]
+
+
+def test_held_back_rows_are_warnings_after_the_blocking_errors_and_before_the_rest() -> None:
+    # The pharmacy's week: flips in a blocking category too small to block alone.
+    from dataclasses import replace
+
+    held = [replace(make_row(f"dosage-{i}", category="dosage", before=5, after=1, rescore=1,
+                             blocking_categories=("dosage",)),
+                    blocking=False, review_reason="dosage has 6 cases; below 50 a flip needs a "
+                                                  "second judge to block")
+            for i in (1, 2)]
+    rows = [make_row("hours-1", category="hours", before=5, after=3), *held,
+            make_row("insurance-1", category="insurance", before=5, after=1, rescore=1,
+                     blocking_categories=()),
+            make_row("refills-1", category="refills", before=5, after=1, rescore=1,
+                     blocking_categories=("refills",))]
+    report = make_report(rows)
+    assert report.counts["held_back"] == 2
+    entries = [(entry.level.value, entry.text.split(",", 1)[0]) for entry in joblog.row_entries(report)]
+    assert entries == [("error", "BLOCKING regression: refills-1 [refills]"),
+                       ("warning", "held-back regression: dosage-1 [dosage]"),
+                       ("warning", "held-back regression: dosage-2 [dosage]"),
+                       ("warning", "regression to review: insurance-1 [insurance]"),
+                       ("warning", "new non-answer: hours-1 [hours]")]
+    held_line = joblog.row_entries(report)[1].text
+    assert held_line.endswith("(dosage has 6 cases; below 50 a flip needs a second judge to block)")
+    commands = [name for name, _ in runner_commands(logged(report)) if name in ("error", "warning")]
+    assert commands == ["error", "warning", "warning", "warning", "warning"]
 
 
 def test_a_blocking_line_names_the_row_the_movement_and_the_evidence() -> None:
@@ -44,8 +72,8 @@ def test_the_log_has_the_table_in_a_group_and_one_error_per_judge_error_row() ->
     inside = log.split("::group::", 1)[1].split("::endgroup::", 1)[0]
     assert "broken-0" in inside and "could not finish" in inside  # the verdict table
     errors = [data for name, data in commands if name == "error"]
-    assert len(errors) == 3 and all(data.startswith("judge error: broken-") for data in errors)
-    assert "BLOCKING regression: refund-007" in log.split("::endgroup::", 1)[1]
+    assert len(errors) == 4 and errors[0].startswith("BLOCKING regression: refund-007")
+    assert all(data.startswith("judge error: broken-") for data in errors[1:])
 
 
 def test_nothing_a_model_or_a_pull_request_wrote_becomes_a_workflow_command() -> None:

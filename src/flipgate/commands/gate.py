@@ -57,7 +57,13 @@ def gate(cases_path: str, baseline_path: str, candidate_path: str, config_path: 
     """
     from rich.console import Console
 
-    from flipgate.config.cases import load_answer_sets, load_cases, require_queries
+    from flipgate.config.cases import (
+        empty_contexts,
+        load_answer_sets,
+        load_cases,
+        require_blocking_categories,
+        require_queries,
+    )
     from flipgate.config.schema import Config
     from flipgate.errors import IncompleteError
     from flipgate.judges import make_judges
@@ -79,12 +85,16 @@ def gate(cases_path: str, baseline_path: str, candidate_path: str, config_path: 
         if judge is None:
             click.echo("flipgate: no .flipgate.yml here and no --judge: using the offline "
                        "lexical judge (not an LLM)", err=True)
+    suites_configured = bool(config.suites)  # then these cases may be one suite's of several
     if suite is not None:
         config = config.suite_configs([suite])[0]
     if concurrency is not None:
         config = dataclasses.replace(config, concurrency=concurrency)
     cases = load_cases(cases_path)
     require_queries(cases, source=cases_path, mode=config.judge.mode)
+    require_blocking_categories([(config, cases)], every_suite=not suites_configured)
+    if (empty := empty_contexts(cases)) is not None:
+        notes.append(empty)
     baseline, candidate = load_answer_sets(cases, cases_path, [baseline_path, candidate_path])
     part = Shard.parse(shard) if shard else None
     all_cases = cases

@@ -77,8 +77,10 @@ def summary_lines(outcome: Outcome, *, minimum: int, blocking: frozenset[str], o
 @click.option("--format", "input_format", type=click.Choice(FORMATS), default=None,
               help="Input format (default: detected per file).")
 @click.option("--field", "fields", multiple=True, metavar="NAME=PATH",
-              help="Where a field is found: a dotted path in JSONL (query=input.question), "
-                   "a span attribute in OpenTelemetry input (context=app.context).")
+              help="Where a field is found: a dotted path in JSONL (query=input.question; "
+                   "`*` takes every item of a list: context=retrieval.*.text joins the chunks "
+                   "with a blank line), a span attribute in OpenTelemetry input "
+                   "(context=app.context).")
 @click.option("--per-category", type=click.IntRange(min=1), default=DEFAULT_PER_CATEGORY,
               show_default=True, help="At most this many cases per category in the file.")
 @click.option("--mask", "masks", multiple=True, metavar="REGEX",
@@ -102,7 +104,7 @@ def record(inputs: tuple[str, ...], out_path: str, input_format: str | None,
     numbers before anything is written, never changes a recorded case, and prints the
     cases per category against the gate's minimum. Exits 2 on bad input.
     """
-    from flipgate.config.cases import parse_cases, read_bytes
+    from flipgate.config.cases import empty_context_warning, parse_cases, read_bytes
     from flipgate.recording.masking import Masking
     from flipgate.recording.otel import read_otel
     from flipgate.recording.select import parse_category_rules, select
@@ -144,3 +146,8 @@ def record(inputs: tuple[str, ...], out_path: str, input_format: str | None,
     for line in summary_lines(outcome, minimum=minimum, blocking=blocking, out=out_path,
                               was=len(existing)):
         click.echo(visible(line), err=True)
+    empty = empty_context_warning([str(case.get("id", "")) for case in outcome.added
+                                   if not str(case.get("context", "")).strip()])
+    if empty:
+        click.echo(visible(f"flipgate: {empty} Check the recording, or where --field "
+                           "context=PATH points."), err=True)

@@ -60,7 +60,12 @@ def e2e_line(e2e: E2EReport) -> str:
 
 @click.command("run")
 @click.option("--base", required=True, help="The base ref (the target branch), e.g. main.")
-@click.option("--head", required=True, help="The head ref (the pull request), e.g. HEAD.")
+@click.option("--head", default=None,
+              help="The head ref (the pull request), e.g. HEAD. Either this or --worktree.")
+@click.option("--worktree", is_flag=True,
+              help="The head is the working tree, uncommitted edits and new (not ignored) files "
+                   "included: edit, run, edit again without a commit. The index, HEAD and "
+                   "branches are not changed.")
 @click.option("--config", "config_path", default=DEFAULT_CONFIG, show_default=True,
               help="Configuration file, a path inside the repository (read from the base ref).")
 @click.option("--out", "out_dir", metavar="PATH", default=DEFAULT_OUT_DIR, show_default=True,
@@ -78,13 +83,14 @@ def e2e_line(e2e: E2EReport) -> str:
                    "versions, compared with the frozen run. It never changes the exit code.")
 @report_url_option
 @report_failures
-def run(base: str, head: str, config_path: str, out_dir: str, judge: str | None,
+def run(base: str, head: str | None, worktree: bool, config_path: str, out_dir: str, judge: str | None,
         cache_dir: str, no_cache: bool, concurrency: int | None, repo: str,
         suites: tuple[str, ...], shard: str | None, e2e: bool, report_url: str | None) -> None:
     """The whole PR check: detect a prompt or model change, replay both refs, gate, render.
 
     Both refs are read from git objects (nothing is checked out); the
-    configuration and cases come from the base ref. With no change to the
+    configuration and cases come from the base ref. --worktree evaluates the
+    working tree as the head, uncommitted edits included. With no change to the
     generator, its includes or a watched path it exits 0 without calling any
     model. Exits 1 when the gate blocks, 2 on bad input or a refused pull
     request, 3 when it could not finish.
@@ -94,10 +100,14 @@ def run(base: str, head: str, config_path: str, out_dir: str, judge: str | None,
     from rich.console import Console
 
     from flipgate.e2e.run import E2ERequest
+    from flipgate.errors import InputError
     from flipgate.output import progress
     from flipgate.run.pipeline import run_check
     from flipgate.run.shards import Shard
 
+    if (head is None) == (not worktree):
+        raise InputError("name the head with exactly one of --head REF (a commit) and "
+                         "--worktree (the working tree, uncommitted edits included)")
     # With --shard, each shard's end-to-end run covers its own cases; merge puts the rows
     # back together and compares them with the merged frozen verdicts.
     settings = settings_from_env()
@@ -107,7 +117,8 @@ def run(base: str, head: str, config_path: str, out_dir: str, judge: str | None,
                if e2e else None)
     bar = progress.for_stream(sys.stderr)
     try:
-        result = run_check(repo=Path(repo), base=base, head=head, settings=settings,
+        result = run_check(repo=Path(repo), base=base, head=head or "HEAD", settings=settings,
+                           worktree=worktree, local=True,
                            config_path=config_path,
                            out_dir=Path(out_dir), cache_dir=cache_dir_or_none(cache_dir, no_cache),
                            judge=judge, console=Console(), progress=bar, concurrency=concurrency,
@@ -116,6 +127,7 @@ def run(base: str, head: str, config_path: str, out_dir: str, judge: str | None,
                            links=links)
     finally:
         bar.close()
+    click.echo(f"flipgate: configuration: {visible(result.config_from)}", err=True)
     if result.message:
         click.echo(f"flipgate: error: {visible(result.message)}", err=True)
     if result.report.e2e is not None:

@@ -7,13 +7,14 @@ a git ref (`eval/cases.jsonl@<sha>`).
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from flipgate.config.schema import WITH_QUERY, WITHOUT_QUERY
+from flipgate.config.schema import WITH_QUERY, WITHOUT_QUERY, Config
 from flipgate.errors import InputError, Problem
 from flipgate.model import Answer, Case
 from flipgate.text.parsing import decode_utf8, load_json
@@ -110,6 +111,68 @@ def require_queries(cases: Sequence[Case], *, source: str, mode: str) -> None:
         raise InputError(problems)
 
 
+def _categories_named(users: Sequence[tuple[Config, Sequence[Case]]]) -> str:
+    """The categories the cases have, per suite when there are several."""
+    def names(cases: Sequence[Case]) -> str:
+        return ", ".join(sorted({case.category for case in cases})) or "none"
+    if len(users) == 1 or users[0][0].suite is None:
+        return f"the cases have: {names([c for _, cases in users for c in cases])}"
+    return "; ".join(f"suite {config.suite}'s cases have: {names(cases)}" for config, cases in users)
+
+
+def unknown_blocking_categories(parts: Sequence[tuple[Config, Sequence[Case]]], *,
+                                every_suite: bool = True) -> list[Problem]:
+    """Each `gate.blocking_categories` entry no case has: it would block nothing, so a typo
+    (`dosages` for `dosage`) would turn the gate off without a word. `parts`: each suite's
+    configuration with its cases. An entry is checked against every suite that reads it (a
+    top-level list against all the suites that inherit it), and the top level's list only
+    when `every_suite` was read (its cases are all the cases it applies to). The default
+    list, written nowhere, is not checked."""
+    readers: dict[tuple[str, int], list[tuple[Config, Sequence[Case]]]] = {}
+    for config, cases in parts:
+        if config.gate.declared is not None:
+            readers.setdefault(config.gate.declared, []).append((config, cases))
+    problems = []
+    for (key, line), users in readers.items():
+        if not key.startswith("suites.") and not every_suite:
+            continue  # the top level's list, read by cases this run does not have
+        have = {case.category for _, cases in users for case in cases}
+        for name in users[0][0].gate.blocking_categories:
+            if name in have:
+                continue
+            close = difflib.get_close_matches(name, sorted(have), n=1, cutoff=0.6) or [
+                one for one in sorted(have) if one.lower() == name.lower()]
+            guess = f"; did you mean '{close[0]}'?" if close else ""
+            problems.append(Problem(users[0][0].source, line,
+                                    f"'{name}' in {key} is no case's category, so it would block "
+                                    f"nothing ({_categories_named(users)}){guess}"))
+    return problems
+
+
+def require_blocking_categories(parts: Sequence[tuple[Config, Sequence[Case]]], *,
+                                every_suite: bool = True) -> None:
+    """`unknown_blocking_categories` as bad input (exit 2)."""
+    problems = unknown_blocking_categories(parts, every_suite=every_suite)
+    if problems:
+        raise InputError(problems)
+
+
+def empty_context_warning(ids: Sequence[str], *, named: int = 10) -> str | None:
+    """The warning for cases whose context is empty (None: there are none): the judge reads
+    every claim of their answers as unsupported, so such a case gates nothing."""
+    if not ids:
+        return None
+    shown = ", ".join(ids[:named]) + (f" and {len(ids) - named} more" if len(ids) > named else "")
+    noun = "1 case has" if len(ids) == 1 else f"{len(ids)} cases have"
+    return (f"Warning: {noun} an empty context ({shown}): every claim of an answer reads as "
+            "unsupported against nothing, so such a case cannot tell a regression.")
+
+
+def empty_contexts(cases: Sequence[Case]) -> str | None:
+    """`empty_context_warning` for loaded cases."""
+    return empty_context_warning([case.id for case in cases if not case.context.strip()])
+
+
 def parse_responses_located(data: bytes, *, source: str) -> tuple[dict[str, Answer], dict[str, int]]:
     """Responses by id, and the line each stood on."""
     problems: list[Problem] = []
@@ -118,6 +181,12 @@ def parse_responses_located(data: bytes, *, source: str) -> tuple[dict[str, Answ
     for number, obj in json_objects(data, source, problems):
         case_id = _string_field(obj, "id", required=True)
         response = _string_field(obj, "response", required=True)
+        others = [key for key, value in obj.items()
+                  if key not in ("id", "finish_reason") and isinstance(value, str)]
+        if "response" not in obj and len(others) == 1:
+            # `answer`, `output`, `text`: name what the line has, so the fix is one rename.
+            response = ValueError(f"missing required field 'response' (the line has "
+                                  f"'{others[0][:40]}'; rename it to 'response')")
         finish = obj.get("finish_reason")
         errors = [v for v in (case_id, response) if isinstance(v, Exception)]
         if finish is not None and not isinstance(finish, str):

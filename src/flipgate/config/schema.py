@@ -139,6 +139,9 @@ class GateConfig:
     # when a second-opinion judge confirmed it (or with `strict`).
     min_cases_per_category: int = DEFAULT_MIN_CASES_PER_CATEGORY
     strict: bool = False  # true: a same-judge re-score may block below the minimum
+    # Where `blocking_categories` was written: (its key, e.g. "gate.blocking_categories" or
+    # "suites.NAME.gate.blocking_categories", and its line); None: the default, unwritten.
+    declared: tuple[str, int] | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -498,15 +501,19 @@ def parse_config(text: str, *, source: str = DEFAULT_CONFIG, directory: str = ".
     base_branches = gate.pop("base_branches", None)
     if "blocking_categories" in gate:
         gate["blocking_categories"] = tuple(gate["blocking_categories"])
+        gate["declared"] = ("gate.blocking_categories",
+                            lines.get(("gate", "blocking_categories"), 1))
     relevance = section("relevance")
     if "threshold" in relevance:
         relevance["threshold"] = float(relevance["threshold"])
     generator, options = _generator_of(data.get("generator"))
 
-    def suite_of(name: str, values: dict[str, Any]) -> Suite:
+    def suite_of(name: str, values: dict[str, Any], here: tuple[str, ...]) -> Suite:
         own_gate = {**gate, **(values.get("gate") or {})}
-        if "blocking_categories" in own_gate:
+        if "blocking_categories" in (values.get("gate") or {}):
             own_gate["blocking_categories"] = tuple(own_gate["blocking_categories"])
+            own_gate["declared"] = (f"suites.{name}.gate.blocking_categories",
+                                    lines.get((*here, "gate", "blocking_categories"), 1))
         own_relevance = {**relevance, **(values.get("relevance") or {})}
         own_relevance["threshold"] = float(own_relevance.get("threshold", RelevanceConfig.threshold))
         own_generator, own_options = ((generator, options) if "generator" not in values
@@ -536,7 +543,7 @@ def parse_config(text: str, *, source: str = DEFAULT_CONFIG, directory: str = ".
         e2e=e2e,
         concurrency=data.get("concurrency", DEFAULT_CONCURRENCY),
         directory=directory,
-        suites=tuple(suite_of(name, values) for name, values, _ in suites),
+        suites=tuple(suite_of(name, values, here) for name, values, here in suites),
         status=data.get("status", STATUS_SINGLE),
         base_branches=tuple(base_branches) if base_branches is not None else None,
     )

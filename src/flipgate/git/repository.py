@@ -40,13 +40,15 @@ class Git:
 
     environment: Mapping[str, str] | None = field(default=None, repr=False)
 
-    def run(self, repo: str | os.PathLike[str], *args: str,
-            check: bool = True) -> subprocess.CompletedProcess[bytes]:
+    def run(self, repo: str | os.PathLike[str], *args: str, check: bool = True,
+            extra_env: Mapping[str, str] | None = None) -> subprocess.CompletedProcess[bytes]:
         # In a Docker action the checkout belongs to the runner's user, not to us, and
         # git refuses it as "dubious ownership". We trust exactly this one directory
         # on every call, never every directory.
         trusted = f"safe.directory={Path(repo).resolve()}"
         env = dict(self.environment) if self.environment is not None else None
+        if extra_env:  # this one call's own variables (a temporary index, an identity)
+            env = {**(env if env is not None else os.environ), **extra_env}
         try:
             result = subprocess.run(["git", "--no-pager", "-c", trusted, "-C", str(repo), *args],
                                     capture_output=True, env=env, check=False)
@@ -201,3 +203,54 @@ def export_tree(repo: Path, sha: str, destination: Path, *, git: Git = Git()) ->
     with tarfile.open(fileobj=io.BytesIO(result.stdout)) as archive:
         archive.extractall(destination, filter=inside)
     return destination
+
+
+# The identity and time of a working-tree snapshot: fixed, so the same files make the same
+# commit (and the same label in messages) run after run.
+_SNAPSHOT_IDENTITY = {
+    "GIT_AUTHOR_NAME": "flipgate", "GIT_AUTHOR_EMAIL": "flipgate@localhost",
+    "GIT_COMMITTER_NAME": "flipgate", "GIT_COMMITTER_EMAIL": "flipgate@localhost",
+    "GIT_AUTHOR_DATE": "2000-01-01T00:00:00+0000", "GIT_COMMITTER_DATE": "2000-01-01T00:00:00+0000",
+}
+
+
+def head_commit(repo: Path, *, git: Git = Git()) -> str | None:
+    """The commit checked out (HEAD), or None in a repository without one."""
+    result = git.run(repo, "rev-parse", "--verify", "--quiet", "HEAD^{commit}", check=False)
+    sha = result.stdout.decode().strip()
+    return sha if result.returncode == 0 and sha else None
+
+
+def snapshot_worktree(repo: Path, *, git: Git = Git()) -> str:
+    """A commit of the working tree as `git add -A` would stage it (uncommitted edits and
+    new files that .gitignore does not exclude), whose parent is HEAD, for the pipeline to
+    read like any ref. It is staged into a temporary copy of the index (GIT_INDEX_FILE), so
+    the user's index, HEAD and branches stay as they were; no ref names the commit, and
+    git's garbage collection removes it in time."""
+    import shutil
+    import tempfile
+
+    top = top_level(repo, git=git)
+    real = Path(git.run(top, "rev-parse", "--git-path", "index").stdout.decode("utf-8", "surrogateescape")
+                .strip())
+    real = real if real.is_absolute() else top / real
+    with tempfile.TemporaryDirectory(prefix="flipgate-index-") as tmp:
+        index = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
+        if real.is_file():
+            shutil.copyfile(real, index["GIT_INDEX_FILE"])  # its stat cache spares re-hashing
+        git.run(top, "add", "-A", "--", ":/", extra_env=index)
+        tree = git.run(top, "write-tree", extra_env=index).stdout.decode().strip()
+    parent = head_commit(top, git=git)
+    return git.run(top, "commit-tree", *(["-p", parent] if parent else []),
+                   "-m", "flipgate: the working tree, uncommitted edits included",
+                   "--end-of-options", tree, extra_env=_SNAPSHOT_IDENTITY).stdout.decode().strip()
+
+
+def uncommitted_paths(repo: Path, *, git: Git = Git()) -> list[str]:
+    """Paths whose working-tree state differs from HEAD's: modified, staged, deleted, or new
+    and not ignored (`git status`, which writes nothing), repository-relative."""
+    result = git.run(repo, "status", "--porcelain=v1", "-z", "--untracked-files=all",
+                     "--no-renames", "--ignore-submodules=all")
+    return sorted({_path_text(record[3:]) for record in result.stdout.split(b"\x00")
+                   if len(record) > 3})
+

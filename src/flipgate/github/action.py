@@ -754,6 +754,9 @@ def run_check_safely(settings: Settings, run_settings: RunSettings, workflow: Wo
             with workflow.group("flipgate: internal error (traceback)"):
                 workflow.info(traceback.format_exc())
         return outcome_of_failure(exc, head_sha=pull.head_sha)
+    config_from = getattr(result, "config_from", "")
+    if config_from:  # where the gate's own settings came from: the base, never the head
+        workflow.info(f"flipgate: configuration: {config_from}")
     report_file = workspace / OUT_DIR / "report.json"
     page_file = workspace / OUT_DIR / HTML_FILE
     return outcome_of_report(result.report, comment=result.markdown, exit_code=result.exit_code,

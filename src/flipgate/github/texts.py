@@ -57,11 +57,11 @@ def status_description(report: Report) -> str:
     if report.conclusion is Conclusion.SKIPPED:
         return NO_CHANGE
     counts = report.counts
-    lead = "passed, but "
-    held = gate.held_back_sentence(report, limit=STATUS_LIMIT - len(lead))
-    if held and report.conclusion is Conclusion.SUCCESS:
-        # A pass that held flips back says so first: a green check must not hide them.
-        return shorten(lead + held, STATUS_LIMIT)
+    if report.conclusion is Conclusion.SUCCESS and counts[gate.HELD_BACK]:
+        # A pass that held flips back says so first, after a warning mark, never a tick.
+        lead = f"{gate.headline_mark(report)} passed, but "
+        held = gate.held_back_sentence(report, limit=STATUS_LIMIT - len(lead))
+        return shorten(lead + (held or ""), STATUS_LIMIT)
     lead = {Conclusion.SUCCESS: "passed", Conclusion.FAILURE: "blocked",
             Conclusion.ERROR: "could not finish"}[report.conclusion]
     details = [kind.status.of(counts[kind.count_field]) for kind in gate.KINDS

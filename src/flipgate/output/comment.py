@@ -657,6 +657,7 @@ def _render(view: View, plan: Plan, blocks: dict[_BlockKey, str], max_chars: int
         strict=report.strict,
         reread=gate.rereads(report.judge),
         held_back=gate.held_back_sentence(report),
+        mark=gate.headline_mark(report),
         head_sha=report.head_sha,
         counts=report.counts,
         counts_sentence=counts_sentence(report.counts, scored=len(report.rows)),
@@ -726,7 +727,7 @@ def _render_suites(report: Report, max_chars: int, labels: Labels | None = None,
         evaluated=[(part.name, part.report.conclusion.value) for part in evaluated],
         skipped=[part.name for part in report.suites if not part.evaluated],
         head_sha=report.head_sha, notes=tuple(report.notes), where=where_line(links),
-        held_back=gate.held_back_sentence(report),
+        held_back=gate.held_back_sentence(report), mark=gate.headline_mark(report),
     )).rstrip("\n") + "\n"
     separator = "\n"
     room = max_chars - _size(top) - _size(separator) * len(evaluated)

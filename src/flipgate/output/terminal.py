@@ -136,7 +136,7 @@ def conclusion_line(report: Report) -> tuple[str, str]:
         return "⏭️  skipped: no prompt or model change", "bold"
     held = gate.held_back_sentence(report)
     if held:
-        return f"✅ passed, but {held}", "bold yellow"
+        return f"{gate.headline_mark(report)}  passed, but {held}", "bold yellow"
     return "✅ passed: no blocking regression", "bold green"
 
 

@@ -78,6 +78,9 @@ def lookup(value: Any, path: str) -> Any:
     key that matches wins at each step. Absent: a sentinel, never an error."""
     if path == "":
         return value
+    first, _, rest = path.partition(".")
+    if first == "*" and not (isinstance(value, Mapping) and "*" in value):
+        return _every(value, rest)
     if isinstance(value, Mapping):
         if path in value:
             return value[path]
@@ -94,6 +97,27 @@ def lookup(value: Any, path: str) -> Any:
         if first.isdigit() and int(first) < len(value):
             return lookup(value[int(first)], rest)
     return _MISSING
+
+
+def _every(value: Any, rest: str) -> Any:
+    """`*`: the value at `rest` in every item of a list (or every value of a mapping), in
+    order, as one flat list; items without it are left out. Neither: absent."""
+    if isinstance(value, Mapping):
+        items = list(value.values())
+    elif isinstance(value, list):
+        items = value
+    else:
+        return _MISSING
+    out: list[Any] = []
+    for item in items:
+        one = lookup(item, rest)
+        if one is _MISSING:
+            continue
+        out.extend(one if isinstance(one, list) and "*" in rest else [one])
+    return out
+
+
+CHUNK_SEPARATOR = "\n\n"  # retrieved chunks (a list at the context's path) joined by a blank line
 
 
 def found(value: Any) -> bool:
@@ -135,6 +159,10 @@ def _text(value: Any, name: str) -> str | None | Exception:
         return None
     if isinstance(value, str):
         return value
+    if name == "context" and isinstance(value, list):
+        if all(isinstance(item, str) for item in value):
+            return CHUNK_SEPARATOR.join(value)
+        return ValueError("field 'context' must be a string or a list of strings (chunks)")
     if name in ("id", "category") and isinstance(value, (int, float)) and not isinstance(value, bool):
         return str(value)
     return ValueError(f"field '{name}' must be a string, not {type(value).__name__}")

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from flipgate.config.cases import require_blocking_categories
 from flipgate.config.schema import (
     AUTH_ENTRA,
     DEFAULT_CACHE_DIR,
@@ -55,6 +56,9 @@ from flipgate.run.refs import (
     load_config_at,
     load_generator,
     require_generator,
+    uncommitted_note,
+    unused_config_notes,
+    worktree_note,
 )
 from flipgate.run.scoring import (
     Rules,
@@ -82,6 +86,7 @@ class CheckResult:
     exit_code: int
     message: str | None = None   # why the run stopped early (exit 3), for stderr
     partial: Path | None = None  # a shard's partial.json, instead of report.json and comment.md
+    config_from: str = ""        # where the configuration was read: `.flipgate.yml from main@abc1234`
 
 
 def with_concurrency(config: Config, concurrency: int | None) -> Config:
@@ -240,9 +245,10 @@ class Planned:
 
 def plan_suite(git_repo: Repo, base_ref: Ref, head_ref: Ref, inputs: Inputs, *,
                changed: list[str], settings: Settings, shard: Shard | None = None,
-               with_e2e: bool = False) -> Planned:
+               with_e2e: bool = False, uncommitted: Sequence[str] = ()) -> Planned:
     """Detect the suite's change; when it has one, lock its endpoint and render every case
-    (with `shard`, only the shard's part of the suite's cases)."""
+    (with `shard`, only the shard's part of the suite's cases). `uncommitted`: paths the
+    working tree changes on top of the head commit, said when the generator reads them."""
     config = inputs.config
     all_cases = list(inputs.cases)
     positions = list(range(len(all_cases)))
@@ -254,13 +260,17 @@ def plan_suite(git_repo: Repo, base_ref: Ref, head_ref: Ref, inputs: Inputs, *,
     head_generator = require_generator(git_repo, head_ref, path, environ=environ)
     detected = detect_change(config=config, path=path, changed=changed,
                              base_generator=base_generator, head_generator=head_generator)
+    left_out = detect_change(config=config, path=path, changed=list(uncommitted),
+                             base_generator=base_generator,
+                             head_generator=head_generator).relevant if uncommitted else []
+    unseen = [uncommitted_note(left_out, head_ref)] if left_out else []
     if not detected.relevant:
         note = (f"No change to the generator ({path}), the files it includes, or a watched "
                 "path: nothing to gate, no model was called.")
         more = (["No end-to-end run either: with nothing to gate there is no frozen verdict to "
                  "compare with."] if with_e2e else [])
         return Planned(inputs=inputs, path=path,
-                       notes=[note, *inputs.notes, *detected.notes, *more],
+                       notes=[note, *unseen, *inputs.notes, *detected.notes, *more],
                        all_cases=all_cases, positions=positions)
     pair = lock_generators(git_repo, base_ref, head_ref, config=config,
                            base_generator=base_generator.prompty if base_generator else None,
@@ -274,7 +284,7 @@ def plan_suite(git_repo: Repo, base_ref: Ref, head_ref: Ref, inputs: Inputs, *,
     loaded = frozenset().union(*(p.rendered.loaded for p in prepared.values()))
     change = describe(git_repo, base_ref, head_ref, path=path, files=detected.relevant, pair=pair,
                       inputs=inputs, includes=detected.includes | loaded)
-    notes = [*inputs.notes, *detected.notes, *pair.notes, *undefined_notes(prepared)]
+    notes = [*unseen, *inputs.notes, *detected.notes, *pair.notes, *undefined_notes(prepared)]
     return Planned(inputs=inputs, path=path, notes=notes, pair=pair, prepared=prepared,
                    change=change, all_cases=all_cases, positions=positions, refs=refs,
                    sides=sides)
@@ -287,26 +297,42 @@ async def check(*, repo: Path, base: str, head: str, settings: Settings,
                 progress: Progress | None = None, concurrency: int | None = None,
                 suites: Sequence[str] = (), shard: Shard | None = None,
                 e2e: E2ERequest | None = None, wiring: Wiring,
-                labels: Labels | None = None, links: Links = NO_LINKS) -> CheckResult:
+                labels: Labels | None = None, links: Links = NO_LINKS,
+                worktree: bool = False, local: bool = False) -> CheckResult:
     """`run_check`, for callers that already run an event loop. `concurrency` (`--concurrency`)
     wins over the configuration's. `suites`: only those of the config's suites. With `shard`,
     only that part of the cases is evaluated and a partial is written for `flipgate merge`.
     `e2e`: also the end-to-end run (live retrieval), asked for at the edge; it never changes
     the exit code (a configuration without suites only). `wiring`: git, the runtime, the
     judges and the generators' client. `labels`: people's labels, shown on their rows.
-    `links`: where the comment links the run and report.html."""
+    `links`: where the comment links the run and report.html. `worktree`: the head is the
+    working tree (uncommitted edits included), not `head`. `local`: `repo` is the user's own
+    checkout, so the run says what of its working tree it leaves out."""
     git_repo = wiring.open_git(repo, settings)
-    base_ref, head_ref = git_repo.ref(base), git_repo.ref(head)
+    base_ref = git_repo.ref(base)
+    head_ref = git_repo.worktree() if worktree else git_repo.ref(head)
     changed = git_repo.changed(base_ref, head_ref)
     trusted = load_config_at(git_repo, base_ref, head_ref, config_path)
+    config_from = f"{config_path} from {trusted.source_ref.where}"
+    uncommitted: list[str] = []
+    if worktree:
+        trusted.notes.append(worktree_note(git_repo, head_ref))
+    if local:
+        trusted.notes.extend(unused_config_notes(git_repo.path, config_path, trusted, config_from))
+        if not worktree and head_ref.sha == git_repo.checked_out():
+            uncommitted = git_repo.uncommitted()
     config = with_concurrency(trusted.config, concurrency)
     with_e2e = e2e_wanted(config, trusted=trusted.from_base, request=e2e) and not config.suites
     environ = settings.environ
     # Every suite is read, detected, locked and rendered before any request.
-    planned = [plan_suite(git_repo, base_ref, head_ref,
-                          load_cases_for(git_repo, trusted, narrowed, head_ref, changed=changed),
-                          changed=changed, settings=settings, shard=shard, with_e2e=with_e2e)
-               for narrowed in config.suite_configs(suites)]
+    loaded = [load_cases_for(git_repo, trusted, narrowed, head_ref, changed=changed)
+              for narrowed in config.suite_configs(suites)]
+    require_blocking_categories([(one.config, one.cases) for one in loaded],
+                                every_suite=len(loaded) == max(len(config.suites), 1))
+    planned = [plan_suite(git_repo, base_ref, head_ref, inputs, changed=changed,
+                          settings=settings, shard=shard, with_e2e=with_e2e,
+                          uncommitted=uncommitted)
+               for inputs in loaded]
 
     async def end_to_end(one: Planned, frozen: list[Row]) -> E2EReport:
         assert e2e is not None and one.pair is not None
@@ -365,11 +391,11 @@ async def check(*, repo: Path, base: str, head: str, settings: Settings,
                              stopped=message is not None)
         # Judge errors on rows are part of the result; only a part that stopped fails its job.
         return CheckResult(report=report, markdown="", message=message, partial=path,
-                           exit_code=3 if message is not None else 0)
+                           exit_code=3 if message is not None else 0, config_from=config_from)
     markdown = write_outputs(report, out_dir, console=console, comment_limit=comment_limit,
                              labels=labels, links=links)
     return CheckResult(report=report, markdown=markdown, exit_code=gate.exit_code(report.conclusion),
-                       message=message)
+                       message=message, config_from=config_from)
 
 
 async def _evaluate(one: Planned, *, runtime: Runtime, settings: Settings, judge: Judges,

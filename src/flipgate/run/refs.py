@@ -13,7 +13,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from flipgate.config.cases import parse_cases, require_queries
+from flipgate.config.cases import empty_contexts, parse_cases, require_queries
 from flipgate.config.schema import Config, parse_config
 from flipgate.errors import InputError, Problem
 from flipgate.generator.endpoint_lock import LockedPair, check_adopted_config
@@ -32,10 +32,20 @@ class Ref:
 
     name: str
     sha: str
+    shown: str | None = None  # how messages name it instead of its short SHA ("worktree")
 
     @property
     def label(self) -> str:
-        return short(self.sha)
+        return self.shown or short(self.sha)
+
+    @property
+    def where(self) -> str:
+        """The ref as a person typed it, with its commit: `main@abc1234`."""
+        plain = self.shown is not None or self.name in (self.sha, self.label)
+        return self.label if plain else f"{self.name}@{self.label}"
+
+
+WORKTREE = "worktree"  # how messages name the working tree's snapshot, as in `prompts/a.prompty@worktree`
 
 
 @dataclass(frozen=True)
@@ -64,6 +74,17 @@ class Repo:
 
     def changed(self, base: Ref, head: Ref) -> list[str]:
         return gitrefs.changed_paths(self.path, base.sha, head.sha, git=self.git)
+
+    def worktree(self) -> Ref:
+        """The working tree, uncommitted edits included, as a ref (a snapshot commit)."""
+        return Ref("the working tree", gitrefs.snapshot_worktree(self.path, git=self.git),
+                   shown=WORKTREE)
+
+    def checked_out(self) -> str | None:
+        return gitrefs.head_commit(self.path, git=self.git)
+
+    def uncommitted(self) -> list[str]:
+        return gitrefs.uncommitted_paths(self.path, git=self.git)
 
 
 @dataclass
@@ -118,6 +139,7 @@ class TrustedConfig:
     notes: list[str]
     config_diff: str | None = None
     from_base: bool = True  # False when adopting: the head's configuration
+    text: str = ""          # the file as read, to tell a working-tree copy that differs
 
 
 def load_config_at(repo: Repo, base: Ref, head: Ref, config_path: str) -> TrustedConfig:
@@ -146,7 +168,7 @@ def load_config_at(repo: Repo, base: Ref, head: Ref, config_path: str) -> Truste
             notes.append(f"This pull request changes {config_path}; the base's configuration "
                          "judges it (a pull request cannot change the gate that judges it).")
     return TrustedConfig(config=trusted[0], source_ref=source_ref, notes=notes,
-                         config_diff=config_diff, from_base=source_ref is base)
+                         config_diff=config_diff, from_base=source_ref is base, text=trusted[1])
 
 
 def load_cases_for(repo: Repo, trusted: TrustedConfig, config: Config, head: Ref, *,
@@ -158,6 +180,8 @@ def load_cases_for(repo: Repo, trusted: TrustedConfig, config: Config, head: Ref
     cases_data = repo.read_required(source_ref, cases_path)
     cases = parse_cases(cases_data, source=f"{cases_path}@{source_ref.label}")
     require_queries(cases, source=f"{cases_path}@{source_ref.label}", mode=config.judge.mode)
+    if (empty := empty_contexts(cases)) is not None:
+        notes.append(f"{empty[:-1]} ({cases_path}).")
     cases_diff = None
     if source_ref.sha != head.sha and cases_path in changed:
         cases_diff = _head_cases_description(repo, head, cases_path, cases)
@@ -238,3 +262,36 @@ def describe(repo: Repo, base: Ref, head: Ref, *, path: str, files: list[str], p
         parameters=({} if pair.adopted else pair.baseline.parameters, pair.candidate.parameters),
         templates=templates, labels=(base.label, head.label),
         config_diff=inputs.config_diff, cases_diff=inputs.cases_diff)
+
+
+# --- the working tree of a local run ------------------------------------------------
+
+def uncommitted_note(paths: Sequence[str], head: Ref) -> str:
+    """The warning of a run whose head is a commit while the working tree has edits to what
+    its generator reads: they are not evaluated."""
+    shown = ", ".join(paths[:5]) + (f" and {len(paths) - 5} more" if len(paths) > 5 else "")
+    return (f"Warning: uncommitted changes to what the generator reads ({shown}) are not in "
+            f"this run, which evaluates {head.where} as committed; run with --worktree "
+            "(instead of --head) to evaluate the working tree.")
+
+
+def worktree_note(repo: Repo, head: Ref) -> str:
+    """What a `--worktree` run evaluated as its head."""
+    parent = repo.checked_out()
+    on = f"the checkout ({short(parent)})" if parent else "a repository without commits"
+    return (f"The head is the working tree: {on} with its uncommitted edits and new files "
+            f"(snapshot {short(head.sha)}; the index, HEAD and branches were not changed).")
+
+
+def unused_config_notes(root: Path, config_path: str, trusted: TrustedConfig,
+                        config_from: str) -> list[str]:
+    """A working-tree configuration that differs from the one used is said to be unused."""
+    try:
+        here = (root / config_path).read_bytes().decode("utf-8-sig", "replace")
+    except OSError:
+        return []
+    if here.replace("\r\n", "\n") == trusted.text.replace("\r\n", "\n"):
+        return []
+    return [f"Warning: the working tree's {config_path} differs from the one this run used "
+            f"({config_from}) and was not used: the configuration that judges a change is "
+            "the base's; commit it to the base to use it."]

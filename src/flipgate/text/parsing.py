@@ -127,6 +127,27 @@ def _refuse_duplicate_keys(root: yaml.Node, *, source: str, first_line: int, wha
         raise InputError(sorted(problems, key=lambda problem: problem.line or 0))
 
 
+# What PyYAML says it was reading when an opening was never closed, and that opening's name.
+_UNCLOSED = {"while parsing a flow sequence": "'['", "while parsing a flow mapping": "'{'",
+             "while scanning a quoted scalar": "quote"}
+
+
+def yaml_problem(exc: yaml.MarkedYAMLError, *, source: str, first_line: int = 1,
+                 what: str = "YAML") -> Problem:
+    """A YAML error at the line where the problem starts: an unclosed bracket, brace or quote
+    at its own line (PyYAML reports the line where it gave up, often the next key's)."""
+    opened = _UNCLOSED.get(exc.context or "")
+    if opened is not None and exc.context_mark is not None:
+        line = exc.context_mark.line + first_line
+        found = (f": {exc.problem} on line {exc.problem_mark.line + first_line}"
+                 if exc.problem and exc.problem_mark is not None else "")
+        return Problem(source, line, f"invalid {what}: the {opened} opened on this line is "
+                                     f"never closed{found}")
+    mark = exc.problem_mark or exc.context_mark
+    line = mark.line + first_line if mark else first_line
+    return Problem(source, line, f"invalid {what}: {exc.problem or exc}")
+
+
 def load_yaml_located(text: str, *, source: str, first_line: int = 1,
                       what: str = "YAML") -> tuple[Any, dict[tuple[str, ...], int]]:
     """The value of a YAML document (safe loader only) and the file line of every
@@ -142,9 +163,7 @@ def load_yaml_located(text: str, *, source: str, first_line: int = 1,
             _refuse_duplicate_keys(node, source=source, first_line=first_line, what=what)
         data = loader.construct_document(node) if node is not None else None
     except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        line = mark.line + first_line if mark else first_line
-        raise InputError(Problem(source, line, f"invalid {what}: {exc.problem or exc}")) from None
+        raise InputError(yaml_problem(exc, source=source, first_line=first_line, what=what)) from None
     except yaml.YAMLError as exc:
         raise InputError(Problem(source, first_line, f"invalid {what}: {exc}")) from None
     except ValueError as exc:

@@ -211,6 +211,28 @@ def held_back_sentence(report: Report, *, limit: int | None = None) -> str | Non
     return sentence
 
 
+# The mark each headline and status description starts with. A pass that held flips back
+# is a warning, never a green tick: a person must read those flips before merging.
+PASSED_MARK, HELD_BACK_MARK, BLOCKED_MARK, UNFINISHED_MARK, SKIPPED_MARK = "✅", "⚠️", "❌", "⚠️", "⏭️"
+
+
+def headline_mark(report: Report) -> str:
+    """✅ only for a pass that held nothing back; ⚠️ for one that did (or a run that could
+    not finish), ❌ for a block, ⏭️ for a skip."""
+    if report.conclusion is Conclusion.FAILURE:
+        return BLOCKED_MARK
+    if report.conclusion is Conclusion.ERROR:
+        return UNFINISHED_MARK
+    if report.conclusion is Conclusion.SKIPPED:
+        return SKIPPED_MARK
+    return HELD_BACK_MARK if report.counts[HELD_BACK] else PASSED_MARK
+
+
+# How the job log names a held-back row (a regression to review that the sample-size rule
+# kept from blocking): its line comes before the other regressions to review.
+HELD_BACK_ROW = "held-back regression"
+
+
 def relevance_dropped(baseline: Relevance | None, candidate: Relevance | None,
                       threshold: float) -> bool:
     """The candidate fell below the threshold where the baseline was not below it."""
