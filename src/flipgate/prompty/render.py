@@ -35,11 +35,14 @@ from typing import Any
 
 from flipgate.errors import InputError, Problem, SecurityError
 from flipgate.model import Case
+from flipgate.prompty.forms import fstring, github_models
 from flipgate.prompty.frontmatter import Prompty, split_front_matter
 from flipgate.prompty.messages import (
+    DATA_MARK,
     Message,
     expand_rich_inputs,
     mark_data,
+    split_roles,
     split_v1,
     split_v2,
     thread_marks,
@@ -159,6 +162,9 @@ class _RefLoader:
 
         self.main, self.read, self.limits = main, read, limits
         self.sources: dict[str, str] = {main.path: renderable_body(main)}
+        if main.system is not None and main.system_path is not None:
+            self.sources.setdefault(main.system_path, template_body(main.system,
+                                                                    mustache=main.format == "mustache"))
         self.raw: dict[str, bytes | None] = {}
         owner = self
 
@@ -203,8 +209,8 @@ def referenced_files(prompty: Prompty, *, read: Reader, limits: Limits = Limits(
     """
     from jinja2 import TemplateSyntaxError, meta
 
-    if prompty.format == "mustache":  # no partials: nothing else is ever read
-        return frozenset({prompty.path}), True
+    if prompty.format in ("mustache", "fstring", "github"):  # nothing else is ever read
+        return frozenset({prompty.path} | ({prompty.system_path} if prompty.system_path else set())), True
     env = make_environment(None, limits)
     found: dict[str, bool] = {}
     complete = True
@@ -372,11 +378,62 @@ def _variables(prompty: Prompty, values: Mapping[str, Any],
 
 def _messages(prompty: Prompty, text: str, *, values: Mapping[str, Any], marks: Mapping[str, str],
               read: Reader) -> list[Message]:
+    if prompty.form in ("template", "python"):
+        return split_roles(text)
     if prompty.version == 1:
         directory = prompty.path.rpartition("/")[0] or "."
         return split_v1(text, directory=directory, read=read)
     messages = split_v2(text, attributes=not prompty.strict_roles)
     return expand_rich_inputs(messages, marks, values, prompty.rich_inputs)
+
+
+def _engine(prompty: Prompty, name: str, loader: _RefLoader, *, limits: Limits, strict: bool,
+            seen: set[str]) -> Callable[[Mapping[str, Any]], str]:
+    """The render of one template of the generator (its body, or its system message)."""
+    source = loader.sources[name]
+    if prompty.format == "fstring":
+        fields = fstring.parse(source, source=name,
+                               first_line=prompty.key_lines.get(("template",), 1) if name == prompty.path else 1)
+
+        def render_fstring(variables: Mapping[str, Any]) -> str:
+            text = fstring.render(fields, variables, path=name, strict=strict, seen=seen)
+            if len(text) > limits.max_output_chars:
+                raise Refused(f"the rendered prompt is longer than {limits.max_output_chars} characters")
+            return text
+        return render_fstring
+    if prompty.format == "mustache":
+        return _Mustache(source, strict=strict, limits=limits, seen=seen).render
+    undefined = _strict_undefined(seen) if strict else _recording_undefined(seen)
+    env = make_environment(loader.jinja_loader, limits, undefined=undefined,
+                           keep_trailing_newline=prompty.version == 2 or prompty.form != "prompty")
+    if name == prompty.path:
+        template = _checked_template(prompty, env, loader, limits)
+    else:
+        try:
+            template = env.get_template(name)
+        except Exception as exc:  # noqa: BLE001 - every failure becomes a located problem
+            kind, problem = _classify(exc, loader=loader)
+            raise kind(problem) from None
+    return lambda variables: _stream(template, variables, limits)
+
+
+def _unmark_all(text: str) -> str:
+    return text.replace(DATA_MARK, "").strip()
+
+
+def _render_github(prompty: Prompty, values: Mapping[str, Mapping[str, Any]], limits: Limits) -> Rendered:
+    """A GitHub Models prompt file: each message's `{{name}}` replaced (github_models.py)."""
+    messages: dict[str, tuple[Message, ...]] = {}
+    for key, raw in values.items():
+        rendered = tuple({"role": role, "content": github_models.render_message(content, raw)}
+                         for role, content in prompty.messages)
+        if sum(len(m["content"]) for m in rendered) > limits.max_output_chars:
+            raise SecurityError(Problem(prompty.source, None, "the rendered prompt is longer than "
+                                        f"{limits.max_output_chars} characters (case {key})"))
+        messages[key] = rendered
+    if not prompty.messages:
+        raise InputError(Problem(prompty.source, prompty.line_of("messages"), "has no message"))
+    return Rendered(messages=messages, loaded=frozenset({prompty.path}))
 
 
 def render_values(prompty: Prompty, values: Mapping[str, Mapping[str, Any]], *, read: Reader,
@@ -388,18 +445,14 @@ def render_values(prompty: Prompty, values: Mapping[str, Mapping[str, Any]], *, 
     rendering problems are collected across ids, one line per distinct
     problem with the ids it hit.
     """
+    if prompty.form == "github":
+        return _render_github(prompty, values, limits)
     loader = _RefLoader(prompty, read, limits)
     seen: set[str] = set()
-    if prompty.format == "mustache":
-        engine: Any = _Mustache(loader.sources[prompty.path], strict=strict_undefined, limits=limits,
-                                seen=seen)
-        render = engine.render
-    else:
-        undefined = _strict_undefined(seen) if strict_undefined else _recording_undefined(seen)
-        env = make_environment(loader.jinja_loader, limits, undefined=undefined,
-                               keep_trailing_newline=prompty.version == 2)
-        template = _checked_template(prompty, env, loader, limits)
-        render = lambda variables: _stream(template, variables, limits)  # noqa: E731
+    render = _engine(prompty, prompty.path, loader, limits=limits, strict=strict_undefined, seen=seen)
+    system = (None if prompty.system_path is None else
+              _engine(prompty, prompty.system_path, loader, limits=limits, strict=strict_undefined,
+                      seen=seen))
 
     messages: dict[str, tuple[Message, ...]] = {}
     undefined_in: dict[str, list[str]] = {}
@@ -411,6 +464,12 @@ def render_values(prompty: Prompty, values: Mapping[str, Mapping[str, Any]], *, 
         try:
             text = render(_variables(prompty, raw, marks))
             split = _messages(prompty, text, values=raw, marks=marks, read=loader.read_cached)
+            if system is not None:
+                split = [{"role": "system", "content": _unmark_all(system(_variables(prompty, raw, marks)))},
+                         *split]
+        except fstring.MissingName as exc:
+            missing[key] = (exc.name, exc.path, exc.line)
+            continue
         except Exception as exc:  # noqa: BLE001
             name = _missing_variable(exc, seen) if strict_undefined else None
             if name is not None:
