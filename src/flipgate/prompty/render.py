@@ -509,15 +509,21 @@ def refuse_missing(rendered: Rendered, cases: Sequence[Case], *, cases_source: s
     if not rendered.missing:
         return
     problems: list[Problem] = []
+    everywhere = len(rendered.missing) == len(cases) and len({m[0] for m in rendered.missing.values()}) == 1
     for case in cases:
         if case.id not in rendered.missing:
             continue
         name, path, line = rendered.missing[case.id]
         where = template.source if path == template.path else path
+        field = template.variables.get(name)
+        what = (f"the field {field!r} (generator.variables: {name} <- {field})" if field
+                else repr(name))
+        advice = ("no case has it: map the template's name to a case field with "
+                  f"generator.variables ({name}: FIELD)" if everywhere and not field else
+                  "add it to the case; generator.strict_undefined: false renders it empty")
         problems.append(Problem(cases_source, case.line or None,
-                                f"case {case.id} has no {name!r}, which {where}"
-                                f"{f':{line}' if line else ''} reads (add it to the case; "
-                                "generator.strict_undefined: false renders it empty)"))
+                                f"case {case.id} has no {what}, which {where}"
+                                f"{f':{line}' if line else ''} reads ({advice})"))
     if len(problems) > MAX_MISSING_SHOWN:
         more = len(problems) - MAX_MISSING_SHOWN
         problems = [*problems[:MAX_MISSING_SHOWN],

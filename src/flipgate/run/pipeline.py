@@ -24,9 +24,14 @@ from flipgate.config.schema import (
     DEFAULT_CACHE_DIR,
     DEFAULT_CONFIG,
     DEFAULT_OUT_DIR,
+    FORM_GITHUB,
+    FORM_PYTHON,
     GITHUB_COMMENT_LIMIT,
+    HEAD_GENERATOR_KEYS,
     STATUS_PER_SUITE,
     Config,
+    EndpointConfig,
+    GeneratorOptions,
 )
 from flipgate.e2e.run import E2ERequest, e2e_wanted
 from flipgate.errors import IncompleteError, InputError, Problem
@@ -41,9 +46,10 @@ from flipgate.model import Answer, Case, Change, Conclusion, E2EReport, Report, 
 from flipgate.output.links import NO_LINKS, Links
 from flipgate.output.page import Labels
 from flipgate.output.write import write_outputs
-from flipgate.prompty import Prompty, render_isolated
+from flipgate.prompty import Inspected, Prompty, render_isolated
 from flipgate.run import shards
 from flipgate.run.refs import (
+    Detected,
     Inputs,
     Ref,
     Repo,
@@ -51,9 +57,11 @@ from flipgate.run.refs import (
     describe,
     detect_change,
     generator_path,
+    head_options,
     load_cases_for,
     load_config_at,
     load_generator,
+    refuse_unusable,
     require_generator,
 )
 from flipgate.run.scoring import (
@@ -153,8 +161,11 @@ def lock_generators(repo: Repo, base: Ref, head: Ref, *, config: Config,
                     base_generator: Prompty | None, head_generator: Prompty,
                     settings: Settings) -> LockedPair:
     """The endpoint lock, with the base configuration's generator endpoint and each ref's files."""
+    endpoint = config.generator_options.endpoint
+    if endpoint is None and config.generator_options.form == FORM_GITHUB:
+        endpoint = EndpointConfig(provider="github")  # a GitHub Models prompt file's own endpoint
     return lock(base_generator, head_generator, settings=settings,
-                endpoint=config.generator_options.endpoint, config_source=config.source,
+                endpoint=endpoint, config_source=config.source,
                 read_base=repo.reader(base), read_head=repo.reader(head))
 
 
@@ -240,7 +251,7 @@ class Planned:
 
 def plan_suite(git_repo: Repo, base_ref: Ref, head_ref: Ref, inputs: Inputs, *,
                changed: list[str], settings: Settings, shard: Shard | None = None,
-               with_e2e: bool = False) -> Planned:
+               with_e2e: bool = False, config_path: str = DEFAULT_CONFIG) -> Planned:
     """Detect the suite's change; when it has one, lock its endpoint and render every case
     (with `shard`, only the shard's part of the suite's cases)."""
     config = inputs.config
@@ -250,10 +261,18 @@ def plan_suite(git_repo: Repo, base_ref: Ref, head_ref: Ref, inputs: Inputs, *,
         inputs.cases, positions = shard.select(inputs.cases)
     path = generator_path(config)
     environ = settings.environ
-    base_generator = load_generator(git_repo, base_ref, path, environ=environ)
-    head_generator = require_generator(git_repo, head_ref, path, environ=environ)
+    theirs = (head_options(git_repo, head_ref, config_path, config) if inputs.from_base
+              else config.generator_options)
+    base_generator = load_generator(git_repo, base_ref, path, environ=environ, config=config)
+    head_generator = require_generator(git_repo, head_ref, path, environ=environ, config=config,
+                                       options=theirs)
+    for generator in (base_generator, head_generator):
+        if generator is not None:
+            refuse_unusable(config, generator, all_cases)
     detected = detect_change(config=config, path=path, changed=changed,
                              base_generator=base_generator, head_generator=head_generator)
+    detected = _form_change(detected, config=config, config_path=config_path, theirs=theirs,
+                            base_generator=base_generator, head_generator=head_generator)
     if not detected.relevant:
         note = (f"No change to the generator ({path}), the files it includes, or a watched "
                 "path: nothing to gate, no model was called.")
@@ -278,6 +297,24 @@ def plan_suite(git_repo: Repo, base_ref: Ref, head_ref: Ref, inputs: Inputs, *,
     return Planned(inputs=inputs, path=path, notes=notes, pair=pair, prepared=prepared,
                    change=change, all_cases=all_cases, positions=positions, refs=refs,
                    sides=sides)
+
+
+def _form_change(detected: Detected, *, config: Config, config_path: str, theirs: GeneratorOptions,
+                 base_generator: Inspected | None, head_generator: Inspected) -> Detected:
+    """What counts as a change beyond changed files: the head's generator keys (a template's
+    or a constant's model, parameters, format, system, variables) count as a change of
+    `.flipgate.yml`; a Python file counts only when its constants' values differ."""
+    ours = config.generator_options
+    relevant = list(detected.relevant)
+    if any(getattr(ours, key) != getattr(theirs, key) for key in HEAD_GENERATOR_KEYS) \
+            and config_path not in relevant:
+        relevant.append(config_path)
+    if ours.form == FORM_PYTHON and base_generator is not None:
+        before, after = base_generator.prompty, head_generator.prompty
+        if (before.template, before.system) == (after.template, after.system):
+            files = {after.path, *([after.system_path] if after.system_path else [])}
+            relevant = [p for p in relevant if p not in files]
+    return dataclasses.replace(detected, relevant=relevant)
 
 
 async def check(*, repo: Path, base: str, head: str, settings: Settings,
@@ -305,7 +342,8 @@ async def check(*, repo: Path, base: str, head: str, settings: Settings,
     # Every suite is read, detected, locked and rendered before any request.
     planned = [plan_suite(git_repo, base_ref, head_ref,
                           load_cases_for(git_repo, trusted, narrowed, head_ref, changed=changed),
-                          changed=changed, settings=settings, shard=shard, with_e2e=with_e2e)
+                          changed=changed, settings=settings, shard=shard, with_e2e=with_e2e,
+                          config_path=config_path)
                for narrowed in config.suite_configs(suites)]
 
     async def end_to_end(one: Planned, frozen: list[Row]) -> E2EReport:
@@ -509,7 +547,9 @@ async def replay_ref(*, repo: Path, ref: str, settings: Settings,
                             with_concurrency(one_suite(trusted.config, suite), concurrency), at)
     config = inputs.config
     path = generator_path(config)
-    generator = require_generator(git_repo, at, path, environ=settings.environ).prompty
+    inspected = require_generator(git_repo, at, path, environ=settings.environ, config=config)
+    refuse_unusable(config, inspected, inputs.cases)
+    generator = inspected.prompty
     # One ref: its own configuration is the trusted one.
     pair = lock_generators(git_repo, at, at, config=config, base_generator=generator,
                            head_generator=generator, settings=settings)
