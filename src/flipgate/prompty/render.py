@@ -154,6 +154,14 @@ def _check_sizes(name: str, data: bytes, loaded: int, limits: Limits) -> None:
                       f"{limits.max_total_template_bytes:,} bytes together (at {name!r})")
 
 
+def system_name(prompty: Prompty) -> str | None:
+    """How the system message's template is named: its file, or (a constant of the generator's
+    own file) that file marked as the system's."""
+    if prompty.system_path is None:
+        return None
+    return prompty.system_path + (" (system)" if prompty.system_path == prompty.path else "")
+
+
 class _RefLoader:
     """Templates of one git ref, by repository path; remembers what it loaded."""
 
@@ -161,10 +169,12 @@ class _RefLoader:
         from jinja2 import BaseLoader
 
         self.main, self.read, self.limits = main, read, limits
-        self.sources: dict[str, str] = {main.path: renderable_body(main)}
-        if main.system is not None and main.system_path is not None:
-            self.sources.setdefault(main.system_path, template_body(main.system,
-                                                                    mustache=main.format == "mustache"))
+        # The other forms' text is the template exactly (a Prompty body drops its leading lines).
+        self.sources: dict[str, str] = {main.path: renderable_body(main) if main.form == "prompty"
+                                        else main.template}
+        self.system_name = system_name(main)
+        if main.system is not None and self.system_name is not None:
+            self.sources[self.system_name] = main.system
         self.raw: dict[str, bytes | None] = {}
         owner = self
 
@@ -450,8 +460,8 @@ def render_values(prompty: Prompty, values: Mapping[str, Mapping[str, Any]], *, 
     loader = _RefLoader(prompty, read, limits)
     seen: set[str] = set()
     render = _engine(prompty, prompty.path, loader, limits=limits, strict=strict_undefined, seen=seen)
-    system = (None if prompty.system_path is None else
-              _engine(prompty, prompty.system_path, loader, limits=limits, strict=strict_undefined,
+    system = (None if loader.system_name is None else
+              _engine(prompty, loader.system_name, loader, limits=limits, strict=strict_undefined,
                       seen=seen))
 
     messages: dict[str, tuple[Message, ...]] = {}
