@@ -526,7 +526,7 @@ def refuse_missing(rendered: Rendered, cases: Sequence[Case], *, cases_source: s
         name, path, line = rendered.missing[case.id]
         where = template.source if path == template.path else path
         field = template.variables.get(name)
-        what = (f"the field {field!r} (generator.variables: {name} <- {field})" if field
+        what = (f"field {field!r} (generator.variables: {name} <- {field})" if field
                 else repr(name))
         advice = ("no case has it: map the template's name to a case field with "
                   f"generator.variables ({name}: FIELD)" if everywhere and not field else
