@@ -116,6 +116,7 @@ def test_a_template_whose_head_changes_only_the_model_is_replayed_with_the_new_m
     result, report = run(repo, tmp_path)
     assert result.exit_code == 0, result.output
     assert report["change"]["model"] == {"old": "gpt-4.1-mini", "new": "gpt-4.1"}
+    assert any("takes generator.model from the pull request's .flipgate.yml" in n for n in report["notes"])
     sent = server.chat_requests("generation")
     assert {r.body["model"] for r in sent} == {"gpt-4.1-mini", "gpt-4.1"}
     refund = next(r.body for r in sent if "Refunds" in json.dumps(r.body))

@@ -25,6 +25,7 @@ from flipgate.config.schema import (
     DEFAULT_CONFIG,
     DEFAULT_OUT_DIR,
     FORM_GITHUB,
+    FORM_PROMPTY,
     FORM_PYTHON,
     GITHUB_COMMENT_LIMIT,
     HEAD_GENERATOR_KEYS,
@@ -32,6 +33,7 @@ from flipgate.config.schema import (
     Config,
     EndpointConfig,
     GeneratorOptions,
+    generator_form,
 )
 from flipgate.e2e.run import E2ERequest, e2e_wanted
 from flipgate.errors import IncompleteError, InputError, Problem
@@ -273,6 +275,11 @@ def plan_suite(git_repo: Repo, base_ref: Ref, head_ref: Ref, inputs: Inputs, *,
                              base_generator=base_generator, head_generator=head_generator)
     detected = _form_change(detected, config=config, config_path=config_path, theirs=theirs,
                             base_generator=base_generator, head_generator=head_generator)
+    head_keys = [key for key in HEAD_GENERATOR_KEYS
+                 if getattr(config.generator_options, key) != getattr(theirs, key)]
+    if head_keys:
+        inputs.notes.append(f"The generator under test takes generator.{', generator.'.join(head_keys)} "
+                            f"from the pull request's {config_path}; nothing else of it is read.")
     if not detected.relevant:
         note = (f"No change to the generator ({path}), the files it includes, or a watched "
                 "path: nothing to gate, no model was called.")
@@ -605,6 +612,11 @@ def replay_sample(*, repo: Path, ref: str, settings: Settings, config_path: str 
         assert config is not None
         path = generator_path(config)
     options = config.generator_options if config is not None else None
+    form = options.form if options is not None and generator is None else generator_form(path, GeneratorOptions())
+    if form != FORM_PROMPTY:
+        raise InputError(Problem(path, None, f"replay --sample: a {form} generator has no sample of "
+                                 "its own (only a Prompty file does); run `flipgate replay` on a "
+                                 "case instead"))
     return sample_request(repo=git_repo, ref=at, path=path, environ=settings.environ,
                           endpoint=options.endpoint if options else None,
                           strict_undefined=options.strict_undefined if options else False,

@@ -51,6 +51,17 @@ def test_a_head_cannot_send_the_key_elsewhere_through_its_generator_settings(
     assert {r.body["model"] for r in sent} == {"m1", "m2"}   # the head's model, the base's endpoint
 
 
+def test_a_head_cannot_pass_client_settings_as_its_generator_parameters(openai_server: FakeOpenAI,
+                                                                         tmp_path: Path) -> None:
+    generator = "generator:\n  python: app/prompts.py:ANSWER\n  model: m1\n"
+    repo = make_repo(tmp_path, {".flipgate.yml": config(generator), "app/prompts.py": CONSTANT})
+    repo.commit({".flipgate.yml": config(generator + "  parameters: {base_url: 'http://127.0.0.1:9/', "
+                                                     "extra_headers: {x: y}}\n")})
+    result = run(repo, tmp_path)
+    assert result.exit_code == 2, result.output
+    assert "base_url" in result.stderr and openai_server.requests == []
+
+
 @pytest.mark.parametrize("where", ["../outside.py:ANSWER", "/etc/prompts.py:ANSWER"])
 def test_a_constant_outside_the_repository_is_refused(openai_server: FakeOpenAI, tmp_path: Path,
                                                      where: str) -> None:
