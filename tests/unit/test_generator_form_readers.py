@@ -183,3 +183,10 @@ def test_a_constant_that_needs_the_code_run_is_refused_saying_why_and_where(sour
         read(source, PY)
     found_line, message = problem_of(caught.value)
     assert found_line == line and said in message
+
+
+def test_what_a_jinja_template_reads_is_not_guessed_past_an_include() -> None:
+    plain = read("Context: {{ context }}\n{{ query | upper }}\n", FormSpec(form="template"))
+    including = read("{% include 'rules.j2' %}\n", FormSpec(form="template"))
+    assert names_read(plain).names == {"context", "query"} and names_read(plain).known
+    assert not names_read(including).known     # never refused as "reads no field"

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from flipgate.prompty.frontmatter import Prompty
-from flipgate.prompty.forms import github_models, prompty_file, python_constant, template_file
+from flipgate.prompty.forms import github_models, prompty_file, python_constant, template_file, templates
 from flipgate.prompty.forms.spec import FileReader, FormSpec
 
 Read = Callable[..., Prompty]
@@ -45,7 +45,8 @@ def names_read(prompty: Prompty) -> NamesRead:
     if prompty.form == "github":
         return NamesRead(github_models.placeholders(prompty))
     if prompty.form in ("template", "python"):
-        return NamesRead(template_file.names(prompty))
+        names = templates.names(prompty)
+        return NamesRead(frozenset(), known=False) if names is None else NamesRead(names)
     return NamesRead(frozenset(), known=False)
 
 
