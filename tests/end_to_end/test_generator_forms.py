@@ -1,5 +1,6 @@
 """Each generator form gates end to end: a GitHub Models prompt file, a template file
-(fstring, mustache, jinja with `variables`), a Python string constant. Real git repos, the
+(fstring, with a system file and `variables`), a Python string constant (Mustache and
+Jinja templates render through the same path: tests/unit/test_generator_form_readers.py). Real git repos, the
 real CLI and openai client, the loopback OpenAI-compatible server; the request log shows
 the rendered messages each form sends."""
 
@@ -160,14 +161,3 @@ def test_a_python_constant_is_gated_by_its_value_not_by_the_rest_of_its_file(
     assert sent["messages"] == [{"role": "user", "content": "Be creative, use the context to answer.\n"
                                                             f"Context: {CASES[0]['context']}\n"
                                                             f"Question: {CASES[0]['query']}\n"}]
-
-
-def test_a_mustache_template_with_role_lines_gates_a_change(server: FakeOpenAI, tmp_path: Path) -> None:
-    template = "system:\nAnswer from the context only.\nContext: {{context}}\nuser:\n{{query}}\n"
-    generator = "generator:\n  template: prompts/answer.mustache\n  format: mustache\n  model: m\n"
-    repo = make_repo(tmp_path, {".flipgate.yml": config(generator), "prompts/answer.mustache": template})
-    repo.commit({"prompts/answer.mustache": template.replace("only.", "only, creative.")})
-    result, report = run(repo, tmp_path)
-    assert result.exit_code == 1, result.output
-    first = server.chat_requests("generation")[0].body
-    assert [m["role"] for m in first["messages"]] == ["system", "user"]

@@ -190,3 +190,11 @@ def test_what_a_jinja_template_reads_is_not_guessed_past_an_include() -> None:
     including = read("{% include 'rules.j2' %}\n", FormSpec(form="template"))
     assert names_read(plain).names == {"context", "query"} and names_read(plain).known
     assert not names_read(including).known     # never refused as "reads no field"
+
+
+def test_a_mustache_template_reads_names_escaped_as_langchain_does() -> None:
+    prompty = read("system:\nContext: {{context}}\nuser:\n{{{query}}} / {{query}}\n",
+                   FormSpec(form="template", format="mustache"))
+    case = dataclasses.replace(CASE, query="<b> & \"q\"")
+    assert render(prompty, case) == [{"role": "system", "content": "Context: Refunds: 30 days."},
+                                     {"role": "user", "content": '<b> & "q" / &lt;b&gt; &amp; &quot;q&quot;'}]
