@@ -84,7 +84,8 @@ evaluators:
 
 def test_a_github_models_prompt_file_gates_a_change_and_sends_what_github_models_would(
         server: FakeOpenAI, tmp_path: Path) -> None:
-    generator = f"generator:\n  path: prompts/answer.prompt.yml\n  endpoint: {{provider: github, base_url: '{server.base_url}'}}\n"
+    generator = ("generator:\n  path: prompts/answer.prompt.yml\n"
+                 f"  endpoint: {{provider: github, base_url: '{server.base_url}'}}\n")
     repo = make_repo(tmp_path, {".flipgate.yml": config(generator), "prompts/answer.prompt.yml": PROMPT_YML})
     repo.commit({"prompts/answer.prompt.yml": PROMPT_YML.replace("context only.", "context only, creative.")})
     result, report = run(repo, tmp_path)

@@ -21,7 +21,8 @@ CASE = Case(id="refund-007", query="How long do I have to return a kettle?",
             category="policy", extra={"lang": "English"})
 LANGCHAIN = "langchain-ai+langchain/libs/langchain/langchain/chains/retrieval_qa/prompt.py"
 KOTAEMON = "Cinnamon+kotaemon/libs/kotaemon/kotaemon/indices/qa/citation_qa.py"
-CREATE_LLAMA = "run-llama+create-llama/packages/create-llama/templates/components/use-cases/python/agentic_rag/citation.py"
+CREATE_LLAMA = ("run-llama+create-llama/packages/create-llama/templates/components/use-cases/python/"
+                "agentic_rag/citation.py")
 LLAMA_INDEX = "llama-index-core/llama_index/core/prompts/default_prompts.py"
 QUESTION = {"question": "query"}
 LLAMA = {"context_str": "context", "query_str": "query"}

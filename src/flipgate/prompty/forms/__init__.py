@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from flipgate.prompty.frontmatter import Prompty
 from flipgate.prompty.forms import github_models, prompty_file, python_constant, template_file, templates
 from flipgate.prompty.forms.spec import FileReader, FormSpec
+from flipgate.prompty.frontmatter import Prompty
 
 Read = Callable[..., Prompty]
 
