@@ -198,3 +198,12 @@ def test_a_mustache_template_reads_names_escaped_as_langchain_does() -> None:
     case = dataclasses.replace(CASE, query="<b> & \"q\"")
     assert render(prompty, case) == [{"role": "system", "content": "Context: Refunds: 30 days."},
                                      {"role": "user", "content": '<b> & "q" / &lt;b&gt; &amp; &quot;q&quot;'}]
+
+
+def test_variables_serve_a_prompty_file_too() -> None:
+    loaded = config("generator:\n  path: prompts/a.prompty\n  variables: {question: query}\n")
+    assert loaded.generator_options.variables == (("question", "query"),)
+    prompty = read("---\nmodel:\n  configuration: {type: openai, model: m}\n---\nuser:\n{{ question }}\n",
+                   FormSpec(), path="prompts/a.prompty")
+    mapped = dataclasses.replace(prompty, variables=dict(loaded.generator_options.variables))
+    assert render(mapped) == [{"role": "user", "content": CASE.query}]
