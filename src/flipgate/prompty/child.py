@@ -251,9 +251,10 @@ def _job(request: dict[str, Any], limits: Limits) -> dict[str, Any]:
     if request["job"] == "inspect" and spec.form != "prompty":
         _plain_json(prompty)
         read_names = names_read(prompty)
-        return {"prompty": _prompty_to_json(prompty),
-                "files": sorted({prompty.path} | ({prompty.system_path} if prompty.system_path else set())),
-                "complete": True, "names": sorted(read_names.names) if read_names.known else None}
+        files, complete = referenced_files(prompty, read=read, limits=limits)  # a Jinja2 include
+        files = files | ({prompty.system_path} if prompty.system_path else set())
+        return {"prompty": _prompty_to_json(prompty), "files": sorted(files), "complete": complete,
+                "names": sorted(read_names.names) if read_names.known else None}
     if request["job"] == "inspect":
         _plain_json(prompty)
         files, complete = referenced_files(prompty, read=read, limits=limits)
