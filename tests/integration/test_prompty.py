@@ -244,13 +244,23 @@ def test_includes_come_from_the_git_ref_not_the_work_tree(tmp_path: Path) -> Non
 
 def test_a_missing_variable_names_cases_file_line_case_variable_and_template_line() -> None:
     case = Case(id="refund-007", query="q", context="c", line=4)
+    other = Case(id="card-002", query="q", context="c", line=5, extra={"account_number": "12"})
     with pytest.raises(InputError) as caught:
-        render("system:\nHello\nuser:\n{{ query }} for {{ account_number }}\n", cases=(case,),
+        render("system:\nHello\nuser:\n{{ query }} for {{ account_number }}\n", cases=(case, other),
                strict=True)
     assert str(only_problem(caught.value)) == (
         "cases: case refund-007 has no 'account_number', which prompts/answer.prompty:15 reads "
         "(add it to the case; generator.strict_undefined: false renders it empty)").replace(
         "cases:", "cases:4:", 1)
+
+
+def test_a_variable_no_case_has_suggests_mapping_it_not_rendering_it_empty() -> None:
+    case = Case(id="refund-007", query="q", context="c", line=4)
+    with pytest.raises(InputError) as caught:
+        render("user:\n{{ question }}\n", cases=(case,), strict=True)
+    message = str(only_problem(caught.value))
+    assert "no case has it: map the template's name to a case field with generator.variables " \
+           "(question: FIELD)" in message and "renders it empty" not in message
 
 
 def test_a_missing_variable_in_an_include_names_the_include() -> None:

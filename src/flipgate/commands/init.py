@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import os
+import posixpath
 import sys
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import click
 
 from flipgate.commands.common import report_failures, settings_from_env
-from flipgate.config.schema import DEFAULT_CONFIG
+from flipgate.config.schema import DEFAULT_CONFIG, GITHUB_PROMPT_SUFFIXES
 from flipgate.config.starter import (
     DEFAULT_ACTION,
     DEFAULT_CASES,
@@ -17,11 +20,13 @@ from flipgate.config.starter import (
     Starter,
     cases_text,
     config_text,
+    template_variables,
     workflow_text,
 )
 from flipgate.errors import InputError, Problem, SecurityError
 from flipgate.git import repository as gitrefs
-from flipgate.prompty.child import sample_values_isolated
+from flipgate.prompty.child import inspect_isolated, sample_values_isolated
+from flipgate.prompty.forms import FormSpec
 
 
 def _interactive() -> bool:
@@ -29,17 +34,50 @@ def _interactive() -> bool:
     return sys.stdin is not None and sys.stdin.isatty()
 
 
-def _choose(prompty_files: list[str], wanted: str | None, interactive: bool) -> str:
+def _choose(generator_files: list[str], wanted: str | None, interactive: bool,
+            tracked: set[str]) -> tuple[str, str | None]:
+    """(the generator's path, a constant's NAME): `--generator FILE[:NAME]`, else a Prompty
+    or GitHub Models prompt file found in the repository."""
     if wanted is not None:
-        path = gitrefs.safe_path(wanted.replace(os.sep, "/"), source="--generator")
-        if path not in prompty_files:
+        wanted = wanted.replace(os.sep, "/")
+        name = None
+        if ".py:" in wanted:
+            wanted, _, name = wanted.rpartition(":")
+        path = gitrefs.safe_path(wanted, source="--generator")
+        if path not in tracked or (name is None and path.endswith(".py")):
             raise InputError(Problem("--generator", None, f"{path} is not a tracked .prompty file "
-                                     f"of this repository (tracked: {', '.join(prompty_files)})"))
-        return path
-    if len(prompty_files) == 1 or not interactive:
-        return prompty_files[0]
-    return str(click.prompt("Which Prompty file is the generator to gate?",
-                            type=click.Choice(prompty_files), default=prompty_files[0]))
+                                     "(nor a .prompt.yml, a template, or FILE.py:NAME) of this "
+                                     f"repository (found: {', '.join(generator_files) or 'none'})"))
+        return path, name
+    if not generator_files:
+        raise InputError("no .prompty file is tracked (nor a .prompt.yml): name the generator "
+                         "with --generator FILE (a template) or FILE.py:NAME (a string "
+                         "constant), or add one with `git add`, then run flipgate init again")
+    if len(generator_files) == 1 or not interactive:
+        return generator_files[0], None
+    return str(click.prompt("Which Prompty file (or GitHub Models prompt file) is the generator "
+                            "to gate?", type=click.Choice(generator_files),
+                            default=generator_files[0])), None
+
+
+def _template_keys(path: str, constant: str | None, data: bytes, *, root: Path, tree: str,
+                   environ: Mapping[str, str]) -> tuple[tuple[str, ...], dict[str, Any]]:
+    """A template's or a constant's `generator:` lines and an example case's extra fields,
+    from the names it reads (read in the isolated child, never run)."""
+    suffix = posixpath.splitext(path)[1].lower()
+    fmt = ("fstring" if constant else "mustache" if suffix in (".mustache", ".hbs")
+           else "jinja" if suffix in (".j2", ".jinja", ".jinja2") else "fstring")
+    spec = FormSpec(form="python" if constant else "template", format=fmt, constant=constant)
+    inspected = inspect_isolated(data, path=path, source=path, repo=root, sha=tree, environ=environ,
+                                 form=spec)
+    names = inspected.names or frozenset()
+    variables = template_variables(names)
+    keys = [f"format: {fmt}", "model: gpt-4.1-mini  # the model your application calls"]
+    if variables:
+        keys.append("variables: {" + ", ".join(f"{n}: {f}" for n, f in variables.items()) + "}"
+                    "  # template name: case field")
+    extra = {name: f"<{name}>" for name in sorted(names - set(variables) - {"query", "context"})}
+    return tuple(keys), extra
 
 
 def _refuse_outside(root: Path, names: list[str]) -> None:
@@ -75,9 +113,10 @@ def _write_all(root: Path, files: dict[str, str]) -> None:
 @click.command("init")
 @click.option("--repo", "repo", default=".", show_default=True, type=click.Path(file_okay=False),
               help="The git repository to set up.")
-@click.option("--generator", "generator", metavar="PATH", default=None,
-              help="The tracked .prompty file to gate (default: the only one, or the first; "
-                   "asked on a terminal when there are several).")
+@click.option("--generator", "generator", metavar="FILE[:NAME]", default=None,
+              help="The generator to gate: a tracked .prompty or .prompt.yml file (default: the "
+                   "only one, or the first; asked on a terminal when there are several), a "
+                   "template file, or FILE.py:NAME (a string constant).")
 @click.option("--cases", "cases", metavar="PATH", default=DEFAULT_CASES, show_default=True,
               help="The cases file to write, with one example case.")
 @click.option("--config", "config", metavar="PATH", default=DEFAULT_CONFIG, show_default=True,
@@ -92,26 +131,37 @@ def init(repo: str, generator: str | None, cases: str, config: str, workflow: st
          force: bool) -> None:
     """Write a starter .flipgate.yml, .github/workflows/flipgate.yml and a cases file.
 
-    Finds the repository's tracked .prompty files and builds the example case
-    from the chosen one's `sample:` when it has one (the file is parsed in
-    flipgate's isolated child, never executed). Asks nothing when stdin is not
-    a terminal. Refuses to overwrite an existing file unless --force; writes
-    all of the files or none. Exits 2 outside a git repository or when no
-    .prompty file is tracked.
+    Finds the repository's tracked .prompty and .prompt.yml files (or takes
+    --generator FILE[:NAME]: a template file or a string constant too) and
+    builds the example case from a Prompty file's `sample:` when it has one
+    (every file is read in flipgate's isolated child, never executed). Asks
+    nothing when stdin is not a terminal. Refuses to overwrite an existing
+    file unless --force; writes all of the files or none. Exits 2 outside a
+    git repository or when no generator is found.
     """
     git = gitrefs.Git()
     root = gitrefs.top_level(Path(repo), git=git)
     tree = gitrefs.index_tree(root, git=git)
-    prompty_files = [p for p in gitrefs.tree_paths(root, tree, git=git) if p.endswith(".prompty")]
-    if not prompty_files:
-        raise InputError(f"no .prompty file is tracked in {root} (flipgate gates a Prompty "
-                         "generator: add one with `git add`, then run flipgate init again)")
-    chosen = _choose(prompty_files, generator, interactive=_interactive())
+    tracked = gitrefs.tree_paths(root, tree, git=git)
+    prompty_files = [p for p in tracked if p.endswith((".prompty", *GITHUB_PROMPT_SUFFIXES))]
+    chosen, constant = _choose(prompty_files, generator, interactive=_interactive(), tracked=set(tracked))
     data = gitrefs.read_required(root, tree, chosen, git=git)
-    prompty, sample = sample_values_isolated(data, path=chosen, source=chosen, repo=root, sha=tree,
-                                             environ=settings_from_env().environ)
-    starter = Starter(generator=chosen, generator_type=str(prompty.configuration.get("type") or "openai"),
-                      generator_model=prompty.model,
+    environ = settings_from_env().environ
+    keys: tuple[str, ...] = ()
+    key = None
+    if chosen.endswith(".prompty"):
+        prompty, sample = sample_values_isolated(data, path=chosen, source=chosen, repo=root, sha=tree,
+                                                 environ=environ)
+    elif chosen.endswith(GITHUB_PROMPT_SUFFIXES):
+        prompty, sample = inspect_isolated(data, path=chosen, source=chosen, repo=root, sha=tree,
+                                           environ=environ, form=FormSpec(form="github")).prompty, {}
+    else:
+        keys, sample = _template_keys(chosen, constant, data, root=root, tree=tree, environ=environ)
+        prompty, key = None, "python" if constant else "template"
+    starter = Starter(generator=chosen,
+                      generator_type=str(prompty.configuration.get("type") or "openai") if prompty else "openai",
+                      generator_model=prompty.model if prompty else None,
+                      generator_key=key, generator_constant=constant, generator_keys=keys,
                       config=gitrefs.safe_path(config, source="--config"),
                       cases=gitrefs.safe_path(cases, source="--cases"),
                       workflow=gitrefs.safe_path(workflow, source="--workflow"), action=action)
@@ -132,7 +182,7 @@ def init(repo: str, generator: str | None, cases: str, config: str, workflow: st
     if others:
         click.echo(f"generator: {chosen} ({len(others)} other .prompty file(s); --generator PATH "
                    "picks another, `suites:` gates several: docs/configuration.md)")
-    note = "" if sample else " (the Prompty file has no sample: edit its query and context)"
+    note = "" if sample else " (the generator has no sample: edit its query and context)"
     click.echo(f"cases: one example case in {starter.cases}{note}; record real ones with "
                "`flipgate record` (docs/cases.md)")
     if action == DEFAULT_ACTION:

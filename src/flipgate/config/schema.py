@@ -178,12 +178,27 @@ class EndpointConfig:
     auth: str = AUTH_KEY              # key | entra: how the generator's Azure endpoint is signed in to
 
 
+# The generator's forms (see prompty/forms): where `generator:` finds the prompt.
+FORM_PROMPTY, FORM_GITHUB, FORM_TEMPLATE, FORM_PYTHON = "prompty", "github", "template", "python"
+TEMPLATE_FORMATS = ("jinja", "fstring", "mustache")
+GITHUB_PROMPT_SUFFIXES = (".prompt.yml", ".prompt.yaml")
+# The generator keys a pull request's own .flipgate.yml sets for the head (forms 2 and 3).
+HEAD_GENERATOR_KEYS = ("model", "parameters", "format", "system", "variables")
+
+
 @dataclass(frozen=True)
 class GeneratorOptions:
     """The mapping form of `generator:` besides its path."""
 
     endpoint: EndpointConfig | None = None
     strict_undefined: bool = True     # a case lacking a variable the template uses is bad input
+    form: str = FORM_PROMPTY          # prompty | github | template | python
+    constant: str | None = None       # python: the constant's NAME in the file
+    format: str | None = None         # template, python: jinja | fstring | mustache
+    system: str | None = None         # a system message from its own file (python: FILE[:NAME])
+    model: str | None = None          # template, python: the model under test
+    parameters: dict[str, Any] = field(default_factory=dict)
+    variables: tuple[tuple[str, str], ...] = ()   # template name <- case field
 
 
 @dataclass(frozen=True)
@@ -331,8 +346,19 @@ _SCHEMA: dict[str, Any] = {
     "cases": _is_str,
     "generator": {
         "path": _is_str,
+        "template": _is_str,
+        "python": lambda v: None if isinstance(v, str) and re.fullmatch(r"[^:]+\.py:[A-Za-z_]\w*", v)
+        else "must be FILE.py:NAME (a module-level string constant)",
+        "format": _one_of(TEMPLATE_FORMATS),
+        "system": _is_str,
+        "model": _is_str,
+        "parameters": lambda v: None if isinstance(v, dict) and all(isinstance(k, str) for k in v)
+        else "must be a mapping of request body fields",
+        "variables": lambda v: None if isinstance(v, dict) and all(
+            isinstance(k, str) and isinstance(x, str) and k and x for k, x in v.items())
+        else "must map template names to case fields (name: field)",
         "endpoint": {
-            "provider": _one_of(("openai", "azure")),
+            "provider": _one_of(("openai", "azure", "github")),
             "base_url": _is_str,
             "azure_endpoint": _is_str,
             "api_version": _is_str,
@@ -471,6 +497,10 @@ def parse_config(text: str, *, source: str = DEFAULT_CONFIG, directory: str = ".
         problem(("judge", "auth"), "'judge.auth' entra signs in to Azure: it needs provider azure")
     generator_values = data.get("generator")
     endpoint_values = generator_values.get("endpoint") if isinstance(generator_values, dict) else None
+    for where, form_values in [(("generator",), generator_values),
+                               *(((*here, "generator"), v.get("generator")) for _, v, here in suites)]:
+        if isinstance(form_values, dict):
+            _check_generator_form(form_values, where, problem)
     if isinstance(endpoint_values, dict) and endpoint_values.get("auth") == AUTH_ENTRA \
             and endpoint_values.get("provider", "azure") != "azure":
         problem(("generator", "endpoint", "auth"),
@@ -549,14 +579,49 @@ def parse_config(text: str, *, source: str = DEFAULT_CONFIG, directory: str = ".
     )
 
 
+def _check_generator_form(values: dict[Any, Any], where: tuple[str, ...],
+                          problem: Callable[[tuple[str, ...], str], None]) -> None:
+    """The mapping form names one file (path, template or python); a template's keys only
+    with a template or a constant."""
+    named = [key for key in ("path", "template", "python") if key in values]
+    dotted = ".".join(where)
+    if len(named) > 1:
+        problem(where, f"'{dotted}' names {' and '.join(named)}: name one generator "
+                       "(path: a Prompty or .prompt.yml file, template: a template file, "
+                       "python: FILE.py:NAME)")
+    if named in ([], ["path"]):
+        for key in ("format", "system", "model", "parameters"):
+            if key in values:
+                problem((*where, key), f"'{dotted}.{key}' belongs to a template or a string "
+                                       "constant (generator.template or generator.python); a "
+                                       "Prompty or .prompt.yml file names its own model")
+
+
+def generator_form(path: str | None, options: GeneratorOptions) -> str:
+    """The form a generator path is read in."""
+    if options.form != FORM_PROMPTY:
+        return options.form
+    return FORM_GITHUB if path and path.endswith(GITHUB_PROMPT_SUFFIXES) else FORM_PROMPTY
+
+
 def _generator_of(value: Any) -> tuple[str | None, GeneratorOptions]:
     """`generator:` as its path and options: a path alone, or the mapping form."""
     if not isinstance(value, dict):
-        return value, GeneratorOptions()
+        return value, GeneratorOptions(form=generator_form(value, GeneratorOptions()))
     endpoint = value.get("endpoint")
-    return value.get("path"), GeneratorOptions(
+    path, constant, form = value.get("path"), None, FORM_PROMPTY
+    if "template" in value:
+        path, form = value["template"], FORM_TEMPLATE
+    elif "python" in value:
+        path, _, constant = value["python"].rpartition(":")
+        form = FORM_PYTHON
+    options = GeneratorOptions(
         endpoint=EndpointConfig(**{k: str(v) for k, v in endpoint.items()}) if endpoint else None,
-        strict_undefined=value.get("strict_undefined", True))
+        strict_undefined=value.get("strict_undefined", True), form=form, constant=constant,
+        format=value.get("format"), system=value.get("system"), model=value.get("model"),
+        parameters=dict(value.get("parameters") or {}),
+        variables=tuple((value.get("variables") or {}).items()))
+    return path, replace(options, form=generator_form(path, options))
 
 
 _Entry = tuple[str, dict[Any, Any], tuple[str, ...]]  # name, settings, where in the file

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import posixpath
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,6 +43,11 @@ class Starter:
     cases: str = DEFAULT_CASES
     workflow: str = DEFAULT_WORKFLOW
     action: str = DEFAULT_ACTION
+    # A template file or a constant: the mapping's key for it (template | python), the
+    # constant's NAME, and the mapping's other lines (format, model, variables).
+    generator_key: str | None = None
+    generator_constant: str | None = None
+    generator_keys: tuple[str, ...] = ()
 
     @property
     def judge_provider(self) -> str:
@@ -65,7 +70,7 @@ def config_text(starter: Starter) -> str:
 # Every key: docs/configuration.md. Read from the pull request's BASE branch.
 version: 1
 cases: {_relative(starter.cases, starter.config)}
-generator: {_relative(starter.generator, starter.config)}
+{generator_text(starter)}
 judge:
   provider: {provider}
   model: {model}{model_note}
@@ -79,6 +84,31 @@ relevance:
   threshold: 0.7
   embedding_model: text-embedding-3-small
 """
+
+
+def generator_text(starter: Starter) -> str:
+    """The `generator:` line (a Prompty or GitHub Models file), or its mapping (a template
+    file, `FILE.py:NAME` for a constant)."""
+    path = _relative(starter.generator, starter.config)
+    if starter.generator_key is None:
+        return f"generator: {path}"
+    named = f"{path}:{starter.generator_constant}" if starter.generator_constant else path
+    return "\n".join(["generator:", f"  {starter.generator_key}: {named}",
+                      *(f"  {line}" for line in starter.generator_keys)])
+
+
+def template_variables(names: Iterable[str]) -> dict[str, str]:
+    """A template's names that read the question or the context, mapped to those case fields."""
+    mapped = {}
+    for name in sorted(names):
+        lowered = name.lower()
+        if name in ("query", "context"):
+            continue
+        if name in _QUERY_NAMES or "query" in lowered or "question" in lowered:
+            mapped[name] = "query"
+        elif name in _CONTEXT_NAMES or "context" in lowered:
+            mapped[name] = "context"
+    return mapped
 
 
 def _first_text(values: Mapping[str, Any], names: tuple[str, ...]) -> str | None:

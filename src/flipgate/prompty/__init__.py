@@ -3,6 +3,8 @@
 - `frontmatter`: the file's front matter (either version) into one `Prompty`;
 - `messages`: rendered text into chat messages, each version's way;
 - `render`: the templates (Jinja2 sandbox, Mustache) for every case;
+- `forms`: one reader a generator form (this Prompty reader, a GitHub Models
+  prompt file, a template file, a Python constant), each giving a `Prompty`;
 - `child`: all of the above for untrusted files, in a limited child process.
 """
 

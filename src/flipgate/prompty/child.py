@@ -33,8 +33,9 @@ from typing import Any
 from flipgate.errors import InputError, Problem, SecurityError
 from flipgate.git import repository as gitrefs
 from flipgate.model import Case
-from flipgate.prompty.frontmatter import InputSpec, Prompty, data_files, inherit, parse_prompty, with_inputs
-from flipgate.prompty.references import has_sample, load_file_reference, sample_values
+from flipgate.prompty.forms import FormSpec, names_read, prompty_file, read_generator
+from flipgate.prompty.frontmatter import InputSpec, Prompty, data_files
+from flipgate.prompty.references import has_sample, sample_values
 from flipgate.prompty.render import Rendered, referenced_files, refuse_missing, render_values
 from flipgate.prompty.sandbox import Limits
 
@@ -61,6 +62,7 @@ class Inspected:
     prompty: Prompty
     files: frozenset[str]
     complete: bool
+    names: frozenset[str] | None = None   # the names its templates read (None: not known)
 
 
 def check_size(data: bytes, *, source: str, limits: Limits) -> None:
@@ -100,14 +102,17 @@ def _run_child(request: dict[str, Any], *, source: str, limits: Limits,
 
 
 def inspect_isolated(data: bytes, *, path: str, source: str, repo: str | os.PathLike[str], sha: str,
-                     environ: Mapping[str, str], limits: Limits = Limits()) -> Inspected:
-    """Parse a generator and find the files it includes, in the child."""
+                     environ: Mapping[str, str], limits: Limits = Limits(),
+                     form: FormSpec = FormSpec()) -> Inspected:
+    """Parse a generator (in its `form`) and find the files it includes, in the child."""
     check_size(data, source=source, limits=limits)
     answer = _run_child({"job": "inspect", "path": path, "source": source,
-                         "text": data.decode("utf-8", "surrogateescape"), "repo": str(repo), "sha": sha},
+                         "text": data.decode("utf-8", "surrogateescape"), "repo": str(repo), "sha": sha,
+                         "form": dataclasses.asdict(form)},
                         source=source, limits=limits, environ=environ, what="reading the generator")
+    names = answer.get("names")
     return Inspected(prompty=_prompty_from_json(answer["prompty"]), files=frozenset(answer["files"]),
-                     complete=answer["complete"])
+                     complete=answer["complete"], names=None if names is None else frozenset(names))
 
 
 def sample_isolated(data: bytes, *, path: str, source: str, repo: str | os.PathLike[str], sha: str,
@@ -153,6 +158,8 @@ def render_values_isolated(prompty: Prompty, values: Mapping[str, Mapping[str, A
                            limits: Limits = Limits(), strict_undefined: bool = False) -> Rendered:
     answer = _run_child({"job": "render", "path": prompty.path, "source": prompty.source,
                          "text": prompty.text, "repo": str(repo), "sha": sha,
+                         "form": {"form": "prompty"} if prompty.form == "prompty" else {"form": prompty.form},
+                         "prompty": None if prompty.form == "prompty" else _prompty_to_json(prompty),
                          "values": {key: dict(v) for key, v in values.items()},
                          "strict_undefined": strict_undefined},
                         source=prompty.source, limits=limits, environ=environ, what="rendering")
@@ -181,6 +188,7 @@ def _prompty_from_json(fields: dict[str, Any]) -> Prompty:
     fields["key_lines"] = {tuple(key): line for key, line in fields["key_lines"]}
     fields["aliases"] = {tuple(k): tuple(v) for k, v in fields["aliases"]}
     fields["inputs"] = tuple(InputSpec(**spec) for spec in fields["inputs"])
+    fields["messages"] = tuple((role, content) for role, content in fields["messages"])
     return Prompty(**fields)
 
 
@@ -219,45 +227,40 @@ def _set_limits(limits: Limits) -> None:
             pass
 
 
-def with_bases(prompty: Prompty, read: Any, depth: int = 0) -> Prompty:
-    """A v1 file with `base:` inherits that file's settings (from the same ref)."""
-    import posixpath
-
-    if prompty.base is None:
-        return prompty
-    where = Problem(prompty.source, prompty.line_of("base"), "")
-    path = posixpath.normpath(posixpath.join(posixpath.dirname(prompty.path), prompty.base))
-    if depth > 4 or path.startswith("../") or path == "..":
-        raise InputError(dataclasses.replace(where, message=f"base {prompty.base!r} is not a Prompty "
-                                             "file of this repository (or bases nest too deeply)"))
-    data = read(path)
-    if data is None:
-        raise InputError(dataclasses.replace(where, message=f"base {prompty.base!r} is not in this git ref"))
-    base = with_bases(parse_prompty(data, path=path, source=path), read, depth + 1)
-    return inherit(prompty, base)
-
-
-def _referenced_json(prompty: Prompty, reference: str, read: Any) -> Any:
-    return load_file_reference(reference, prompty=prompty, read=read, what="inputs")
-
-
 def _job(request: dict[str, Any], limits: Limits) -> dict[str, Any]:
     repo, sha = Path(request["repo"]), request["sha"]
 
     def read(path: str) -> bytes | None:
         return gitrefs.read(repo, sha, path)
 
-    parsed = parse_prompty(request["text"].encode("utf-8", "surrogateescape"),
-                           path=request["path"], source=request["source"])
-    extra_files = data_files(parsed)
-    prompty = with_bases(parsed, read)
-    if prompty.inputs_file is not None:
-        prompty = with_inputs(prompty, _referenced_json(prompty, prompty.inputs_file, read))
+    spec = FormSpec(**request.get("form", {}))
+    data = request["text"].encode("utf-8", "surrogateescape")
+    extra_files: set[str] = set()
+    if spec.form == "prompty":
+        parsed, prompty = prompty_file.read_parsed(data, path=request["path"], source=request["source"],
+                                                   read=read)
+        extra_files = data_files(parsed)
+    elif request["job"] == "render":
+        prompty = _prompty_from_json(request["prompty"])  # read by an earlier child, as sent back
+    else:
+        prompty = read_generator(data, path=request["path"], source=request["source"], spec=spec,
+                                 read=read)
+        if request["job"] in ("sample", "values"):
+            raise InputError(Problem(request["source"], None, f"a {spec.form} generator has no "
+                                     "sample of its own (only a Prompty file does)"))
+    if request["job"] == "inspect" and spec.form != "prompty":
+        _plain_json(prompty)
+        read_names = names_read(prompty)
+        files, complete = referenced_files(prompty, read=read, limits=limits)  # a Jinja2 include
+        files = files | ({prompty.system_path} if prompty.system_path else set())
+        return {"prompty": _prompty_to_json(prompty), "files": sorted(files), "complete": complete,
+                "names": sorted(read_names.names) if read_names.known else None}
     if request["job"] == "inspect":
         _plain_json(prompty)
         files, complete = referenced_files(prompty, read=read, limits=limits)
         files = files | extra_files | data_files(prompty)
-        return {"prompty": _prompty_to_json(prompty), "files": sorted(files), "complete": complete}
+        return {"prompty": _prompty_to_json(prompty), "files": sorted(files), "complete": complete,
+                "names": None}
     if request["job"] == "values":
         _plain_json(prompty)
         return {"prompty": _prompty_to_json(prompty), "values": sample_values(prompty, read=read)}

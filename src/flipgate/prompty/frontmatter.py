@@ -81,6 +81,13 @@ class Prompty:
     inputs_file: str | None = None   # v2 `inputs: ${file:schema.json}`, read from the same ref
     # Where a v2 spelling sits in the file, for messages that name v1's keys.
     aliases: Mapping[tuple[str, ...], tuple[str, ...]] = field(default_factory=dict)
+    # The other forms (prompty/forms): which one, a GitHub Models file's messages (role,
+    # content), a system message from its own file, and template names <- case fields.
+    form: str = "prompty"
+    messages: tuple[tuple[str, str], ...] = ()
+    system: str | None = None
+    system_path: str | None = None
+    variables: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def body(self) -> str:
@@ -122,6 +129,11 @@ class Prompty:
     def with_defaults(self, values: Mapping[str, Any]) -> dict[str, Any]:
         """`values`, plus each declared v2 default it lacks (v1 applies none, as its runtime)."""
         filled = dict(values)
+        for name, case_field in self.variables.items():
+            if case_field in values:
+                filled[name] = values[case_field]
+            else:
+                filled.pop(name, None)  # strict: named as missing, with the field it maps to
         if self.version == 2:
             for spec in self.inputs:
                 if spec.name not in filled and spec.default is not None:

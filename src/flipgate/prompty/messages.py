@@ -117,6 +117,27 @@ def split_v1(text: str, *, directory: str = ".", read: ImageReader | None = None
     return messages
 
 
+# --- a template file or a string constant ------------------------------------------
+
+_ROLE_LINE = re.compile(r"^[^\S\n]*(system|user|assistant)[^\S\n]*:[^\S\n]*\n", re.IGNORECASE | re.MULTILINE)
+
+
+def split_roles(text: str) -> list[Message]:
+    """Lines `system:` / `user:` / `assistant:` split the text, each message stripped; text
+    without any is one user message, exactly as rendered (text before the first is the user's)."""
+    chunks = _ROLE_LINE.split(text)
+    if len(chunks) == 1:
+        return [{"role": "user", "content": _unmark(text)}] if text.strip() else []
+    messages = []
+    if chunks[0].strip():
+        messages.append({"role": "user", "content": _unmark(chunks[0]).strip()})
+    for index in range(1, len(chunks), 2):
+        content = _unmark(chunks[index + 1]).strip()
+        if content:
+            messages.append({"role": chunks[index].lower(), "content": content})
+    return messages
+
+
 # --- v2 ---------------------------------------------------------------------------
 
 def _v2_attributes(raw: str) -> dict[str, Any]:

@@ -35,11 +35,14 @@ from typing import Any
 
 from flipgate.errors import InputError, Problem, SecurityError
 from flipgate.model import Case
+from flipgate.prompty.forms import fstring, github_models
 from flipgate.prompty.frontmatter import Prompty, split_front_matter
 from flipgate.prompty.messages import (
+    DATA_MARK,
     Message,
     expand_rich_inputs,
     mark_data,
+    split_roles,
     split_v1,
     split_v2,
     thread_marks,
@@ -151,6 +154,14 @@ def _check_sizes(name: str, data: bytes, loaded: int, limits: Limits) -> None:
                       f"{limits.max_total_template_bytes:,} bytes together (at {name!r})")
 
 
+def system_name(prompty: Prompty) -> str | None:
+    """How the system message's template is named: its file, or (a constant of the generator's
+    own file) that file marked as the system's."""
+    if prompty.system_path is None:
+        return None
+    return prompty.system_path + (" (system)" if prompty.system_path == prompty.path else "")
+
+
 class _RefLoader:
     """Templates of one git ref, by repository path; remembers what it loaded."""
 
@@ -158,7 +169,12 @@ class _RefLoader:
         from jinja2 import BaseLoader
 
         self.main, self.read, self.limits = main, read, limits
-        self.sources: dict[str, str] = {main.path: renderable_body(main)}
+        # The other forms' text is the template exactly (a Prompty body drops its leading lines).
+        self.sources: dict[str, str] = {main.path: renderable_body(main) if main.form == "prompty"
+                                        else main.template}
+        self.system_name = system_name(main)
+        if main.system is not None and self.system_name is not None:
+            self.sources[self.system_name] = main.system
         self.raw: dict[str, bytes | None] = {}
         owner = self
 
@@ -203,8 +219,8 @@ def referenced_files(prompty: Prompty, *, read: Reader, limits: Limits = Limits(
     """
     from jinja2 import TemplateSyntaxError, meta
 
-    if prompty.format == "mustache":  # no partials: nothing else is ever read
-        return frozenset({prompty.path}), True
+    if prompty.format in ("mustache", "fstring", "github"):  # nothing else is ever read
+        return frozenset({prompty.path} | ({prompty.system_path} if prompty.system_path else set())), True
     env = make_environment(None, limits)
     found: dict[str, bool] = {}
     complete = True
@@ -372,11 +388,62 @@ def _variables(prompty: Prompty, values: Mapping[str, Any],
 
 def _messages(prompty: Prompty, text: str, *, values: Mapping[str, Any], marks: Mapping[str, str],
               read: Reader) -> list[Message]:
+    if prompty.form in ("template", "python"):
+        return split_roles(text)
     if prompty.version == 1:
         directory = prompty.path.rpartition("/")[0] or "."
         return split_v1(text, directory=directory, read=read)
     messages = split_v2(text, attributes=not prompty.strict_roles)
     return expand_rich_inputs(messages, marks, values, prompty.rich_inputs)
+
+
+def _engine(prompty: Prompty, name: str, loader: _RefLoader, *, limits: Limits, strict: bool,
+            seen: set[str]) -> Callable[[Mapping[str, Any]], str]:
+    """The render of one template of the generator (its body, or its system message)."""
+    source = loader.sources[name]
+    if prompty.format == "fstring":
+        fields = fstring.parse(source, source=name,
+                               first_line=prompty.key_lines.get(("template",), 1) if name == prompty.path else 1)
+
+        def render_fstring(variables: Mapping[str, Any]) -> str:
+            text = fstring.render(fields, variables, path=name, strict=strict, seen=seen)
+            if len(text) > limits.max_output_chars:
+                raise Refused(f"the rendered prompt is longer than {limits.max_output_chars} characters")
+            return text
+        return render_fstring
+    if prompty.format == "mustache":
+        return _Mustache(source, strict=strict, limits=limits, seen=seen).render
+    undefined = _strict_undefined(seen) if strict else _recording_undefined(seen)
+    env = make_environment(loader.jinja_loader, limits, undefined=undefined,
+                           keep_trailing_newline=prompty.version == 2 or prompty.form != "prompty")
+    if name == prompty.path:
+        template = _checked_template(prompty, env, loader, limits)
+    else:
+        try:
+            template = env.get_template(name)
+        except Exception as exc:  # noqa: BLE001 - every failure becomes a located problem
+            kind, problem = _classify(exc, loader=loader)
+            raise kind(problem) from None
+    return lambda variables: _stream(template, variables, limits)
+
+
+def _unmark_all(text: str) -> str:
+    return text.replace(DATA_MARK, "").strip()
+
+
+def _render_github(prompty: Prompty, values: Mapping[str, Mapping[str, Any]], limits: Limits) -> Rendered:
+    """A GitHub Models prompt file: each message's `{{name}}` replaced (github_models.py)."""
+    messages: dict[str, tuple[Message, ...]] = {}
+    for key, raw in values.items():
+        rendered = tuple({"role": role, "content": github_models.render_message(content, raw)}
+                         for role, content in prompty.messages)
+        if sum(len(m["content"]) for m in rendered) > limits.max_output_chars:
+            raise SecurityError(Problem(prompty.source, None, "the rendered prompt is longer than "
+                                        f"{limits.max_output_chars} characters (case {key})"))
+        messages[key] = rendered
+    if not prompty.messages:
+        raise InputError(Problem(prompty.source, prompty.line_of("messages"), "has no message"))
+    return Rendered(messages=messages, loaded=frozenset({prompty.path}))
 
 
 def render_values(prompty: Prompty, values: Mapping[str, Mapping[str, Any]], *, read: Reader,
@@ -388,18 +455,14 @@ def render_values(prompty: Prompty, values: Mapping[str, Mapping[str, Any]], *, 
     rendering problems are collected across ids, one line per distinct
     problem with the ids it hit.
     """
+    if prompty.form == "github":
+        return _render_github(prompty, values, limits)
     loader = _RefLoader(prompty, read, limits)
     seen: set[str] = set()
-    if prompty.format == "mustache":
-        engine: Any = _Mustache(loader.sources[prompty.path], strict=strict_undefined, limits=limits,
-                                seen=seen)
-        render = engine.render
-    else:
-        undefined = _strict_undefined(seen) if strict_undefined else _recording_undefined(seen)
-        env = make_environment(loader.jinja_loader, limits, undefined=undefined,
-                               keep_trailing_newline=prompty.version == 2)
-        template = _checked_template(prompty, env, loader, limits)
-        render = lambda variables: _stream(template, variables, limits)  # noqa: E731
+    render = _engine(prompty, prompty.path, loader, limits=limits, strict=strict_undefined, seen=seen)
+    system = (None if loader.system_name is None else
+              _engine(prompty, loader.system_name, loader, limits=limits, strict=strict_undefined,
+                      seen=seen))
 
     messages: dict[str, tuple[Message, ...]] = {}
     undefined_in: dict[str, list[str]] = {}
@@ -411,6 +474,12 @@ def render_values(prompty: Prompty, values: Mapping[str, Mapping[str, Any]], *, 
         try:
             text = render(_variables(prompty, raw, marks))
             split = _messages(prompty, text, values=raw, marks=marks, read=loader.read_cached)
+            if system is not None:
+                split = [{"role": "system", "content": _unmark_all(system(_variables(prompty, raw, marks)))},
+                         *split]
+        except fstring.MissingName as exc:
+            missing[key] = (exc.name, exc.path, exc.line)
+            continue
         except Exception as exc:  # noqa: BLE001
             name = _missing_variable(exc, seen) if strict_undefined else None
             if name is not None:
@@ -450,15 +519,21 @@ def refuse_missing(rendered: Rendered, cases: Sequence[Case], *, cases_source: s
     if not rendered.missing:
         return
     problems: list[Problem] = []
+    everywhere = len(rendered.missing) == len(cases) and len({m[0] for m in rendered.missing.values()}) == 1
     for case in cases:
         if case.id not in rendered.missing:
             continue
         name, path, line = rendered.missing[case.id]
         where = template.source if path == template.path else path
+        field = template.variables.get(name)
+        what = (f"field {field!r} (generator.variables: {name} <- {field})" if field
+                else repr(name))
+        advice = ("no case has it: map the template's name to a case field with "
+                  f"generator.variables ({name}: FIELD)" if everywhere and not field else
+                  "add it to the case; generator.strict_undefined: false renders it empty")
         problems.append(Problem(cases_source, case.line or None,
-                                f"case {case.id} has no {name!r}, which {where}"
-                                f"{f':{line}' if line else ''} reads (add it to the case; "
-                                "generator.strict_undefined: false renders it empty)"))
+                                f"case {case.id} has no {what}, which {where}"
+                                f"{f':{line}' if line else ''} reads ({advice})"))
     if len(problems) > MAX_MISSING_SHOWN:
         more = len(problems) - MAX_MISSING_SHOWN
         problems = [*problems[:MAX_MISSING_SHOWN],

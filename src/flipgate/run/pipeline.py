@@ -25,9 +25,16 @@ from flipgate.config.schema import (
     DEFAULT_CACHE_DIR,
     DEFAULT_CONFIG,
     DEFAULT_OUT_DIR,
+    FORM_GITHUB,
+    FORM_PROMPTY,
+    FORM_PYTHON,
     GITHUB_COMMENT_LIMIT,
+    HEAD_GENERATOR_KEYS,
     STATUS_PER_SUITE,
     Config,
+    EndpointConfig,
+    GeneratorOptions,
+    generator_form,
 )
 from flipgate.e2e.run import E2ERequest, e2e_wanted
 from flipgate.errors import IncompleteError, InputError, Problem
@@ -42,9 +49,10 @@ from flipgate.model import Answer, Case, Change, Conclusion, E2EReport, Report, 
 from flipgate.output.links import NO_LINKS, Links
 from flipgate.output.page import Labels
 from flipgate.output.write import write_outputs
-from flipgate.prompty import Prompty, render_isolated
+from flipgate.prompty import Inspected, Prompty, render_isolated
 from flipgate.run import shards
 from flipgate.run.refs import (
+    Detected,
     Inputs,
     Ref,
     Repo,
@@ -52,9 +60,11 @@ from flipgate.run.refs import (
     describe,
     detect_change,
     generator_path,
+    head_options,
     load_cases_for,
     load_config_at,
     load_generator,
+    refuse_unusable,
     require_generator,
     uncommitted_note,
     unused_config_notes,
@@ -158,8 +168,11 @@ def lock_generators(repo: Repo, base: Ref, head: Ref, *, config: Config,
                     base_generator: Prompty | None, head_generator: Prompty,
                     settings: Settings) -> LockedPair:
     """The endpoint lock, with the base configuration's generator endpoint and each ref's files."""
+    endpoint = config.generator_options.endpoint
+    if endpoint is None and config.generator_options.form == FORM_GITHUB:
+        endpoint = EndpointConfig(provider="github")  # a GitHub Models prompt file's own endpoint
     return lock(base_generator, head_generator, settings=settings,
-                endpoint=config.generator_options.endpoint, config_source=config.source,
+                endpoint=endpoint, config_source=config.source,
                 read_base=repo.reader(base), read_head=repo.reader(head))
 
 
@@ -245,7 +258,8 @@ class Planned:
 
 def plan_suite(git_repo: Repo, base_ref: Ref, head_ref: Ref, inputs: Inputs, *,
                changed: list[str], settings: Settings, shard: Shard | None = None,
-               with_e2e: bool = False, uncommitted: Sequence[str] = ()) -> Planned:
+               with_e2e: bool = False, uncommitted: Sequence[str] = (),
+               config_path: str = DEFAULT_CONFIG) -> Planned:
     """Detect the suite's change; when it has one, lock its endpoint and render every case
     (with `shard`, only the shard's part of the suite's cases). `uncommitted`: paths the
     working tree changes on top of the head commit, said when the generator reads them."""
@@ -256,14 +270,27 @@ def plan_suite(git_repo: Repo, base_ref: Ref, head_ref: Ref, inputs: Inputs, *,
         inputs.cases, positions = shard.select(inputs.cases)
     path = generator_path(config)
     environ = settings.environ
-    base_generator = load_generator(git_repo, base_ref, path, environ=environ)
-    head_generator = require_generator(git_repo, head_ref, path, environ=environ)
+    theirs = (head_options(git_repo, head_ref, config_path, config) if inputs.from_base
+              else config.generator_options)
+    base_generator = load_generator(git_repo, base_ref, path, environ=environ, config=config)
+    head_generator = require_generator(git_repo, head_ref, path, environ=environ, config=config,
+                                       options=theirs)
+    for generator in (base_generator, head_generator):
+        if generator is not None:
+            refuse_unusable(config, generator, all_cases)
     detected = detect_change(config=config, path=path, changed=changed,
                              base_generator=base_generator, head_generator=head_generator)
     left_out = detect_change(config=config, path=path, changed=list(uncommitted),
                              base_generator=base_generator,
                              head_generator=head_generator).relevant if uncommitted else []
     unseen = [uncommitted_note(left_out, head_ref)] if left_out else []
+    detected = _form_change(detected, config=config, config_path=config_path, theirs=theirs,
+                            base_generator=base_generator, head_generator=head_generator)
+    head_keys = [key for key in HEAD_GENERATOR_KEYS
+                 if getattr(config.generator_options, key) != getattr(theirs, key)]
+    if head_keys:
+        inputs.notes.append(f"The generator under test takes generator.{', generator.'.join(head_keys)} "
+                            f"from the pull request's {config_path}; nothing else of it is read.")
     if not detected.relevant:
         note = (f"No change to the generator ({path}), the files it includes, or a watched "
                 "path: nothing to gate, no model was called.")
@@ -288,6 +315,24 @@ def plan_suite(git_repo: Repo, base_ref: Ref, head_ref: Ref, inputs: Inputs, *,
     return Planned(inputs=inputs, path=path, notes=notes, pair=pair, prepared=prepared,
                    change=change, all_cases=all_cases, positions=positions, refs=refs,
                    sides=sides)
+
+
+def _form_change(detected: Detected, *, config: Config, config_path: str, theirs: GeneratorOptions,
+                 base_generator: Inspected | None, head_generator: Inspected) -> Detected:
+    """What counts as a change beyond changed files: the head's generator keys (a template's
+    or a constant's model, parameters, format, system, variables) count as a change of
+    `.flipgate.yml`; a Python file counts only when its constants' values differ."""
+    ours = config.generator_options
+    relevant = list(detected.relevant)
+    if any(getattr(ours, key) != getattr(theirs, key) for key in HEAD_GENERATOR_KEYS) \
+            and config_path not in relevant:
+        relevant.append(config_path)
+    if ours.form == FORM_PYTHON and base_generator is not None:
+        before, after = base_generator.prompty, head_generator.prompty
+        if (before.template, before.system) == (after.template, after.system):
+            files = {after.path, *([after.system_path] if after.system_path else [])}
+            relevant = [p for p in relevant if p not in files]
+    return dataclasses.replace(detected, relevant=relevant)
 
 
 async def check(*, repo: Path, base: str, head: str, settings: Settings,
@@ -331,7 +376,7 @@ async def check(*, repo: Path, base: str, head: str, settings: Settings,
                                 every_suite=len(loaded) == max(len(config.suites), 1))
     planned = [plan_suite(git_repo, base_ref, head_ref, inputs, changed=changed,
                           settings=settings, shard=shard, with_e2e=with_e2e,
-                          uncommitted=uncommitted)
+                          uncommitted=uncommitted, config_path=config_path)
                for inputs in loaded]
 
     async def end_to_end(one: Planned, frozen: list[Row]) -> E2EReport:
@@ -535,7 +580,9 @@ async def replay_ref(*, repo: Path, ref: str, settings: Settings,
                             with_concurrency(one_suite(trusted.config, suite), concurrency), at)
     config = inputs.config
     path = generator_path(config)
-    generator = require_generator(git_repo, at, path, environ=settings.environ).prompty
+    inspected = require_generator(git_repo, at, path, environ=settings.environ, config=config)
+    refuse_unusable(config, inspected, inputs.cases)
+    generator = inspected.prompty
     # One ref: its own configuration is the trusted one.
     pair = lock_generators(git_repo, at, at, config=config, base_generator=generator,
                            head_generator=generator, settings=settings)
@@ -591,6 +638,11 @@ def replay_sample(*, repo: Path, ref: str, settings: Settings, config_path: str 
         assert config is not None
         path = generator_path(config)
     options = config.generator_options if config is not None else None
+    form = options.form if options is not None and generator is None else generator_form(path, GeneratorOptions())
+    if form != FORM_PROMPTY:
+        raise InputError(Problem(path, None, f"replay --sample: a {form} generator has no sample of "
+                                 "its own (only a Prompty file does); run `flipgate replay` on a "
+                                 "case instead"))
     return sample_request(repo=git_repo, ref=at, path=path, environ=settings.environ,
                           endpoint=options.endpoint if options else None,
                           strict_undefined=options.strict_undefined if options else False,

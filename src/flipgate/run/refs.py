@@ -8,19 +8,29 @@ a pull request never weakens the gate that judges it.
 
 from __future__ import annotations
 
+import dataclasses
 import posixpath
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from flipgate.config.cases import empty_contexts, parse_cases, require_queries
-from flipgate.config.schema import Config, parse_config
+from flipgate.config.schema import (
+    FORM_PYTHON,
+    FORM_TEMPLATE,
+    HEAD_GENERATOR_KEYS,
+    Config,
+    GeneratorOptions,
+    parse_config,
+)
 from flipgate.errors import InputError, Problem
 from flipgate.generator.endpoint_lock import LockedPair, check_adopted_config
 from flipgate.git import repository as gitrefs
 from flipgate.git.repository import Git
 from flipgate.model import Case, Change
 from flipgate.prompty import Inspected, inspect_isolated
+from flipgate.prompty.forms import FormSpec
 from flipgate.text.escaping import short
 from flipgate.text.parsing import decode_utf8
 from flipgate.verdict import changes
@@ -206,20 +216,94 @@ def generator_path(config: Config) -> str:
     return gitrefs.safe_path(config.path_of(config.generator), source=config.source)
 
 
-def load_generator(repo: Repo, ref: Ref, path: str, *, environ: Mapping[str, str]) -> Inspected | None:
+def form_spec(config: Config, options: GeneratorOptions) -> FormSpec:
+    """How the child reads the generator: its form, format, constant and system message
+    (a repository path, checked: never outside the repository)."""
+    system = None
+    if options.system:
+        file, name = options.system, ""
+        if ".py:" in options.system:
+            file, _, name = options.system.rpartition(":")
+        system = gitrefs.safe_path(config.path_of(file), source=config.source) + (f":{name}" if name else "")
+    return FormSpec(form=options.form, format=options.format, constant=options.constant, system=system)
+
+
+def configured(inspected: Inspected, options: GeneratorOptions) -> Inspected:
+    """The generator with what `.flipgate.yml` adds: `variables` (every form) and, for a
+    template or a constant, the model and parameters under test."""
+    changes: dict[str, Any] = {"variables": dict(options.variables)}
+    if options.form in (FORM_TEMPLATE, FORM_PYTHON):
+        changes.update(configuration={"model": options.model} if options.model else {},
+                       parameters=dict(options.parameters))
+    return dataclasses.replace(inspected, prompty=dataclasses.replace(inspected.prompty, **changes))
+
+
+def load_generator(repo: Repo, ref: Ref, path: str, *, environ: Mapping[str, str],
+                   config: Config | None = None, options: GeneratorOptions | None = None) -> Inspected | None:
     """The generator at a ref (parsed, its includes found, in the isolated child), or None
-    when the ref has none (the base, before adoption). This process only reads its bytes."""
+    when the ref has none (the base, before adoption). This process only reads its bytes.
+    `options`: the generator settings this side is read with (default: `config`'s)."""
     data = repo.read(ref, path)
     if data is None:
         return None
-    return inspect_isolated(data, path=path, source=f"{path}@{ref.label}", repo=repo.path, sha=ref.sha,
-                            environ=environ)
+    return _inspect(repo, ref, path, data, environ=environ, config=config, options=options)
 
 
-def require_generator(repo: Repo, ref: Ref, path: str, *, environ: Mapping[str, str]) -> Inspected:
+def require_generator(repo: Repo, ref: Ref, path: str, *, environ: Mapping[str, str],
+                      config: Config | None = None, options: GeneratorOptions | None = None) -> Inspected:
     data = repo.read_required(ref, path)
-    return inspect_isolated(data, path=path, source=f"{path}@{ref.label}", repo=repo.path, sha=ref.sha,
-                            environ=environ)
+    return _inspect(repo, ref, path, data, environ=environ, config=config, options=options)
+
+
+def _inspect(repo: Repo, ref: Ref, path: str, data: bytes, *, environ: Mapping[str, str],
+             config: Config | None, options: GeneratorOptions | None) -> Inspected:
+    if config is None:
+        return inspect_isolated(data, path=path, source=f"{path}@{ref.label}", repo=repo.path,
+                                sha=ref.sha, environ=environ)
+    options = options or config.generator_options
+    inspected = inspect_isolated(data, path=path, source=f"{path}@{ref.label}", repo=repo.path,
+                                 sha=ref.sha, environ=environ, form=form_spec(config, options))
+    return configured(inspected, options)
+
+
+def head_options(repo: Repo, head: Ref, config_path: str, config: Config) -> GeneratorOptions:
+    """The head's generator settings: for a template or a constant, the head's `.flipgate.yml`
+    sets `generator.model`, `parameters`, `format`, `system` and `variables` (the generator
+    under test); nothing else of it is read. Every other form: the base's settings."""
+    options = config.generator_options
+    if options.form not in (FORM_TEMPLATE, FORM_PYTHON):
+        return options
+    head_config = read_config(repo, head, gitrefs.safe_path(config_path))
+    if head_config is None:
+        return options
+    head_suites = [c for c in head_config.suite_configs() if c.suite == config.suite]
+    if not head_suites:
+        return options
+    theirs = head_suites[0].generator_options
+    return dataclasses.replace(options, **{key: getattr(theirs, key) for key in HEAD_GENERATOR_KEYS})
+
+
+def refuse_unusable(config: Config, generator: Inspected, cases: Sequence[Case]) -> None:
+    """Exit 2 before any render: a `variables` entry naming a field no case has, or a
+    template that reads no field of the cases (its placeholders would be sent as they are)."""
+    fields = set().union(*(case.template_vars() for case in cases)) if cases else set()
+    prompty = generator.prompty
+    problems = [Problem(config.source, None,
+                        f"generator.variables: {name} <- {field!r}: no case has the field {field!r} "
+                        f"(the cases' fields: {', '.join(sorted(fields))})")
+                for name, field in prompty.variables.items() if cases and field not in fields]
+    if problems:
+        raise InputError(problems)
+    if generator.names is None or not cases:
+        return
+    readable = fields | set(prompty.variables)
+    if not generator.names & readable:
+        shown = ", ".join(sorted(generator.names)[:5]) or "nothing"
+        raise InputError(Problem(prompty.source, None,
+                                 f"reads no field of the cases (format {prompty.format}; it reads "
+                                 f"{shown}): its placeholders would be sent as they are. Check "
+                                 "generator.format ({name} is fstring, {{ name }} jinja, {{name}} "
+                                 "mustache) or map names with generator.variables"))
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,53 @@
+"""The generator's forms, one reader a form behind one small interface.
+
+Each reader turns a file's bytes into a `Prompty` (the one shape the rest of
+flipgate renders, locks and compares): `prompty_file` (a Prompty file),
+`github_models` (a GitHub Models `.prompt.yml`), `template_file` (a Jinja2,
+f-string or Mustache template) and `python_constant` (a string constant in a
+Python file, read with the parser). Readers run only in the sandboxed child
+(`child.py`); `names_read` says which names a generator's templates read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from flipgate.prompty.forms import github_models, prompty_file, python_constant, template_file, templates
+from flipgate.prompty.forms.spec import FileReader, FormSpec
+from flipgate.prompty.frontmatter import Prompty
+
+Read = Callable[..., Prompty]
+
+READERS: dict[str, Read] = {
+    "prompty": prompty_file.read,
+    "github": github_models.read,
+    "template": template_file.read,
+    "python": python_constant.read,
+}
+
+
+def read_generator(data: bytes, *, path: str, source: str, spec: FormSpec, read: FileReader) -> Prompty:
+    """The generator in `data`, read as its form says (`read`: files of the same ref)."""
+    return READERS[spec.form](data, path=path, source=source, spec=spec, read=read)
+
+
+@dataclass(frozen=True)
+class NamesRead:
+    """The names a generator's templates read; `known` False when they cannot all be told
+    (a Prompty file: includes, macros)."""
+
+    names: frozenset[str]
+    known: bool = True
+
+
+def names_read(prompty: Prompty) -> NamesRead:
+    if prompty.form == "github":
+        return NamesRead(github_models.placeholders(prompty))
+    if prompty.form in ("template", "python"):
+        names = templates.names(prompty)
+        return NamesRead(frozenset(), known=False) if names is None else NamesRead(names)
+    return NamesRead(frozenset(), known=False)
+
+
+__all__ = ["FileReader", "FormSpec", "NamesRead", "READERS", "names_read", "read_generator"]
