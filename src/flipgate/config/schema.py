@@ -176,11 +176,27 @@ class EndpointConfig:
 
 
 @dataclass(frozen=True)
+class CommandConfig:
+    """`generator.command`: the application's own code answers each case (base's file only)."""
+
+    command: str                      # split like a shell, never run by one
+    watch: tuple[str, ...]            # what counts as a change (required)
+    setup: str | None = None          # once a ref, in its worktree, before the command
+    env: tuple[str, ...] = ()         # the only variables it receives, with PATH, HOME, LANG
+    timeout: float = 60.0             # seconds a case
+
+
+# Variables `generator.env` may never list: the runner's tokens and the action's inputs.
+COMMAND_ENV_REFUSED = ("GITHUB_", "INPUT_", "ACTIONS_", "RUNNER_")
+
+
+@dataclass(frozen=True)
 class GeneratorOptions:
     """The mapping form of `generator:` besides its path."""
 
     endpoint: EndpointConfig | None = None
     strict_undefined: bool = True     # a case lacking a variable the template uses is bad input
+    command: CommandConfig | None = None   # the application's own code as the generator
 
 
 @dataclass(frozen=True)
@@ -338,6 +354,11 @@ _SCHEMA: dict[str, Any] = {
             "auth": _one_of(AUTHS),
         },
         "strict_undefined": _is_bool,
+        "command": _is_str,
+        "setup": _is_str,
+        "env": _is_str_list,
+        "timeout": _is_positive_number,
+        "watch": _is_str_list,
     },
     "watch": _is_str_list,
     "concurrency": _is_positive_int,
@@ -472,6 +493,11 @@ def parse_config(text: str, *, source: str = DEFAULT_CONFIG, directory: str = ".
             and endpoint_values.get("provider", "azure") != "azure":
         problem(("generator", "endpoint", "auth"),
                 "'generator.endpoint.auth' entra signs in to Azure: it needs provider azure")
+    if isinstance(generator_values, dict):
+        _check_command(generator_values, ("generator",), problem)
+    for _, suite_values, here in suites:
+        if isinstance(suite_values.get("generator"), dict):
+            _check_command(suite_values["generator"], (*here, "generator"), problem)
     second_values = judge_values.get("second_opinion")
     if isinstance(second_values, dict):
         _check_second_opinion(second_values, judge_values, problem)
@@ -547,9 +573,39 @@ def _generator_of(value: Any) -> tuple[str | None, GeneratorOptions]:
     if not isinstance(value, dict):
         return value, GeneratorOptions()
     endpoint = value.get("endpoint")
+    command = None
+    if "command" in value:
+        command = CommandConfig(command=value["command"], watch=tuple(value.get("watch") or ()),
+                                setup=value.get("setup"), env=tuple(value.get("env") or ()),
+                                timeout=float(value.get("timeout", CommandConfig.timeout)))
     return value.get("path"), GeneratorOptions(
         endpoint=EndpointConfig(**{k: str(v) for k, v in endpoint.items()}) if endpoint else None,
-        strict_undefined=value.get("strict_undefined", True))
+        strict_undefined=value.get("strict_undefined", True), command=command)
+
+
+_COMMAND_ONLY = ("setup", "env", "timeout", "watch")
+
+
+def _check_command(values: dict[Any, Any], here: tuple[str, ...],
+                   problem: Callable[[tuple[str, ...], str], None]) -> None:
+    """`generator.command` and its keys: `watch` required, no file beside it, no runner token."""
+    dotted = ".".join(here)
+    if "command" not in values:
+        for key in _COMMAND_ONLY:
+            if key in values:
+                problem((*here, key), f"'{dotted}.{key}' belongs to '{dotted}.command' (the "
+                                      "application's own code as the generator), which is not set")
+        return
+    if "path" in values:
+        problem((*here, "path"), f"'{dotted}' has both 'path' and 'command': name one generator")
+    if not values.get("watch"):
+        problem((*here, "command"), f"'{dotted}.watch' is required with 'command': the paths "
+                                    "whose change is a change of the application's answers")
+    for name in values.get("env") or ():
+        if isinstance(name, str) and name.upper().startswith(COMMAND_ENV_REFUSED):
+            problem((*here, "env"), f"'{dotted}.env' may not list {name}: the runner's tokens "
+                                    f"and inputs ({', '.join(p + '*' for p in COMMAND_ENV_REFUSED)}) "
+                                    "never reach the application's code")
 
 
 _Entry = tuple[str, dict[Any, Any], tuple[str, ...]]  # name, settings, where in the file
