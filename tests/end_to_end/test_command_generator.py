@@ -1,0 +1,132 @@
+"""The application's own code as the generator, end to end: a small real application (the
+`openai` SDK against the loopback server, its prompt built in code) changed between two
+commits of a real repository, through `flipgate run`. The gate finds the regression the
+head's code makes, and only that; a re-run on the same head asks the code nothing again."""
+
+from __future__ import annotations
+
+import json
+import sysconfig
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from flipgate.cli import cli
+
+from support.accounts import command_python
+from support.gitrepo import GitRepo
+from support.openai_server import FakeOpenAI
+
+SITE = sysconfig.get_paths()["purelib"]   # where this interpreter's openai SDK lives
+CASES = [{"id": "fee-1", "query": "What is the fee for item 1?", "context": "The fee for item 1 is $1.",
+          "category": "pricing"},
+         {"id": "fee-2", "query": "What is the fee for item 2?", "context": "The fee for item 2 is $2.",
+          "category": "pricing"},
+         {"id": "ret-1", "query": "Can I return a gift?", "context": "Gifts may be returned within 30 days.",
+          "category": "policy"},
+         {"id": "ret-2", "query": "Can I return a sale item?", "context": "Sale items may be returned within 14 days.",
+          "category": "policy"}]
+CONFIG = f"""version: 1
+cases: eval/cases.jsonl
+generator:
+  command: {command_python()} -m app.answer
+  env: [OPENAI_API_KEY, OPENAI_BASE_URL]
+  timeout: 20
+  watch: [app/**]
+judge:
+  provider: openai
+  model: judge-model
+gate:
+  blocking_categories: [pricing]
+  strict: true            # four cases: let the same judge's re-score block below the minimum
+"""
+# The application: its prompt in code, picked at run time, sent with the openai SDK.
+APP = f"""import json, sys
+sys.path.insert(0, {SITE!r})
+from openai import OpenAI
+
+GROUNDED = "Answer only from the context."
+EXTRA_CODE
+
+def messages(case):
+    system = pick(case)
+    return [{{"role": "system", "content": system}},
+            {{"role": "user", "content": "Context: " + case["context"] + "\\nQuestion: " + case["query"]}}]
+
+def main():
+    client = OpenAI()
+    for line in sys.stdin:
+        case = json.loads(line)
+        reply = client.chat.completions.create(model="gpt-4o-mini", messages=messages(case))
+        print(json.dumps({{"id": case["id"], "response": reply.choices[0].message.content}}), flush=True)
+
+main()
+"""
+BASE_APP = APP.replace("EXTRA_CODE", "def pick(case):\n    return GROUNDED\n")
+# The head's code sends pricing questions to a prompt that quotes from memory.
+HEAD_APP = APP.replace("EXTRA_CODE", "MEMORY = 'Quote the price list from memory.'\n"
+                            "def pick(case):\n    return MEMORY if 'fee' in case['query'] else GROUNDED\n")
+
+
+def generation(body: dict) -> str:
+    system = body["messages"][0]["content"]
+    context = body["messages"][-1]["content"].split("Context: ", 1)[1].split("\nQuestion:")[0]
+    return "The fee is $99." if "from memory" in system else context
+
+
+def make_repo(tmp_path: Path) -> GitRepo:
+    repo = GitRepo.create(tmp_path / "repo")
+    repo.commit({".flipgate.yml": CONFIG, "app/__init__.py": "", "app/answer.py": BASE_APP,
+                 "eval/cases.jsonl": "".join(json.dumps(c) + "\n" for c in CASES)}, message="base")
+    repo.branch("base", "HEAD")
+    repo.commit({"app/answer.py": HEAD_APP}, message="head: pricing answers from memory")
+    return repo
+
+
+def run(repo: GitRepo, tmp_path: Path) -> tuple[int, str, dict]:
+    result = CliRunner().invoke(cli, ["run", "--repo", str(repo.path), "--base", "base",
+                                      "--head", "HEAD", "--out", str(tmp_path / "out"),
+                                      "--cache", str(tmp_path / "cache")])
+    return result.exit_code, result.output, json.loads((tmp_path / "out" / "report.json").read_text())
+
+
+def test_the_gate_finds_the_regression_the_heads_code_makes_and_only_that(
+        openai_server: FakeOpenAI, tmp_path: Path) -> None:
+    openai_server.on_generation(generation)
+    repo = make_repo(tmp_path)
+
+    code, output, report = run(repo, tmp_path)
+
+    verdicts = {row["id"]: row["verdict"] for row in report["rows"]}
+    assert code == 1, output
+    assert verdicts == {"fee-1": "regression", "fee-2": "regression", "ret-1": "unchanged",
+                        "ret-2": "unchanged"}, output
+    sent = openai_server.chat_requests("generation")
+    assert len(sent) == 8   # each ref's code asked once a case
+    assert sorted(r.body["messages"][0]["content"] for r in sent).count(
+        "Quote the price list from memory.") == 2
+
+    # The same head again: every answer comes from the cache, no code runs.
+    openai_server.clear()
+    code, _, report = run(repo, tmp_path)
+    assert code == 1
+    assert openai_server.chat_requests("generation") == []
+
+    # A watched file changes: the head's code is asked again, the base's is not.
+    repo.commit({"app/answer.py": HEAD_APP + "# a comment\n"}, message="head: touch")
+    openai_server.clear()
+    code, _, _ = run(repo, tmp_path)
+    assert code == 1
+    assert len(openai_server.chat_requests("generation")) == 4
+
+
+def test_a_change_outside_watch_runs_nothing(openai_server: FakeOpenAI, tmp_path: Path) -> None:
+    repo = make_repo(tmp_path)
+    repo.branch("base2", "HEAD")
+    repo.commit({"README.md": "docs"}, message="docs only")
+    result = CliRunner().invoke(cli, ["run", "--repo", str(repo.path), "--base", "base2",
+                                      "--head", "HEAD", "--out", str(tmp_path / "out"), "--no-cache"])
+    assert result.exit_code == 0, result.output
+    assert openai_server.chat_requests() == []
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert report["conclusion"] == "skipped"
