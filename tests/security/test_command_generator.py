@@ -211,7 +211,8 @@ def test_a_case_never_answered_is_an_error_row_and_the_others_answer(tmp_path: P
             "def before(case):\n"
             "    if case['id'] == 'q1':\n"
             "        return 'SKIP'\n")
-    text = app(body).replace('    print(json.dumps(', '    if answer == "SKIP":\n        continue\n    print(json.dumps(')
+    text = app(body).replace('    print(json.dumps(',
+                             '    if answer == "SKIP":\n        continue\n    print(json.dumps(')
     text += "import time\ntime.sleep(60)\n"   # and it stays, never answering
     repo, sha = make_ref(tmp_path, {"app.py": text})
     started = time.monotonic()

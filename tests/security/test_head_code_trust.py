@@ -9,6 +9,8 @@ import pytest
 
 from flipgate.github.pinning import head_code_refusal
 
+from support.action_harness import PR, Harness, RecordingCheck
+
 HEAD, OTHER = "a" * 40, "b" * 40
 
 
@@ -37,3 +39,55 @@ def test_the_refusals_say_why() -> None:
     moved = head_code_refusal(event_name="issue_comment", fork=True, pinned=HEAD, head_sha=HEAD,
                               head_now=OTHER)
     assert moved is not None and "aaaaaaaaaaaa" in moved and "bbbbbbbbbbbb" in moved
+
+
+# -- through the action: a fork's head under pull_request_target -------------------------------
+
+COMMAND_CONFIG = """version: 1
+cases: eval/cases.jsonl
+generator:
+  command: python -m app.answer
+  watch: [app/**]
+judge:
+  provider: offline
+"""
+
+
+def command_pull(harness: Harness) -> str:
+    base = harness.repo.commit({".flipgate.yml": COMMAND_CONFIG, "app/answer.py": "v1\n",
+                                "eval/cases.jsonl": '{"id": "a", "query": "q", "context": "c"}\n'},
+                               message="base: the app answers")
+    head = harness.repo.commit({"app/answer.py": "import os  # reads the secrets\n"},
+                               message="fork: evil head")
+    harness.server.add_pull(PR, base_sha=base, head_sha=head, fork=True)
+    harness.pull_event(event_name="pull_request_target", fork=True, base=base, head=head)
+    harness.head = head
+    return head
+
+
+def test_a_forks_head_under_pull_request_target_with_no_pin_runs_nothing(
+        harness: Harness, check: RecordingCheck) -> None:
+    head = command_pull(harness)
+    code = harness.run(check, **{"INPUT_FORK-POLICY": "run"})
+    assert code == 3
+    assert check.calls == []   # nothing started: no code, no model
+    status = harness.final_status(head)
+    assert status["state"] == "error" and "not run" in status["description"]
+    comment = harness.own_comments()[-1]["body"]
+    assert "did not run this pull request's code" in comment and "/flipgate run" in comment
+
+
+def test_a_forks_head_pinned_by_a_maintainer_runs(harness: Harness, check: RecordingCheck) -> None:
+    head = command_pull(harness)
+    harness.comment_event(f"/flipgate run {head}")
+    assert harness.run(check, **{"INPUT_FORK-POLICY": "run"}) == 0
+    assert [call["head"] for call in check.calls] == [head]
+
+
+def test_a_same_repository_head_runs_without_a_pin(harness: Harness, check: RecordingCheck) -> None:
+    head = command_pull(harness)
+    harness.server.add_pull(PR, base_sha=harness.repo.git("rev-parse", "HEAD~1"), head_sha=head)
+    harness.pull_event(event_name="pull_request_target", fork=False,
+                       base=harness.repo.git("rev-parse", "HEAD~1"), head=head)
+    assert harness.run(check) == 0
+    assert [call["head"] for call in check.calls] == [head]

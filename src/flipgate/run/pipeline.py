@@ -21,12 +21,12 @@ from typing import TYPE_CHECKING, Any
 
 from flipgate.config.schema import (
     AUTH_ENTRA,
-    CommandConfig,
     DEFAULT_CACHE_DIR,
     DEFAULT_CONFIG,
     DEFAULT_OUT_DIR,
     GITHUB_COMMENT_LIMIT,
     STATUS_PER_SUITE,
+    CommandConfig,
     Config,
 )
 from flipgate.e2e.run import E2ERequest, e2e_wanted
