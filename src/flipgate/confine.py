@@ -8,12 +8,15 @@ code as the generator (`generator/command.py`).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ctypes
 import os
 import signal
 import sys
-from collections.abc import AsyncIterator
+import threading
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from types import FrameType
 
 # The account the command runs as when flipgate runs as root (the action's container):
 # "nobody", which can read no process of flipgate's, nor any file only root may read.
@@ -49,13 +52,57 @@ def give_to(path: Path, uid: int) -> None:
             os.chown(os.path.join(root, name), uid, uid, follow_symlinks=False)
 
 
+# The process groups of commands still running: what a signal to flipgate must end.
+_LIVE_GROUPS: set[int] = set()
+
+
+def track(process: asyncio.subprocess.Process) -> None:
+    """Remember a command started in a session of its own, until `kill_group` ends it."""
+    _LIVE_GROUPS.add(process.pid)
+
+
+def _kill(group: int) -> None:
+    try:
+        os.killpg(group, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
 def kill_group(process: asyncio.subprocess.Process) -> None:
     """SIGKILL the command's process group (it was started in a session of its own), so
     what it left running behind it ends with it."""
+    _LIVE_GROUPS.discard(process.pid)
+    _kill(process.pid)
+
+
+def end_all_groups() -> None:
+    """Kill every command group still running: flipgate is being stopped (SIGTERM), and a
+    command in a session of its own would not hear of it."""
+    for group in list(_LIVE_GROUPS):
+        _kill(group)
+    _LIVE_GROUPS.clear()
+
+
+@contextlib.contextmanager
+def groups_end_on_sigterm() -> Iterator[None]:
+    """While inside, a SIGTERM that would end this process at once (no handler of its own:
+    `flipgate run` in a terminal or CI) first ends the commands' groups. A handler already
+    installed (the action's cancellation) stands; it calls `end_all_groups` itself."""
+    if (threading.current_thread() is not threading.main_thread()
+            or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL):
+        yield
+        return
+
+    def handle(signum: int, frame: FrameType | None) -> None:
+        end_all_groups()
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    signal.signal(signal.SIGTERM, handle)
     try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 async def chunks(stream: asyncio.StreamReader) -> AsyncIterator[bytes]:

@@ -324,3 +324,46 @@ def test_every_case_field_reaches_the_command(tmp_path: Path) -> None:
     assert json.loads(outcome.answers["x"].response) == {
         "id": "x", "query": "Q", "context": "C", "category": "policy", "ground_truth": "G",
         "lang": "fr"}
+
+
+# -- flipgate stopped while the code runs --------------------------------------------------
+
+def test_sigterm_to_flipgate_ends_the_commands_group(tmp_path: Path) -> None:
+    """`flipgate run` in a terminal or CI, stopped (SIGTERM) while the head's code is running:
+    the code and the child it forked end too, though they run in a session of their own."""
+    import shutil
+    import signal
+    import subprocess
+    import sys
+
+    shared = shared_directory()
+    try:
+        body = ("import subprocess\n"
+                "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
+                f"open({str(shared / 'pids')!r}, 'w').write(f'{{os.getpid()}} {{child.pid}}')\n"
+                "import time\ntime.sleep(60)\n")
+        repo = GitRepo.create(tmp_path / "repo")
+        repo.commit({".flipgate.yml": "version: 1\ncases: cases.jsonl\ngenerator:\n"
+                                      f"  command: {PYTHON} app.py\n  watch: [app.py]\n",
+                     "cases.jsonl": '{"id": "a", "query": "q", "context": "c"}\n',
+                     "app.py": app("")}, message="base")
+        repo.branch("base", "HEAD")
+        repo.commit({"app.py": app(body)}, message="head")
+        flipgate = shutil.which("flipgate", path=str(Path(sys.executable).parent))
+        assert flipgate
+        process = subprocess.Popen([flipgate, "run", "--repo", str(repo.path), "--base", "base",
+                                    "--head", "HEAD", "--out", str(tmp_path / "out"), "--no-cache"],
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 30
+        while not (shared / "pids").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.1)
+        pids = [int(p) for p in (shared / "pids").read_text().split()]
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=10)
+        deadline = time.monotonic() + 3
+        while time.monotonic() < deadline and any(_alive(pid) for pid in pids):
+            time.sleep(0.05)
+        assert not any(_alive(pid) for pid in pids)
+    finally:
+        remove(shared)

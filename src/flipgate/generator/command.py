@@ -25,7 +25,16 @@ from pathlib import Path
 from typing import Any
 
 from flipgate.config.schema import COMMAND_ENV_REFUSED, CommandConfig
-from flipgate.confine import chunks, command_account, give_to, hide_this_process, kill_group, reap
+from flipgate.confine import (
+    chunks,
+    command_account,
+    give_to,
+    groups_end_on_sigterm,
+    hide_this_process,
+    kill_group,
+    reap,
+    track,
+)
 from flipgate.errors import InputError, Problem
 from flipgate.git import repository as gitrefs
 from flipgate.git.repository import Git
@@ -151,8 +160,8 @@ async def answer_ref(cases: Sequence[Case], *, spec: CommandSpec, repo: Path, sh
     """Every case's answer from the code of commit `sha`, run in an export of it that is
     removed after. `run_as`: the uid; by default "nobody" when this process is root."""
     account = command_account() if run_as == -1 else run_as
-    with tempfile.TemporaryDirectory(prefix="flipgate-command-",
-                                     ignore_cleanup_errors=True) as scratch:
+    with groups_end_on_sigterm(), tempfile.TemporaryDirectory(
+            prefix="flipgate-command-", ignore_cleanup_errors=True) as scratch:
         root = Path(scratch)
         work = gitrefs.export_tree(repo, sha, root / "tree", git=git)
         home = root / "home"
@@ -183,13 +192,15 @@ class _Runner:
 
     async def _start(self, argv: Sequence[str], *, stdin: int | None,
                      stderr: int) -> asyncio.subprocess.Process:
-        return await asyncio.create_subprocess_exec(
+        process = await asyncio.create_subprocess_exec(
             *argv, cwd=self.cwd, env=dict(self.env), stdin=stdin,
             stdout=asyncio.subprocess.PIPE, stderr=stderr,
             start_new_session=True,   # its own group: one kill ends all of it
             user=self.run_as, group=self.run_as,
             extra_groups=[] if self.run_as is not None else None,
             limit=self.spec.max_line_bytes + 2)
+        track(process)
+        return process
 
     def _show(self, raw: bytes) -> None:
         text = raw.decode("utf-8", "replace").rstrip("\r")
