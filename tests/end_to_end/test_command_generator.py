@@ -130,3 +130,39 @@ def test_a_change_outside_watch_runs_nothing(openai_server: FakeOpenAI, tmp_path
     assert openai_server.chat_requests() == []
     report = json.loads((tmp_path / "out" / "report.json").read_text())
     assert report["conclusion"] == "skipped"
+
+
+def test_init_command_writes_a_config_that_runs_the_apps_code(
+        openai_server: FakeOpenAI, tmp_path: Path) -> None:
+    """`flipgate init --command` on a repository whose prompt is in code: the config names
+    the command, what it watches and how it installs; the workflow passes actionlint's shape;
+    and `flipgate run` on it gates a change of the app."""
+    import yaml
+
+    openai_server.on_generation(generation)
+    repo = GitRepo.create(tmp_path / "repo")
+    repo.commit({"app/__init__.py": "", "app/answer.py": BASE_APP, "requirements.txt": "openai\n"},
+                message="the app")
+    result = CliRunner().invoke(cli, ["init", "--repo", str(repo.path),
+                                      "--command", f"{command_python()} -m app.answer"])
+    assert result.exit_code == 0, result.output
+    config = yaml.safe_load((repo.path / ".flipgate.yml").read_text())
+    assert config["generator"] == {"command": f"{command_python()} -m app.answer",
+                                   "setup": "python -m pip install --user -q -r requirements.txt",
+                                   "env": ["OPENAI_API_KEY"], "timeout": 60,
+                                   "watch": ["app/**", "requirements.txt"]}
+    workflow = yaml.safe_load((repo.path / ".github/workflows/flipgate.yml").read_text())
+    assert any(step.get("id") == "flipgate" for step in workflow["jobs"]["flipgate"]["steps"])
+
+    # No network here: the test installs nothing, and the app reaches the loopback server.
+    text = (repo.path / ".flipgate.yml").read_text()
+    text = text.replace('  setup: "python -m pip install --user -q -r requirements.txt"', "")
+    text = text.replace("env: [OPENAI_API_KEY]", "env: [OPENAI_API_KEY, OPENAI_BASE_URL]")
+    text = text.replace("provider: openai", "provider: offline")
+    repo.commit({".flipgate.yml": text, "eval/cases.jsonl": "".join(json.dumps(c) + "\n" for c in CASES)},
+                message="flipgate")
+    repo.branch("base", "HEAD")
+    repo.commit({"app/answer.py": HEAD_APP}, message="head")
+    code, output, report = run(repo, tmp_path)
+    assert report["conclusion"] != "skipped", output
+    assert len(openai_server.chat_requests("generation")) == 8
