@@ -52,9 +52,10 @@ def make_ref(tmp_path: Path, files: dict[str, str]) -> tuple[GitRepo, str]:
 
 def spec(*, timeout: float = 5, setup: tuple[str, ...] | None = None, setup_timeout: float = 5,
          env: dict[str, str] | None = None, concurrency: int = 2,
-         max_line_bytes: int = 1024 * 1024) -> CommandSpec:
+         max_line_bytes: int = 1024 * 1024, startup_timeout: float = 5) -> CommandSpec:
     return CommandSpec(argv=(PYTHON, "app.py"), setup=setup, timeout=timeout,
                        setup_timeout=setup_timeout, concurrency=concurrency,
+                       startup_timeout=startup_timeout,
                        env={"PATH": os.environ["PATH"], **(env or {})},
                        max_line_bytes=max_line_bytes)
 
@@ -220,6 +221,24 @@ def test_a_case_never_answered_is_an_error_row_and_the_others_answer(tmp_path: P
     assert time.monotonic() - started < 5
     assert outcome.errors == {"q1": "no answer within 0.5 s"}
     assert sorted(outcome.answers) == ["q0", "q2"]
+
+
+def test_a_command_that_never_answers_anything_stops_at_its_start_bound(tmp_path: Path) -> None:
+    repo, sha = make_ref(tmp_path, {"app.py": "import sys, time\nsys.stdin.readline()\ntime.sleep(60)\n"})
+    started = time.monotonic()
+    outcome = run(repo, sha, spec(timeout=0.3, startup_timeout=0.4))
+    assert time.monotonic() - started < 5
+    assert not outcome.answers
+    assert set(outcome.errors.values()) == {
+        "no answer within 0.7 s (the command's first answer, its start included)"}
+
+
+def test_a_slow_start_does_not_count_against_the_first_cases(tmp_path: Path) -> None:
+    """Importing a model SDK may take longer than a case's `timeout`: the first answer
+    has `startup_timeout` more, and every case still gets its whole `timeout` after it."""
+    repo, sha = make_ref(tmp_path, {"app.py": "import time\ntime.sleep(0.8)\n" + app("")})
+    outcome = run(repo, sha, spec(timeout=0.5, startup_timeout=3))
+    assert sorted(outcome.answers) == ["q0", "q1", "q2"] and not outcome.errors
 
 
 def test_a_setup_that_never_ends_stops_at_its_bound_and_nothing_runs(tmp_path: Path) -> None:

@@ -44,6 +44,7 @@ from flipgate.verdict.changes import ChangeScope, relevant_paths
 
 MAX_LINE_BYTES = 4 * 1024 * 1024   # one line of the command's stdout (one answer)
 SETUP_SECONDS = 1800.0             # the bound of `setup` (an install may take a while)
+STARTUP_SECONDS = 60.0             # more time for the first answer: the application's start
 LOG_LINE_CHARS = 300               # what the log shows of one stderr line
 LOG_LINES = 200                    # stderr lines shown a ref; the rest are counted
 EXIT_GRACE_SECONDS = 1.0           # for the exit status and last words of a command that stopped
@@ -62,6 +63,7 @@ class CommandSpec:
     timeout: float                       # seconds a case
     setup: tuple[str, ...] | None = None
     setup_timeout: float = SETUP_SECONDS
+    startup_timeout: float = STARTUP_SECONDS   # added to the first answer's `timeout`
     concurrency: int = 4                 # cases outstanding at once
     max_line_bytes: int = MAX_LINE_BYTES
 
@@ -301,7 +303,10 @@ class _Conversation:
         self.spec = spec
         self.process = process
         self.outcome = Outcome()
-        self.outstanding: dict[str, asyncio.TimerHandle] = {}
+        # A case's clock starts when it is written, or at the first answer for the cases
+        # written before it (the application's start has its own bound, `startup_timeout`).
+        self.outstanding: dict[str, asyncio.TimerHandle | None] = {}
+        self.started = False
         self.expired: set[str] = set()
         self.slots = asyncio.Semaphore(max(1, spec.concurrency))
         self.done = asyncio.Event()
@@ -317,9 +322,10 @@ class _Conversation:
 
     def _settle(self, case_id: str, *, answer: Answer | None = None,
                 error: str | None = None) -> None:
-        timer = self.outstanding.pop(case_id, None)
-        if timer is not None:
-            timer.cancel()
+        if case_id in self.outstanding:
+            timer = self.outstanding.pop(case_id)
+            if timer is not None:
+                timer.cancel()
             self.slots.release()
         if answer is not None:
             self.outcome.answers[case_id] = answer
@@ -332,6 +338,19 @@ class _Conversation:
         if case_id in self.outstanding:
             self.expired.add(case_id)
             self._settle(case_id, error=f"no answer within {self.spec.timeout:g} s")
+
+    def _start_clocks(self) -> None:
+        """The first answer: the application is up, and every case waiting gets `timeout`."""
+        self.started = True
+        loop = asyncio.get_running_loop()
+        for case_id, timer in self.outstanding.items():
+            if timer is None:
+                self.outstanding[case_id] = loop.call_later(self.spec.timeout, self._expire, case_id)
+
+    def _never_started(self) -> None:
+        if not self.started:
+            self.fail_rest(f"no answer within {self.spec.startup_timeout + self.spec.timeout:g} s "
+                           "(the command's first answer, its start included)")
 
     def fail_rest(self, reason: str) -> None:
         for case in self.cases:
@@ -347,7 +366,8 @@ class _Conversation:
                 await self.slots.acquire()
                 if self.done.is_set():
                     return
-                self.outstanding[case.id] = loop.call_later(self.spec.timeout, self._expire, case.id)
+                self.outstanding[case.id] = (loop.call_later(self.spec.timeout, self._expire, case.id)
+                                             if self.started else None)
                 stdin.write(case_line(case))
                 await stdin.drain()
             stdin.close()
@@ -387,6 +407,8 @@ class _Conversation:
         if not isinstance(case_id, str):
             self._fatal(f"printed a line without a string \"id\": {inert(_text(line))}")
             return
+        if not self.started:
+            self._start_clocks()
         if case_id in self.expired:
             return   # late: the case is already an error, and stays one
         if case_id in self.outcome.answers:
@@ -413,14 +435,18 @@ class _Conversation:
         writer = asyncio.ensure_future(self._write())
         reader = asyncio.ensure_future(self._read())
         done = asyncio.ensure_future(self.done.wait())
+        startup = asyncio.get_running_loop().call_later(
+            self.spec.startup_timeout + self.spec.timeout, self._never_started)
         try:
             await asyncio.wait([reader, done], return_when=asyncio.FIRST_COMPLETED)
         finally:
+            startup.cancel()
             for task in (writer, reader, done):
                 task.cancel()
             await asyncio.gather(writer, reader, done, return_exceptions=True)
             for timer in self.outstanding.values():
-                timer.cancel()
+                if timer is not None:
+                    timer.cancel()
 
 
 def _refuse(value: str) -> None:

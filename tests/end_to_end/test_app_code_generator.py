@@ -34,8 +34,7 @@ generator:
   timeout: 20
   watch: [app/**]
 judge:
-  provider: openai
-  model: judge-model
+  provider: offline
 gate:
   blocking_categories: [pricing]
   strict: true            # four cases: let the same judge's re-score block below the minimum
@@ -66,6 +65,14 @@ BASE_APP = APP.replace("EXTRA_CODE", "def pick(case):\n    return GROUNDED\n")
 # The head's code sends pricing questions to a prompt that quotes from memory.
 HEAD_APP = APP.replace("EXTRA_CODE", "MEMORY = 'Quote the price list from memory.'\n"
                             "def pick(case):\n    return MEMORY if 'fee' in case['query'] else GROUNDED\n")
+
+
+# An application without a model SDK, which starts at once: it answers with the context.
+PLAIN_APP = """import json, sys
+for line in sys.stdin:
+    case = json.loads(line)
+    print(json.dumps({"id": case["id"], "response": case["context"]}), flush=True)
+"""
 
 
 def generation(body: dict) -> str:
@@ -141,7 +148,7 @@ def test_init_command_writes_a_config_that_runs_the_apps_code(
 
     openai_server.on_generation(generation)
     repo = GitRepo.create(tmp_path / "repo")
-    repo.commit({"app/__init__.py": "", "app/answer.py": BASE_APP, "requirements.txt": "openai\n"},
+    repo.commit({"app/__init__.py": "", "app/answer.py": PLAIN_APP, "requirements.txt": "openai\n"},
                 message="the app")
     result = CliRunner().invoke(cli, ["init", "--repo", str(repo.path),
                                       "--command", f"{command_python()} -m app.answer"])
@@ -154,15 +161,42 @@ def test_init_command_writes_a_config_that_runs_the_apps_code(
     workflow = yaml.safe_load((repo.path / ".github/workflows/flipgate.yml").read_text())
     assert any(step.get("id") == "flipgate" for step in workflow["jobs"]["flipgate"]["steps"])
 
-    # No network here: the test installs nothing, and the app reaches the loopback server.
+    # No network here: the test installs nothing (setup goes), and judges offline.
     text = (repo.path / ".flipgate.yml").read_text()
     text = text.replace('  setup: "python -m pip install --user -q -r requirements.txt"', "")
-    text = text.replace("env: [OPENAI_API_KEY]", "env: [OPENAI_API_KEY, OPENAI_BASE_URL]")
-    text = text.replace("provider: openai", "provider: offline")
+    text = text.replace("provider: openai", "provider: offline").replace("strict: false", "strict: true")
+    text = text.replace("blocking_categories: [general]", "blocking_categories: [pricing, policy]")
     repo.commit({".flipgate.yml": text, "eval/cases.jsonl": "".join(json.dumps(c) + "\n" for c in CASES)},
                 message="flipgate")
     repo.branch("base", "HEAD")
-    repo.commit({"app/answer.py": HEAD_APP}, message="head")
+    repo.commit({"app/answer.py": PLAIN_APP.replace('case["context"]', '"The fee is $99."')},
+                message="head: answers from memory")
     code, output, report = run(repo, tmp_path)
-    assert report["conclusion"] != "skipped", output
-    assert len(openai_server.chat_requests("generation")) == 8
+    assert code == 1, output
+    assert {row["verdict"] for row in report["rows"]} == {"regression"}
+
+
+def test_a_case_the_heads_code_never_answers_is_an_error_row_and_exit_3(
+        openai_server: FakeOpenAI, tmp_path: Path) -> None:
+    repo = GitRepo.create(tmp_path / "repo")
+    repo.commit({".flipgate.yml": CONFIG.replace("timeout: 20", "timeout: 1"), "app/__init__.py": "",
+                 "app/answer.py": PLAIN_APP,
+                 "eval/cases.jsonl": "".join(json.dumps(c) + "\n" for c in CASES)}, message="base")
+    repo.branch("base", "HEAD")
+    hangs = PLAIN_APP.replace('    case = json.loads(line)\n',
+                              '    case = json.loads(line)\n'
+                              '    if case["id"] == "ret-2":\n'
+                              '        continue\n')
+    assert hangs != PLAIN_APP
+    hangs += "import time\ntime.sleep(60)\n"   # stays, never answering ret-2
+    repo.commit({"app/answer.py": hangs}, message="head: never answers ret-2")
+
+    code, output, report = run(repo, tmp_path)
+
+    assert code == 3, output
+    rows = {row["id"]: row for row in report["rows"]}
+    assert rows["ret-2"]["verdict"] == "error"
+    assert any("no answer within 1 s" in error for error in rows["ret-2"]["errors"]), rows["ret-2"]
+    assert {rows[i]["verdict"] for i in ("fee-1", "fee-2", "ret-1")} == {"unchanged"}
+    comment = (tmp_path / "out" / "comment.md").read_text()
+    assert "no answer within 1 s" in comment
