@@ -200,3 +200,15 @@ def test_a_case_the_heads_code_never_answers_is_an_error_row_and_exit_3(
     assert {rows[i]["verdict"] for i in ("fee-1", "fee-2", "ret-1")} == {"unchanged"}
     comment = (tmp_path / "out" / "comment.md").read_text()
     assert "no answer within 1 s" in comment
+
+
+def test_replay_of_one_ref_asks_its_own_code(tmp_path: Path) -> None:
+    repo = GitRepo.create(tmp_path / "repo")
+    repo.commit({".flipgate.yml": CONFIG, "app/__init__.py": "", "app/answer.py": PLAIN_APP,
+                 "eval/cases.jsonl": "".join(json.dumps(c) + "\n" for c in CASES)}, message="base")
+    out = tmp_path / "answers.jsonl"
+    result = CliRunner().invoke(cli, ["replay", "--repo", str(repo.path), "--ref", "HEAD",
+                                      "--out", str(out), "--no-cache"])
+    assert result.exit_code == 0, result.output
+    answers = [json.loads(line) for line in out.read_text().splitlines()]
+    assert answers == [{"id": c["id"], "response": c["context"]} for c in CASES]

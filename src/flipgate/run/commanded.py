@@ -12,10 +12,11 @@ import sys
 from collections.abc import Mapping, Sequence
 
 from flipgate.config.schema import CommandConfig, Config
+from flipgate.errors import IncompleteError
 from flipgate.generator.command import Log, Outcome, answer_cases, code_identity, make_spec
 from flipgate.judges import Judges
 from flipgate.llm.runtime import Runtime
-from flipgate.model import Case, Evidence, Row, Score
+from flipgate.model import Answer, Case, Evidence, Row, Score
 from flipgate.run.refs import Ref, Repo
 from flipgate.run.scoring import Scored, score_rows
 from flipgate.settings import Settings
@@ -60,6 +61,24 @@ async def replay_and_score(*, repo: Repo, refs: Mapping[str, Ref], config: Confi
                                                  mode=judge.mode)
             for case in cases]
     return Scored(rows=rows, fluency=scored.fluency)
+
+
+async def answer_one_ref(*, repo: Repo, ref: Ref, config: Config, command: CommandConfig,
+                         cases: Sequence[Case], runtime: Runtime, settings: Settings,
+                         log: Log = log_to_stderr) -> dict[str, Answer]:
+    """`flipgate replay` of a ref whose generator is its own code: every case's answer, or
+    the run stops (exit 3) naming the first case it could not answer."""
+    spec = make_spec(command, source=config.source, environ=settings.environ,
+                     concurrency=config.concurrency)
+    identity = await asyncio.to_thread(code_identity, repo=repo.path, sha=ref.sha, git=repo.git,
+                                       config=command, directory=config.directory)
+    outcome = await answer_cases(cases, spec=spec, repo=repo.path, sha=ref.sha, git=repo.git,
+                                 identity=identity, cache=runtime.cache, log=log)
+    for case in cases:
+        if case.id in outcome.errors:
+            raise IncompleteError(f"the application's code gave no answer for case "
+                                  f"'{case.id}': {outcome.errors[case.id]}")
+    return {case.id: outcome.answers[case.id] for case in cases}
 
 
 def unanswered_row(case: Case, outcomes: Mapping[str, Outcome], *, config: Config,

@@ -549,6 +549,15 @@ async def replay_ref(*, repo: Path, ref: str, settings: Settings,
     inputs = load_cases_for(git_repo, trusted,
                             with_concurrency(one_suite(trusted.config, suite), concurrency), at)
     config = inputs.config
+    if config.generator_options.command is not None:
+        runtime = wiring.runtime(config, cache_dir=cache_dir, progress=progress,
+                                 cache_key=cache_key_for(settings, repo=repo, cache_dir=cache_dir))
+        answers = await commanded.answer_one_ref(repo=git_repo, ref=at, config=config,
+                                                 command=config.generator_options.command,
+                                                 cases=inputs.cases, runtime=runtime,
+                                                 settings=settings)
+        return ReplayResult(cases=inputs.cases, answers=answers, usage=runtime.usage_report(),
+                            cache=runtime.cache_stats())
     path = generator_path(config)
     generator = require_generator(git_repo, at, path, environ=settings.environ).prompty
     # One ref: its own configuration is the trusted one.
