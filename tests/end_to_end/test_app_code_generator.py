@@ -212,3 +212,5 @@ def test_replay_of_one_ref_asks_its_own_code(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     answers = [json.loads(line) for line in out.read_text().splitlines()]
     assert answers == [{"id": c["id"], "response": c["context"]} for c in CASES]
+    assert "- Files compared: app/answer.py" in comment
+    assert "- Model:" not in comment   # the app's model is its own business

@@ -299,7 +299,7 @@ def _plan_command(git_repo: Repo, base_ref: Ref, head_ref: Ref, inputs: Inputs, 
                                  "merge .flipgate.yml first"))
     scope = changes.ChangeScope(generator="", watch=command.watch, watch_root=config.directory)
     relevant = changes.relevant_paths(changed, scope)
-    path = f"command `{command.command}`"
+    path = f"{command.command} (the application's own code, generator.command)"
     if not relevant:
         return Planned(inputs=inputs, path=path, all_cases=all_cases, positions=positions,
                        notes=[f"No change to a path generator.watch names ({', '.join(command.watch)}): "
