@@ -386,3 +386,54 @@ def test_sigterm_to_flipgate_ends_the_commands_group(tmp_path: Path) -> None:
         assert not any(_alive(pid) for pid in pids)
     finally:
         remove(shared)
+
+
+SNOOP = r"""import json, os, sys
+secret = open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "needle")).read()[::-1]
+found = []
+def look(pid):
+    for name in ("environ", "cmdline", "mem"):
+        try:
+            with open(f"/proc/{pid}/{name}", "rb") as f:
+                data = f.read(1 << 20) if name != "mem" else b"opened"
+        except OSError:
+            continue
+        if name == "mem" or secret.encode() in data:
+            found.append(f"{pid}/{name}")
+pid = os.getppid()
+while pid > 1:
+    look(pid)
+    pid = int(open(f"/proc/{pid}/status").read().split("PPid:")[1].split()[0])
+for entry in os.listdir("/proc"):
+    if entry.isdigit() and int(entry) != os.getpid():
+        look(entry)
+leaked = [k for k in os.environ if os.environ[k] == secret]
+answer = "FOUND " + " ".join(sorted(set(found + leaked))) if found or leaked else "CLEAN"
+for line in sys.stdin:
+    print(json.dumps({"id": json.loads(line)["id"], "response": answer}), flush=True)
+"""
+
+
+def test_a_heads_code_cannot_read_the_judges_key_from_flipgates_process(tmp_path: Path) -> None:
+    """flipgate runs as a real process with the judge's key and a GitHub token in its
+    initial environment; the head's code walks up its parents and every /proc entry."""
+    import shutil
+    import subprocess
+    import sys
+
+    secret = "sk-flipgate-judge-" + "7f3a9c" * 3
+    repo = GitRepo.create(tmp_path / "repo")
+    repo.commit({".flipgate.yml": "version: 1\ncases: cases.jsonl\ngenerator:\n"
+                                  f"  command: {PYTHON} app.py\n  watch: [app.py]\n",
+                 "cases.jsonl": '{"id": "a", "query": "q", "context": "CLEAN"}\n',
+                 "needle": secret[::-1], "app.py": app("")}, message="base")
+    repo.branch("base", "HEAD")
+    repo.commit({"app.py": SNOOP}, message="head")
+    flipgate = shutil.which("flipgate", path=str(Path(sys.executable).parent))
+    assert flipgate
+    env = {**os.environ, "OPENAI_API_KEY": secret, "GITHUB_TOKEN": secret}
+    subprocess.run([flipgate, "run", "--repo", str(repo.path), "--base", "base", "--head", "HEAD",
+                    "--out", str(tmp_path / "out"), "--no-cache"], env=env, capture_output=True,
+                   timeout=60, check=False)
+    answers = [json.loads(line) for line in (tmp_path / "out" / "answers.jsonl").read_text().splitlines()]
+    assert [answer["candidate"] for answer in answers] == ["CLEAN"]
