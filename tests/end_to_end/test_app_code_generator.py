@@ -200,6 +200,8 @@ def test_a_case_the_heads_code_never_answers_is_an_error_row_and_exit_3(
     assert {rows[i]["verdict"] for i in ("fee-1", "fee-2", "ret-1")} == {"unchanged"}
     comment = (tmp_path / "out" / "comment.md").read_text()
     assert "no answer within 1 s" in comment
+    assert "- Files compared: app/answer.py" in comment
+    assert "- Model:" not in comment   # the app's model is its own business
 
 
 def test_replay_of_one_ref_asks_its_own_code(tmp_path: Path) -> None:
@@ -212,5 +214,3 @@ def test_replay_of_one_ref_asks_its_own_code(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     answers = [json.loads(line) for line in out.read_text().splitlines()]
     assert answers == [{"id": c["id"], "response": c["context"]} for c in CASES]
-    assert "- Files compared: app/answer.py" in comment
-    assert "- Model:" not in comment   # the app's model is its own business
