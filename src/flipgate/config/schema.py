@@ -187,6 +187,21 @@ HEAD_GENERATOR_KEYS = ("model", "parameters", "format", "system", "variables")
 
 
 @dataclass(frozen=True)
+class CommandConfig:
+    """`generator.command`: the application's own code answers each case (base's file only)."""
+
+    command: str                      # split like a shell, never run by one
+    watch: tuple[str, ...]            # what counts as a change (required)
+    setup: str | None = None          # once a ref, in its worktree, before the command
+    env: tuple[str, ...] = ()         # the only variables it receives, with PATH, HOME, LANG
+    timeout: float = 60.0             # seconds a case
+
+
+# Variables `generator.env` may never list: the runner's tokens and the action's inputs.
+COMMAND_ENV_REFUSED = ("GITHUB_", "INPUT_", "ACTIONS_", "RUNNER_")
+
+
+@dataclass(frozen=True)
 class GeneratorOptions:
     """The mapping form of `generator:` besides its path."""
 
@@ -199,6 +214,7 @@ class GeneratorOptions:
     model: str | None = None          # template, python: the model under test
     parameters: dict[str, Any] = field(default_factory=dict)
     variables: tuple[tuple[str, str], ...] = ()   # template name <- case field
+    command: CommandConfig | None = None   # the application's own code as the generator
 
 
 @dataclass(frozen=True)
@@ -367,6 +383,11 @@ _SCHEMA: dict[str, Any] = {
             "auth": _one_of(AUTHS),
         },
         "strict_undefined": _is_bool,
+        "command": _is_str,
+        "setup": _is_str,
+        "env": _is_str_list,
+        "timeout": _is_positive_number,
+        "watch": _is_str_list,
     },
     "watch": _is_str_list,
     "concurrency": _is_positive_int,
@@ -505,6 +526,11 @@ def parse_config(text: str, *, source: str = DEFAULT_CONFIG, directory: str = ".
             and endpoint_values.get("provider", "azure") != "azure":
         problem(("generator", "endpoint", "auth"),
                 "'generator.endpoint.auth' entra signs in to Azure: it needs provider azure")
+    if isinstance(generator_values, dict):
+        _check_command(generator_values, ("generator",), problem)
+    for _, suite_values, here in suites:
+        if isinstance(suite_values.get("generator"), dict):
+            _check_command(suite_values["generator"], (*here, "generator"), problem)
     second_values = judge_values.get("second_opinion")
     if isinstance(second_values, dict):
         _check_second_opinion(second_values, judge_values, problem)
@@ -609,6 +635,11 @@ def _generator_of(value: Any) -> tuple[str | None, GeneratorOptions]:
     if not isinstance(value, dict):
         return value, GeneratorOptions(form=generator_form(value, GeneratorOptions()))
     endpoint = value.get("endpoint")
+    command = None
+    if "command" in value:
+        command = CommandConfig(command=value["command"], watch=tuple(value.get("watch") or ()),
+                                setup=value.get("setup"), env=tuple(value.get("env") or ()),
+                                timeout=float(value.get("timeout", CommandConfig.timeout)))
     path, constant, form = value.get("path"), None, FORM_PROMPTY
     if "template" in value:
         path, form = value["template"], FORM_TEMPLATE
@@ -620,8 +651,34 @@ def _generator_of(value: Any) -> tuple[str | None, GeneratorOptions]:
         strict_undefined=value.get("strict_undefined", True), form=form, constant=constant,
         format=value.get("format"), system=value.get("system"), model=value.get("model"),
         parameters=dict(value.get("parameters") or {}),
-        variables=tuple((value.get("variables") or {}).items()))
+        variables=tuple((value.get("variables") or {}).items()), command=command)
     return path, replace(options, form=generator_form(path, options))
+
+
+_COMMAND_ONLY = ("setup", "env", "timeout", "watch")
+
+
+def _check_command(values: dict[Any, Any], here: tuple[str, ...],
+                   problem: Callable[[tuple[str, ...], str], None]) -> None:
+    """`generator.command` and its keys: `watch` required, no file beside it, no runner token."""
+    dotted = ".".join(here)
+    if "command" not in values:
+        for key in _COMMAND_ONLY:
+            if key in values:
+                problem((*here, key), f"'{dotted}.{key}' belongs to '{dotted}.command' (the "
+                                      "application's own code as the generator), which is not set")
+        return
+    for other in ("path", "template", "python"):
+        if other in values:
+            problem((*here, other), f"'{dotted}' has both '{other}' and 'command': name one generator")
+    if not values.get("watch"):
+        problem((*here, "command"), f"'{dotted}.watch' is required with 'command': the paths "
+                                    "whose change is a change of the application's answers")
+    for name in values.get("env") or ():
+        if isinstance(name, str) and name.upper().startswith(COMMAND_ENV_REFUSED):
+            problem((*here, "env"), f"'{dotted}.env' may not list {name}: the runner's tokens "
+                                    f"and inputs ({', '.join(p + '*' for p in COMMAND_ENV_REFUSED)}) "
+                                    "never reach the application's code")
 
 
 _Entry = tuple[str, dict[Any, Any], tuple[str, ...]]  # name, settings, where in the file

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import posixpath
+import shlex
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -48,6 +49,9 @@ class Starter:
     generator_key: str | None = None
     generator_constant: str | None = None
     generator_keys: tuple[str, ...] = ()
+    command: str | None = None            # `--command`: the application's own code answers
+    setup: str | None = None
+    watch: tuple[str, ...] = ()
 
     @property
     def judge_provider(self) -> str:
@@ -57,6 +61,53 @@ class Starter:
 def _relative(path: str, config: str) -> str:
     """`path` as the configuration names it: relative to the configuration's directory."""
     return posixpath.relpath(path, posixpath.dirname(config) or ".")
+
+
+def command_watch(command: str, tracked: list[str]) -> tuple[str, ...]:
+    """What counts as a change of the application's answers, guessed from the command: the
+    top directory of the module (`-m app.answer`) or script it names, and the dependency
+    files; every Python file when neither is found."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        words = []
+    roots = []
+    for before, word in zip(["", *words], words, strict=False):
+        if before == "-m":
+            top = word.split(".")[0]
+        elif word.endswith(".py"):
+            top = word.split("/")[0]
+        else:
+            continue
+        if any(path.startswith(top + "/") for path in tracked):
+            roots.append(f"{top}/**")
+        elif top in tracked or top + ".py" in tracked:
+            roots.append(top if top in tracked else top + ".py")
+    deps = [name for name in ("requirements.txt", "pyproject.toml") if name in tracked]
+    return tuple(dict.fromkeys([*(roots or ["**/*.py"]), *deps]))
+
+
+def command_setup(tracked: list[str]) -> str | None:
+    """An install of the application's dependencies into the run's own HOME (`--user`)."""
+    if "requirements.txt" in tracked:
+        return "python -m pip install --user -q -r requirements.txt"
+    if "pyproject.toml" in tracked:
+        return "python -m pip install --user -q ."
+    return None
+
+
+def _generator_lines(starter: Starter) -> str:
+    if starter.command is None:
+        return generator_text(starter)
+    setup = f"\n  setup: {json.dumps(starter.setup)}   # once a ref, in its copy" if starter.setup else ""
+    return f"""\
+# The application's own code answers each case (docs/generator-command.md): a JSON case a
+# line on stdin, {{"id", "response"}} lines on stdout, run at each ref in a copy of it.
+generator:
+  command: {json.dumps(starter.command)}{setup}
+  env: [OPENAI_API_KEY]          # the only variables it receives (with PATH, HOME, LANG)
+  timeout: 60                    # seconds a case
+  watch: [{", ".join(json.dumps(w) for w in starter.watch)}]   # what counts as a change"""
 
 
 def config_text(starter: Starter) -> str:
@@ -70,7 +121,7 @@ def config_text(starter: Starter) -> str:
 # Every key: docs/configuration.md. Read from the pull request's BASE branch.
 version: 1
 cases: {_relative(starter.cases, starter.config)}
-{generator_text(starter)}
+{_generator_lines(starter)}
 judge:
   provider: {provider}
   model: {model}{model_note}
@@ -166,6 +217,13 @@ CONCURRENCY_GROUP = ("flipgate-${{ github.event.pull_request.number || github.ev
                      "}}-${{ github.event.comment.id || 'pull' }}")
 
 
+def _install_note(starter: Starter) -> str:
+    if starter.command is None:
+        return ""
+    return ("      # The application is installed by generator.setup inside the action's container,\n"
+            "      # once for the base and once for the head, each in a copy of its own commit.\n")
+
+
 def workflow_text(starter: Starter) -> str:
     secret = ("azure-openai-api-key: ${{ secrets.AZURE_OPENAI_API_KEY }}"
               if starter.judge_provider == "azure" else "openai-api-key: ${{ secrets.OPENAI_API_KEY }}")
@@ -207,7 +265,7 @@ jobs:
           restore-keys: |
             flipgate-${{{{ {number} }}}}-
             flipgate-
-      - id: flipgate
+{_install_note(starter)}      - id: flipgate
         uses: {starter.action}
         with:
           {secret}{config_input}

@@ -16,20 +16,25 @@ the retriever nothing. Failures are never cached.
 from __future__ import annotations
 
 import asyncio
-import ctypes
 import hashlib
 import json
-import os
 import re
 import shlex
-import signal
-import sys
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from flipgate.config.schema import E2EConfig
+from flipgate.confine import (  # noqa: F401 - re-exported for the e2e run
+    UNPRIVILEGED_ID,
+    chunks,
+    command_account,
+    give_to,
+    hide_this_process,
+    kill_group,
+    reap,
+)
 from flipgate.errors import InputError, Problem
 from flipgate.llm.cache import Cache
 from flipgate.model import Case
@@ -41,41 +46,8 @@ if TYPE_CHECKING:
 
 MAX_CONTEXT_BYTES = 1024 * 1024   # a live context, as printed or answered
 STDERR_TAIL_BYTES = 4096          # what is kept of a command's stderr, for its error
-REAP_SECONDS = 5.0                # how long a killed command's pipes may take to end
 _BASIC_ENV = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "SYSTEMROOT")
 _ENV_REF = re.compile(r"\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}")
-
-
-# The account the command runs as when flipgate runs as root (the action's container):
-# "nobody", which can read no process of flipgate's, nor any file only root may read.
-UNPRIVILEGED_ID = 65534
-_PR_SET_DUMPABLE = 4
-
-
-def command_account() -> int | None:
-    """The uid (and gid) the retrieval command runs as: an unprivileged one when this
-    process is root, else None (this process's own, which `hide_this_process` guards)."""
-    return UNPRIVILEGED_ID if hasattr(os, "geteuid") and os.geteuid() == 0 else None
-
-
-def hide_this_process() -> None:
-    """Make this process non-dumpable, so no other process of the same uid (the retrieval
-    command) may read its /proc/PID/environ, mem or fds, where the model key is. Linux
-    only; elsewhere a no-op. Children regain dumpability at exec, so nothing else changes."""
-    if not sys.platform.startswith("linux"):
-        return
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
-        raise OSError(ctypes.get_errno(), "prctl(PR_SET_DUMPABLE, 0) failed")
-
-
-def give_to(path: Path, uid: int) -> None:
-    """Hand the export (the command's cwd and HOME) to `uid`, and let it reach it."""
-    os.chmod(path.parent, 0o711)
-    for root, dirs, files in os.walk(path):
-        os.chown(root, uid, uid)
-        for name in (*dirs, *files):
-            os.chown(os.path.join(root, name), uid, uid, follow_symlinks=False)
 
 
 class RetrievalError(Exception):
@@ -123,8 +95,8 @@ class CommandRetriever:
         except TimeoutError:
             raise RetrievalError(f"timed out after {self.timeout:g} s") from None
         finally:
-            _kill_group(process)  # also what it left running behind it
-            await _reap(process)
+            kill_group(process)  # also what it left running behind it
+            await reap(process)
         if process.returncode != 0:
             last = err.decode("utf-8", "replace").strip().splitlines()
             raise RetrievalError(f"exited with status {process.returncode}"
@@ -147,11 +119,11 @@ async def _communicate(process: asyncio.subprocess.Process, query: bytes) -> tup
             pass  # it did not read its query: its output still counts
 
     async def output() -> bytes:
-        return await _capped(_chunks(stdout), what="printed")
+        return await _capped(chunks(stdout), what="printed")
 
     async def tail() -> bytes:
         kept = b""
-        async for chunk in _chunks(stderr):
+        async for chunk in chunks(stderr):
             kept = (kept + chunk)[-STDERR_TAIL_BYTES:]
         return kept
 
@@ -171,34 +143,10 @@ async def _communicate(process: asyncio.subprocess.Process, query: bytes) -> tup
     return out, err
 
 
-async def _reap(process: asyncio.subprocess.Process) -> None:
-    """Wait for the killed command, bounded. What is left in its pipes is read and dropped,
-    so they reach their end and `wait` can return (a pipe nobody reads never does); a pipe
-    a runaway grandchild still holds is closed after `REAP_SECONDS`."""
-    async def drain(stream: asyncio.StreamReader | None) -> None:
-        if stream is not None:
-            async for _ in _chunks(stream):
-                pass
-
-    try:
-        async with asyncio.timeout(REAP_SECONDS):
-            await asyncio.gather(drain(process.stdout), drain(process.stderr))
-            await process.wait()
-    except TimeoutError:
-        transport = getattr(process, "_transport", None)  # asyncio has no public close
-        if transport is not None:
-            transport.close()
-
-
-async def _chunks(stream: asyncio.StreamReader) -> AsyncIterator[bytes]:
-    while chunk := await stream.read(65536):
-        yield chunk
-
-
-async def _capped(chunks: AsyncIterator[bytes], *, what: str) -> bytes:
+async def _capped(parts: AsyncIterator[bytes], *, what: str) -> bytes:
     """A command's output or an HTTP body, refused the moment it passes the cap."""
     kept, size = [], 0
-    async for chunk in chunks:
+    async for chunk in parts:
         size += len(chunk)
         if size > MAX_CONTEXT_BYTES:
             raise RetrievalError(f"{what} more than {MAX_CONTEXT_BYTES:,} bytes")
@@ -217,13 +165,6 @@ def _text(data: bytes, *, what: str, encoding: str = "utf-8") -> str:
         return data.decode(encoding)
     except (UnicodeDecodeError, LookupError):
         raise RetrievalError(f"{what} text that is not {encoding.upper()}") from None
-
-
-def _kill_group(process: asyncio.subprocess.Process) -> None:
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 @dataclass

@@ -172,6 +172,17 @@ def tree_paths(repo: Path, tree: str, *, git: Git = Git()) -> list[str]:
     return sorted(_path_text(p) for p in result.stdout.split(b"\x00") if p)
 
 
+def tree_blobs(repo: Path, sha: str, *, git: Git = Git()) -> dict[str, str]:
+    """Every file of a commit, path -> blob id (what its content is, without reading it)."""
+    result = git.run(repo, "ls-tree", "-r", "-z", "--full-tree", "--end-of-options", sha)
+    blobs = {}
+    for entry in result.stdout.split(b"\x00"):
+        meta, _, path = entry.partition(b"\t")
+        if path:
+            blobs[_path_text(path)] = meta.split()[-1].decode()
+    return blobs
+
+
 def _path_text(raw: bytes) -> str:
     """A path git listed, as text that can be written anywhere (report.json, a comment).
 

@@ -59,7 +59,7 @@ from flipgate.github.event import (
 )
 from flipgate.github.inputs import Settings, export_model_keys
 from flipgate.github.ownership import hand_back
-from flipgate.github.pinning import Unpinned, pin_head
+from flipgate.github.pinning import Unpinned, head_code_refusal, pin_head
 from flipgate.github.sticky import CommentMode, Published, body_limit, find_comment, publish
 from flipgate.github.workflow import Workflow
 from flipgate.github.workspace_guard import refuse_unsafe_places
@@ -250,7 +250,8 @@ def _act(settings: Settings, run_settings: RunSettings, activity: object, workfl
                 return EXIT_PASS
             exit_code = evaluate(settings, run_settings, api, workflow, pull, check=check,
                                  options=options, cancellation=cancellation, fresh_api=fresh_api,
-                                 e2e=_e2e_request(settings, run_settings, pull, approved=True))
+                                 e2e=_e2e_request(settings, run_settings, pull, approved=True),
+                                 pinned=pull.head_sha)
             react(api, workflow, activity, "rocket" if exit_code in (0, 1) else "confused")
             return exit_code
         if isinstance(activity, RunDispatch):
@@ -260,7 +261,8 @@ def _act(settings: Settings, run_settings: RunSettings, activity: object, workfl
             # Only someone with write access can dispatch a workflow: approved like a command.
             return evaluate(settings, run_settings, api, workflow, pull, check=check,
                             options=options, cancellation=cancellation, fresh_api=fresh_api,
-                            e2e=_e2e_request(settings, run_settings, pull, approved=True))
+                            e2e=_e2e_request(settings, run_settings, pull, approved=True),
+                            pinned=pull.head_sha)
         assert isinstance(activity, RunCheck)
         return evaluate(settings, run_settings, api, workflow, activity.pull, check=check,
                         options=options, cancellation=cancellation, fresh_api=fresh_api,
@@ -469,11 +471,14 @@ def evaluate(settings: Settings, run_settings: RunSettings, api: RepoAPI, workfl
              pull: PullRequest, *, check: CheckRunner | None,
              options: CheckOptions | None = None, e2e: E2ERequest | None = None,
              cancellation: Cancellation | None = None,
-             fresh_api: Callable[[], RepoAPI] | None = None, records_head: bool = True) -> int:
+             fresh_api: Callable[[], RepoAPI] | None = None, records_head: bool = True,
+             pinned: str | None = None) -> int:
     """`records_head`: the pending status records `pull.head_sha` as the PR's head (it is
-    the head now; a re-run of an old delivery's job is not)."""
+    the head now; a re-run of an old delivery's job is not). `pinned`: the head a
+    maintainer approved (`/flipgate run`, a dispatch), which a head's own code needs."""
     options = options or CheckOptions()
-    refused = untrusted_base(settings, run_settings, api, pull)
+    refused = (untrusted_base(settings, run_settings, api, pull)
+               or untrusted_head_code(settings, run_settings, api, pull, pinned=pinned))
     if settings.shard is not None:
         if refused is not None:
             workflow.error(f"flipgate: shard: {refused.headline}")
@@ -622,6 +627,35 @@ def untrusted_base(settings: Settings, run_settings: RunSettings, api: RepoAPI,
     except (FlipgateError, GitHubError) as exc:
         return outcome_of_failure(exc, head_sha=pull.head_sha)
     return None if refused is None else outcome_of_refusal(refused, head_sha=pull.head_sha)
+
+
+def untrusted_head_code(settings: Settings, run_settings: RunSettings, api: RepoAPI,
+                        pull: PullRequest, *, pinned: str | None) -> Outcome | None:
+    """None unless the base's configuration runs the head's own code (`generator.command`)
+    where GitHub would not (pinning.head_code_refusal); then `error`, and nothing starts."""
+    if head_code_refusal(event_name=settings.event_name, fork=pull.fork, pinned=None,
+                         head_sha=pull.head_sha, head_now=pull.head_sha) is None:
+        return None   # GitHub runs this head's code here anyway: nothing to read
+    try:
+        git = Git(run_settings.git_environment())
+        ensure_commits(settings.workspace, [pull.base_sha], git=git)
+        config = read_config(Repo(settings.workspace, git), Ref(pull.base_ref, pull.base_sha),
+                             settings.config)
+        if config is None or not any(one.generator_options.command is not None
+                                     for one in config.suite_configs()):
+            return None
+        head_now = api.pull(pull.number).head_sha if pinned is not None else None
+        why = head_code_refusal(event_name=settings.event_name, fork=pull.fork, pinned=pinned,
+                                head_sha=pull.head_sha, head_now=head_now)
+    except (FlipgateError, GitHubError) as exc:
+        return outcome_of_failure(exc, head_sha=pull.head_sha)
+    if why is None:
+        return None
+    text = messages.head_code_refused_comment(head_sha=pull.head_sha, why=why)
+    return Outcome(state="error", description=messages.head_code_refused_description(),
+                   headline=f"no verdict: the head's code was not run: {why}", conclusion="error",
+                   exit_code=EXIT_INCOMPLETE, comment=text, create_comment=True, summary=text,
+                   fingerprint=messages.fingerprint_of_text(text))
 
 
 def outcome_of_refusal(refused: Refused, *, head_sha: str) -> Outcome:

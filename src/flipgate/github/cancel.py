@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from types import FrameType
 from typing import NoReturn
 
+from flipgate.confine import end_all_groups
 from flipgate.errors import EXIT_INCOMPLETE
 
 SIGNALS = (signal.SIGTERM, signal.SIGINT)
@@ -55,6 +56,7 @@ class Cancellation:
         except BaseException:  # noqa: BLE001 - nothing may stop the exit
             pass
         finally:
+            end_all_groups()   # the application's code (generator.command) ends with the run
             for stream in (sys.stdout, sys.stderr):
                 try:
                     stream.flush()

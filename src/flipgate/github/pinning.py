@@ -134,3 +134,24 @@ def _named(commits: Sequence[str], current_head: str, named: str, comment_at: da
 
 def _when(at: datetime) -> str:
     return at.strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def head_code_refusal(*, event_name: str, fork: bool, pinned: str | None, head_sha: str,
+                      head_now: str | None) -> str | None:
+    """Why the head's own code (`generator.command`) may not run, or None when it may:
+    only where GitHub itself would run that code with those variables. A `pull_request`
+    event and a head of the same repository run it anyway; a fork's head runs only when a
+    maintainer pinned it (`/flipgate run`, or a dispatch) and it is still the head."""
+    if event_name == "pull_request" or not fork:
+        return None
+    if pinned is None:
+        return ("the head is a fork's, and generator.command would run its code with this "
+                "repository's secrets under pull_request_target; a maintainer who has read it "
+                "can pin it with `/flipgate run`")
+    if head_now != pinned:
+        now = short(head_now) if head_now else "unknown"
+        return (f"a maintainer pinned {short(pinned)}, and the head is now {now}; a commit "
+                "pushed after the pin is not run")
+    if pinned != head_sha:
+        return f"the commit to evaluate, {short(head_sha)}, is not the one pinned ({short(pinned)})"
+    return None

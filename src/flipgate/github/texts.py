@@ -134,6 +134,11 @@ def refused_base_description(refused: Refused) -> str:
     return shorten(f"no verdict: base {refused.base} {why}; see the comment", STATUS_LIMIT)
 
 
+def head_code_refused_description() -> str:
+    return shorten("no verdict: the head's code was not run (a fork's head needs a maintainer's "
+                   "/flipgate run); see the comment", STATUS_LIMIT)
+
+
 def base_moved_description(judged: str, now: str) -> str:
     return shorten(f"no verdict: the base changed ({judged} → {now}) during the run; see the "
                    "new base's run", STATUS_LIMIT)
@@ -148,6 +153,14 @@ def base_moved_comment(*, head_sha: str, judged: str, now: str) -> str:
             f"pull request now targets {inline_code(now)}: a verdict about a base that is gone "
             "is not kept, and the commit status says `error`. The run for the new base "
             "decides (or comment `/flipgate run`).\n")
+
+
+def head_code_refused_comment(*, head_sha: str, why: str) -> str:
+    """The sticky comment of a head whose own code (`generator.command`) may not run."""
+    return ("### flipgate did not run this pull request's code\n\n"
+            f"The generator is the application's own code, and {inline_code(short(head_sha))} "
+            f"was not run: {escape_md(why)}. Nothing was started, no model was called, and the "
+            "commit status says `error` (docs/security.md, \"The application's own code\").\n")
 
 
 def refused_base_comment(*, head_sha: str, refused: Refused) -> str:

@@ -282,7 +282,7 @@ class ChangeView:
 
     generator: str
     files: tuple[str, ...]
-    model: tuple[str, str]
+    model: tuple[str, str] | None   # None: the application's own code, whose model is unseen
     parameters: tuple[tuple[str, str, str], ...]
     template_diff: str | None
     config_diff: str | None
@@ -310,7 +310,8 @@ def change_view(change: Change | None) -> ChangeView | None:
     return ChangeView(
         generator=change.generator,
         files=change.files,
-        model=(_display(change.model[0]), _display(change.model[1])),
+        model=((_display(change.model[0]), _display(change.model[1]))
+               if change.model[1] is not None else None),
         parameters=tuple((p.name, _display(p.old), _display(p.new)) for p in change.parameters),
         template_diff=_diff(change.template_diff),
         config_diff=_diff(change.config_diff),

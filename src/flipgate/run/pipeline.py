@@ -31,6 +31,7 @@ from flipgate.config.schema import (
     GITHUB_COMMENT_LIMIT,
     HEAD_GENERATOR_KEYS,
     STATUS_PER_SUITE,
+    CommandConfig,
     Config,
     EndpointConfig,
     GeneratorOptions,
@@ -50,7 +51,7 @@ from flipgate.output.links import NO_LINKS, Links
 from flipgate.output.page import Labels
 from flipgate.output.write import write_outputs
 from flipgate.prompty import Inspected, Prompty, render_isolated
-from flipgate.run import shards
+from flipgate.run import commanded, shards
 from flipgate.run.refs import (
     Detected,
     Inputs,
@@ -81,7 +82,7 @@ from flipgate.run.scoring import (
 )
 from flipgate.run.shards import Part, Shard, write_partial
 from flipgate.settings import Settings
-from flipgate.verdict import gate
+from flipgate.verdict import changes, gate
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -254,6 +255,8 @@ class Planned:
     change: Change | None = None
     refs: dict[str, Ref] = field(default_factory=dict)
     sides: dict[str, Generator] = field(default_factory=dict)
+    command: CommandConfig | None = None   # the application's own code answers (`repo` reads it)
+    repo: Repo | None = None
 
 
 def plan_suite(git_repo: Repo, base_ref: Ref, head_ref: Ref, inputs: Inputs, *,
@@ -268,6 +271,9 @@ def plan_suite(git_repo: Repo, base_ref: Ref, head_ref: Ref, inputs: Inputs, *,
     positions = list(range(len(all_cases)))
     if shard is not None:
         inputs.cases, positions = shard.select(inputs.cases)
+    if config.generator_options.command is not None:
+        return _plan_command(git_repo, base_ref, head_ref, inputs, changed=changed,
+                             all_cases=all_cases, positions=positions)
     path = generator_path(config)
     environ = settings.environ
     theirs = (head_options(git_repo, head_ref, config_path, config) if inputs.from_base
@@ -335,6 +341,32 @@ def _form_change(detected: Detected, *, config: Config, config_path: str, theirs
     return dataclasses.replace(detected, relevant=relevant)
 
 
+def _plan_command(git_repo: Repo, base_ref: Ref, head_ref: Ref, inputs: Inputs, *,
+                  changed: list[str], all_cases: list[Case], positions: list[int]) -> Planned:
+    """A suite whose generator is the application's own code: a change is a change of a
+    `watch` path, and the command, setup, env and watch are the base's alone."""
+    config = inputs.config
+    command = config.generator_options.command
+    assert command is not None
+    if not inputs.from_base:
+        raise InputError(Problem(config.source, None, "generator.command runs code, so it is read "
+                                 "only from the base's configuration, and the base has none yet: "
+                                 "merge .flipgate.yml first"))
+    scope = changes.ChangeScope(generator="", watch=command.watch, watch_root=config.directory)
+    relevant = changes.relevant_paths(changed, scope)
+    path = f"{command.command} (the application's own code, generator.command)"
+    if not relevant:
+        return Planned(inputs=inputs, path=path, all_cases=all_cases, positions=positions,
+                       notes=[f"No change to a path generator.watch names ({', '.join(command.watch)}): "
+                              "nothing to gate, no code was run and no model was called.",
+                              *inputs.notes])
+    change = Change(generator=path, files=tuple(relevant), config_diff=inputs.config_diff,
+                    cases_diff=inputs.cases_diff)
+    return Planned(inputs=inputs, path=path, notes=list(inputs.notes), all_cases=all_cases,
+                   positions=positions, change=change, command=command, repo=git_repo,
+                   refs={"baseline": base_ref, "candidate": head_ref})
+
+
 async def check(*, repo: Path, base: str, head: str, settings: Settings,
                 config_path: str = DEFAULT_CONFIG, out_dir: Path = Path(DEFAULT_OUT_DIR),
                 cache_dir: Path | None = Path(DEFAULT_CACHE_DIR), judge: str | None = None,
@@ -390,7 +422,7 @@ async def check(*, repo: Path, base: str, head: str, settings: Settings,
                              cache_key=cache_key_for(settings, repo=repo, cache_dir=cache_dir))
     reports: list[Report] = []
     messages: list[str] = []
-    if all(one.pair is None for one in planned):
+    if all(one.pair is None and one.command is None for one in planned):
         info = judge_info(config, judge)
         reports = [build_report(config=one.inputs.config, judge=info, cases=len(one.inputs.cases),
                                 conclusion=Conclusion.SKIPPED, notes=one.notes, usage={},
@@ -450,23 +482,32 @@ async def _evaluate(one: Planned, *, runtime: Runtime, settings: Settings, judge
     """One suite's report: skipped, or replayed and scored (or stopped: `error`)."""
     config = one.inputs.config
     cases = len(one.inputs.cases)
-    if one.pair is None or one.prepared is None:
+    if one.command is None and (one.pair is None or one.prepared is None):
         return build_report(config=config, judge=judge.info, cases=cases,
                             conclusion=Conclusion.SKIPPED, notes=one.notes, usage={},
                             cache={"hits": 0, "misses": 0}, head_sha=head_sha), None
     notes = list(one.notes)
     message = scored = None
     try:
-        scored = await _replay_and_score(inputs=one.inputs, pair=one.pair, prepared=one.prepared,
-                                         runtime=runtime, settings=settings, judge=judge,
-                                         wiring=wiring, all_cases=one.all_cases)
+        if one.command is not None:
+            assert one.repo is not None
+            scored = await commanded.replay_and_score(
+                repo=one.repo, refs=one.refs, config=config, command=one.command,
+                cases=one.inputs.cases, all_cases=one.all_cases, runtime=runtime,
+                settings=settings, judge=judge)
+        else:
+            assert one.pair is not None and one.prepared is not None
+            scored = await _replay_and_score(inputs=one.inputs, pair=one.pair,
+                                             prepared=one.prepared, runtime=runtime,
+                                             settings=settings, judge=judge, wiring=wiring,
+                                             all_cases=one.all_cases)
     except IncompleteError as exc:
         message = str(exc)
         notes.append(stopped_note(message))
         if end_to_end is not None:
             notes.append("No end-to-end run: the frozen run it is compared with could not finish.")
     live = None
-    if end_to_end is not None and scored is not None:
+    if end_to_end is not None and scored is not None and one.pair is not None:
         live = await end_to_end(one, scored.rows)
     report = build_report(config=config, judge=judge.info, cases=cases, scored=scored,
                           conclusion=None if scored is not None else Conclusion.ERROR,
@@ -579,6 +620,15 @@ async def replay_ref(*, repo: Path, ref: str, settings: Settings,
     inputs = load_cases_for(git_repo, trusted,
                             with_concurrency(one_suite(trusted.config, suite), concurrency), at)
     config = inputs.config
+    if config.generator_options.command is not None:
+        runtime = wiring.runtime(config, cache_dir=cache_dir, progress=progress,
+                                 cache_key=cache_key_for(settings, repo=repo, cache_dir=cache_dir))
+        answers = await commanded.answer_one_ref(repo=git_repo, ref=at, config=config,
+                                                 command=config.generator_options.command,
+                                                 cases=inputs.cases, runtime=runtime,
+                                                 settings=settings)
+        return ReplayResult(cases=inputs.cases, answers=answers, usage=runtime.usage_report(),
+                            cache=runtime.cache_stats())
     path = generator_path(config)
     inspected = require_generator(git_repo, at, path, environ=settings.environ, config=config)
     refuse_unusable(config, inspected, inputs.cases)

@@ -1,0 +1,101 @@
+"""A suite whose generator is the application's own code: each ref's code answers in turn,
+and the rows are scored as any others; a case either side could not answer is an error row.
+
+The base's code runs first and its export is removed before the head's code starts, so the
+head's code never runs beside another ref's files.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Mapping, Sequence
+
+from flipgate.config.schema import CommandConfig, Config
+from flipgate.errors import IncompleteError
+from flipgate.generator.command import Log, Outcome, answer_cases, code_identity, make_spec
+from flipgate.judges import Judges
+from flipgate.llm.runtime import Runtime
+from flipgate.model import Answer, Case, Evidence, Row, Score
+from flipgate.run.refs import Ref, Repo
+from flipgate.run.scoring import Scored, score_rows
+from flipgate.settings import Settings
+from flipgate.verdict import gate
+
+SIDES = ("baseline", "candidate")
+
+
+def log_to_stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+async def replay_and_score(*, repo: Repo, refs: Mapping[str, Ref], config: Config,
+                           command: CommandConfig, cases: Sequence[Case],
+                           all_cases: Sequence[Case], runtime: Runtime, settings: Settings,
+                           judge: Judges, log: Log = log_to_stderr) -> Scored:
+    """Both refs' answers from their own code, then the rows. `all_cases`: the whole run's
+    cases when `cases` are a shard's part (the sample-size rule counts every case)."""
+    await judge.probe()
+    spec = make_spec(command, source=config.source, environ=settings.environ,
+                     concurrency=config.concurrency)
+    outcomes: dict[str, Outcome] = {}
+    for side in SIDES:
+        ref = refs[side]
+        identity = await asyncio.to_thread(code_identity, repo=repo.path, sha=ref.sha,
+                                           git=repo.git, config=command,
+                                           directory=config.directory)
+        log(f"flipgate: the {side} ({ref.label}) answers with `{command.command}`")
+        outcomes[side] = await answer_cases(cases, spec=spec, repo=repo.path, sha=ref.sha,
+                                            git=repo.git, identity=identity,
+                                            cache=runtime.cache, log=log)
+    baseline, candidate = outcomes["baseline"].answers, outcomes["candidate"].answers
+    answered = [case for case in cases if case.id in baseline and case.id in candidate]
+    sizes = gate.category_sizes(case.category for case in all_cases)
+    scored = Scored(rows=[])
+    if answered:
+        scored = await score_rows(cases=answered, baseline=baseline, candidate=candidate,
+                                  config=config, judge=judge.first, second=judge.second,
+                                  mode=judge.mode, progress=runtime.progress, category_cases=sizes)
+    by_id = {row.id: row for row in scored.rows}
+    rows = [by_id.get(case.id) or unanswered_row(case, outcomes, config=config, sizes=sizes,
+                                                 mode=judge.mode)
+            for case in cases]
+    return Scored(rows=rows, fluency=scored.fluency)
+
+
+async def answer_one_ref(*, repo: Repo, ref: Ref, config: Config, command: CommandConfig,
+                         cases: Sequence[Case], runtime: Runtime, settings: Settings,
+                         log: Log = log_to_stderr) -> dict[str, Answer]:
+    """`flipgate replay` of a ref whose generator is its own code: every case's answer, or
+    the run stops (exit 3) naming the first case it could not answer."""
+    spec = make_spec(command, source=config.source, environ=settings.environ,
+                     concurrency=config.concurrency)
+    identity = await asyncio.to_thread(code_identity, repo=repo.path, sha=ref.sha, git=repo.git,
+                                       config=command, directory=config.directory)
+    outcome = await answer_cases(cases, spec=spec, repo=repo.path, sha=ref.sha, git=repo.git,
+                                 identity=identity, cache=runtime.cache, log=log)
+    for case in cases:
+        if case.id in outcome.errors:
+            raise IncompleteError(f"the application's code gave no answer for case "
+                                  f"'{case.id}': {outcome.errors[case.id]}")
+    return {case.id: outcome.answers[case.id] for case in cases}
+
+
+def unanswered_row(case: Case, outcomes: Mapping[str, Outcome], *, config: Config,
+                   sizes: Mapping[str, int], mode: str) -> Row:
+    """A case a side's code did not answer: an error row naming why, never a score."""
+    sides = []
+    for side in SIDES:
+        outcome = outcomes[side]
+        answer = outcome.answers.get(case.id)
+        error = outcome.errors.get(case.id)
+        reading = Score.failed(f"the application's code gave no answer: {error}" if error
+                               else "not judged: the other side has no answer")
+        sides.append(gate.side(answer.response if answer else "", reading))
+    return gate.build_row(case, sides[0], sides[1],
+                          blocking_categories=config.gate.blocking_categories,
+                          threshold=config.relevance.threshold,
+                          find_evidence=lambda case, response: Evidence(),
+                          policy=gate.Policy(min_cases=config.gate.min_cases_per_category,
+                                             strict=config.gate.strict, mode=mode),
+                          category_cases=sizes.get(case.category))
