@@ -73,3 +73,19 @@ def test_without_a_token_the_github_provider_is_bad_input_naming_what_to_set() -
     with pytest.raises(InputError) as caught:
         LazyClient(github_endpoint(None), settings=Settings({"OPENAI_API_KEY": "sk-not-this"}))
     assert "github-token" in str(caught.value) and "models: read" in str(caught.value)
+
+
+def test_an_openai_type_file_without_an_endpoint_goes_to_github_models_an_azure_one_does_not() -> None:
+    def typed(kind: str, ref: str):
+        text = (f"---\nmodel:\n  configuration:\n    type: {kind}\n    model: openai/gpt-4o-mini\n"
+                "---\nuser:\n{{ query }}\n")
+        return parse_prompty(text, path="p.prompty", source=f"p.prompty@{ref}")
+
+    settings = Settings({"GITHUB_TOKEN": "t", "AZURE_OPENAI_API_KEY": "k", "OPENAI_API_VERSION": "v",
+                         "AZURE_OPENAI_ENDPOINT": "https://res.openai.azure.com"})
+    github = EndpointConfig(provider="github")
+    assert lock(typed("openai", "base"), typed("openai", "head"), settings=settings,
+                endpoint=github).candidate.endpoint.kind == "github"
+    with pytest.raises(InputError):  # "openai/gpt-4o-mini" is no Azure deployment name
+        lock(typed("azure_openai", "base"), typed("azure_openai", "head"), settings=settings,
+             endpoint=github)

@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from flipgate.commands.common import report_failures, settings_from_env
-from flipgate.config.schema import DEFAULT_CONFIG
+from flipgate.config.schema import DEFAULT_CONFIG, ENDPOINT_PROVIDERS
 from flipgate.config.starter import (
     DEFAULT_ACTION,
     DEFAULT_CASES,
@@ -86,10 +86,14 @@ def _write_all(root: Path, files: dict[str, str]) -> None:
               help="The GitHub workflow file to write.")
 @click.option("--action", "action", metavar="REF", default=DEFAULT_ACTION, show_default=True,
               help="The action reference the workflow uses (`uses:`).")
+@click.option("--provider", "provider", type=click.Choice(ENDPOINT_PROVIDERS), default=None,
+              help="The judge's provider (default: the generator's). github: GitHub Models for "
+                   "the judge and an OpenAI-type generator, on the workflow's own token; the "
+                   "workflow stores no secret.")
 @click.option("--force", is_flag=True, help="Overwrite files that already exist.")
 @report_failures
 def init(repo: str, generator: str | None, cases: str, config: str, workflow: str, action: str,
-         force: bool) -> None:
+         provider: str | None, force: bool) -> None:
     """Write a starter .flipgate.yml, .github/workflows/flipgate.yml and a cases file.
 
     Finds the repository's tracked .prompty files and builds the example case
@@ -114,7 +118,8 @@ def init(repo: str, generator: str | None, cases: str, config: str, workflow: st
                       generator_model=prompty.model,
                       config=gitrefs.safe_path(config, source="--config"),
                       cases=gitrefs.safe_path(cases, source="--cases"),
-                      workflow=gitrefs.safe_path(workflow, source="--workflow"), action=action)
+                      workflow=gitrefs.safe_path(workflow, source="--workflow"), action=action,
+                      provider=provider)
     files = {starter.config: config_text(starter), starter.cases: cases_text(sample),
              starter.workflow: workflow_text(starter)}
     if len(files) < 3:
@@ -135,6 +140,9 @@ def init(repo: str, generator: str | None, cases: str, config: str, workflow: st
     note = "" if sample else " (the Prompty file has no sample: edit its query and context)"
     click.echo(f"cases: one example case in {starter.cases}{note}; record real ones with "
                "`flipgate record` (docs/cases.md)")
+    if starter.generator_on_github and "/" not in (prompty.model or "/"):
+        click.echo(f"provider: GitHub Models sends the model as written: name it publisher/model "
+                   f"in {chosen} (openai/{prompty.model}, not {prompty.model})")
     if action == DEFAULT_ACTION:
         click.echo(f"workflow: replace {DEFAULT_ACTION} in {starter.workflow} with where you take "
                    "the action from (or pass --action REF)")

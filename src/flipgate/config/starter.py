@@ -24,7 +24,11 @@ DEFAULT_CASES = "eval/cases.jsonl"
 DEFAULT_WORKFLOW = ".github/workflows/flipgate.yml"
 DEFAULT_ACTION = "OWNER/flipgate@v1"   # the README's stand-in for wherever the action comes from
 EXAMPLE_CATEGORY = "general"
-JUDGE_MODELS = {"openai": "gpt-4.1-mini"}
+JUDGE_MODELS = {"openai": "gpt-4.1-mini", "github": "openai/gpt-4.1-mini"}
+# GitHub Models names a model publisher/name, and sends it as written.
+EMBEDDING_MODELS = {"github": "openai/text-embedding-3-small"}
+DEFAULT_EMBEDDING_MODEL = "text-embedding-3-small"
+GITHUB = "github"
 
 # Sample inputs that hold the question, and the retrieved context, most likely first.
 _QUERY_NAMES = ("query", "question", "input", "user_input", "user_query", "prompt", "message")
@@ -43,10 +47,30 @@ class Starter:
     cases: str = DEFAULT_CASES
     workflow: str = DEFAULT_WORKFLOW
     action: str = DEFAULT_ACTION
+    provider: str | None = None           # --provider: openai | azure | github (None: the generator's)
 
     @property
     def judge_provider(self) -> str:
+        if self.provider is not None:
+            return self.provider
         return "azure" if self.generator_type == "azure_openai" else "openai"
+
+    @property
+    def generator_on_github(self) -> bool:
+        """The generator's requests go to GitHub Models too (an OpenAI-type file's model)."""
+        return self.judge_provider == GITHUB and self.generator_type != "azure_openai"
+
+    @property
+    def secrets(self) -> list[str]:
+        """The action inputs of the keys this set-up needs; none when everything is GitHub Models."""
+        generator = "github" if self.generator_on_github else (
+            "azure" if self.generator_type == "azure_openai" else "openai")
+        needed = {self.judge_provider, generator} - {GITHUB}
+        return [_SECRETS[name] for name in ("openai", "azure") if name in needed]
+
+
+_SECRETS = {"openai": "openai-api-key: ${{ secrets.OPENAI_API_KEY }}",
+            "azure": "azure-openai-api-key: ${{ secrets.AZURE_OPENAI_API_KEY }}"}
 
 
 def _relative(path: str, config: str) -> str:
@@ -57,15 +81,19 @@ def _relative(path: str, config: str) -> str:
 def config_text(starter: Starter) -> str:
     provider = starter.judge_provider
     model = JUDGE_MODELS.get(provider) or starter.generator_model or "YOUR-JUDGE-DEPLOYMENT"
-    model_note = ("  # the pinned judge model" if provider == "openai"
+    model_note = ("  # the pinned judge model" if provider != "azure"
                   else "  # azure: the deployment that judges (set endpoint and version below or "
                        "in AZURE_OPENAI_ENDPOINT / OPENAI_API_VERSION)")
+    generator = f" {_relative(starter.generator, starter.config)}"
+    if starter.generator_on_github:
+        generator = (f"\n  path:{generator}\n  endpoint: {{provider: github}}  "
+                     "# GitHub Models, with the workflow's own token")
     return f"""\
 # flipgate: gate prompt and model changes on groundedness flips.
 # Every key: docs/configuration.md. Read from the pull request's BASE branch.
 version: 1
 cases: {_relative(starter.cases, starter.config)}
-generator: {_relative(starter.generator, starter.config)}
+generator:{generator}
 judge:
   provider: {provider}
   model: {model}{model_note}
@@ -77,7 +105,7 @@ gate:
   strict: false
 relevance:
   threshold: 0.7
-  embedding_model: text-embedding-3-small
+  embedding_model: {EMBEDDING_MODELS.get(provider, DEFAULT_EMBEDDING_MODEL)}
 """
 
 
@@ -129,10 +157,11 @@ CONCURRENCY_GROUP = ("flipgate-${{ github.event.pull_request.number || github.ev
 
 
 def workflow_text(starter: Starter) -> str:
-    secret = ("azure-openai-api-key: ${{ secrets.AZURE_OPENAI_API_KEY }}"
-              if starter.judge_provider == "azure" else "openai-api-key: ${{ secrets.OPENAI_API_KEY }}")
-    config_input = ("" if starter.config == DEFAULT_CONFIG
-                    else f"\n          config: {starter.config}")
+    inputs = starter.secrets + ([] if starter.config == DEFAULT_CONFIG else [f"config: {starter.config}"])
+    with_inputs = "".join(f"\n          {line}" for line in inputs)
+    with_block = f"\n        with:{with_inputs}" if inputs else ""
+    models = ("\n  models: read          # GitHub Models: the judge's requests, on this token"
+              if GITHUB == starter.judge_provider else "")
     number = "github.event.pull_request.number || github.event.issue.number"
     return f"""\
 # flipgate on every pull request, and on a maintainer's `/flipgate run` comment
@@ -148,7 +177,7 @@ on:
 permissions:
   contents: read        # check out the repository, fetch the PR's commits
   pull-requests: write  # the comment, replies and reactions on a PR
-  statuses: write       # the `flipgate` commit status
+  statuses: write       # the `flipgate` commit status{models}
 
 jobs:
   flipgate:
@@ -170,9 +199,7 @@ jobs:
             flipgate-${{{{ {number} }}}}-
             flipgate-
       - id: flipgate
-        uses: {starter.action}
-        with:
-          {secret}{config_input}
+        uses: {starter.action}{with_block}
       - if: always()
         uses: actions/upload-artifact@v4
         with:

@@ -400,8 +400,9 @@ def _target(trusted: Prompty, configuration: Mapping[str, str | None], settings:
         value = getattr(settings, name) if use_settings else None
         return _expanded(value, environ, config_source, None)
 
-    if kind is None and use_settings and settings.provider == GITHUB:  # type: ignore[union-attr]
-        # GitHub Models: the base's base_url or GitHub's own, never the environment's.
+    if kind in (None, "openai") and use_settings and settings.provider == GITHUB:  # type: ignore[union-attr]
+        # GitHub Models (OpenAI-compatible, so a file's `type: openai` fits): the base's
+        # base_url or GitHub's own, never the environment's.
         return _Target(kind=GITHUB, url=setting("base_url"), api_version=None,
                        deployment=setting("deployment") or setting("model"), auth=AUTH_KEY)
     if kind is None:
