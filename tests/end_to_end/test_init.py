@@ -223,7 +223,13 @@ def test_the_workflow_is_the_recommended_one(repo: GitRepo) -> None:
     assert job["runs-on"] == "ubuntu-latest"
     uses = [step.get("uses") for step in job["steps"]]
     assert uses == ["actions/checkout@v4", "actions/cache@v4", "OWNER/flipgate@v1",
-                    "actions/upload-artifact@v4"]
+                    "actions/upload-artifact@v7", "OWNER/flipgate@v1", "actions/upload-artifact@v7"]
+    # report.html uploaded alone and unzipped; its artifact-url handed back to relink.
+    page, back = job["steps"][3], job["steps"][4]
+    assert page["id"] == "page" and page["with"]["path"] == "flipgate-out/report.html"
+    assert page["with"]["archive"] is False
+    assert back["with"] == {"relink": "${{ steps.page.outputs.artifact-url }}"}
+    assert "steps.page.outputs.artifact-url" in back["if"] and "always()" in back["if"]
     assert job["steps"][2]["with"] == {"openai-api-key": "${{ secrets.OPENAI_API_KEY }}"}
     # The same workflow docs/action.md shows, step for step.
     docs = (ROOT / "docs" / "action.md").read_text(encoding="utf-8")
@@ -235,9 +241,8 @@ def test_the_workflow_is_the_recommended_one(repo: GitRepo) -> None:
     # Who starts a job, and which group it waits in, are the same too.
     for key in ("if", "concurrency"):
         assert documented["jobs"]["flipgate"][key] == job[key], key
-    [upload] = [s for s in documented["jobs"]["flipgate"]["steps"]
-                if s.get("uses") == "actions/upload-artifact@v4"]
-    assert upload["with"]["name"] == job["steps"][3]["with"]["name"] == "flipgate-report"
+    assert documented["jobs"]["flipgate"]["steps"][3:] == job["steps"][3:]
+    assert job["steps"][5]["with"]["name"] == "flipgate-report"
 
 
 def actionlint() -> list[str] | None:

@@ -14,12 +14,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from flipgate.config.schema import (
+    ARTIFACT_NAME,
     DEFAULT_CACHE_DIR,
     DEFAULT_CONFIG,
     DEFAULT_MIN_CASES_PER_CATEGORY,
     DEFAULT_OUT_DIR,
 )
 
+# v7 uploads a single file unzipped (`archive: false`) and outputs its `artifact-url`.
+UPLOAD_ARTIFACT = "actions/upload-artifact@v7"
+HTML_FILE = "report.html"               # output/html.py writes it; config may not import output
 DEFAULT_CASES = "eval/cases.jsonl"
 DEFAULT_WORKFLOW = ".github/workflows/flipgate.yml"
 DEFAULT_ACTION = "OWNER/flipgate@v1"   # the README's stand-in for wherever the action comes from
@@ -200,10 +204,23 @@ jobs:
             flipgate-
       - id: flipgate
         uses: {starter.action}{with_block}
-      - if: always()
-        uses: actions/upload-artifact@v4
+      # report.html alone, not zipped: the browser opens it from the run in one click.
+      - id: page
+        if: always()
+        uses: {UPLOAD_ARTIFACT}
         with:
-          name: flipgate-report
+          path: {DEFAULT_OUT_DIR}/{HTML_FILE}
+          archive: false
+          if-no-files-found: ignore
+      # Hands the page's URL back: the comment this run posted links it (nothing else runs).
+      - if: always() && steps.page.outputs.artifact-url != ''
+        uses: {starter.action}
+        with:
+          relink: ${{{{ steps.page.outputs.artifact-url }}}}
+      - if: always()
+        uses: {UPLOAD_ARTIFACT}
+        with:
+          name: {ARTIFACT_NAME}
           path: {DEFAULT_OUT_DIR}/
           if-no-files-found: ignore
 """
