@@ -266,6 +266,6 @@ def test_past_its_budget_the_unscripted_rows_are_listed_by_id_and_still_anchored
     assert [f'<details class="row" id="case-r{n}" open>' in static for n in range(5)] == [
         True, True, True, False, False]
     listed = static.split('<ul class="listed">', 1)[1]
-    assert '<li id="case-r3">' in listed and '<li id="case-r4">' in listed
-    assert "grounded (5) → ungrounded (2)" in listed and "How long" not in listed  # no text
+    assert '<li id="case-r3">r3 · regression</li>' in listed and '<li id="case-r4">' in listed
+    assert "How long" not in listed  # no text of theirs
     assert "the first 3 with its query" in static and "the evidence of the last 2" in static

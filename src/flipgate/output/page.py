@@ -160,7 +160,7 @@ def page_row(row: Row, *, index: int, suite: str | None = None, second_model: st
 
 
 # What the rows shown without the script may take in all (characters of their text).
-UNSCRIPTED_TEXT_BUDGET = 1_000_000
+UNSCRIPTED_TEXT_BUDGET = 600_000  # with the list of the rest, under 2 MB at 100,000 rows
 
 
 def row_chars(row: PageRow) -> int:
@@ -175,8 +175,8 @@ def row_chars(row: PageRow) -> int:
 class Unscripted:
     """What report.html shows where its script cannot run: every row shown in full (the rows
     the comment tables, and labelled ones), in the page's order, with its evidence while
-    `budget` characters last, then the rest by id, verdict and movement only (each still its
-    row's anchor, so a `#case-…` link lands on it). Fed one row at a time (`take`)."""
+    `budget` characters last, then the rest by id and verdict only (each still its row's
+    anchor, so a `#case-…` link lands on it). Fed one row at a time (`take`)."""
 
     budget: int = UNSCRIPTED_TEXT_BUDGET
     shown: list[PageRow] = field(default_factory=list)
