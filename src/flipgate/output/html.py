@@ -1,8 +1,10 @@
 """report.html: every row of the run on one self-contained page, written as it is rendered.
 
-The page loads nothing: its style and script are inline, and its
-Content-Security-Policy allows exactly those two (by hash) and nothing else,
+The page loads nothing: its style and scripts are inline, and its
+Content-Security-Policy allows exactly those (by hash) and nothing else,
 so no request leaves it, and a tag that escaped the escaping would not run.
+Where its script cannot run, the rows the comment tables are also written as
+escaped markup (`page.Unscripted`), which the first script's `js` mark hides.
 The template runs in Jinja2's immutable sandbox with autoescape on.
 The rows are data, not markup: two JSON blocks (`<script type="application/json">`,
 which never runs), the rows shown in full and the quiet ones, each row one compact
