@@ -32,10 +32,10 @@ from markupsafe import Markup
 from flipgate.model import Report
 from flipgate.output.comment import templates_dir
 from flipgate.output.page import (
+    UNSCRIPTED_TEXT_BUDGET,
     Labels,
     PageRow,
     QuietRow,
-    UNSCRIPTED_TEXT_BUDGET,
     SideView,
     Unscripted,
     page_rows,
