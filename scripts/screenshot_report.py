@@ -1,7 +1,7 @@
 """Screenshot report.html as a reviewer sees it, in headless Chromium, with a filter applied.
 
     .venv/bin/python scripts/screenshot_report.py [REPORT.html] [--out DIR] [--width 1280]
-        [--verdict regression] [--category NAME] [--search TEXT] [--blocking]
+        [--verdict regression] [--category NAME] [--search TEXT] [--blocking] [--no-script]
 
 Without REPORT.html it runs the bundled example (examples/cards, offline judge)
 first. It writes `report.png` (the page as it opens), `report-filtered.png`
@@ -64,10 +64,15 @@ def main() -> int:
     parser.add_argument("--category")
     parser.add_argument("--search")
     parser.add_argument("--blocking", action="store_true")
+    parser.add_argument("--no-script", action="store_true",
+                        help="scripts off, as where the page's script cannot run: writes "
+                             "report-noscript.png (the page as it opens) only")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="flipgate-shot-") as tmp:
         page = args.page or run_example(Path(tmp) / "example")
+        if args.no_script:
+            return unscripted(page, args)
         with Browser(width=args.width, height=args.height) as browser:
             browser.open(page)
             total = browser.evaluate(VISIBLE)
@@ -85,6 +90,16 @@ def main() -> int:
     for problem in problems:
         print(f"  {problem}", file=sys.stderr)
     return 1 if problems else 0
+
+
+def unscripted(page: Path, args: argparse.Namespace) -> int:
+    """The page with scripts off: the rows it writes as markup, and its note."""
+    with Browser(width=args.width, height=args.height, scripts=False) as browser:
+        browser.open(page)
+        rows = browser.evaluate("document.querySelectorAll('#static details.row').length")
+        browser.screenshot(args.out / "report-noscript.png", full_page=False)
+    print(f"{args.out / 'report-noscript.png'}: scripts off, {rows} rows written as markup")
+    return 0 if rows is not None else 1
 
 
 if __name__ == "__main__":

@@ -39,6 +39,13 @@ class Settings:
         return self._get("AZURE_OPENAI_API_KEY")
 
     @property
+    def github_models_token(self) -> str | None:
+        """GitHub Models' token: the action's `github-token` input, else GITHUB_TOKEN. Sent
+        only to the `github` provider's endpoint (llm/client.github_endpoint)."""
+        return (self.environ.get("INPUT_GITHUB-TOKEN", "").strip()
+                or self.environ.get("GITHUB_TOKEN", "").strip() or None)
+
+    @property
     def openai_base_url(self) -> str | None:
         return self._get("OPENAI_BASE_URL")
 

@@ -31,22 +31,24 @@ HOSTILE = "</script><script>window.pwned = 1</script><img src=x onerror='window.
 def two_thousand_rows():
     """2,000 rows: 400 blocking regressions (policy), 100 to review (chat), 300 moved,
     the rest unchanged; two answers (a regression's, an unchanged row's) try to run a script."""
-    rows = []
-    for n in range(2_000):
-        category = "chat" if 400 <= n < 500 else "policy"
-        before, after, rescore = ((5, 2, 1) if n < 500 else (4, 5, False) if n < 800
-                                  else (5, 5, False))
-        answer = f"Skip up to 1 day before the ship date, case {n}." if n < 500 else f"Case {n}."
-        if n in (499, 1_999):  # a full row and a quiet one
-            answer += HOSTILE
-        case = Case(id=f"case-{n:04d}", query=f"Can I skip box {n}?", context=CONTEXT,
-                    category=category)
-        rows.append(gate.build_row(
-            case, make_side(before, response=f"Skips need 3 days, case {n}."),
-            make_side(after, response=answer, rescore=rescore, reason="judged"),
-            blocking_categories=("policy",), threshold=0.7,
-            find_evidence=lambda c, a: find_unsupported(c.context, a)))
-    return rows
+    return [one_row(n) for n in range(2_000)]
+
+
+def one_row(n: int):
+    """Row `n` of the 2,000."""
+    category = "chat" if 400 <= n < 500 else "policy"
+    before, after, rescore = ((5, 2, 1) if n < 500 else (4, 5, False) if n < 800
+                              else (5, 5, False))
+    answer = f"Skip up to 1 day before the ship date, case {n}." if n < 500 else f"Case {n}."
+    if n in (499, 1_999):  # a full row and a quiet one
+        answer += HOSTILE
+    case = Case(id=f"case-{n:04d}", query=f"Can I skip box {n}?", context=CONTEXT,
+                category=category)
+    return gate.build_row(
+        case, make_side(before, response=f"Skips need 3 days, case {n}."),
+        make_side(after, response=answer, rescore=rescore, reason="judged"),
+        blocking_categories=("policy",), threshold=0.7,
+        find_evidence=lambda c, a: find_unsupported(c.context, a))
 
 
 MATCHED = "Number(document.getElementById('rows').dataset.matched)"
@@ -142,3 +144,86 @@ def test_the_screenshot_script_shoots_the_examples_page_filtered_and_clean(tmp_p
     shown = re.search(r": (\d+) rows; filtered: (\d+) rows; 0 console problems", done.stdout)
     assert shown is not None, done.stdout
     assert 0 < int(shown.group(2)) < int(shown.group(1))  # the filter hid the other rows
+
+
+# --- where the page's script cannot run (issue 32) ------------------------------------------
+
+VISIBLE = "(id => { const e = document.getElementById(id); return !!e && e.getClientRects().length > 0; })"
+STATIC_ROWS = "[...document.querySelectorAll('#static details.row')].map(d => d.id)"
+
+
+def some_rows():
+    """A tenth of the 2,000: 50 blocking, 10 to review (the hostile one last), 30 moved, 10 quiet."""
+    return [one_row(n) for n in (*range(50), *range(490, 530), *range(1_990, 2_000))]
+
+
+def served_with(page: Path, policy: str):
+    """report.html served from 127.0.0.1 with a server's own Content-Security-Policy, as a
+    host that serves artifacts may send it."""
+    from support.loopback import LoopbackHTTP
+
+    body = page.read_bytes()
+
+    def app(environ, start_response):
+        start_response("200 OK", [("Content-Type", "text/html; charset=utf-8"),
+                                  ("Content-Security-Policy", policy)])
+        return [body]
+
+    return LoopbackHTTP(app)
+
+
+def test_without_script_the_tabled_rows_are_there_with_their_evidence_and_say_what_is_missing(
+        tmp_path: Path) -> None:
+    rows = some_rows()
+    page = write_html(make_report(rows), tmp_path / "report.html")
+    tabled = [f"case-{row.id}" for row in rows if gate.kinds_of(row)]
+    assert len(tabled) == 90
+    with Browser(width=1280, scripts=False) as browser:
+        for width in (1280, 390):  # a laptop, a phone
+            browser.resize(width)
+            browser.open("about:blank")  # the same URL again would only scroll, not load
+            browser.open(page, "#case-case-0042")
+            unscripted_page_reads(browser, tabled, width)
+
+
+def unscripted_page_reads(browser: Browser, tabled: list[str], width: int) -> None:
+    """What a reviewer sees of the page with scripts off, at `width`."""
+    assert browser.evaluate("document.body.dataset.ready") is None  # report.js never ran
+    assert sorted(browser.evaluate(STATIC_ROWS)) == sorted(tabled)
+    assert browser.evaluate(f"{VISIBLE}('static')") and not browser.evaluate(f"{VISIBLE}('filters')")
+    note = browser.evaluate("document.querySelector('#static .notice').textContent")
+    assert "script did not run" in note and "Filtering, the search and the other 10 rows" in note
+    # The link's row is open, in view, with its query, both answers, the claim marked.
+    top = browser.evaluate("document.getElementById('case-case-0042').getBoundingClientRect().top")
+    assert 0 <= top < 900
+    row = browser.evaluate("document.getElementById('case-case-0042').textContent")
+    assert "Can I skip box 42?" in row and "Skips need 3 days, case 42." in row
+    assert "Skip up to 1 day" in row and "Meal kits ship every Tuesday." in row
+    assert browser.evaluate("document.querySelectorAll('#case-case-0042 mark.claim').length") >= 2
+    # Hostile text in a tabled row is text here too; nothing ran.
+    assert HOSTILE in browser.evaluate("document.getElementById('case-case-0499').textContent")
+    assert browser.evaluate("document.querySelectorAll('#static img, #static script').length") == 0
+    assert browser.evaluate("typeof window.pwned") == "undefined"
+    # Nothing is wider than the window, at a phone's width too.
+    assert browser.evaluate("document.documentElement.scrollWidth") <= width
+
+
+def test_a_server_that_blocks_the_script_gets_the_rows_and_with_script_they_are_gone(
+        tmp_path: Path) -> None:
+    page = write_html(make_report(some_rows()), tmp_path / "report.html")
+    server = served_with(page, "script-src 'none'")
+    root = server.start()
+    try:
+        with Browser(width=1280) as browser:
+            browser.open(f"{root}/report.html")  # scripts on, but the server's policy blocks them
+            assert browser.evaluate("document.body.dataset.ready") is None
+            assert len(browser.evaluate(STATIC_ROWS)) == 90
+            assert browser.evaluate(f"{VISIBLE}('static')")
+            browser.open(page, "#case-case-0042")  # the same page from disk: the script runs
+            assert browser.evaluate("document.body.dataset.ready") == "true"
+            assert browser.evaluate("document.getElementById('static')") is None
+            assert browser.evaluate("document.querySelectorAll('[id=\"case-case-0042\"]').length") == 1
+            assert browser.evaluate("document.getElementById('case-case-0042').closest('#rows') !== null")
+            assert browser.evaluate(MATCHED) == 100 and browser.evaluate(f"{VISIBLE}('filters')")
+    finally:
+        server.stop()

@@ -34,7 +34,9 @@ def test_the_comment_and_the_summary_link_the_runs_artifacts(harness: Harness,
     assert call["links"].run == run and call["links"].report is None
     [comment] = harness.own_comments()
     for markdown in (comment["body"], harness.summary()):
-        assert hrefs(markdown) == {f"{run}#artifacts", run}
+        # Each row id links the run (where the artifact is) with its anchor, which the
+        # relink step moves onto the uploaded page.
+        assert hrefs(markdown) == {f"{run}#artifacts", run, f"{run}#case-refund-007"}
         assert "flipgate-report artifact of [this run]" in markdown
 
 

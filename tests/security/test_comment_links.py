@@ -101,10 +101,12 @@ def test_honest_ids_link_to_their_rows_and_report_html_links_the_page() -> None:
     assert f'href="{REPORT_URL}#case-refund-007"' in safe_html(comment)
 
 
-def test_without_a_page_url_report_html_links_the_runs_artifacts_and_ids_stay_text() -> None:
+def test_without_a_page_url_report_html_links_the_runs_artifacts_and_ids_the_run() -> None:
     comment = render_comment(make_report([blocking("refund-007")]), links=Links(run=RUN_URL))
     found = links(comment)
-    assert found and {href for href, _ in found} == {f"{RUN_URL}#artifacts", RUN_URL}
+    assert found and {href for href, _ in found} == {f"{RUN_URL}#artifacts", RUN_URL,
+                                                     f"{RUN_URL}#case-refund-007"}
+    assert (f"{RUN_URL}#case-refund-007", "refund-007") in found
     assert ("this run" in dict((text, href) for href, text in found))
     assert "flipgate-report artifact of [this run]" in comment
 

@@ -1,8 +1,9 @@
 """report.html carries its rows as JSON inside `<script type="application/json">` blocks.
 An answer, id, suite, category, query, context, reason or label that tries to close its
 block, open a comment or smuggle a tag must stay one string of data: the page keeps
-exactly its own four script elements, every field reads back as written, and the
-anchors stay plain ids."""
+exactly its own five script elements, every field reads back as written, and the
+anchors stay plain ids. The rows written as markup for a page without script (the
+`#static` section) are escaped text: the same strings read back, no tag among them."""
 
 from __future__ import annotations
 
@@ -56,8 +57,12 @@ def test_no_field_can_leave_its_data_block(tmp_path: Path, text: str, quiet: boo
                       labels={(f"s{text}", f"id{text}"): [f"labelled {text}"]} if not quiet else None)
     source = path.read_text(encoding="utf-8")
     page = read_page(path)
-    assert [tag for tag, _ in page.tags].count("script") == 4
-    assert source.lower().count("</script") == 4 and "<!--" not in source
+    assert [tag for tag, _ in page.tags].count("script") == 5
+    assert source.lower().count("</script") == 5 and "<!--" not in source
+    assert "img" not in [tag for tag, _ in page.tags]
+    ids = [attrs["id"] for _, attrs in page.tags if attrs.get("id", "").startswith("case-")]
+    assert all(set(i) <= set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_~")
+               for i in ids)
     assert not any(name.startswith("on") for _, attrs in page.tags for name in attrs)
     (row,) = page.rows()
     assert (row["i"], row["s"], row["c"], row["q"]) == (f"id{text}", f"s{text}", f"c{text}", f"q{text}")
@@ -65,5 +70,9 @@ def test_no_field_can_leave_its_data_block(tmp_path: Path, text: str, quiet: boo
     if not quiet:
         assert f"r{text}" in [reason for _, _, reason in row["cand"]["r"]]
         assert row["l"] == [f"labelled {text}"]
+        written = "".join(page.text)  # the same row, as markup for a page without script
+        assert ids == [row["a"]]
+        assert all(f in written for f in (f"id{text}", f"q{text}", f"Fees are $5. {text}",
+                                          f"labelled {text}"))
     else:
         assert row["ca"] == f"Fees are $9. {text}"

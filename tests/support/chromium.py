@@ -24,7 +24,8 @@ CHROMIUM = next((found for name in ("chromium", "chromium-browser", "google-chro
 
 
 class Browser:
-    def __init__(self, *, width: int = 1280, height: int = 900) -> None:
+    def __init__(self, *, width: int = 1280, height: int = 900, scripts: bool = True) -> None:
+        """`scripts=False`: the page's own scripts never run (DevTools' evaluate still does)."""
         assert CHROMIUM is not None, "Chromium is not installed"
         self._profile = tempfile.TemporaryDirectory(prefix="flipgate-cdp-")
         to_child_r, self._to_child = os.pipe()
@@ -57,8 +58,14 @@ class Browser:
         self.session = self.call("Target.attachToTarget", targetId=target, flatten=True)["sessionId"]
         for domain in ("Page", "Runtime", "Log"):
             self.call(f"{domain}.enable")
+        self.resize(width, height)
+        if not scripts:
+            self.call("Emulation.setScriptExecutionDisabled", value=True)
+
+    def resize(self, width: int, height: int = 900) -> None:
+        """The window's size from now on (below 600 px, as a phone shows pages)."""
         self.call("Emulation.setDeviceMetricsOverride", width=width, height=height,
-                  deviceScaleFactor=1, mobile=False)
+                  deviceScaleFactor=1, mobile=width < 600)
 
     # --- the wire ------------------------------------------------------------------
 
@@ -103,9 +110,10 @@ class Browser:
 
     # --- what the tests use --------------------------------------------------------
 
-    def open(self, path: Path, fragment: str = "") -> None:
-        """Load `path` (`fragment`: e.g. "#case-7", the part of the URL after the file)."""
-        self.call("Page.navigate", url=path.resolve().as_uri() + fragment)
+    def open(self, path: Path | str, fragment: str = "") -> None:
+        """Load `path`, or a URL (`fragment`: e.g. "#case-7", the part after the file)."""
+        url = path if isinstance(path, str) else path.resolve().as_uri()
+        self.call("Page.navigate", url=url + fragment)
         self.wait_for("Page.loadEventFired")
 
     def evaluate(self, expression: str) -> Any:

@@ -11,6 +11,7 @@ import yaml
 from flipgate.config.schema import ARTIFACT_NAME, DEFAULT_OUT_DIR
 from flipgate.config.starter import Starter, workflow_text
 from flipgate.github import texts
+from flipgate.output.html import HTML_FILE
 
 ROOT = Path(__file__).resolve().parents[2]
 # A matrix of gates needs one artifact a gate: that example is the one exception.
@@ -22,7 +23,10 @@ def test_the_workflow_init_writes_uploads_the_whole_output_folder_by_that_name()
                                                     cases="eval/cases.jsonl")))
     uploads = [step["with"] for job in workflow["jobs"].values() for step in job["steps"]
                if str(step.get("uses", "")).startswith("actions/upload-artifact")]
-    assert uploads == [{"name": ARTIFACT_NAME, "path": f"{DEFAULT_OUT_DIR}/",
+    # The page alone, unzipped (its artifact is named after the file), then the bundle.
+    assert uploads == [{"path": f"{DEFAULT_OUT_DIR}/{HTML_FILE}", "archive": False,
+                        "if-no-files-found": "ignore"},
+                       {"name": ARTIFACT_NAME, "path": f"{DEFAULT_OUT_DIR}/",
                         "if-no-files-found": "ignore"}]
 
 

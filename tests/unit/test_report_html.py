@@ -13,8 +13,8 @@ import pytest
 
 from flipgate.model import Case, Score, Statement, StatementLabel, Statements, SuiteReport
 from flipgate.output.anchors import row_anchor
-from flipgate.output.html import script_json, write_html
-from flipgate.output.page import QUIET_ROW_CHARS, page_rows, quiet_rows
+from flipgate.output.html import SCRIPTED_MARK, script_json, write_html
+from flipgate.output.page import QUIET_ROW_CHARS, page_rows, quiet_rows, row_chars
 from flipgate.output.write import write_outputs
 from flipgate.verdict import gate
 from flipgate.verdict.evidence import find_unsupported
@@ -59,16 +59,21 @@ def test_hostile_answers_cases_and_judge_text_stay_text(tmp_path: Path, text: st
         (None, f"id-{text}"): [f"labelled grounded by @{text}"]})
     source = path.read_text(encoding="utf-8")
     page = read_page(path)
-    # The page's own tags only: its script, three data blocks, one style, nothing that loads.
+    # The page's own tags only: its two scripts (the `js` mark, the page's), three data
+    # blocks, one style, nothing that loads.
     names = [tag for tag, _ in page.tags]
-    assert names.count("script") == 4 and names.count("style") == 1
-    assert source.count("</script") == 4  # no text closed a block early
+    assert names.count("script") == 5 and names.count("style") == 1
+    assert source.count("</script") == 5  # no text closed a block early
     assert "img" not in names and "a" not in names and names.count("form") == 1
     for _, attrs in page.tags:
         assert not any(name.startswith("on") for name in attrs), attrs
         assert not {"src", "href", "action"} & set(attrs), attrs
-    assert [attrs.get("type") for attrs, _ in page.scripts] == ["application/json"] * 3 + [None]
-    assert page.code() == [(TEMPLATES / "report.js").read_text(encoding="utf-8")]
+    assert [attrs.get("type") for attrs, _ in page.scripts] == [None] + ["application/json"] * 3 + [None]
+    assert page.code() == [SCRIPTED_MARK, (TEMPLATES / "report.js").read_text(encoding="utf-8")]
+    # The rows written for a page without script hold the same text, escaped as text.
+    static = "".join(page.text)
+    for shown in (f"id-{text}", f"query {text}", f"Fees are $5. {text}", f"error {text}"):
+        assert shown in static
     assert page.styles == [(TEMPLATES / "report.css").read_text(encoding="utf-8")]
     # Every field reads back exactly, as data for the script, which sets it as text.
     (row,) = page.rows()
@@ -94,11 +99,11 @@ def test_the_page_loads_nothing_from_anywhere(tmp_path: Path) -> None:
                       "form-action 'none'", "base-uri 'none'"):
         assert directive in csp
     # The inline style and script are allowed by their hashes, and nothing else is.
-    for body, directive in ((page.styles[0], "style-src"), (page.code()[0], "script-src")):
+    for body, directive in ((page.styles[0], "style-src"), *((code, "script-src") for code in page.code())):
         digest = base64.b64encode(hashlib.sha256(body.encode()).digest()).decode()
-        assert f"{directive} 'sha256-{digest}';" in csp
+        assert f"'sha256-{digest}'" in csp.split(f"{directive} ", 1)[1].split(";", 1)[0]
     assert "unsafe-inline" not in csp
-    assert not re.search(r"url\(|@import|https?://", page.styles[0] + page.code()[0])
+    assert not re.search(r"url\(|@import|https?://", page.styles[0] + "".join(page.code()))
     assert "http://" not in source and "https://" not in source
 
 
@@ -223,3 +228,44 @@ def test_script_json_keeps_text_data_inside_a_script_element(text: str) -> None:
     written = script_json({"t": text})
     assert not set("<>&\u2028\u2029") & set(written)
     assert json.loads(written) == {"t": text}
+
+
+def static_section(path: Path) -> str:
+    source = path.read_text(encoding="utf-8")
+    return source[source.index('<section id="static">'):source.index("</section>")]
+
+
+def test_without_script_every_row_the_comment_tables_is_written_with_its_evidence(tmp_path: Path) -> None:
+    report = make_report(one_of_each())
+    path = write_html(report, tmp_path / "report.html")
+    static = static_section(path)
+    tabled = [row for row in report.rows if gate.kinds_of(row)]
+    assert tabled and len(tabled) < len(report.rows)
+    for row in tabled:
+        assert f'<details class="row" id="{row_anchor(None, row.id)}" open>' in static
+    quiet = [row for row in report.rows if not gate.kinds_of(row)]
+    assert all(f'id="{row_anchor(None, row.id)}"' not in static for row in quiet)
+    # The blocking row: its query, both answers, its claim marked in the answer and the
+    # context, the claims list; and a plain word on what needs the script.
+    blocking = static.split('id="case-blocking"', 1)[1].split("</details>", 1)[0]
+    assert "How long do refunds take?" in blocking
+    assert "Refunds are issued within 30 days." in blocking  # the baseline's answer
+    assert '<mark class="claim">cost a $12 fee</mark><span class="tag">[1]</span>' in blocking
+    assert '<div class="context text"><mark class="claim">Refunds are issued' in blocking
+    assert "[1] closest in the context" in blocking
+    assert "script did not run" in static
+    assert f"the {len(tabled)} rows the comment tables" in static
+    assert f"Filtering, the search and the other {len(quiet)} row" in static
+
+
+def test_past_its_budget_the_unscripted_rows_are_listed_by_id_and_still_anchored(tmp_path: Path) -> None:
+    rows = [make_row(f"r{n}", category="policy", before=5, after=2, rescore=1) for n in range(5)]
+    one = row_chars(next(page_rows(make_report(rows[:1]))))
+    path = write_html(make_report(rows), tmp_path / "report.html", unscripted_budget=3 * one)
+    static = static_section(path)
+    assert [f'<details class="row" id="case-r{n}" open>' in static for n in range(5)] == [
+        True, True, True, False, False]
+    listed = static.split('<ul class="listed">', 1)[1]
+    assert '<li id="case-r3">r3 · regression</li>' in listed and '<li id="case-r4">' in listed
+    assert "How long" not in listed  # no text of theirs
+    assert "the first 3 with its query" in static and "the evidence of the last 2" in static

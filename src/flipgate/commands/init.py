@@ -12,7 +12,7 @@ from typing import Any
 import click
 
 from flipgate.commands.common import report_failures, settings_from_env
-from flipgate.config.schema import DEFAULT_CONFIG, GITHUB_PROMPT_SUFFIXES
+from flipgate.config.schema import DEFAULT_CONFIG, ENDPOINT_PROVIDERS, GITHUB_PROMPT_SUFFIXES
 from flipgate.config.starter import (
     DEFAULT_ACTION,
     DEFAULT_CASES,
@@ -146,10 +146,14 @@ def _write_all(root: Path, files: dict[str, str]) -> None:
 @click.option("--command", "command", metavar="CMD", default=None,
               help="The application's own code as the generator: the command that answers "
                    "JSON cases on stdin (docs/generator-command.md); no .prompty file needed.")
+@click.option("--provider", "provider", type=click.Choice(ENDPOINT_PROVIDERS), default=None,
+              help="The judge's provider (default: the generator's). github: GitHub Models for "
+                   "the judge and an OpenAI-type generator, on the workflow's own token; the "
+                   "workflow stores no secret.")
 @click.option("--force", is_flag=True, help="Overwrite files that already exist.")
 @report_failures
 def init(repo: str, generator: str | None, cases: str, config: str, workflow: str, action: str,
-         force: bool, command: str | None = None) -> None:
+         provider: str | None, force: bool, command: str | None = None) -> None:
     """Write a starter .flipgate.yml, .github/workflows/flipgate.yml and a cases file.
 
     Finds the repository's tracked .prompty and .prompt.yml files (or takes
@@ -172,7 +176,8 @@ def init(repo: str, generator: str | None, cases: str, config: str, workflow: st
                           watch=command_watch(command, tracked),
                           config=gitrefs.safe_path(config, source="--config"),
                           cases=gitrefs.safe_path(cases, source="--cases"),
-                          workflow=gitrefs.safe_path(workflow, source="--workflow"), action=action)
+                          workflow=gitrefs.safe_path(workflow, source="--workflow"), action=action,
+                          provider=provider)
         _write_starter(root, starter, sample={}, force=force)
         click.echo(f"generator: `{command}`, watching {', '.join(starter.watch)} (edit "
                    f"generator.watch in {starter.config}: it is what counts as a change)")
@@ -201,7 +206,8 @@ def init(repo: str, generator: str | None, cases: str, config: str, workflow: st
                       generator_key=key, generator_constant=constant, generator_keys=keys,
                       config=gitrefs.safe_path(config, source="--config"),
                       cases=gitrefs.safe_path(cases, source="--cases"),
-                      workflow=gitrefs.safe_path(workflow, source="--workflow"), action=action)
+                      workflow=gitrefs.safe_path(workflow, source="--workflow"), action=action,
+                      provider=provider)
     _write_starter(root, starter, sample=sample, force=force)
     others = [p for p in prompty_files if p != chosen]
     if others:
@@ -210,6 +216,9 @@ def init(repo: str, generator: str | None, cases: str, config: str, workflow: st
     note = "" if sample else " (the generator has no sample: edit its query and context)"
     click.echo(f"cases: one example case in {starter.cases}{note}; record real ones with "
                "`flipgate record` (docs/cases.md)")
+    if prompty is not None and starter.generator_on_github and "/" not in (prompty.model or "/"):
+        click.echo(f"provider: GitHub Models sends the model as written: name it publisher/model "
+                   f"in {chosen} (openai/{prompty.model}, not {prompty.model})")
     if action == DEFAULT_ACTION:
         click.echo(f"workflow: replace {DEFAULT_ACTION} in {starter.workflow} with where you take "
                    "the action from (or pass --action REF)")

@@ -30,13 +30,16 @@ DEFAULT_MAX_WAIT = 600.0                # seconds one request may spend waiting 
 DEFAULT_COMPLETION_CEILING = 4096       # budget: worst case of a request without max_tokens
 DEFAULT_EMBEDDING_BATCH = 2048          # OpenAI's /embeddings takes at most 2048 inputs
 DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1"
+# GitHub Models' OpenAI-compatible inference endpoint (docs.github.com/en/github-models/quickstart).
+DEFAULT_GITHUB_MODELS_URL = "https://models.github.ai/inference"
 DEFAULT_QUESTIONS = 3                   # questions the relevance judge invents per answer
 OFFLINE_MODEL = "lexical-v1"            # the offline judge's name for itself
 STEP_SUMMARY_LIMIT = 1024 * 1024        # GitHub's step summary holds at most 1 MiB
 GITHUB_COMMENT_LIMIT = 65_536           # GitHub refuses a longer comment
 DEFAULT_MIN_CASES_PER_CATEGORY = 50     # below it, one judge may not block a category alone
 
-PROVIDERS = ("openai", "azure", "offline")
+PROVIDERS = ("openai", "azure", "github", "offline")
+ENDPOINT_PROVIDERS = ("openai", "azure", "github")  # the generator's endpoint
 OPENAI_ENGINE = "openai"
 AZURE_ENGINE = "azure-ai-evaluation"    # the optional azure-ai-evaluation backend
 ENGINES = (OPENAI_ENGINE, AZURE_ENGINE)
@@ -169,7 +172,7 @@ SUITE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,62}")  # also a commit sta
 class EndpointConfig:
     """`generator.endpoint`: where a generator that names no endpoint sends its requests."""
 
-    provider: str | None = None       # openai | azure
+    provider: str | None = None       # openai | azure | github
     base_url: str | None = None
     azure_endpoint: str | None = None
     api_version: str | None = None
@@ -374,7 +377,7 @@ _SCHEMA: dict[str, Any] = {
             isinstance(k, str) and isinstance(x, str) and k and x for k, x in v.items())
         else "must map template names to case fields (name: field)",
         "endpoint": {
-            "provider": _one_of(("openai", "azure", "github")),
+            "provider": _one_of(ENDPOINT_PROVIDERS),
             "base_url": _is_str,
             "azure_endpoint": _is_str,
             "api_version": _is_str,
@@ -510,9 +513,9 @@ def parse_config(text: str, *, source: str = DEFAULT_CONFIG, directory: str = ".
     judge_section = data.get("judge")
     judge_values: dict[str, Any] = judge_section if isinstance(judge_section, dict) else {}
     provider = judge_values.get("provider", "offline")
-    if provider in ("openai", "azure") and "model" not in judge_values:
+    if provider in ENDPOINT_PROVIDERS and "model" not in judge_values:
         problem(("judge",), f"'judge.model' is required for provider {provider} (pin the judge)")
-    if judge_values.get("engine") == AZURE_ENGINE and provider == "offline":
+    if judge_values.get("engine") == AZURE_ENGINE and provider not in ("openai", "azure"):
         problem(("judge", "engine"), "'judge.engine' azure-ai-evaluation needs provider openai or azure")
     if judge_values.get("auth") == AUTH_ENTRA and provider != "azure":
         problem(("judge", "auth"), "'judge.auth' entra signs in to Azure: it needs provider azure")

@@ -15,17 +15,25 @@ from dataclasses import dataclass
 from typing import Any
 
 from flipgate.config.schema import (
+    ARTIFACT_NAME,
     DEFAULT_CACHE_DIR,
     DEFAULT_CONFIG,
     DEFAULT_MIN_CASES_PER_CATEGORY,
     DEFAULT_OUT_DIR,
 )
 
+# v7 uploads a single file unzipped (`archive: false`) and outputs its `artifact-url`.
+UPLOAD_ARTIFACT = "actions/upload-artifact@v7"
+HTML_FILE = "report.html"               # output/html.py writes it; config may not import output
 DEFAULT_CASES = "eval/cases.jsonl"
 DEFAULT_WORKFLOW = ".github/workflows/flipgate.yml"
 DEFAULT_ACTION = "OWNER/flipgate@v1"   # the README's stand-in for wherever the action comes from
 EXAMPLE_CATEGORY = "general"
-JUDGE_MODELS = {"openai": "gpt-4.1-mini"}
+JUDGE_MODELS = {"openai": "gpt-4.1-mini", "github": "openai/gpt-4.1-mini"}
+# GitHub Models names a model publisher/name, and sends it as written.
+EMBEDDING_MODELS = {"github": "openai/text-embedding-3-small"}
+DEFAULT_EMBEDDING_MODEL = "text-embedding-3-small"
+GITHUB = "github"
 
 # Sample inputs that hold the question, and the retrieved context, most likely first.
 _QUERY_NAMES = ("query", "question", "input", "user_input", "user_query", "prompt", "message")
@@ -52,10 +60,30 @@ class Starter:
     command: str | None = None            # `--command`: the application's own code answers
     setup: str | None = None
     watch: tuple[str, ...] = ()
+    provider: str | None = None           # --provider: openai | azure | github (None: the generator's)
 
     @property
     def judge_provider(self) -> str:
+        if self.provider is not None:
+            return self.provider
         return "azure" if self.generator_type == "azure_openai" else "openai"
+
+    @property
+    def generator_on_github(self) -> bool:
+        """The generator's requests go to GitHub Models too (an OpenAI-type file's model)."""
+        return self.judge_provider == GITHUB and self.generator_type != "azure_openai"
+
+    @property
+    def secrets(self) -> list[str]:
+        """The action inputs of the keys this set-up needs; none when everything is GitHub Models."""
+        generator = "github" if self.generator_on_github else (
+            "azure" if self.generator_type == "azure_openai" else "openai")
+        needed = {self.judge_provider, generator} - {GITHUB}
+        return [_SECRETS[name] for name in ("openai", "azure") if name in needed]
+
+
+_SECRETS = {"openai": "openai-api-key: ${{ secrets.OPENAI_API_KEY }}",
+            "azure": "azure-openai-api-key: ${{ secrets.AZURE_OPENAI_API_KEY }}"}
 
 
 def _relative(path: str, config: str) -> str:
@@ -113,7 +141,7 @@ generator:
 def config_text(starter: Starter) -> str:
     provider = starter.judge_provider
     model = JUDGE_MODELS.get(provider) or starter.generator_model or "YOUR-JUDGE-DEPLOYMENT"
-    model_note = ("  # the pinned judge model" if provider == "openai"
+    model_note = ("  # the pinned judge model" if provider != "azure"
                   else "  # azure: the deployment that judges (set endpoint and version below or "
                        "in AZURE_OPENAI_ENDPOINT / OPENAI_API_VERSION)")
     return f"""\
@@ -133,7 +161,7 @@ gate:
   strict: false
 relevance:
   threshold: 0.7
-  embedding_model: text-embedding-3-small
+  embedding_model: {EMBEDDING_MODELS.get(provider, DEFAULT_EMBEDDING_MODEL)}
 """
 
 
@@ -141,11 +169,14 @@ def generator_text(starter: Starter) -> str:
     """The `generator:` line (a Prompty or GitHub Models file), or its mapping (a template
     file, `FILE.py:NAME` for a constant)."""
     path = _relative(starter.generator, starter.config)
+    endpoint = (["  endpoint: {provider: github}  # GitHub Models, with the workflow's own token"]
+                if starter.generator_on_github else [])
     if starter.generator_key is None:
-        return f"generator: {path}"
+        return "\n".join(["generator:", f"  path: {path}", *endpoint]) if endpoint \
+            else f"generator: {path}"
     named = f"{path}:{starter.generator_constant}" if starter.generator_constant else path
     return "\n".join(["generator:", f"  {starter.generator_key}: {named}",
-                      *(f"  {line}" for line in starter.generator_keys)])
+                      *(f"  {line}" for line in starter.generator_keys), *endpoint])
 
 
 def template_variables(names: Iterable[str]) -> dict[str, str]:
@@ -225,10 +256,11 @@ def _install_note(starter: Starter) -> str:
 
 
 def workflow_text(starter: Starter) -> str:
-    secret = ("azure-openai-api-key: ${{ secrets.AZURE_OPENAI_API_KEY }}"
-              if starter.judge_provider == "azure" else "openai-api-key: ${{ secrets.OPENAI_API_KEY }}")
-    config_input = ("" if starter.config == DEFAULT_CONFIG
-                    else f"\n          config: {starter.config}")
+    inputs = starter.secrets + ([] if starter.config == DEFAULT_CONFIG else [f"config: {starter.config}"])
+    with_inputs = "".join(f"\n          {line}" for line in inputs)
+    with_block = f"\n        with:{with_inputs}" if inputs else ""
+    models = ("\n  models: read          # GitHub Models: the judge's requests, on this token"
+              if GITHUB == starter.judge_provider else "")
     number = "github.event.pull_request.number || github.event.issue.number"
     return f"""\
 # flipgate on every pull request, and on a maintainer's `/flipgate run` comment
@@ -244,7 +276,7 @@ on:
 permissions:
   contents: read        # check out the repository, fetch the PR's commits
   pull-requests: write  # the comment, replies and reactions on a PR
-  statuses: write       # the `flipgate` commit status
+  statuses: write       # the `flipgate` commit status{models}
 
 jobs:
   flipgate:
@@ -266,13 +298,24 @@ jobs:
             flipgate-${{{{ {number} }}}}-
             flipgate-
 {_install_note(starter)}      - id: flipgate
+        uses: {starter.action}{with_block}
+      # report.html alone, not zipped: the browser opens it from the run in one click.
+      - id: page
+        if: always()
+        uses: {UPLOAD_ARTIFACT}
+        with:
+          path: {DEFAULT_OUT_DIR}/{HTML_FILE}
+          archive: false
+          if-no-files-found: ignore
+      # Hands the page's URL back: the comment this run posted links it (nothing else runs).
+      - if: always() && steps.page.outputs.artifact-url != ''
         uses: {starter.action}
         with:
-          {secret}{config_input}
+          relink: ${{{{ steps.page.outputs.artifact-url }}}}
       - if: always()
-        uses: actions/upload-artifact@v4
+        uses: {UPLOAD_ARTIFACT}
         with:
-          name: flipgate-report
+          name: {ARTIFACT_NAME}
           path: {DEFAULT_OUT_DIR}/
           if-no-files-found: ignore
 """

@@ -36,7 +36,7 @@ from typing import Any
 
 from flipgate.config.schema import AUTH_ENTRA, AUTH_KEY, Config, EndpointConfig
 from flipgate.errors import InputError, Problem, SecurityError
-from flipgate.llm.client import Endpoint, azure_endpoint, openai_endpoint
+from flipgate.llm.client import Endpoint, azure_endpoint, github_endpoint, openai_endpoint
 from flipgate.prompty import Prompty
 from flipgate.prompty.references import FILE_REFERENCE, load_file_reference
 from flipgate.settings import Settings
@@ -114,7 +114,9 @@ CONFIGURATION_TYPES = {"openai": "openai", "azure_openai": "azure_openai", "azur
 # What a head that adds the generator may not set: the environment decides where requests go.
 ADOPTION_REFUSED_KEYS = ENDPOINT_KEYS
 # The only key references flipgate accepts in a generator: the client's own variables.
-KEY_VARIABLES = {"openai": "OPENAI_API_KEY", "azure_openai": "AZURE_OPENAI_API_KEY"}
+KEY_VARIABLES = {"openai": "OPENAI_API_KEY", "azure_openai": "AZURE_OPENAI_API_KEY",
+                 "github": "GITHUB_TOKEN"}
+GITHUB = "github"  # generator.endpoint.provider github: GitHub Models, with the GitHub token
 
 # An Azure deployment name is a segment of the request's URL path: nothing that could
 # leave it (`/`, `..`, `?`, `#`, `%`) or that a proxy might decode into something else.
@@ -317,6 +319,13 @@ def check_adopted_config(config: Config, text: str) -> None:
                         "key go; leave it out (the environment decides) or add the "
                         "configuration in a trusted commit first")
                 for key in ADOPTION_REFUSED_KEYS if getattr(config.judge, key) is not None]
+    second = config.judge.second_opinion
+    if second is not None:
+        problems += [Problem(config.source, lines.get(("judge", "second_opinion", key)),
+                             f"judge.second_opinion.{key} is refused: the base has no configuration "
+                             "yet, and the pull request that adds it may not choose where requests "
+                             "and the API key go; leave it out (the environment decides)")
+                     for key in ADOPTION_REFUSED_KEYS if getattr(second, key) is not None]
     endpoint = config.generator_options.endpoint
     if endpoint is not None:
         problems += [Problem(config.source, lines.get(("generator", "endpoint", key)),
@@ -373,7 +382,7 @@ def _expanded(value: str | None, environ: Mapping[str, str], source: str, line: 
 class _Target:
     """Where requests go, before the model is known: the kind and its settings."""
 
-    kind: str                        # "openai" | "azure_openai"
+    kind: str                        # "openai" | "azure_openai" | "github"
     url: str | None
     api_version: str | None
     deployment: str | None           # from generator.endpoint, when the file names no model
@@ -391,6 +400,11 @@ def _target(trusted: Prompty, configuration: Mapping[str, str | None], settings:
         value = getattr(settings, name) if use_settings else None
         return _expanded(value, environ, config_source, None)
 
+    if kind in (None, "openai") and use_settings and settings.provider == GITHUB:  # type: ignore[union-attr]
+        # GitHub Models (OpenAI-compatible, so a file's `type: openai` fits): the base's
+        # base_url or GitHub's own, never the environment's.
+        return _Target(kind=GITHUB, url=setting("base_url"), api_version=None,
+                       deployment=setting("deployment") or setting("model"), auth=AUTH_KEY)
     if kind is None:
         if use_settings and settings.provider is not None:  # type: ignore[union-attr]
             kind = "azure_openai" if settings.provider == "azure" else "openai"  # type: ignore[union-attr]
@@ -420,6 +434,8 @@ def _endpoint(target: _Target, model: str, settings: Settings) -> Endpoint:
     if target.kind == "azure_openai":
         return azure_endpoint(target.url, target.api_version, deployment=model, settings=settings,
                               auth=target.auth)
+    if target.kind == GITHUB:
+        return github_endpoint(target.url)
     return openai_endpoint(target.url, settings=settings)
 
 

@@ -60,6 +60,7 @@ from flipgate.github.event import (
 from flipgate.github.inputs import Settings, export_model_keys
 from flipgate.github.ownership import hand_back
 from flipgate.github.pinning import Unpinned, head_code_refusal, pin_head
+from flipgate.github.relink import pull_number, relink
 from flipgate.github.sticky import CommentMode, Published, body_limit, find_comment, publish
 from flipgate.github.workflow import Workflow
 from flipgate.github.workspace_guard import refuse_unsafe_places
@@ -210,6 +211,8 @@ def main(environ: MutableMapping[str, str] | None = None, *, check: CheckRunner 
         for problem in exc.problems:
             workflow.error(str(problem))
         return EXIT_BAD_INPUT
+    if settings.relink is not None:  # a later step: only relink this run's comment to the page
+        return _relink(settings, activity, workflow, api_factory=api_factory)
     export_model_keys(settings, environ, mask=workflow.mask)
     # What the check takes from the environment, read once, with the model keys in it.
     run_settings = RunSettings.from_environ(environ)
@@ -226,6 +229,17 @@ def main(environ: MutableMapping[str, str] | None = None, *, check: CheckRunner 
     with handled(cancellation):
         return _act(settings, run_settings, activity, workflow, api_factory=api_factory,
                     check=check, options=options, cancellation=cancellation)
+
+
+def _relink(settings: Settings, activity: object, workflow: Workflow, *,
+            api_factory: Callable[[Settings], RepoAPI]) -> int:
+    workflow.mask(settings.token)
+    try:
+        relink(settings, api_factory(settings), workflow, number=pull_number(activity))
+    except GitHubError as exc:
+        workflow.error(f"GitHub API: {exc}")
+        return EXIT_INCOMPLETE
+    return EXIT_PASS
 
 
 def _act(settings: Settings, run_settings: RunSettings, activity: object, workflow: Workflow, *,

@@ -18,7 +18,7 @@ from flipgate.config.schema import DEFAULT_CONFIG
 from flipgate.errors import InputError, Problem
 from flipgate.github.event import ForkPolicy
 from flipgate.github.sticky import CommentMode
-from flipgate.output.links import Links, run_url
+from flipgate.output.links import Links, artifact_page, run_url
 from flipgate.text.escaping import safe_url
 
 DEFAULT_API_URL = "https://api.github.com"
@@ -60,6 +60,7 @@ class Settings:
     # Input name -> value: the Entra app registration and its tenant (both or neither).
     entra_app: Mapping[str, str] = field(default_factory=dict)
     report_url: str | None = None  # where the workflow serves report.html (input report-url)
+    relink: str | None = None  # this run's artifact of report.html: only relink the comment to it
 
     @property
     def owner(self) -> str:
@@ -134,6 +135,13 @@ class Settings:
         if report_url is not None and safe_url(report_url) is None:
             problems.append(Problem("input report-url", None, "expected the http(s) URL of "
                                     f"report.html, got {report_url!r}"))
+        server_url = _url(environ, "GITHUB_SERVER_URL", DEFAULT_SERVER_URL)
+        run_id = environ.get("GITHUB_RUN_ID", "").strip() or None
+        relink = input_value(environ, "relink")
+        if relink is not None and artifact_page(relink, run=run_url(server_url, repository, run_id)) is None:
+            problems.append(Problem("input relink", None, "expected the artifact-url of this run's "
+                                    f"upload of report.html ({server_url}/{repository}/actions/runs/"
+                                    f"{run_id}/artifacts/ID), got {relink!r}"))
         if problems:
             raise InputError(problems)
 
@@ -145,8 +153,8 @@ class Settings:
             repository=repository,
             token=token,
             api_url=_url(environ, "GITHUB_API_URL", DEFAULT_API_URL),
-            server_url=_url(environ, "GITHUB_SERVER_URL", DEFAULT_SERVER_URL),
-            run_id=environ.get("GITHUB_RUN_ID", "").strip() or None,
+            server_url=server_url,
+            run_id=run_id,
             workspace=Path(environ.get("GITHUB_WORKSPACE", "").strip() or "."),
             config=input_value(environ, "config") or DEFAULT_CONFIG,
             status_context=input_value(environ, "status-context") or DEFAULT_STATUS_CONTEXT,
@@ -158,6 +166,7 @@ class Settings:
             model_keys=keys,
             entra_app=entra_app,
             report_url=report_url,
+            relink=relink,
         )
 
 

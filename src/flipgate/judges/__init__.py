@@ -121,12 +121,16 @@ def make_second_judge(config: Config, *, runtime: Runtime, settings: Settings,
 def _llm_judge(config: Config, judge: JudgeConfig, *, provider: str, runtime: Runtime,
                settings: Settings, info: JudgeInfo, purpose: str) -> Judge:
     from flipgate.judges.openai_judge import OpenAIJudge
-    from flipgate.llm.client import LazyClient, RetryPolicy, azure_endpoint, openai_endpoint
+    from flipgate.llm.client import LazyClient, RetryPolicy, azure_endpoint, github_endpoint, openai_endpoint
 
+    if judge.engine == AZURE_ENGINE and provider == "github":
+        raise InputError(f"{config.source}: judge.engine {AZURE_ENGINE} calls OpenAI or Azure; "
+                         "--judge github is GitHub Models")
     if judge.auth == AUTH_ENTRA and provider != "azure":
         raise InputError(f"{config.source}: judge.auth entra signs in to Azure; "
                          f"--judge {provider} has no Azure endpoint")
     endpoint = (openai_endpoint(judge.base_url, settings=settings) if provider == "openai"
+                else github_endpoint(judge.base_url) if provider == "github"
                 else azure_endpoint(judge.azure_endpoint, judge.api_version, deployment=judge.model,
                                     settings=settings, auth=judge.auth))
     sign_in = runtime.sign_in(settings) if endpoint.auth == AUTH_ENTRA else None

@@ -33,6 +33,7 @@ from flipgate.config.schema import (
     AUTH_ENTRA,
     AUTH_KEY,
     DEFAULT_EMBEDDING_BATCH,
+    DEFAULT_GITHUB_MODELS_URL,
     DEFAULT_MAX_RETRIES,
     DEFAULT_MAX_WAIT,
     DEFAULT_OPENAI_BASE_URL,
@@ -84,7 +85,7 @@ class Endpoint:
     """Where requests go. Its identity is part of every cache key, so a reply
     recorded from one server is never served for another."""
 
-    kind: str  # "openai" | "azure"
+    kind: str  # "openai" | "azure" | "github" (GitHub Models, its token the GitHub one)
     base_url: str
     api_version: str | None = None
     deployment: str | None = None
@@ -600,6 +601,12 @@ def openai_endpoint(base_url: str | None, *, settings: Settings) -> Endpoint:
     return Endpoint(kind="openai", base_url=url)
 
 
+def github_endpoint(base_url: str | None) -> Endpoint:
+    """GitHub Models' inference endpoint, or the `base_url` the base's configuration names.
+    Never OPENAI_BASE_URL: the GitHub token goes only where the base chose."""
+    return Endpoint(kind="github", base_url=base_url or DEFAULT_GITHUB_MODELS_URL)
+
+
 def azure_endpoint(azure_endpoint_url: str | None, api_version: str | None,
                    deployment: str | None = None, *, settings: Settings,
                    auth: str = AUTH_KEY) -> Endpoint:
@@ -775,6 +782,12 @@ def _api_key(endpoint: Endpoint, settings: Settings) -> str:
         if not key:
             raise InputError("azure needs AZURE_OPENAI_API_KEY in the environment")
         return key
+    if endpoint.kind == "github":
+        token = settings.github_models_token
+        if not token:
+            raise InputError("github needs a token: the action's github-token (a workflow with "
+                             "`permissions: models: read`), or GITHUB_TOKEN in the environment")
+        return token
     key = settings.openai_api_key
     if not key:
         raise InputError("openai needs OPENAI_API_KEY in the environment "

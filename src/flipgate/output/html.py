@@ -1,8 +1,10 @@
 """report.html: every row of the run on one self-contained page, written as it is rendered.
 
-The page loads nothing: its style and script are inline, and its
-Content-Security-Policy allows exactly those two (by hash) and nothing else,
+The page loads nothing: its style and scripts are inline, and its
+Content-Security-Policy allows exactly those (by hash) and nothing else,
 so no request leaves it, and a tag that escaped the escaping would not run.
+Where its script cannot run, the rows the comment tables are also written as
+escaped markup (`page.Unscripted`), which the first script's `js` mark hides.
 The template runs in Jinja2's immutable sandbox with autoescape on.
 The rows are data, not markup: two JSON blocks (`<script type="application/json">`,
 which never runs), the rows shown in full and the quiet ones, each row one compact
@@ -29,7 +31,17 @@ from markupsafe import Markup
 
 from flipgate.model import Report
 from flipgate.output.comment import templates_dir
-from flipgate.output.page import Labels, PageRow, QuietRow, SideView, page_rows, quiet_rows, row_total
+from flipgate.output.page import (
+    UNSCRIPTED_TEXT_BUDGET,
+    Labels,
+    PageRow,
+    QuietRow,
+    SideView,
+    Unscripted,
+    page_rows,
+    quiet_rows,
+    row_total,
+)
 from flipgate.text.escaping import plural
 from flipgate.verdict import gate
 
@@ -53,9 +65,15 @@ def _digest(text: str) -> str:
     return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode() + "'"
 
 
-def content_security_policy(style: str, script: str) -> str:
-    """Nothing may load or be sent; only the page's own style and script run."""
-    return (f"default-src 'none'; style-src {_digest(style)}; script-src {_digest(script)}; "
+# The first script: it marks the page as scripted, which hides the rows written for a
+# browser or server where scripts cannot run (the `#static` section).
+SCRIPTED_MARK = 'document.documentElement.classList.add("js");'
+
+
+def content_security_policy(style: str, *scripts: str) -> str:
+    """Nothing may load or be sent; only the page's own style and scripts run."""
+    hashes = " ".join(_digest(script) for script in scripts)
+    return (f"default-src 'none'; style-src {_digest(style)}; script-src {hashes}; "
             "img-src 'none'; font-src 'none'; connect-src 'none'; media-src 'none'; "
             "object-src 'none'; frame-src 'none'; base-uri 'none'; form-action 'none'")
 
@@ -125,20 +143,33 @@ def _records(records: Iterator[Any]) -> Iterator[Markup]:
 
 
 def write_html(report: Report, path: str | os.PathLike[str], *,
-               labels: Labels | None = None) -> Path:
-    """Write the page to `path` (through a temporary file, replaced when complete)."""
+               labels: Labels | None = None, unscripted_budget: int = UNSCRIPTED_TEXT_BUDGET) -> Path:
+    """Write the page to `path` (through a temporary file, replaced when complete).
+    `unscripted_budget`: the characters of row text written as markup for a browser
+    where the script cannot run (page.Unscripted)."""
     style, script = _asset("report.css"), _asset("report.js")
     judge = report.judge
+    unscripted = Unscripted(budget=unscripted_budget)
+
+    def full_records() -> Iterator[dict[str, Any]]:
+        for row in page_rows(report, labels):
+            unscripted.take(row)
+            yield full_record(row)
+
     stream = environment().get_template(TEMPLATE).generate(
-        csp=content_security_policy(style, script), style=Markup(style), script=Markup(script),
+        csp=content_security_policy(style, SCRIPTED_MARK, script), style=Markup(style),
+        script=Markup(script), marker=Markup(SCRIPTED_MARK),
         title=_TITLES.get(report.conclusion.value, report.conclusion.value),
         counts=_counts(report),
         judge=f"{judge.provider} · {judge.model}" + (f" · second opinion {judge.second_opinion}"
                                                       if judge.second_opinion else ""),
         head_sha=report.head_sha, total=f"{row_total(report):,}",
         kinds=Markup(script_json(KIND_LABELS)),
-        full=_records(full_record(row) for row in page_rows(report, labels)),
+        full=_records(full_records()),
         quiet=_records(quiet_record(row) for row in quiet_rows(report, labels)),
+        # Read after both data blocks are written, so filled by then.
+        unscripted=unscripted, kind_labels=KIND_LABELS,
+        total_rows=row_total(report),
     )
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)

@@ -14,7 +14,7 @@ time (both are generators), so a page never holds more than one row's view.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 from flipgate.model import Evidence, Report, Row, Score, Side
 from flipgate.output.anchors import row_anchor
@@ -157,6 +157,41 @@ def page_row(row: Row, *, index: int, suite: str | None = None, second_model: st
                                                                     else ())) if note),
         labels=tuple(labels), closest=closest,
     )
+
+
+# What the rows shown without the script may take in all (characters of their text).
+UNSCRIPTED_TEXT_BUDGET = 600_000  # with the list of the rest, under 2 MB at 100,000 rows
+
+
+def row_chars(row: PageRow) -> int:
+    """The characters of a full row's text: query, answers, context, statements, claims."""
+    return (len(row.query) + len(row.baseline.answer) + sum(len(p.text) for p in row.answer)
+            + sum(len(p.text) for p in row.context)
+            + sum(len(s.text) + len(s.span or "") for s in row.statements)
+            + sum(len(passage or "") for _, passage, _ in row.closest))
+
+
+@dataclass
+class Unscripted:
+    """What report.html shows where its script cannot run: every row shown in full (the rows
+    the comment tables, and labelled ones), in the page's order, with its evidence while
+    `budget` characters last, then the rest by id and verdict only (each still its row's
+    anchor, so a `#case-…` link lands on it). Fed one row at a time (`take`)."""
+
+    budget: int = UNSCRIPTED_TEXT_BUDGET
+    shown: list[PageRow] = field(default_factory=list)
+    listed: list[PageRow] = field(default_factory=list)
+
+    def take(self, row: PageRow) -> None:
+        size = row_chars(row)
+        if size <= self.budget:
+            self.budget -= size
+            self.shown.append(row)
+        else:  # only what the list shows is kept of it
+            self.listed.append(replace(row, query="", context=(), answer=(), diff=None,
+                                       statements=(), closest=(),
+                                       baseline=SideView("", (), False),
+                                       candidate=SideView("", (), False)))
 
 
 # What the quiet rows' text may take in all (characters), and the most one row gets.

@@ -3,6 +3,11 @@
 // when the row is shown, a page of rows at a time, and sets every string it reads as
 // text (textContent, never markup), so an answer or an id can never become a tag.
 (function () {
+  // The rows written for where no script runs: gone, so that each anchor is one row's.
+  const unscripted = document.getElementById("static");
+  if (unscripted) {
+    unscripted.remove();
+  }
   const PAGE = 200;
   const form = document.getElementById("filters");
   const shown = document.getElementById("shown");

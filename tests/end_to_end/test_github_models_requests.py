@@ -1,0 +1,103 @@
+"""What a case costs in requests on GitHub Models, counted on the loopback server standing in
+for it (`base_url` in the base's configuration), and its 429s going through the run's pacing.
+docs/rate-limits.md ("GitHub Models: requests a case costs") quotes these counts."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from flipgate.cli import cli
+
+from support.gitrepo import GitRepo
+from support.openai_server import FakeOpenAI
+
+CASES = 6
+CONFIG = """version: 1
+cases: eval/cases.jsonl
+generator:
+  path: prompts/answer.prompty
+  endpoint: {{provider: github, base_url: {url}}}
+judge:
+  provider: github
+  model: openai/gpt-4.1-mini
+  base_url: {url}
+gate:
+  blocking_categories: [policy]
+  strict: true
+relevance:
+  embedding_model: openai/text-embedding-3-small
+"""
+PROMPT = """---
+model:
+  configuration: {{type: openai, model: openai/gpt-4o-mini}}
+---
+system:
+{system}
+user:
+{{{{ query }}}}
+Context: {{{{ context }}}}
+"""
+
+
+def generation(body: dict) -> str:
+    context = body["messages"][-1]["content"].split("Context: ", 1)[1]
+    if "generous" in body["messages"][0]["content"] and "case-0" in body["messages"][-1]["content"]:
+        return "Refunds take 90 days, and a $15 fee applies."   # the one flip
+    # Each side words its answer its own way (identical answers would be judged once).
+    return context + (" That is our policy." if "Answer only" not in body["messages"][0]["content"] else "")
+
+
+def run_case_costs(tmp_path: Path, server: FakeOpenAI, system: str) -> tuple[int, dict, Counter]:
+    server.on_generation(generation)
+    repo = GitRepo.create(tmp_path / "repo")
+    cases = [{"id": f"case-{i}", "category": "policy", "query": f"case-{i}: how long do refunds take?",
+              "context": f"Refunds for order {i} are issued within 30 days."} for i in range(CASES)]
+    repo.commit({".flipgate.yml": CONFIG.format(url=server.base_url),
+                 "eval/cases.jsonl": "".join(json.dumps(c) + "\n" for c in cases),
+                 "prompts/answer.prompty": PROMPT.format(system="Answer only from the context.")})
+    repo.branch("base", "HEAD")
+    repo.commit({"prompts/answer.prompty": PROMPT.format(system=system)})
+    result = CliRunner().invoke(cli, ["run", "--repo", str(repo.path), "--base", "base", "--head", "HEAD",
+                                      "--out", str(tmp_path / "out"), "--no-cache"])
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    return result.exit_code, report, Counter(r.kind for r in server.requests)
+
+
+@pytest.fixture
+def models(openai_server: FakeOpenAI, monkeypatch: pytest.MonkeyPatch) -> FakeOpenAI:
+    monkeypatch.delenv("OPENAI_API_KEY")
+    monkeypatch.setenv("GITHUB_TOKEN", "ghs_token")
+    return openai_server
+
+
+def test_an_unchanged_case_costs_eight_chat_requests_and_the_run_three_more(
+        models: FakeOpenAI, tmp_path: Path) -> None:
+    code, report, kinds = run_case_costs(tmp_path, models, "Answer from the context, briefly.")
+    assert code == 0 and {row["verdict"] for row in report["rows"]} == {"unchanged"}
+    # A case: its two answers, each scored for groundedness, asked for relevance's
+    # questions, and (a tie on a run that does not block) for fluency.
+    assert kinds == Counter({"generation": 2 * CASES, "groundedness": 2 * CASES,
+                             "relevance": 2 * CASES, "fluency": 2 * CASES,
+                             # the run's: a probe of the judge and of the embeddings model,
+                             # then one batch of every text to embed
+                             "probe": 1, "embeddings": 2})
+
+
+def test_a_flipped_case_costs_two_more_and_a_429_waits_out_its_retry_after(
+        models: FakeOpenAI, tmp_path: Path) -> None:
+    # GitHub Models' refusal: 429, a whole-second retry-after, a spent x-ratelimit window.
+    models.fail("groundedness", status=429, retry_after=1,
+                headers={"x-ratelimit-remaining-requests": "0", "x-ratelimit-limit-requests": "15"})
+    code, report, kinds = run_case_costs(tmp_path, models, "Be generous.")
+    assert code == 1, report["counts"]
+    assert [row["id"] for row in report["rows"] if row["verdict"] == "regression"] == ["case-0"]
+    assert report["scheduling"]["rate_limited"] == 1
+    # Tied rows' fluency is not asked on a run that blocks; the flip adds a second scoring
+    # of its new answer and the statements; the refused request was sent once more.
+    assert kinds == Counter({"generation": 2 * CASES, "groundedness": 2 * CASES + 1 + 1,
+                             "relevance": 2 * CASES, "statements": 1, "probe": 1, "embeddings": 2})
