@@ -46,13 +46,18 @@ def label(harness: Harness, words: str, *, author: str = "maintainer") -> dict:
     return comment
 
 
+def _unlinked(body: str) -> list[str]:
+    """The comment's lines with each row id's link to its report.html anchor read as the id."""
+    return [re.sub(r"\[(q\d)\]\([^)]*#case-\1\)", r"\1", line) for line in body.splitlines()]
+
+
 def test_a_maintainers_label_is_kept_shown_and_written(labelled: Harness, check: RecordingCheck) -> None:
     command = label(labelled, "q1 grounded")
     assert labelled.server.reactions_on(command["id"]) == ["+1"]
     [comment] = labelled.own_comments()
     assert "`q1` — labelled grounded by @" in comment["body"]
     # The row itself says so at once, though the label command re-renders nothing.
-    rows = [line for line in comment["body"].splitlines() if line.startswith("| q1")]
+    rows = [line for line in _unlinked(comment["body"]) if line.startswith("| q1")]
     assert rows and all(line.startswith("| q1 · 🏷️ labelled grounded by @") for line in rows)
     assert read_block(comment["body"]).labels[0].by == "maintainer"
     written = (labelled.repo.path / "flipgate-out" / "labels.jsonl").read_text()
@@ -69,7 +74,7 @@ def test_a_maintainers_label_is_kept_shown_and_written(labelled: Harness, check:
     kept = read_block(body).labels
     assert [(one.side, one.label) for one in kept] == [("candidate", "ungrounded"),
                                                        ("baseline", "grounded")]
-    row = next(line for line in body.splitlines() if line.startswith("| q1"))
+    row = next(line for line in _unlinked(body) if line.startswith("| q1"))
     assert row.count("🏷️") == 1 and "labelled grounded by" not in row.split("|")[1].split(";")[0]
 
     # The next run keeps them, shows them on the row, and writes labels.jsonl again.
@@ -80,7 +85,7 @@ def test_a_maintainers_label_is_kept_shown_and_written(labelled: Harness, check:
                                                         "labelled grounded (baseline) by @maintainer")}
     [comment] = labelled.own_comments()
     assert len(read_block(comment["body"]).labels) == 2
-    assert "labelled ungrounded by @" in next(line for line in comment["body"].splitlines()
+    assert "labelled ungrounded by @" in next(line for line in _unlinked(comment["body"])
                                               if line.startswith("| q1"))
     assert (labelled.repo.path / "flipgate-out" / "labels.jsonl").read_text().count("\n") == 2
 

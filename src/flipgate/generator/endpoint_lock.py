@@ -319,20 +319,14 @@ def check_adopted_config(config: Config, text: str) -> None:
                         "key go; leave it out (the environment decides) or add the "
                         "configuration in a trusted commit first")
                 for key in ADOPTION_REFUSED_KEYS if getattr(config.judge, key) is not None]
-    second = config.judge.second_opinion
-    if second is not None:
-        problems += [Problem(config.source, lines.get(("judge", "second_opinion", key)),
-                             f"judge.second_opinion.{key} is refused: the base has no configuration "
-                             "yet, and the pull request that adds it may not choose where requests "
-                             "and the API key go; leave it out (the environment decides)")
-                     for key in ADOPTION_REFUSED_KEYS if getattr(second, key) is not None]
-    endpoint = config.generator_options.endpoint
-    if endpoint is not None:
-        problems += [Problem(config.source, lines.get(("generator", "endpoint", key)),
-                             f"generator.endpoint.{key} is refused: the base has no configuration "
-                             "yet, and the pull request that adds it may not choose where requests "
-                             "and the API key go; leave it out (the environment decides)")
-                     for key in ADOPTION_REFUSED_KEYS if getattr(endpoint, key) is not None]
+    chosen = [(("judge", "second_opinion"), config.judge.second_opinion),
+              (("generator", "endpoint"), config.generator_options.endpoint)]
+    problems += [Problem(config.source, lines.get((*where, key)),
+                         f"{'.'.join(where)}.{key} is refused: the base has no configuration "
+                         "yet, and the pull request that adds it may not choose where requests "
+                         "and the API key go; leave it out (the environment decides)")
+                 for where, settings in chosen if settings is not None
+                 for key in ADOPTION_REFUSED_KEYS if getattr(settings, key) is not None]
     if problems:
         raise SecurityError(problems)
 
