@@ -157,6 +157,8 @@ def test_the_release_pass_landing_last_after_a_command_still_leaves_main_failing
     assert repo.run() == 0, repo.log()   # waiting for a command, head recorded
     repo.open(RELEASE_PR, "release/1")
     assert repo.run() == 0, repo.log()
+    # The waiting notice names the context that stays pending: release/1's own.
+    assert "The `flipgate@release/1` status stays pending" in repo.log()
     repo.command(MAIN_PR)
     assert repo.run() == 1, repo.log()
     repo.command(RELEASE_PR)

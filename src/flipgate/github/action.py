@@ -301,13 +301,13 @@ def _e2e_request(settings: Settings, run_settings: RunSettings, pull: PullReques
 def await_command(settings: Settings, api: RepoAPI, workflow: Workflow,
                   pull: PullRequest) -> int:
     """A fork's PR under require-command: pending, so a required check cannot pass unseen."""
+    context = context_of(settings, pull)
     api.set_status(pull.head_sha, StatusUpdate(state="pending",
                                                description=messages.waiting_description(
                                                    pull, records_head=is_head_now(api, pull)),
-                                               context=context_of(settings, pull),
-                                               target_url=settings.run_url))
-    workflow.notice(messages.await_command(pull))
-    workflow.append_summary(messages.await_command(pull))
+                                               context=context, target_url=settings.run_url))
+    workflow.notice(messages.await_command(pull, context))
+    workflow.append_summary(messages.await_command(pull, context))
     return EXIT_PASS
 
 

@@ -297,10 +297,10 @@ def fork_cannot_run(pull: PullRequest) -> str:
             f"comment `/flipgate run` (handled by the `issue_comment` workflow).")
 
 
-def await_command(pull: PullRequest) -> str:
+def await_command(pull: PullRequest, context: str) -> str:
     return (f"flipgate is waiting on pull request #{pull.number}: it comes from a fork and "
             f"`fork-policy` is `require-command`, so it is evaluated only when a maintainer "
-            f"comments `/flipgate run`. The `flipgate` status stays pending until then.")
+            f"comments `/flipgate run`. The `{context}` status stays pending until then.")
 
 
 # -- what the sticky comment says, in short ---------------------------------------
