@@ -370,9 +370,11 @@ def test_sigterm_to_flipgate_ends_the_commands_group(tmp_path: Path) -> None:
         repo.commit({"app.py": app(body)}, message="head")
         flipgate = shutil.which("flipgate", path=str(Path(sys.executable).parent))
         assert flipgate
+        scratch = shared_directory()   # flipgate's TMPDIR: where it exports each ref's code
         process = subprocess.Popen([flipgate, "run", "--repo", str(repo.path), "--base", "base",
                                     "--head", "HEAD", "--out", str(tmp_path / "out"), "--no-cache"],
-                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                   env={**os.environ, "TMPDIR": str(scratch)})
         deadline = time.monotonic() + 30
         while not (shared / "pids").exists() and time.monotonic() < deadline:
             time.sleep(0.05)
@@ -384,8 +386,11 @@ def test_sigterm_to_flipgate_ends_the_commands_group(tmp_path: Path) -> None:
         while time.monotonic() < deadline and any(_alive(pid) for pid in pids):
             time.sleep(0.05)
         assert not any(_alive(pid) for pid in pids)
+        # ... and the export of the ref's code is removed, as at a normal end.
+        assert not [p.name for p in scratch.iterdir() if p.name.startswith("flipgate-command-")]
     finally:
         remove(shared)
+        remove(scratch)
 
 
 SNOOP = r"""import json, os, sys
