@@ -11,8 +11,10 @@ import asyncio
 import contextlib
 import ctypes
 import os
+import shutil
 import signal
 import sys
+import tempfile
 import threading
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -54,6 +56,7 @@ def give_to(path: Path, uid: int) -> None:
 
 # The process groups of commands still running: what a signal to flipgate must end.
 _LIVE_GROUPS: set[int] = set()
+_SCRATCH: set[Path] = set()   # scratch directories to remove if flipgate is stopped
 
 
 def track(process: asyncio.subprocess.Process) -> None:
@@ -76,11 +79,28 @@ def kill_group(process: asyncio.subprocess.Process) -> None:
 
 
 def end_all_groups() -> None:
-    """Kill every command group still running: flipgate is being stopped (SIGTERM), and a
-    command in a session of its own would not hear of it."""
+    """Kill every command group still running and remove the scratch directories they ran
+    in: flipgate is being stopped (SIGTERM), a command in a session of its own would not
+    hear of it, and an exit by signal runs no `finally`."""
     for group in list(_LIVE_GROUPS):
         _kill(group)
     _LIVE_GROUPS.clear()
+    for path in list(_SCRATCH):
+        shutil.rmtree(path, ignore_errors=True)
+    _SCRATCH.clear()
+
+
+@contextlib.contextmanager
+def scratch_directory(prefix: str) -> Iterator[Path]:
+    """A temporary directory removed at the end, and by `end_all_groups` when flipgate is
+    stopped while inside (it may hold a ref's code and what that code wrote)."""
+    with tempfile.TemporaryDirectory(prefix=prefix, ignore_cleanup_errors=True) as name:
+        path = Path(name)
+        _SCRATCH.add(path)
+        try:
+            yield path
+        finally:
+            _SCRATCH.discard(path)
 
 
 @contextlib.contextmanager

@@ -18,7 +18,6 @@ import hashlib
 import json
 import re
 import shlex
-import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +32,7 @@ from flipgate.confine import (
     hide_this_process,
     kill_group,
     reap,
+    scratch_directory,
     track,
 )
 from flipgate.errors import InputError, Problem
@@ -162,9 +162,7 @@ async def answer_ref(cases: Sequence[Case], *, spec: CommandSpec, repo: Path, sh
     """Every case's answer from the code of commit `sha`, run in an export of it that is
     removed after. `run_as`: the uid; by default "nobody" when this process is root."""
     account = command_account() if run_as == -1 else run_as
-    with groups_end_on_sigterm(), tempfile.TemporaryDirectory(
-            prefix="flipgate-command-", ignore_cleanup_errors=True) as scratch:
-        root = Path(scratch)
+    with groups_end_on_sigterm(), scratch_directory("flipgate-command-") as root:
         work = gitrefs.export_tree(repo, sha, root / "tree", git=git)
         home = root / "home"
         home.mkdir()
