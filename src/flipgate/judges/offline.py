@@ -153,6 +153,10 @@ def _grade(case: Case, analysis: Analysis) -> Score:
             if statement.unknown_names:
                 parts.append(f"names not in the context ({_listing(statement.unknown_names)}): "
                              f"{quoted(statement.text, _QUOTE_LIMIT)}")
+            elif statement.unknown_predicates:
+                parts.append(f"what it says a thing is, not in the context "
+                             f"({_listing(statement.unknown_predicates)}): "
+                             f"{quoted(statement.text, _QUOTE_LIMIT)}")
             else:
                 parts.append(f"statement not supported ({statement.coverage:.0%} of its content "
                              f"words in the context): {quoted(statement.text, _QUOTE_LIMIT)}")
