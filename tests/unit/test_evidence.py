@@ -246,8 +246,9 @@ AUTHOR = ("Ada Lane wrote the novel Harbour Lights in 1998. She and her brother 
 
 @pytest.mark.parametrize(("answer", "predicates"), [
     ("Ada Lane is a painter.", ("painter",)),
-    ("Ada Lane was also a famous surgeon.", ("surgeon",)),
-    ("Ada and Tom Lane were professional sailors.", ("sailors",)),
+    ("Ada Lane was also a surgeon.", ("surgeon",)),
+    ("Harbour Lights is a short novel.", ("short",)),
+    ("Ada and Tom Lane were professional sailors.", ("professional", "sailors")),
     ("Harbour Lights is a play by Ada Lane.", ("play",)),
 ])
 def test_a_predicate_the_context_never_uses_makes_the_statement_unsupported(

@@ -14,8 +14,8 @@ Pure functions only. Three checks, all lexical:
   precision matters more than recall here, because a faithful answer
   called ungrounded would block a release for nothing.
 * **Predicates.** In "X is (a) Y" the claim is Y: when the context never uses
-  Y's last word ("Jane Doe is a playwright", "they were professional
-  golfers"), the statement is unsupported whatever X's words are.
+  one of Y's words ("Jane Doe is a playwright", "a health magazine"; adverbs
+  and passive verbs aside), the statement is unsupported whatever X's words are.
 * **Names.** A capitalised word the context and question never use (one
   that does not open a sentence, or a run that does: "Neil Gaiman") makes
   its statement unsupported, however many of its other words are there.
@@ -361,7 +361,7 @@ def unknown_names(text: str, vocabulary: frozenset[str]) -> tuple[str, ...]:
 # --- predicates ---------------------------------------------------------------
 
 # "X is (a) Y": up to four words after the verb, ending where a preposition, a
-# relative word or punctuation starts; the last of them is what X is said to be.
+# relative word or punctuation starts: what X is said to be ("a health magazine").
 # A passive verb ("was founded by") is an action, not what X is: coverage reads it.
 _PREDICATE = re.compile(
     r"\b(?:is|are|was|were)\s+(?:(?:also|not|both|all)\s+)*(?:(?:a|an|the)\s+)?"
@@ -370,17 +370,19 @@ _PREDICATE = re.compile(
 
 
 def unknown_predicates(statement: str, known_words: frozenset[str]) -> tuple[str, ...]:
-    """The last words of the statement's "is (a) Y" predicates that `known_words`
-    (a context's and query's content words) never use."""
+    """The words of the statement's "is (a) Y" predicates, as written, that `known_words`
+    (a context's and query's content words) never use; adverbs aside."""
     found = []
     for match in _PREDICATE.finditer(statement):
         predicate = match.group(1).split()
         if predicate[0].lower().endswith("ed"):
             continue  # a passive verb ("is blocked outside ..."): an action, read by coverage
-        head = predicate[-1]
-        words = content_words(head)
-        if words and not words <= known_words:
-            found.append(head)
+        for word in predicate:
+            if word.lower().endswith("ly"):
+                continue  # an adverb ("actually", "widely") says how, not what
+            words = content_words(word)
+            if words and not words <= known_words:
+                found.append(word)
     return tuple(dict.fromkeys(found))
 
 
