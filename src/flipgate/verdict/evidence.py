@@ -377,6 +377,8 @@ def unknown_predicates(statement: str, known_words: frozenset[str]) -> tuple[str
         predicate = match.group(1).split()
         if predicate[0].lower().endswith("ed"):
             continue  # a passive verb ("is blocked outside ..."): an action, read by coverage
+        if statement[match.end():].lstrip().lower().startswith("than "):
+            continue  # a comparison ("is older than B"): the figures decide it, not a word
         for word in predicate:
             if word.lower().endswith("ly"):
                 continue  # an adverb ("actually", "widely") says how, not what
