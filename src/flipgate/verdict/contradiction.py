@@ -1,6 +1,6 @@
 """Contradictions a lexical reader can see: a claim against the context passage it clashes with.
 
-Pure functions only. Five shapes, each found by words and figures, never
+Pure functions only. Six shapes, each found by words and figures, never
 by meaning:
 
 * **Negation.** A context clause negates something ("does not support
