@@ -236,3 +236,38 @@ def test_no_content_words_in_filler_or_figures(text: str) -> None:
 
 def test_up_to_date_is_not_a_limit() -> None:
     assert "limit" not in content_words("keep your number up to date")
+
+
+# --- predicates: in "X is (a) Y" the claim is Y -------------------------------------
+
+AUTHOR = ("Ada Lane wrote the novel Harbour Lights in 1998. She and her brother Tom Lane "
+          "were cyclists in their youth and now live in Bristol.")
+
+
+@pytest.mark.parametrize(("answer", "predicates"), [
+    ("Ada Lane is a painter.", ("painter",)),
+    ("Ada Lane was also a surgeon.", ("surgeon",)),
+    ("Harbour Lights is a short novel.", ("short",)),
+    ("Ada and Tom Lane were professional sailors.", ("professional", "sailors")),
+    ("Harbour Lights is a play by Ada Lane.", ("play",)),
+])
+def test_a_predicate_the_context_never_uses_makes_the_statement_unsupported(
+        answer: str, predicates: tuple[str, ...]) -> None:
+    check = analyse(AUTHOR, answer).statements[0]
+    assert (check.supported, check.unknown_predicates) == (False, predicates)
+
+
+@pytest.mark.parametrize("answer", [
+    "Harbour Lights is a novel by Ada Lane.",
+    "Ada Lane and her brother were cyclists.",
+    "Ada Lane's home is Bristol.",
+])
+def test_a_predicate_the_context_holds_is_supported(answer: str) -> None:
+    check = analyse(AUTHOR, answer).statements[0]
+    assert (check.supported, check.unknown_predicates) == (True, ())
+
+
+def test_a_passive_verb_is_an_action_not_a_predicate() -> None:
+    """'are mailed by' is read by coverage, not as what the cards are."""
+    answer = "Replacement cards are mailed by standard delivery."
+    assert analyse(CARD_FAQ, answer).statements[0].unknown_predicates == ()

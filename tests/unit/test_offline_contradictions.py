@@ -16,7 +16,7 @@ from flipgate.config.schema import Config
 from flipgate.judges.offline import OfflineJudge, grade_groundedness
 from flipgate.model import Case, StatementLabel
 from flipgate.verdict import gate
-from flipgate.verdict.contradiction import ENTITY, FIGURE, NEGATION, find_clashes
+from flipgate.verdict.contradiction import ENTITY, FIGURE, NEGATION, ORDER, find_clashes
 from flipgate.verdict.evidence import analyse
 
 THERMOSTAT = Case(
@@ -277,3 +277,34 @@ BLIND_SPOTS = [
 @pytest.mark.parametrize(("context", "query", "answer"), BLIND_SPOTS)
 def test_a_blind_spot_stays_what_the_docs_say(context: str, query: str, answer: str) -> None:
     assert grade_groundedness(case(context, query), answer).value not in (1, 2)
+
+
+# --- order: which of two came first ------------------------------------------------
+
+BRIDGES = ("The Kellan Bridge (opened 1932) crosses the river at Mardale. "
+           "The Ostwick Viaduct was opened in 1894 and carried coal trains until 1965.")
+WHICH_FIRST = "Which opened first, the Kellan Bridge or the Ostwick Viaduct?"
+
+
+@pytest.mark.parametrize("answer", [
+    "The Kellan Bridge was opened first.",
+    "The Ostwick Viaduct was opened after the Kellan Bridge.",
+    "The Kellan Bridge is older than the Ostwick Viaduct.",
+])
+def test_an_order_the_context_years_reverse_is_a_contradiction(answer: str) -> None:
+    statements = analyse(BRIDGES, answer, query=WHICH_FIRST).statements
+    clashes = find_clashes(statements, BRIDGES, query=WHICH_FIRST)
+    assert [(c.how, c.claim) for c in clashes] == [(ORDER, answer)]
+    assert grade_groundedness(case(BRIDGES, WHICH_FIRST), answer).value == 2
+
+
+@pytest.mark.parametrize("answer", [
+    "The Ostwick Viaduct was opened first.",
+    "The Kellan Bridge was opened after the Ostwick Viaduct.",
+    "The Ostwick Viaduct is older than the Kellan Bridge, and it carried coal trains.",
+    "The Ostwick Viaduct opened in 1894, so it was opened first.",
+])
+def test_an_order_the_context_years_bear_out_is_no_clash(answer: str) -> None:
+    statements = analyse(BRIDGES, answer, query=WHICH_FIRST).statements
+    assert find_clashes(statements, BRIDGES, query=WHICH_FIRST) == ()
+    assert grade_groundedness(case(BRIDGES, WHICH_FIRST), answer).value in (4, 5)

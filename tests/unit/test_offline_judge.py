@@ -274,3 +274,13 @@ def test_headings_and_labels_are_style_not_names() -> None:
               "each replacement card costs $12.")
     score = grade_groundedness(REPLACEMENT, answer)
     assert score.value == 5, score.reason
+
+
+def test_what_a_thing_is_said_to_be_must_be_in_the_context() -> None:
+    """'X is a Y' claims Y: the judge names it, though X's words are all in the context."""
+    case = Case(id="author", query="What does Ada Lane do?",
+                context="Ada Lane wrote the novel Harbour Lights and lives in Bristol.")
+    grounded = grade_groundedness(case, "Ada Lane wrote Harbour Lights, a novel.")
+    invented = grade_groundedness(case, "Ada Lane is a painter.")
+    assert grounded.value in (4, 5), grounded.reason
+    assert invented.value == 2 and '("painter")' in invented.reason, invented.reason

@@ -5,11 +5,12 @@ rubric with the query), but reads words and figures instead of meaning:
 
   1  unrelated: the answer's content words are mostly absent from both the
      context and the question
-  2  answers, but a figure, a name or a statement is not in the context, or a
-     claim contradicts it (`verdict/contradiction.py`: what the context
-     negates or affirms, a figure or a name the context gives otherwise, a
-     figure the context gives another item); the reason quotes the clashing
-     passage
+  2  answers, but a figure, a name, what it says a thing is ("is a Y") or a
+     statement is not in the context, or a claim contradicts it
+     (`verdict/contradiction.py`: what the context negates or affirms, a
+     figure or a name the context gives otherwise, a figure the context gives
+     another item, an order its years reverse); the reason quotes the
+     clashing passage
   3  non-answer: no checkable claim, only deflection ("contact support",
      "it depends"), a question back, a refusal or filler; also an empty answer
   4  supported, but it misses a key fact (below)
@@ -152,6 +153,10 @@ def _grade(case: Case, analysis: Analysis) -> Score:
         for statement in analysis.unsupported_statements:
             if statement.unknown_names:
                 parts.append(f"names not in the context ({_listing(statement.unknown_names)}): "
+                             f"{quoted(statement.text, _QUOTE_LIMIT)}")
+            elif statement.unknown_predicates:
+                parts.append(f"what it says a thing is, not in the context "
+                             f"({_listing(statement.unknown_predicates)}): "
                              f"{quoted(statement.text, _QUOTE_LIMIT)}")
             else:
                 parts.append(f"statement not supported ({statement.coverage:.0%} of its content "

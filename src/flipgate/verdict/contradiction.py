@@ -1,6 +1,6 @@
 """Contradictions a lexical reader can see: a claim against the context passage it clashes with.
 
-Pure functions only. Five shapes, each found by words and figures, never
+Pure functions only. Six shapes, each found by words and figures, never
 by meaning:
 
 * **Negation.** A context clause negates something ("does not support
@@ -35,6 +35,10 @@ by meaning:
   figure) says the item is free, or gives it another figure of the unit
   the statement does not keep. A statement that names the other item
   ("after the first", "additional") is left alone.
+* **Order.** "A was born first", "A came out before B", "A is older than
+  B", where the question asks "A or B" (or the answer names B): the year
+  the context gives just after each name's first mention says the other
+  order ("A (born 1971)" against "B (born 1908)").
 * **Entity.** A capitalised name the context lacks where the closest
   context clause puts another name after the same word: "in Mexico" where
   the context says "in Canada".
@@ -54,7 +58,7 @@ from flipgate.text.escaping import quoted
 from flipgate.verdict.evidence import Kind, StatementCheck, content_words, split_statements
 from flipgate.verdict.figures import Figure, KnownFigures, expand_known, extract_figures, vouched
 
-NEGATION, FIGURE, ENTITY = "negation", "figure", "entity"
+NEGATION, FIGURE, ENTITY, ORDER = "negation", "figure", "entity", "order"
 _MONEY = frozenset({"usd", "eur", "gbp"})
 
 
@@ -435,6 +439,78 @@ def _name_clash(statement: StatementCheck, passage: str, theirs: Sequence[tuple[
     return None
 
 
+# --- order: which of two came first ----------------------------------------------
+
+_EVENTS = r"(?:born|released|founded|established|formed|published|built|opened|created|launched)"
+# "A was born first", "A was released before B", "A is older than B": the claimed order.
+_ORDER = re.compile(
+    r"^\W*(?P<a>[^,;:]+?)\s+(?:(?:was|were)\s+(?:\w+ly\s+)?" + _EVENTS +
+    r"\s+(?:(?P<first>first|earlier)|(?P<later>later|last|second)|(?P<before>before|after)\s+(?P<b1>[^,;:]+?))"
+    r"|(?:is|was|are|were)\s+(?:(?P<older>older|younger))(?:\s+than\s+(?P<b2>[^,;:]+?))?)"
+    r"\s*(?:[.!]\W*)?$", re.IGNORECASE)
+# The two a question weighs: the capitalised runs either side of its last "or".
+_RUN = r"(?:[A-Z][\w'.\u2019-]*|\d+|of|de|the|von|van|du|la|and)"
+_CHOICE = re.compile(r"(?P<a>[A-Z][\w'.\u2019-]*(?:\s+" + _RUN + r")*)\s*,?\s+or\s+(?:the\s+)?"
+                     r"(?P<b>[A-Z][\w'.\u2019-]*(?:\s+" + _RUN + r")*)")
+_YEAR = re.compile(r"\b(1[0-9]{3}|20[0-9]{2})\b")
+# The year that dates a name is found this close after its first mention.
+_YEAR_WINDOW = 160
+# Only the start of a question is searched for its "A or B" (a question is short).
+_QUERY_READ = 600
+
+
+def _year_after(name: str, context: str) -> int | None:
+    """The first year within `_YEAR_WINDOW` characters after the first mention of `name`
+    (as written, or its last word) in `context`."""
+    words = [w for w in re.findall(r"[\w'\u2019-]+", name) if len(w) > 1]
+    for probe in (name.strip(), words[-1] if words else ""):
+        if len(probe) < 3:
+            continue
+        at = context.lower().find(probe.lower())
+        if at >= 0:
+            year = _YEAR.search(context, at + len(probe), at + len(probe) + _YEAR_WINDOW)
+            return int(year.group(1)) if year else None
+    return None
+
+
+def _same(a: str, b: str) -> bool:
+    """Do two written names share a word of three letters or more ("Neil N. LaBute", "Neil LaBute")?"""
+    def words(text: str) -> set[str]:
+        return {w.lower().strip(".") for w in text.split()
+                if len(w.strip(".")) > 2 and w.lower() not in ("the", "and")}
+    return bool(words(a) & words(b))
+
+
+def _order_clashes(statements: Sequence[StatementCheck], context: str, query: str) -> list[Clash]:
+    choice = None
+    for choice in _CHOICE.finditer(query[:_QUERY_READ]):
+        pass  # the last "A or B" of the question
+    clashes = []
+    for statement in statements:
+        if statement.kind is not Kind.CLAIM or len(statement.text) > 200:
+            continue
+        claim = _ORDER.match(statement.text)
+        if claim is None:
+            continue
+        first = claim.group("a")
+        other = claim.group("b1") or claim.group("b2")
+        if other is None and choice is not None:
+            options = (choice.group("a"), choice.group("b"))
+            if _same(first, options[0]) != _same(first, options[1]):
+                other = options[1] if _same(first, options[0]) else options[0]
+        if other is None or _same(first, other):
+            continue
+        earlier = bool(claim.group("first")) or (claim.group("before") or "").lower() == "before" \
+            or (claim.group("older") or "").lower() == "older"
+        years = _year_after(first, context), _year_after(other, context)
+        if years[0] is None or years[1] is None or years[0] == years[1]:
+            continue
+        if (years[0] < years[1]) != earlier:
+            clashes.append(Clash(statement.text, f"{first.strip()}: {years[0]}; {other.strip()}: {years[1]}",
+                                 ORDER, "the context's years give the other order"))
+    return clashes
+
+
 def find_clashes(statements: Sequence[StatementCheck], context: str, *,
                  query: str = "") -> tuple[Clash, ...]:
     """Each statement of an answer that contradicts its context, with the passage it clashes
@@ -442,7 +518,8 @@ def find_clashes(statements: Sequence[StatementCheck], context: str, *,
     found: dict[str, Clash] = {}
     for clash in (_negation_clashes(statements, context, query)
                   + _denied_but_affirmed(statements, context)
-                  + _figure_and_name_clashes(statements, context, query)):
+                  + _figure_and_name_clashes(statements, context, query)
+                  + _order_clashes(statements, context, query)):
         found.setdefault(clash.claim, clash)
     return tuple(found.values())
 

@@ -13,6 +13,9 @@ Pure functions only. Three checks, all lexical:
   statement that brings in two new words out of four or five is flagged;
   precision matters more than recall here, because a faithful answer
   called ungrounded would block a release for nothing.
+* **Predicates.** In "X is (a) Y" the claim is Y: when the context never uses
+  one of Y's words ("Jane Doe is a playwright", "a health magazine"; adverbs
+  and passive verbs aside), the statement is unsupported whatever X's words are.
 * **Names.** A capitalised word the context and question never use (one
   that does not open a sentence, or a run that does: "Neil Gaiman") makes
   its statement unsupported, however many of its other words are there.
@@ -355,6 +358,36 @@ def unknown_names(text: str, vocabulary: frozenset[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(word for word in names(text) if not known(word)))
 
 
+# --- predicates ---------------------------------------------------------------
+
+# "X is (a) Y": up to four words after the verb, ending where a preposition, a
+# relative word or punctuation starts: what X is said to be ("a health magazine").
+# A passive verb ("was founded by") is an action, not what X is: coverage reads it.
+_PREDICATE = re.compile(
+    r"\b(?:is|are|was|were)\s+(?:(?:also|not|both|all)\s+)*(?:(?:a|an|the)\s+)?"
+    r"((?:[\w-]+\s+){0,3}?[\w-]+)(?=\s*(?:$|[.,;:!?\"\u201d)])|\s(?:of|in|for|from|with|who|that"
+    r"|which|and|or|by|at|on|to|while|but|than|whose|where|when)\b)", re.IGNORECASE)
+
+
+def unknown_predicates(statement: str, known_words: frozenset[str]) -> tuple[str, ...]:
+    """The words of the statement's "is (a) Y" predicates, as written, that `known_words`
+    (a context's and query's content words) never use; adverbs aside."""
+    found = []
+    for match in _PREDICATE.finditer(statement):
+        predicate = match.group(1).split()
+        if predicate[0].lower().endswith("ed"):
+            continue  # a passive verb ("is blocked outside ..."): an action, read by coverage
+        if statement[match.end():].lstrip().lower().startswith("than "):
+            continue  # a comparison ("is older than B"): the figures decide it, not a word
+        for word in predicate:
+            if word.lower().endswith("ly"):
+                continue  # an adverb ("actually", "widely") says how, not what
+            words = content_words(word)
+            if words and not words <= known_words:
+                found.append(word)
+    return tuple(dict.fromkeys(found))
+
+
 # --- statements, classified ---------------------------------------------------
 
 class Kind(StrEnum):
@@ -395,11 +428,13 @@ class StatementCheck:
     coverage: float            # share of them found in the context (and query)
     figures: tuple[Figure, ...]
     unknown_names: tuple[str, ...] = ()  # names the context and query never mention
+    unknown_predicates: tuple[str, ...] = ()  # "is (a) Y" with a Y the context never uses
 
     @property
     def supported(self) -> bool:
         return self.kind is not Kind.CLAIM or (self.coverage >= SUPPORT_THRESHOLD
-                                                and not self.unknown_names)
+                                                and not self.unknown_names
+                                                and not self.unknown_predicates)
 
 
 @dataclass(frozen=True)
@@ -498,9 +533,10 @@ def analyse(context: str, response: str, *, query: str = "") -> Analysis:
         figures = tuple(extract_figures(plain))
         words = content_words(_without_figures(statement, figures))
         kind = _classify(statement, words, figures, context_words)
+        readable = _LABEL.sub(_blank, _FRAMING_ANY_CASE.sub(_blank, plain))
         checks.append(StatementCheck(statement, kind, words, coverage(words, known_words), figures,
-                                     unknown_names(_LABEL.sub(_blank, _FRAMING_ANY_CASE.sub(
-                                         _blank, plain)), vocabulary)))
+                                     unknown_names(readable, vocabulary),
+                                     unknown_predicates(readable, known_words)))
         unsupported.extend(f for f in figures if not vouched(f, known_figures))
     return Analysis(tuple(checks), tuple(unsupported), known_words, text=response, cut_at=cut_at)
 
