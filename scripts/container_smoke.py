@@ -105,7 +105,8 @@ for line in sys.stdin:
     print(json.dumps({"id": case["id"], "response": answer}), flush=True)
 """
 BASE_APP = APP.replace("FEE", "")
-HEAD_APP = APP.replace("FEE", ' + (" A $12 processing fee applies." if "Refunds" in answer else "")')
+HEAD_APP = APP.replace("FEE", ' + (" A $12 processing fee applies." if "Refunds" in case["context"]'
+                                 ' else "")')
 CAREFUL = "Answer only from the context."
 GENEROUS = "Be helpful and complete; add whatever the customer may need."
 
