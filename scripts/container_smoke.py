@@ -15,7 +15,9 @@ Scenarios, in one workspace (a one-commit-deep clone of the base, so the action 
 Then: everything in the workspace belongs to uid 1001, which can delete all of it.
 In a second workspace, whose generator is the application's own code (`generator.command`):
 4. a pull_request whose head's code invents the fee: exit 1, blocked, the code run as `nobody`
-   without the runner's variables, and no generation request to the model endpoint.
+   without the runner's variables, and no generation request to the model endpoint;
+5. the `relink` step after it: another server's URL refused (exit 2, no API call); this run's
+   artifact URL edits the comment to link it (exit 0).
 
 Usage: scripts/container-smoke [--base IMAGE] [--image TAG] [--no-build] [--keep]
 """
@@ -47,6 +49,7 @@ from support.prompts import WITH_SYSTEM  # noqa: E402
 
 RUNNER_UID = 1001  # the GitHub runner's user
 PR, ISSUE, APP_PR = 42, 43, 44
+SERVER_URL, RUN_ID = "https://github.example.com", "4242"
 NOBODY = 65534  # the account flipgate, as root, runs the application's code as (confine.py)
 STATUS_CONTEXT = "flipgate-smoke"
 # A gate's comment carries its status context's marker (interface.md, "GitHub mode, continued").
@@ -255,24 +258,26 @@ class Smoke:
     openai: FakeOpenAI
     check: Checks
 
-    def run(self, *, event_name: str) -> Run:
-        return run_action(self.image, self.ws, self.github, self.openai, event_name=event_name)
+    def run(self, *, event_name: str, inputs: Mapping[str, str] | None = None) -> Run:
+        return run_action(self.image, self.ws, self.github, self.openai, event_name=event_name,
+                          inputs=inputs or {})
 
 
 def run_action(image: str, ws: Workspace, github: FakeGitHub, openai: FakeOpenAI, *,
-               event_name: str) -> Run:
+               event_name: str, inputs: Mapping[str, str]) -> Run:
     """`podman run` the image as the runner does: every variable passed by name, `-e NAME`."""
     variables = {
         # the action's inputs, as action.yml declares them (defaults included)
         "INPUT_GITHUB-TOKEN": github.token, "INPUT_CONFIG": ".flipgate.yml",
         "INPUT_OPENAI-API-KEY": MODEL_KEY, "INPUT_AZURE-OPENAI-API-KEY": "",
         "INPUT_STATUS-CONTEXT": STATUS_CONTEXT, "INPUT_FORK-POLICY": "require-command",
+        "INPUT_RELINK": "", **inputs,
         # the runner's own
         "GITHUB_ACTIONS": "true", "CI": "true", "HOME": HOME,
         "GITHUB_EVENT_NAME": event_name, "GITHUB_EVENT_PATH": f"{WORKFLOW}/event.json",
         "GITHUB_REPOSITORY": github.repository, "GITHUB_SHA": ws.base,
-        "GITHUB_API_URL": github.api_url, "GITHUB_SERVER_URL": "https://github.example.com",
-        "GITHUB_RUN_ID": "4242", "GITHUB_WORKSPACE": WORKSPACE,
+        "GITHUB_API_URL": github.api_url, "GITHUB_SERVER_URL": SERVER_URL,
+        "GITHUB_RUN_ID": RUN_ID, "GITHUB_WORKSPACE": WORKSPACE,
         "GITHUB_OUTPUT": f"{FILE_COMMANDS}/output",
         "GITHUB_STEP_SUMMARY": f"{FILE_COMMANDS}/summary",
         # the step's `env:` (a workflow pointing at its own endpoint)
@@ -380,6 +385,26 @@ def scenario_application_code(smoke: Smoke) -> None:
                  "no generation request: the answers came from the code")
 
 
+def scenario_relink(smoke: Smoke) -> None:
+    print("scenario 5: the relink step after it, with another server's URL, then this run's")
+    check, github = smoke.check, smoke.github
+    requests = len(github.requests)
+    foreign = f"https://evil.example/{github.repository}/actions/runs/{RUN_ID}/artifacts/9"
+    run = smoke.run(event_name="pull_request", inputs={"INPUT_RELINK": foreign})
+    check.expect(run.exit_code == 2 and "input relink" in run.log
+                 and "Traceback" not in run.log,
+                 "a foreign relink URL: exit 2, one line naming the input",
+                 f"{run.exit_code}\n{run.log}")
+    check.expect(len(github.requests) == requests, "no GitHub API call",
+                 github.requests[requests:])
+    page = f"{SERVER_URL}/{github.repository}/actions/runs/{RUN_ID}/artifacts/777"
+    run = smoke.run(event_name="pull_request", inputs={"INPUT_RELINK": page})
+    comments = own_comments(github, APP_PR)
+    check.expect(run.exit_code == 0 and len(comments) == 1 and page in comments[0]["body"],
+                 "this run's artifact URL: exit 0, the comment links it",
+                 f"{run.exit_code}\n{run.log}")
+
+
 def check_workspace_is_the_runners(check: Checks, ws: Workspace) -> None:
     print("afterwards: the runner user owns, and can delete, everything")
     strangers = [str(p.relative_to(ws.repo)) for p in ws.repo.rglob("*")
@@ -477,8 +502,10 @@ def main(argv: list[str] | None = None) -> int:
             app = make_workspace(top / "app", {
                 ".flipgate.yml": APP_CONFIG, "eval/cases.jsonl": CASES, "answer.py": BASE_APP},
                 {"answer.py": HEAD_APP})
-            scenario_application_code(Smoke(image=args.image, ws=app, github=github,
-                                            openai=openai, check=check))
+            app_smoke = Smoke(image=args.image, ws=app, github=github, openai=openai,
+                              check=check)
+            scenario_application_code(app_smoke)
+            scenario_relink(app_smoke)
             check_workspace_is_the_runners(check, app)
     finally:
         if args.keep:
