@@ -13,6 +13,11 @@ Scenarios, in one workspace (a one-commit-deep clone of the base, so the action 
    generation request (the cache the first run wrote is readable);
 3. a `/flipgate run` comment on a plain issue: exit 0, ignored, no API call.
 Then: everything in the workspace belongs to uid 1001, which can delete all of it.
+In a second workspace, whose generator is the application's own code (`generator.command`):
+4. a pull_request whose head's code invents the fee: exit 1, blocked, the code run as `nobody`
+   without the runner's variables, and no generation request to the model endpoint;
+5. the `relink` step after it: another server's URL refused (exit 2, no API call); this run's
+   artifact URL edits the comment to link it (exit 0).
 
 Usage: scripts/container-smoke [--base IMAGE] [--image TAG] [--no-build] [--keep]
 """
@@ -43,7 +48,9 @@ from support.openai_server import FakeOpenAI  # noqa: E402
 from support.prompts import WITH_SYSTEM  # noqa: E402
 
 RUNNER_UID = 1001  # the GitHub runner's user
-PR, ISSUE = 42, 43
+PR, ISSUE, APP_PR = 42, 43, 44
+SERVER_URL, RUN_ID = "https://github.example.com", "4242"
+NOBODY = 65534  # the account flipgate, as root, runs the application's code as (confine.py)
 STATUS_CONTEXT = "flipgate-smoke"
 # A gate's comment carries its status context's marker (interface.md, "GitHub mode, continued").
 MARKER = f"<!-- flipgate:{STATUS_CONTEXT} -->"
@@ -75,6 +82,34 @@ CASES = "".join(json.dumps(case) + "\n" for case in [
     {"id": "card-002", "category": "cards", "query": "Is a replacement card free?",
      "context": "One replacement card a year is free of charge."},
 ])
+# The application's own code as the generator: it answers from the context, and says on stderr
+# (which the log shows) which account it runs as and which of the runner's variables it got.
+APP_CONFIG = """\
+version: 1
+cases: eval/cases.jsonl
+generator:
+  command: python answer.py
+  timeout: 60
+  watch: [answer.py]
+judge:
+  provider: openai
+  model: judge-pinned
+gate:
+  blocking_categories: [policy]
+  strict: true
+"""
+APP = """\
+import json, os, sys
+leaked = sorted(k for k in os.environ if k.startswith(("INPUT_", "GITHUB_", "ACTIONS_", "OPENAI_")))
+print(f"smoke-app uid={os.getuid()} leaked={leaked}", file=sys.stderr, flush=True)
+for line in sys.stdin:
+    case = json.loads(line)
+    answer = case["context"]FEE
+    print(json.dumps({"id": case["id"], "response": answer}), flush=True)
+"""
+BASE_APP = APP.replace("FEE", "")
+HEAD_APP = APP.replace("FEE", ' + (" A $12 processing fee applies." if "Refunds" in case["context"]'
+                                 ' else "")')
 CAREFUL = "Answer only from the context."
 GENEROUS = "Be helpful and complete; add whatever the customer may need."
 
@@ -151,13 +186,17 @@ class Workspace:
             "-v", f"{self.origin.path}:{ORIGIN}:ro"]
 
 
-def make_workspace(top: Path) -> Workspace:
+def make_workspace(top: Path, base_files: Mapping[str, str] | None = None,
+                   head_files: Mapping[str, str] | None = None) -> Workspace:
     """An origin with base and head; the workspace: a clone of the base, one commit deep."""
+    top.mkdir(exist_ok=True)
+    top.chmod(0o755)
     origin = GitRepo.create(top / "origin")
-    base = origin.commit({".flipgate.yml": CONFIG, "eval/cases.jsonl": CASES,
-                          "prompts/answer.prompty": PROMPTY.format(system=CAREFUL)}, message="base")
+    base = origin.commit(base_files or {
+        ".flipgate.yml": CONFIG, "eval/cases.jsonl": CASES,
+        "prompts/answer.prompty": PROMPTY.format(system=CAREFUL)}, message="base")
     origin.branch("base", base)
-    head = origin.commit({"prompts/answer.prompty": PROMPTY.format(system=GENEROUS)},
+    head = origin.commit(head_files or {"prompts/answer.prompty": PROMPTY.format(system=GENEROUS)},
                          message="head: a more generous prompt")
     runner = top / "runner"
     runner.mkdir()
@@ -175,10 +214,10 @@ def make_workspace(top: Path) -> Workspace:
     return workspace
 
 
-def pull_request_event(github: FakeGitHub, ws: Workspace) -> dict[str, Any]:
+def pull_request_event(github: FakeGitHub, ws: Workspace, number: int = PR) -> dict[str, Any]:
     event = json.loads((PAYLOADS / "pull_request.synchronize.json").read_text())
     pull = event["pull_request"]
-    event["number"] = pull["number"] = PR
+    event["number"] = pull["number"] = number
     pull["base"]["repo"]["full_name"] = event["repository"]["full_name"] = github.repository
     # The base branch and the default branch as the loopback GitHub serves them.
     pull["base"]["ref"] = pull["base"]["repo"]["default_branch"] = "main"
@@ -219,24 +258,26 @@ class Smoke:
     openai: FakeOpenAI
     check: Checks
 
-    def run(self, *, event_name: str) -> Run:
-        return run_action(self.image, self.ws, self.github, self.openai, event_name=event_name)
+    def run(self, *, event_name: str, inputs: Mapping[str, str] | None = None) -> Run:
+        return run_action(self.image, self.ws, self.github, self.openai, event_name=event_name,
+                          inputs=inputs or {})
 
 
 def run_action(image: str, ws: Workspace, github: FakeGitHub, openai: FakeOpenAI, *,
-               event_name: str) -> Run:
+               event_name: str, inputs: Mapping[str, str]) -> Run:
     """`podman run` the image as the runner does: every variable passed by name, `-e NAME`."""
     variables = {
         # the action's inputs, as action.yml declares them (defaults included)
         "INPUT_GITHUB-TOKEN": github.token, "INPUT_CONFIG": ".flipgate.yml",
         "INPUT_OPENAI-API-KEY": MODEL_KEY, "INPUT_AZURE-OPENAI-API-KEY": "",
         "INPUT_STATUS-CONTEXT": STATUS_CONTEXT, "INPUT_FORK-POLICY": "require-command",
+        "INPUT_RELINK": "", **inputs,
         # the runner's own
         "GITHUB_ACTIONS": "true", "CI": "true", "HOME": HOME,
         "GITHUB_EVENT_NAME": event_name, "GITHUB_EVENT_PATH": f"{WORKFLOW}/event.json",
         "GITHUB_REPOSITORY": github.repository, "GITHUB_SHA": ws.base,
-        "GITHUB_API_URL": github.api_url, "GITHUB_SERVER_URL": "https://github.example.com",
-        "GITHUB_RUN_ID": "4242", "GITHUB_WORKSPACE": WORKSPACE,
+        "GITHUB_API_URL": github.api_url, "GITHUB_SERVER_URL": SERVER_URL,
+        "GITHUB_RUN_ID": RUN_ID, "GITHUB_WORKSPACE": WORKSPACE,
         "GITHUB_OUTPUT": f"{FILE_COMMANDS}/output",
         "GITHUB_STEP_SUMMARY": f"{FILE_COMMANDS}/summary",
         # the step's `env:` (a workflow pointing at its own endpoint)
@@ -321,6 +362,47 @@ def scenario_plain_issue(smoke: Smoke) -> None:
                  "exit code 0: ignored as not a pull request", f"{run.exit_code}\n{run.log}")
     check.expect(len(github.requests) == requests, "no GitHub API call",
                  github.requests[requests:])
+
+
+def scenario_application_code(smoke: Smoke) -> None:
+    print("scenario 4: generator.command, a pull_request whose head's code invents a fee")
+    check, ws, github, openai = smoke.check, smoke.ws, smoke.github, smoke.openai
+    generations = len(openai.chat_requests("generation"))
+    github.add_pull(APP_PR, base_sha=ws.base, head_sha=ws.head)
+    ws.write_event(pull_request_event(github, ws, APP_PR))
+    run = smoke.run(event_name="pull_request")
+    check.expect(run.exit_code == 1, "exit code 1 (blocked)", f"{run.exit_code}\n{run.log}")
+    comments = own_comments(github, APP_PR)
+    check.expect(len(comments) == 1 and BLOCKED in comments[0]["body"]
+                 and "refund-007" in comments[0]["body"],
+                 "one sticky comment: blocked on refund-007", comments)
+    said = re.findall(r"smoke-app uid=(\d+) leaked=(.*)", run.log)
+    check.expect(len(said) == 2 and all(uid == str(NOBODY) for uid, _ in said),
+                 f"the base's and the head's code ran as nobody ({NOBODY})", said or run.log)
+    check.expect(bool(said) and all(leaked.strip() == "[]" for _, leaked in said),
+                 "the code got none of INPUT_*, GITHUB_*, ACTIONS_*, OPENAI_*", said)
+    check.expect(len(openai.chat_requests("generation")) == generations,
+                 "no generation request: the answers came from the code")
+
+
+def scenario_relink(smoke: Smoke) -> None:
+    print("scenario 5: the relink step after it, with another server's URL, then this run's")
+    check, github = smoke.check, smoke.github
+    requests = len(github.requests)
+    foreign = f"https://evil.example/{github.repository}/actions/runs/{RUN_ID}/artifacts/9"
+    run = smoke.run(event_name="pull_request", inputs={"INPUT_RELINK": foreign})
+    check.expect(run.exit_code == 2 and "input relink" in run.log
+                 and "Traceback" not in run.log,
+                 "a foreign relink URL: exit 2, one line naming the input",
+                 f"{run.exit_code}\n{run.log}")
+    check.expect(len(github.requests) == requests, "no GitHub API call",
+                 github.requests[requests:])
+    page = f"{SERVER_URL}/{github.repository}/actions/runs/{RUN_ID}/artifacts/777"
+    run = smoke.run(event_name="pull_request", inputs={"INPUT_RELINK": page})
+    comments = own_comments(github, APP_PR)
+    check.expect(run.exit_code == 0 and len(comments) == 1 and page in comments[0]["body"],
+                 "this run's artifact URL: exit 0, the comment links it",
+                 f"{run.exit_code}\n{run.log}")
 
 
 def check_workspace_is_the_runners(check: Checks, ws: Workspace) -> None:
@@ -416,7 +498,15 @@ def main(argv: list[str] | None = None) -> int:
             smoke = Smoke(image=args.image, ws=ws, github=github, openai=openai, check=check)
             for scenario in (scenario_pull_request, scenario_command, scenario_plain_issue):
                 scenario(smoke)
-        check_workspace_is_the_runners(check, ws)
+            check_workspace_is_the_runners(check, ws)
+            app = make_workspace(top / "app", {
+                ".flipgate.yml": APP_CONFIG, "eval/cases.jsonl": CASES, "answer.py": BASE_APP},
+                {"answer.py": HEAD_APP})
+            app_smoke = Smoke(image=args.image, ws=app, github=github, openai=openai,
+                              check=check)
+            scenario_application_code(app_smoke)
+            scenario_relink(app_smoke)
+            check_workspace_is_the_runners(check, app)
     finally:
         if args.keep:
             print(f"container-smoke: kept {top}")

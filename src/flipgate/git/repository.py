@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import posixpath
 import subprocess
+import tarfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -198,22 +199,56 @@ def export_tree(repo: Path, sha: str, destination: Path, *, git: Git = Git()) ->
     """The files of commit `sha` written under `destination` (git archive), for a trusted
     command of that commit to run in. Never used for the head ref: its files are data."""
     import io
-    import tarfile
 
     result = git.run(repo, "archive", "--format=tar", "--end-of-options", sha)
     destination.mkdir(parents=True, exist_ok=True)
-
-    def inside(member: tarfile.TarInfo, path: str) -> tarfile.TarInfo | None:
-        # No link or path out of `destination`: such a member is left out, not an error,
-        # so one stray symlink in the base does not stop the command that needs the rest.
-        try:
-            return tarfile.data_filter(member, path)
-        except tarfile.FilterError:
-            return None
-
     with tarfile.open(fileobj=io.BytesIO(result.stdout)) as archive:
+        data_filter = getattr(tarfile, "data_filter", None)
+        if data_filter is None:  # Python 3.11.0-3.11.3
+            _extract_inside(archive, destination)
+            return destination
+
+        def inside(member: tarfile.TarInfo, path: str) -> tarfile.TarInfo | None:
+            # No link or path out of `destination`: such a member is left out, not an error,
+            # so one stray symlink in the base does not stop the command that needs the rest.
+            try:
+                return data_filter(member, path)
+            except tarfile.FilterError:
+                return None
+
         archive.extractall(destination, filter=inside)
     return destination
+
+
+def _extract_inside(archive: tarfile.TarFile, destination: Path) -> None:
+    """`extractall` with the data filter's rules, for a Python without it (3.11.0-3.11.3,
+    Debian 12's): directories, regular files and links that stay inside `destination`,
+    each checked as it is written (so through the links written before it); no setuid,
+    setgid, sticky or group/other write bits. Anything else is left out."""
+    top = os.path.realpath(destination)
+
+    def within(path: str) -> bool:
+        return os.path.commonpath([top, os.path.realpath(path)]) == top
+
+    for member in archive.getmembers():
+        target = os.path.join(top, member.name.lstrip("/"))
+        if not within(target) or os.path.lexists(target) and not member.isdir():
+            continue
+        if member.isdir():
+            os.makedirs(target, exist_ok=True)
+        elif member.issym():
+            link = os.path.join(os.path.dirname(target), member.linkname)
+            if not os.path.isabs(member.linkname) and within(link):
+                os.makedirs(os.path.dirname(target), exist_ok=True)
+                os.symlink(member.linkname, target)
+        elif member.isreg():
+            source = archive.extractfile(member)
+            if source is None:
+                continue
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            with source, open(target, "xb") as out:
+                out.write(source.read())
+            os.chmod(target, member.mode & 0o755 | 0o600)
 
 
 # The identity and time of a working-tree snapshot: fixed, so the same files make the same
