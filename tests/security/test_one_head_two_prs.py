@@ -24,7 +24,7 @@ from flipgate.github import action
 
 from support.action_harness import PAYLOADS, Harness
 from support.gitrepo import GitRepo
-from support.prompts import WITH_SYSTEM
+from support.prompts import WITH_SYSTEM, fee_when_helpful
 
 MAIN_PR, RELEASE_PR = 42, 43
 CONFIG = """\
@@ -41,12 +41,6 @@ gate:
 CASES = json.dumps({"id": "refund-007", "category": "policy", "query": "How long do refunds take?",
                     "context": "Refunds are issued within 30 days of the request."}) + "\n"
 CAREFUL, GENEROUS = "Answer only from the context.", "Be helpful; add whatever may help."
-
-
-def generation(body: dict[str, Any]) -> str:
-    system = body["messages"][0]["content"]
-    context = body["messages"][-1]["content"].split("Context: ", 1)[1].split("\n", 1)[0]
-    return context + (" A $12 processing fee applies." if "helpful" in system else "")
 
 
 @dataclass
@@ -121,7 +115,7 @@ def repo(harness: Harness, openai_server: Any, monkeypatch: pytest.MonkeyPatch,
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     branches = {"main": main, "release/1": release}
     harness.server.branches.update(branches)
-    openai_server.on_generation(generation)
+    openai_server.on_generation(fee_when_helpful)
     openai_server.on_groundedness(lambda query, context, response, call_index:
                                   1 if "$12" in (response or "") else 5)
     return Repo(harness, monkeypatch, branches)

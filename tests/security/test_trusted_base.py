@@ -21,7 +21,7 @@ from flipgate.run.pipeline import run_check
 
 from support.action_harness import BLOCKED, PR, Harness
 from support.gitrepo import GitRepo
-from support.prompts import WITH_SYSTEM
+from support.prompts import WITH_SYSTEM, fee_when_helpful
 
 CONFIG = """\
 version: 1
@@ -40,12 +40,6 @@ CASES = json.dumps({"id": "refund-007", "category": "policy", "query": "How long
 CAREFUL, GENEROUS = "Answer only from the context.", "Be helpful; add whatever may help."
 # The head's own gate: nothing blocks.
 LAX = CONFIG.format(extra="").replace("[policy]", "[]")
-
-
-def generation(body: dict[str, Any]) -> str:
-    system = body["messages"][0]["content"]
-    context = body["messages"][-1]["content"].split("Context: ", 1)[1].split("\n", 1)[0]
-    return context + (" A $12 processing fee applies." if "helpful" in system else "")
 
 
 @dataclass
@@ -93,7 +87,7 @@ def repo(harness: Harness, openai_server: Any, monkeypatch: pytest.MonkeyPatch,
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     commits = {"main": main, "legacy": legacy, "release/1": release, "release/2": legacy}
     harness.server.branches.update(commits)
-    openai_server.on_generation(generation)
+    openai_server.on_generation(fee_when_helpful)
     openai_server.on_groundedness(lambda query, context, response, call_index:
                                   1 if "$12" in (response or "") else 5)
     return Repo(harness, openai_server, monkeypatch, commits)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 # A v1 file on gpt-4o-mini whose user turn carries the query and the context.
 ANSWER_FROM_CONTEXT = """---
 model:
@@ -36,3 +38,11 @@ user:
 Context: {{{{context}}}}
 Question: {{{{query}}}}
 """
+
+
+def fee_when_helpful(body: dict[str, Any]) -> str:
+    """A generator for WITH_SYSTEM: it repeats the context's first line, and a system turn
+    that says "helpful" makes it add a fee the context never states."""
+    system = body["messages"][0]["content"]
+    context = body["messages"][-1]["content"].split("Context: ", 1)[1].split("\n", 1)[0]
+    return context + (" A $12 processing fee applies." if "helpful" in system else "")
