@@ -105,6 +105,9 @@ def test_a_small_first_suite_passes_and_says_first_what_it_held_back(first_suite
     assert harness.outputs()["conclusion"] == "success"
     report = _report(harness)
     assert report["counts"]["held_back"] == 3 and report["counts"]["regressions_to_review"] == 3
+    # report.html, the artifact a reviewer opens, heads its page with the same words.
+    page = (harness.repo.path / "flipgate-out/report.html").read_text()
+    assert f"<h1>flipgate: ⚠️ {HELD}</h1>" in page and "✅" not in page
     log = harness.log.getvalue()
     assert f"::warning title=flipgate::flipgate: ⚠️ {HELD}" in log
     # Each held-back flip is a warning annotation of its own, naming the row and why.
