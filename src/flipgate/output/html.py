@@ -29,7 +29,7 @@ from jinja2 import FileSystemLoader, StrictUndefined
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 from markupsafe import Markup
 
-from flipgate.model import Report
+from flipgate.model import Conclusion, Report
 from flipgate.output.comment import templates_dir
 from flipgate.output.page import (
     UNSCRIPTED_TEXT_BUDGET,
@@ -83,6 +83,14 @@ KIND_LABELS = {"review": "to review", "relevance": "relevance drop",
                "flagged": "addresses the judge", "errors": "judge error"}
 _TITLES = {"failure": "blocked", "success": "passed", "error": "could not finish",
            "skipped": "skipped"}
+
+
+def _title(report: Report) -> str:
+    """The page's heading: a pass that held flips back says so first, as the comment does."""
+    held = gate.held_back_sentence(report) if report.conclusion is Conclusion.SUCCESS else None
+    if held:
+        return f"{gate.headline_mark(report)} passed, but {held}"
+    return _TITLES.get(report.conclusion.value, report.conclusion.value)
 
 
 def _counts(report: Report) -> str:
@@ -159,7 +167,7 @@ def write_html(report: Report, path: str | os.PathLike[str], *,
     stream = environment().get_template(TEMPLATE).generate(
         csp=content_security_policy(style, SCRIPTED_MARK, script), style=Markup(style),
         script=Markup(script), marker=Markup(SCRIPTED_MARK),
-        title=_TITLES.get(report.conclusion.value, report.conclusion.value),
+        title=_title(report),
         counts=_counts(report),
         judge=f"{judge.provider} · {judge.model}" + (f" · second opinion {judge.second_opinion}"
                                                       if judge.second_opinion else ""),
