@@ -23,12 +23,12 @@ import pytest
 from click.testing import CliRunner
 
 from flipgate.cli import cli
+from flipgate.confine import hide_this_process
 from flipgate.e2e.retrieval import (
     MAX_CONTEXT_BYTES,
     CommandRetriever,
     HttpRetriever,
     RetrievalError,
-    hide_this_process,
 )
 from flipgate.model import Case
 

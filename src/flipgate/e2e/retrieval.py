@@ -26,15 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from flipgate.config.schema import E2EConfig
-from flipgate.confine import (  # noqa: F401 - re-exported for the e2e run
-    UNPRIVILEGED_ID,
-    chunks,
-    command_account,
-    give_to,
-    hide_this_process,
-    kill_group,
-    reap,
-)
+from flipgate.confine import chunks, kill_group, reap
 from flipgate.errors import InputError, Problem
 from flipgate.llm.cache import Cache
 from flipgate.model import Case

@@ -14,15 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from flipgate.config.schema import Config, E2EConfig
+from flipgate.confine import command_account, give_to, hide_this_process
 from flipgate.e2e.compare import compare
-from flipgate.e2e.retrieval import (
-    check_retriever,
-    command_account,
-    fetch_all,
-    give_to,
-    hide_this_process,
-    make_retriever,
-)
+from flipgate.e2e.retrieval import check_retriever, fetch_all, make_retriever
 from flipgate.errors import FlipgateError, InputError, Problem
 from flipgate.git import repository as gitrefs
 from flipgate.git.repository import Git

@@ -351,6 +351,8 @@ class _Conversation:
                            "(the command's first answer, its start included)")
 
     def fail_rest(self, reason: str) -> None:
+        """Every case not settled yet fails with `reason`: the command ended, never started
+        answering, or printed what makes the rest of its output unreadable."""
         for case in self.cases:
             if case.id not in self.outcome.answers and case.id not in self.outcome.errors:
                 self._settle(case.id, error=reason)
@@ -379,17 +381,12 @@ class _Conversation:
             try:
                 line = await stdout.readline()
             except ValueError:   # the line passed the cap
-                self._fatal(f"printed a line longer than {self.spec.max_line_bytes:,} bytes")
+                self.fail_rest(f"printed a line longer than {self.spec.max_line_bytes:,} bytes")
                 return
             if not line:
                 self.ended_early = not self.done.is_set()
                 return
             self._take(line)
-
-    def _fatal(self, reason: str) -> None:
-        """The output can no longer be read: every case still unanswered fails with `reason`
-        (the outstanding ones first, since the line was one of theirs)."""
-        self.fail_rest(reason)
 
     def _take(self, line: bytes) -> None:
         if not line.strip():
@@ -399,11 +396,11 @@ class _Conversation:
         except (ValueError, RecursionError):
             value = None
         if not isinstance(value, dict):
-            self._fatal(f"printed a line that is not a JSON object: {inert(_text(line))}")
+            self.fail_rest(f"printed a line that is not a JSON object: {inert(_text(line))}")
             return
         case_id = value.get("id")
         if not isinstance(case_id, str):
-            self._fatal(f"printed a line without a string \"id\": {inert(_text(line))}")
+            self.fail_rest(f"printed a line without a string \"id\": {inert(_text(line))}")
             return
         if not self.started:
             self._start_clocks()
@@ -413,7 +410,7 @@ class _Conversation:
             self._settle(case_id, error=f"answered id {inert(case_id)!r} twice")
             return
         if case_id not in self.outstanding:
-            self._fatal(f"answered id {inert(case_id)!r}, which it was not asked")
+            self.fail_rest(f"answered id {inert(case_id)!r}, which it was not asked")
             return
         response = value.get("response")
         if not isinstance(response, str):
