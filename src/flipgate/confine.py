@@ -16,9 +16,10 @@ import signal
 import sys
 import tempfile
 import threading
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from pathlib import Path
 from types import FrameType
+from typing import Any
 
 # The account the command runs as when flipgate runs as root (the action's container):
 # "nobody", which can read no process of flipgate's, nor any file only root may read.
@@ -59,9 +60,18 @@ _LIVE_GROUPS: set[int] = set()
 _SCRATCH: set[Path] = set()   # scratch directories to remove if flipgate is stopped
 
 
-def track(process: asyncio.subprocess.Process) -> None:
-    """Remember a command started in a session of its own, until `kill_group` ends it."""
+async def start(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], run_as: int | None,
+                stdin: int | None = asyncio.subprocess.PIPE,
+                stderr: int = asyncio.subprocess.PIPE, **options: Any) -> asyncio.subprocess.Process:
+    """Start an untrusted command in a process group of its own (one kill ends all of it), as
+    `run_as` when given, and remember the group until `kill_group` ends it, so that a signal
+    to flipgate ends it too (`end_all_groups`)."""
+    process = await asyncio.create_subprocess_exec(
+        *argv, cwd=cwd, env=dict(env), stdin=stdin, stdout=asyncio.subprocess.PIPE,
+        stderr=stderr, start_new_session=True, user=run_as, group=run_as,
+        extra_groups=[] if run_as is not None else None, **options)
     _LIVE_GROUPS.add(process.pid)
+    return process
 
 
 def _kill(group: int) -> None:

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from flipgate.config.schema import E2EConfig
-from flipgate.confine import chunks, kill_group, reap
+from flipgate.confine import chunks, kill_group, reap, start
 from flipgate.errors import InputError, Problem
 from flipgate.llm.cache import Cache
 from flipgate.model import Case
@@ -73,12 +73,7 @@ class CommandRetriever:
     async def fetch(self, case: Case) -> str:
         env = {**self.env, "FLIPGATE_CASE_ID": case.id, "FLIPGATE_CATEGORY": case.category}
         try:
-            process = await asyncio.create_subprocess_exec(
-                *self.argv, cwd=self.cwd, env=env, stdin=asyncio.subprocess.PIPE,
-                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-                start_new_session=True,  # its own group: one kill ends all of it
-                user=self.run_as, group=self.run_as,
-                extra_groups=[] if self.run_as is not None else None)
+            process = await start(self.argv, cwd=self.cwd, env=env, run_as=self.run_as)
         except OSError as exc:
             raise RetrievalError(f"cannot start {self.argv[0]!r}: {exc.strerror}") from None
         try:

@@ -33,7 +33,7 @@ from flipgate.confine import (
     kill_group,
     reap,
     scratch_directory,
-    track,
+    start,
 )
 from flipgate.errors import InputError, Problem
 from flipgate.git import repository as gitrefs
@@ -192,15 +192,8 @@ class _Runner:
 
     async def _start(self, argv: Sequence[str], *, stdin: int | None,
                      stderr: int) -> asyncio.subprocess.Process:
-        process = await asyncio.create_subprocess_exec(
-            *argv, cwd=self.cwd, env=dict(self.env), stdin=stdin,
-            stdout=asyncio.subprocess.PIPE, stderr=stderr,
-            start_new_session=True,   # its own group: one kill ends all of it
-            user=self.run_as, group=self.run_as,
-            extra_groups=[] if self.run_as is not None else None,
-            limit=self.spec.max_line_bytes + 2)
-        track(process)
-        return process
+        return await start(argv, cwd=self.cwd, env=self.env, run_as=self.run_as, stdin=stdin,
+                           stderr=stderr, limit=self.spec.max_line_bytes + 2)
 
     def _show(self, raw: bytes) -> None:
         text = raw.decode("utf-8", "replace").rstrip("\r")
