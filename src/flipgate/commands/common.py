@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import functools
 import os
-import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -21,19 +20,9 @@ from flipgate.config.schema import DEFAULT_CACHE_DIR, DEFAULT_CONFIG, PROVIDERS,
 from flipgate.errors import EXIT_INCOMPLETE, FlipgateError, InputError, Problem
 from flipgate.output.links import Links, run_url
 from flipgate.settings import Settings
-from flipgate.text.escaping import safe_url
+from flipgate.text.escaping import safe_url, visible
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
-
-
-def visible(text: str) -> str:
-    """`text` on one line with control characters spelled out (`\\x1b`, `\\n`): a message
-    may quote a file from the pull request, and its escape sequences or line breaks
-    must not reach the terminal or a CI log as such."""
-    return _CONTROL.sub(lambda m: repr(m.group())[1:-1], text)
 
 
 def settings_from_env() -> Settings:

@@ -16,7 +16,6 @@ import asyncio
 import contextlib
 import hashlib
 import json
-import re
 import shlex
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -40,6 +39,7 @@ from flipgate.git import repository as gitrefs
 from flipgate.git.repository import Git
 from flipgate.llm.cache import Cache, canonical_json
 from flipgate.model import Answer, Case
+from flipgate.text.escaping import visible
 from flipgate.verdict.changes import ChangeScope, relevant_paths
 
 MAX_LINE_BYTES = 4 * 1024 * 1024   # one line of the command's stdout (one answer)
@@ -49,7 +49,6 @@ LOG_LINE_CHARS = 300               # what the log shows of one stderr line
 LOG_LINES = 200                    # stderr lines shown a ref; the rest are counted
 EXIT_GRACE_SECONDS = 1.0           # for the exit status and last words of a command that stopped
 _BASIC_ENV = ("PATH", "LANG")
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
 Log = Callable[[str], None]
 
@@ -108,7 +107,7 @@ def make_spec(config: CommandConfig, *, source: str, environ: Mapping[str, str],
 def inert(text: str) -> str:
     """One line of the command's output as the log may show it: control characters and
     escapes spelled out, no workflow command (`::`, `##[`), at most `LOG_LINE_CHARS`."""
-    text = _CONTROL.sub(lambda m: repr(m.group())[1:-1], text)
+    text = visible(text)
     text = text.replace("::", ": :").replace("##[", "# #[")
     return text if len(text) <= LOG_LINE_CHARS else text[:LOG_LINE_CHARS - 1] + "…"
 

@@ -42,6 +42,16 @@ _ISSUE_REF = re.compile(r"\\#(?=[0-9])")
 _LEADING_LIST = re.compile(r"^(?:([-+])(?=[ -]|$)|([0-9]{1,9})([.)])(?= |$))")
 
 
+_SPELLED_OUT = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def visible(text: str) -> str:
+    """`text` on one line with control characters and line separators spelled out (`\\x1b`,
+    `\\n`, `\\u2028`): a message may quote a file from the pull request or a command's
+    output, and its escape sequences or line breaks must not reach a terminal or a CI log."""
+    return _SPELLED_OUT.sub(lambda m: repr(m.group())[1:-1], text)
+
+
 def one_line(text: object) -> str:
     """Text on a single line: line breaks become spaces, control characters go."""
     flat = _LINE_BREAKS.sub(" ", str(text))
