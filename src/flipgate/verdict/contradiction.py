@@ -122,6 +122,18 @@ def _predicates(word: str) -> frozenset[str]:
     return next((group for group in _PREDICATE_GROUPS if word in group), frozenset({word}))
 
 
+def _denial_in(clause: str) -> tuple[str, frozenset[str]] | None:
+    """A clause's negation read as (predicate, topic), or None when it negates nothing
+    plainly (no negation, or one that bounds a figure or a time)."""
+    cue = _DENIES.search(clause)
+    if cue is None or _BOUNDS.search(clause):
+        return None
+    after = _ordered_words(clause[cue.end():])
+    if not after:
+        return None
+    return after[0], content_words(clause[:cue.start()]) | frozenset(after[1:])
+
+
 @dataclass(frozen=True)
 class _Denial:
     passage: str            # the context sentence, verbatim
@@ -133,25 +145,19 @@ class _Denial:
 
 def _denials(context: str) -> tuple[list[_Denial], list[frozenset[str]]]:
     """The context's negated clauses, and the content words of each affirming one."""
-    negated: list[tuple[str, str, list[str], frozenset[str]]] = []
+    negated: list[tuple[str, str, frozenset[str]]] = []
     affirming: set[str] = set()
     clauses: list[frozenset[str]] = []
     for sentence in split_statements(context):
         for clause in _clauses(sentence):
             lowered = clause.lower().translate(_APOSTROPHES)
-            cue = _DENIES.search(lowered)
-            if cue is None:
+            if _DENIES.search(lowered) is None:
                 clauses.append(content_words(clause))
                 affirming.update(clauses[-1])
-                continue
-            if _BOUNDS.search(lowered):
-                continue
-            after = _ordered_words(lowered[cue.end():])
-            if after:
-                negated.append((sentence, after[0], after,
-                                content_words(lowered[:cue.start()]) | frozenset(after[1:])))
+            elif (read := _denial_in(lowered)) is not None:
+                negated.append((sentence, *read))
     out = []
-    for sentence, predicate, _, words in negated:
+    for sentence, predicate, words in negated:
         topic = words - {predicate}
         out.append(_Denial(sentence, _predicates(predicate), predicate, topic,
                            (topic - affirming) or topic))
@@ -201,18 +207,6 @@ def _negation_clashes(statements: Sequence[StatementCheck], context: str,
 
 # A context clause with one of these does not affirm plainly: it excepts or restricts.
 _RESTRICTS = re.compile(r"\b(?:without|unless|except|only|instead|rather|if|when)\b")
-
-
-def _denial_in(clause: str) -> tuple[str, frozenset[str]] | None:
-    """A clause's negation read as (predicate, topic), or None when it negates nothing
-    plainly (no negation, or one that bounds a figure or a time)."""
-    cue = _DENIES.search(clause)
-    if cue is None or _BOUNDS.search(clause):
-        return None
-    after = _ordered_words(clause[cue.end():])
-    if not after:
-        return None
-    return after[0], content_words(clause[:cue.start()]) | frozenset(after[1:])
 
 
 def _denied_but_affirmed(statements: Sequence[StatementCheck], context: str) -> list[Clash]:
