@@ -42,6 +42,7 @@ from pathlib import Path
 
 from flipgate.judges.offline import grade_groundedness
 from flipgate.model import Case
+from flipgate.verdict.gate import reads_ungrounded
 
 HALUEVAL_FILES = ("qa_one-turn_data.json", "qa_multi-turn_data.json")
 
@@ -105,7 +106,7 @@ def ragtruth(directory: Path) -> Iterator[Item]:
 
 def ungrounded(item: Item) -> tuple[bool, str]:
     score = grade_groundedness(item.case, item.answer)
-    return (score.value or 0) <= 2, score.reason
+    return reads_ungrounded(score), score.reason
 
 
 def report(name: str, items: list[Item], show: int) -> None:

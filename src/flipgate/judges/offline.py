@@ -176,8 +176,8 @@ def _grade(case: Case, analysis: Analysis) -> Score:
 def statements_with_clashes(case: Case, response: str) -> tuple[Statement, ...]:
     """The lexical statement list, each contradicting claim unsupported with the
     passage it clashes with as its span (the row's evidence shows that passage)."""
-    items = lexical_statements(case.context, response, query=case.query)
     analysis = analyse(case.context, response, query=case.query)
+    items = lexical_statements(case.context, response, query=case.query, analysis=analysis)
     clashes = {clash.claim: clash.passage
                for clash in find_clashes(analysis.statements, case.context, query=case.query)}
     return tuple(Statement(item.text, StatementLabel.UNSUPPORTED, span=clashes[item.text])

@@ -113,6 +113,13 @@ def _clauses(text: str) -> list[str]:
     return [piece.strip() for piece in _CLAUSE.split(text) if piece and piece.strip()]
 
 
+def _context_clauses(context: str) -> list[tuple[str, str, str]]:
+    """(sentence, clause, the clause lowered) for each clause of the context, read once for
+    both negation checks."""
+    return [(sentence, clause, clause.lower().translate(_APOSTROPHES))
+            for sentence in split_statements(context) for clause in _clauses(sentence)]
+
+
 def _ordered_words(text: str) -> list[str]:
     """The content words of `text` in the order they stand (one normalisation, as evidence's)."""
     return [word for token in re.findall(r"[a-z][a-z'-]*", text) for word in sorted(content_words(token))]
@@ -120,6 +127,18 @@ def _ordered_words(text: str) -> list[str]:
 
 def _predicates(word: str) -> frozenset[str]:
     return next((group for group in _PREDICATE_GROUPS if word in group), frozenset({word}))
+
+
+def _denial_in(clause: str) -> tuple[str, frozenset[str]] | None:
+    """A clause's negation read as (predicate, topic), or None when it negates nothing
+    plainly (no negation, or one that bounds a figure or a time)."""
+    cue = _DENIES.search(clause)
+    if cue is None or _BOUNDS.search(clause):
+        return None
+    after = _ordered_words(clause[cue.end():])
+    if not after:
+        return None
+    return after[0], content_words(clause[:cue.start()]) | frozenset(after[1:])
 
 
 @dataclass(frozen=True)
@@ -131,27 +150,20 @@ class _Denial:
     specific: frozenset[str]  # those no affirming clause of the context uses
 
 
-def _denials(context: str) -> tuple[list[_Denial], list[frozenset[str]]]:
+def _denials(context_clauses: Sequence[tuple[str, str, str]]
+             ) -> tuple[list[_Denial], list[frozenset[str]]]:
     """The context's negated clauses, and the content words of each affirming one."""
-    negated: list[tuple[str, str, list[str], frozenset[str]]] = []
+    negated: list[tuple[str, str, frozenset[str]]] = []
     affirming: set[str] = set()
     clauses: list[frozenset[str]] = []
-    for sentence in split_statements(context):
-        for clause in _clauses(sentence):
-            lowered = clause.lower().translate(_APOSTROPHES)
-            cue = _DENIES.search(lowered)
-            if cue is None:
-                clauses.append(content_words(clause))
-                affirming.update(clauses[-1])
-                continue
-            if _BOUNDS.search(lowered):
-                continue
-            after = _ordered_words(lowered[cue.end():])
-            if after:
-                negated.append((sentence, after[0], after,
-                                content_words(lowered[:cue.start()]) | frozenset(after[1:])))
+    for sentence, clause, lowered in context_clauses:
+        if _DENIES.search(lowered) is None:
+            clauses.append(content_words(clause))
+            affirming.update(clauses[-1])
+        elif (read := _denial_in(lowered)) is not None:
+            negated.append((sentence, *read))
     out = []
-    for sentence, predicate, _, words in negated:
+    for sentence, predicate, words in negated:
         topic = words - {predicate}
         out.append(_Denial(sentence, _predicates(predicate), predicate, topic,
                            (topic - affirming) or topic))
@@ -166,9 +178,9 @@ def _denied(denial: _Denial, words: frozenset[str], *, topic_only: bool = False)
         len(words & denial.topic) >= min(TOPIC_WORDS_NEEDED, len(denial.topic)))
 
 
-def _negation_clashes(statements: Sequence[StatementCheck], context: str,
-                      query: str) -> list[Clash]:
-    denials, affirming = _denials(context)
+def _negation_clashes(statements: Sequence[StatementCheck],
+                      context_clauses: Sequence[tuple[str, str, str]], query: str) -> list[Clash]:
+    denials, affirming = _denials(context_clauses)
     if not denials:
         return []
 
@@ -203,31 +215,18 @@ def _negation_clashes(statements: Sequence[StatementCheck], context: str,
 _RESTRICTS = re.compile(r"\b(?:without|unless|except|only|instead|rather|if|when)\b")
 
 
-def _denial_in(clause: str) -> tuple[str, frozenset[str]] | None:
-    """A clause's negation read as (predicate, topic), or None when it negates nothing
-    plainly (no negation, or one that bounds a figure or a time)."""
-    cue = _DENIES.search(clause)
-    if cue is None or _BOUNDS.search(clause):
-        return None
-    after = _ordered_words(clause[cue.end():])
-    if not after:
-        return None
-    return after[0], content_words(clause[:cue.start()]) | frozenset(after[1:])
-
-
-def _denied_but_affirmed(statements: Sequence[StatementCheck], context: str) -> list[Clash]:
+def _denied_but_affirmed(statements: Sequence[StatementCheck],
+                         context_clauses: Sequence[tuple[str, str, str]]) -> list[Clash]:
     """Claims that deny what a context clause affirms plainly ("Cards cannot be used
     abroad" against "Cards can be used abroad"), unless the context denies it too."""
     affirming: list[tuple[str, frozenset[str]]] = []
     denied: list[tuple[frozenset[str], frozenset[str]]] = []
-    for sentence in split_statements(context):
-        for clause in _clauses(sentence):
-            lowered = clause.lower().translate(_APOSTROPHES)
-            if (read := _denial_in(lowered)) is not None:
-                denied.append((_predicates(read[0]), read[1]))
-            elif not (_DENIES.search(lowered) or _RESTRICTS.search(lowered)
-                      or _BOUNDS.search(lowered) or _OTHER_ITEM.search(lowered)):
-                affirming.append((sentence, content_words(clause)))
+    for sentence, clause, lowered in context_clauses:
+        if (read := _denial_in(lowered)) is not None:
+            denied.append((_predicates(read[0]), read[1]))
+        elif not (_DENIES.search(lowered) or _RESTRICTS.search(lowered)
+                  or _BOUNDS.search(lowered) or _OTHER_ITEM.search(lowered)):
+            affirming.append((sentence, content_words(clause)))
     clashes = []
     for statement in statements:
         if statement.kind is not Kind.CLAIM:
@@ -516,8 +515,9 @@ def find_clashes(statements: Sequence[StatementCheck], context: str, *,
     """Each statement of an answer that contradicts its context, with the passage it clashes
     with (one clash a statement: a negation first, then a figure, then a name)."""
     found: dict[str, Clash] = {}
-    for clash in (_negation_clashes(statements, context, query)
-                  + _denied_but_affirmed(statements, context)
+    clauses = _context_clauses(context)
+    for clash in (_negation_clashes(statements, clauses, query)
+                  + _denied_but_affirmed(statements, clauses)
                   + _figure_and_name_clashes(statements, context, query)
                   + _order_clashes(statements, context, query)):
         found.setdefault(clash.claim, clash)

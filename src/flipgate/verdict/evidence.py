@@ -554,11 +554,14 @@ def find_unsupported(context: str, response: str, *, query: str = "") -> Evidenc
                                f"({type(exc).__name__})",))
 
 
-def lexical_statements(context: str, response: str, *, query: str = "") -> tuple[Statement, ...]:
+def lexical_statements(context: str, response: str, *, query: str = "",
+                       analysis: Analysis | None = None) -> tuple[Statement, ...]:
     """The offline judge's statement list: each statement of the answer, as written,
     labelled by the same checks as its groundedness score, with the context
-    sentence that shares the most content words with it as the span of a supported one."""
-    analysis = analyse(context, response, query=query)
+    sentence that shares the most content words with it as the span of a supported one.
+    `analysis`, when given, is `analyse(context, response, query=query)`, already read."""
+    if analysis is None:
+        analysis = analyse(context, response, query=query)
     bad_figures = set(analysis.unsupported_figures)
     sentences = [(sentence, content_words(sentence)) for sentence in split_statements(context)]
 
