@@ -22,7 +22,7 @@ import pytest
 
 from flipgate.github import action
 
-from support.action_harness import PAYLOADS, Harness
+from support.action_harness import Harness
 from support.gitrepo import GitRepo
 from support.prompts import WITH_SYSTEM, fee_when_helpful
 
@@ -63,28 +63,12 @@ class Repo:
         self.harness.server.add_pull(number, base_sha=self.branches[base_ref],
                                      head_sha=self.head, fork=True, base_ref=base_ref)
         self.harness.pull_event(event_name="pull_request_target", action_name="opened",
-                                fork=True, base=self.branches[base_ref], base_ref=base_ref)
-        self._renumber(number)
+                                fork=True, base=self.branches[base_ref], base_ref=base_ref,
+                                number=number)
 
     def command(self, number: int, body: str = "/flipgate run") -> None:
         """A maintainer's comment on PR `number`; its `issue_comment` delivery is next."""
-        comment = self.harness.server.add_comment(number, body, user="maintainer")
-        event = json.loads((PAYLOADS / "issue_comment.created.json").read_text())
-        event["issue"]["number"] = number
-        event["issue"]["pull_request"] = {"url": f"{self.harness.server.api_url}/repos/"
-                                                 f"{self.harness.server.repository}/pulls/{number}"}
-        event["comment"] = {**event["comment"], "id": comment["id"], "body": body,
-                            "user": comment["user"], "created_at": comment["created_at"],
-                            "updated_at": comment["updated_at"]}
-        path = self.harness.tmp / f"comment-{comment['id']}.json"
-        path.write_text(json.dumps(event))
-        self.harness.env.update(GITHUB_EVENT_NAME="issue_comment", GITHUB_EVENT_PATH=str(path))
-
-    def _renumber(self, number: int) -> None:
-        path = Path(self.harness.env["GITHUB_EVENT_PATH"])
-        event = json.loads(path.read_text())
-        event["number"] = event["pull_request"]["number"] = number
-        path.write_text(json.dumps(event))
+        self.harness.comment_event(body, number=number)
 
     def required_check(self, context: str = "flipgate") -> str | None:
         """What a branch rule requiring `context` reads on the head: its newest status."""

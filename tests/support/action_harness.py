@@ -89,13 +89,14 @@ class Harness:
 
     def pull_event(self, *, event_name: str = "pull_request", action_name: str = "synchronize",
                    fork: bool = False, head: str | None = None, base: str | None = None,
-                   base_ref: str | None = None, changes: dict[str, Any] | None = None) -> None:
+                   base_ref: str | None = None, changes: dict[str, Any] | None = None,
+                   number: int = PR) -> None:
         """`base_ref`: the base branch (the repository's default branch unless given);
-        `changes`: an `edited` event's `changes` object."""
+        `changes`: an `edited` event's `changes` object; `number`: the pull request's."""
         event = json.loads((PAYLOADS / "pull_request.synchronize.json").read_text())
         event["action"] = action_name
         pull = event["pull_request"]
-        event["number"] = pull["number"] = PR
+        event["number"] = pull["number"] = number
         owner, name = self.server.repository.split("/")
         pull["base"]["repo"]["full_name"] = self.server.repository
         # The loopback GitHub's default branch, in the event as in its REST answers.
@@ -112,14 +113,15 @@ class Harness:
         self._write_event(event_name, event)
 
     def comment_event(self, body: str, *, author: str = "maintainer",
-                      action_name: str = "created", on_pull: bool = True) -> dict[str, Any]:
-        comment = self.server.add_comment(PR, body, user=author)
+                      action_name: str = "created", on_pull: bool = True,
+                      number: int = PR) -> dict[str, Any]:
+        comment = self.server.add_comment(number, body, user=author)
         event = json.loads((PAYLOADS / "issue_comment.created.json").read_text())
         event["action"] = action_name
-        event["issue"]["number"] = PR
+        event["issue"]["number"] = number
         if on_pull:
             event["issue"]["pull_request"] = {"url": f"{self.server.api_url}/repos/"
-                                                     f"{self.server.repository}/pulls/{PR}",
+                                                     f"{self.server.repository}/pulls/{number}",
                                               "merged_at": None}
         event["comment"] = {**event["comment"], "id": comment["id"], "body": body,
                             "user": comment["user"], "created_at": comment["created_at"],

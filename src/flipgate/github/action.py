@@ -59,7 +59,7 @@ from flipgate.github.event import (
 )
 from flipgate.github.inputs import Settings, export_model_keys
 from flipgate.github.ownership import hand_back
-from flipgate.github.pinning import Unpinned, head_code_refusal, pin_head
+from flipgate.github.pinning import Unpinned, github_runs_head_code, head_code_refusal, pin_head
 from flipgate.github.relink import pull_number, relink
 from flipgate.github.sticky import CommentMode, Published, body_limit, find_comment, publish
 from flipgate.github.workflow import Workflow
@@ -647,8 +647,7 @@ def untrusted_head_code(settings: Settings, run_settings: RunSettings, api: Repo
                         pull: PullRequest, *, pinned: str | None) -> Outcome | None:
     """None unless the base's configuration runs the head's own code (`generator.command`)
     where GitHub would not (pinning.head_code_refusal); then `error`, and nothing starts."""
-    if head_code_refusal(event_name=settings.event_name, fork=pull.fork, pinned=None,
-                         head_sha=pull.head_sha, head_now=pull.head_sha) is None:
+    if github_runs_head_code(event_name=settings.event_name, fork=pull.fork):
         return None   # GitHub runs this head's code here anyway: nothing to read
     try:
         git = Git(run_settings.git_environment())

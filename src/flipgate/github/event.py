@@ -180,13 +180,14 @@ def parse_command(body: str | None) -> ParsedCommand | None:
     """The comment's command, or None when no line of it is one. Every label line counts
     (at most LABELS_PER_COMMENT); without one, the first command line decides. A comment
     with label lines obeys no other command line: `set_aside` lists them for the reply."""
-    parsed = [_parse_line(line) for line in command_lines(body)]
+    lines = command_lines(body)
+    parsed = [_parse_line(line) for line in lines]
     if not parsed:
         return None  # "/flipgateway", "> /flipgate run", plain text: not for us
     labels = [one for one in parsed if one.name == "label"]
     if not labels:
         return parsed[0]
-    others = tuple(line for line, one in zip(command_lines(body), parsed, strict=True)
+    others = tuple(line for line, one in zip(lines, parsed, strict=True)
                    if one.name != "label")
     read = labels[:LABELS_PER_COMMENT]
     return ParsedCommand("label", arguments=read[0].arguments,

@@ -136,13 +136,19 @@ def _when(at: datetime) -> str:
     return at.strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
+def github_runs_head_code(*, event_name: str, fork: bool) -> bool:
+    """Whether GitHub itself runs the head's code with this job's variables: a `pull_request`
+    event, or a head of the same repository."""
+    return event_name == "pull_request" or not fork
+
+
 def head_code_refusal(*, event_name: str, fork: bool, pinned: str | None, head_sha: str,
                       head_now: str | None) -> str | None:
     """Why the head's own code (`generator.command`) may not run, or None when it may:
-    only where GitHub itself would run that code with those variables. A `pull_request`
-    event and a head of the same repository run it anyway; a fork's head runs only when a
-    maintainer pinned it (`/flipgate run`, or a dispatch) and it is still the head."""
-    if event_name == "pull_request" or not fork:
+    only where GitHub itself would run that code with those variables
+    (`github_runs_head_code`); a fork's head runs only when a maintainer pinned it
+    (`/flipgate run`, or a dispatch) and it is still the head."""
+    if github_runs_head_code(event_name=event_name, fork=fork):
         return None
     if pinned is None:
         return ("the head is a fork's, and generator.command would run its code with this "
