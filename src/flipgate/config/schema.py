@@ -521,19 +521,15 @@ def parse_config(text: str, *, source: str = DEFAULT_CONFIG, directory: str = ".
         problem(("judge", "auth"), "'judge.auth' entra signs in to Azure: it needs provider azure")
     generator_values = data.get("generator")
     endpoint_values = generator_values.get("endpoint") if isinstance(generator_values, dict) else None
-    for where, form_values in [(("generator",), generator_values),
-                               *(((*here, "generator"), v.get("generator")) for _, v, here in suites)]:
-        if isinstance(form_values, dict):
-            _check_generator_form(form_values, where, problem)
     if isinstance(endpoint_values, dict) and endpoint_values.get("auth") == AUTH_ENTRA \
             and endpoint_values.get("provider", "azure") != "azure":
         problem(("generator", "endpoint", "auth"),
                 "'generator.endpoint.auth' entra signs in to Azure: it needs provider azure")
-    if isinstance(generator_values, dict):
-        _check_command(generator_values, ("generator",), problem)
-    for _, suite_values, here in suites:
-        if isinstance(suite_values.get("generator"), dict):
-            _check_command(suite_values["generator"], (*here, "generator"), problem)
+    for where, form_values in [(("generator",), generator_values),
+                               *(((*here, "generator"), v.get("generator")) for _, v, here in suites)]:
+        if isinstance(form_values, dict):
+            _check_generator_form(form_values, where, problem)
+            _check_command(form_values, where, problem)
     second_values = judge_values.get("second_opinion")
     if isinstance(second_values, dict):
         _check_second_opinion(second_values, judge_values, problem)
