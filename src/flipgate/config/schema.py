@@ -38,8 +38,9 @@ STEP_SUMMARY_LIMIT = 1024 * 1024        # GitHub's step summary holds at most 1 
 GITHUB_COMMENT_LIMIT = 65_536           # GitHub refuses a longer comment
 DEFAULT_MIN_CASES_PER_CATEGORY = 50     # below it, one judge may not block a category alone
 
-PROVIDERS = ("openai", "azure", "github", "offline")
-ENDPOINT_PROVIDERS = ("openai", "azure", "github")  # the generator's endpoint
+PROVIDER_GITHUB = "github"              # GitHub Models, on the workflow's GitHub token
+PROVIDERS = ("openai", "azure", PROVIDER_GITHUB, "offline")
+ENDPOINT_PROVIDERS = ("openai", "azure", PROVIDER_GITHUB)  # the generator's endpoint
 OPENAI_ENGINE = "openai"
 AZURE_ENGINE = "azure-ai-evaluation"    # the optional azure-ai-evaluation backend
 ENGINES = (OPENAI_ENGINE, AZURE_ENGINE)
