@@ -14,6 +14,7 @@ from flipgate.cli import cli
 
 from support.gitrepo import GitRepo
 from support.openai_server import FakeOpenAI
+from support.runs import repo_with_base, run_base_head
 
 CASES = [
     {"id": "refund-007", "query": "And how long for a refund?",
@@ -101,18 +102,10 @@ def azure(openai_server: FakeOpenAI, monkeypatch: pytest.MonkeyPatch) -> FakeOpe
 
 
 def make_repo(tmp_path: Path, files: dict[str, str]) -> GitRepo:
-    repo = GitRepo.create(tmp_path / "repo")
-    repo.commit({"eval/cases.jsonl": "".join(json.dumps(c) + "\n" for c in CASES), **files},
-                message="base")
-    repo.branch("base", "HEAD")
-    return repo
+    return repo_with_base(tmp_path, CASES, files)
 
 
-def run(repo: GitRepo, tmp_path: Path) -> tuple[object, dict]:
-    result = CliRunner().invoke(cli, ["run", "--repo", str(repo.path), "--base", "base", "--head", "HEAD",
-                                      "--out", str(tmp_path / "out"), "--no-cache"])
-    report_file = tmp_path / "out" / "report.json"
-    return result, json.loads(report_file.read_text()) if report_file.exists() else {}
+run = run_base_head
 
 
 def test_a_v2_generator_with_no_endpoint_and_a_thread_input_gates_a_change(

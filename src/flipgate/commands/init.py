@@ -169,15 +169,19 @@ def init(repo: str, generator: str | None, cases: str, config: str, workflow: st
     tree = gitrefs.index_tree(root, git=git)
     tracked = gitrefs.tree_paths(root, tree, git=git)
     prompty_files = [p for p in tracked if p.endswith((".prompty", *GITHUB_PROMPT_SUFFIXES))]
+
+    def starter_of(**generator: Any) -> Starter:
+        """The starter for this generator, with the files, action and provider the flags name."""
+        return Starter(**generator, config=gitrefs.safe_path(config, source="--config"),
+                       cases=gitrefs.safe_path(cases, source="--cases"),
+                       workflow=gitrefs.safe_path(workflow, source="--workflow"), action=action,
+                       provider=provider)
+
     if command is not None:
         if not command.strip():
             raise InputError(Problem("--command", None, "is empty"))
-        starter = Starter(generator="", command=command, setup=command_setup(tracked),
-                          watch=command_watch(command, tracked),
-                          config=gitrefs.safe_path(config, source="--config"),
-                          cases=gitrefs.safe_path(cases, source="--cases"),
-                          workflow=gitrefs.safe_path(workflow, source="--workflow"), action=action,
-                          provider=provider)
+        starter = starter_of(generator="", command=command, setup=command_setup(tracked),
+                             watch=command_watch(command, tracked))
         _write_starter(root, starter, sample={}, force=force)
         click.echo(f"generator: `{command}`, watching {', '.join(starter.watch)} (edit "
                    f"generator.watch in {starter.config}: it is what counts as a change)")
@@ -200,14 +204,10 @@ def init(repo: str, generator: str | None, cases: str, config: str, workflow: st
     else:
         keys, sample = _template_keys(chosen, constant, data, root=root, tree=tree, environ=environ)
         prompty, key = None, "python" if constant else "template"
-    starter = Starter(generator=chosen,
-                      generator_type=str(prompty.configuration.get("type") or "openai") if prompty else "openai",
-                      generator_model=prompty.model if prompty else None,
-                      generator_key=key, generator_constant=constant, generator_keys=keys,
-                      config=gitrefs.safe_path(config, source="--config"),
-                      cases=gitrefs.safe_path(cases, source="--cases"),
-                      workflow=gitrefs.safe_path(workflow, source="--workflow"), action=action,
-                      provider=provider)
+    starter = starter_of(generator=chosen,
+                         generator_type=str(prompty.configuration.get("type") or "openai") if prompty else "openai",
+                         generator_model=prompty.model if prompty else None,
+                         generator_key=key, generator_constant=constant, generator_keys=keys)
     _write_starter(root, starter, sample=sample, force=force)
     others = [p for p in prompty_files if p != chosen]
     if others:

@@ -38,8 +38,9 @@ STEP_SUMMARY_LIMIT = 1024 * 1024        # GitHub's step summary holds at most 1 
 GITHUB_COMMENT_LIMIT = 65_536           # GitHub refuses a longer comment
 DEFAULT_MIN_CASES_PER_CATEGORY = 50     # below it, one judge may not block a category alone
 
-PROVIDERS = ("openai", "azure", "github", "offline")
-ENDPOINT_PROVIDERS = ("openai", "azure", "github")  # the generator's endpoint
+PROVIDER_GITHUB = "github"              # GitHub Models, on the workflow's GitHub token
+PROVIDERS = ("openai", "azure", PROVIDER_GITHUB, "offline")
+ENDPOINT_PROVIDERS = ("openai", "azure", PROVIDER_GITHUB)  # the generator's endpoint
 OPENAI_ENGINE = "openai"
 AZURE_ENGINE = "azure-ai-evaluation"    # the optional azure-ai-evaluation backend
 ENGINES = (OPENAI_ENGINE, AZURE_ENGINE)
@@ -521,19 +522,15 @@ def parse_config(text: str, *, source: str = DEFAULT_CONFIG, directory: str = ".
         problem(("judge", "auth"), "'judge.auth' entra signs in to Azure: it needs provider azure")
     generator_values = data.get("generator")
     endpoint_values = generator_values.get("endpoint") if isinstance(generator_values, dict) else None
-    for where, form_values in [(("generator",), generator_values),
-                               *(((*here, "generator"), v.get("generator")) for _, v, here in suites)]:
-        if isinstance(form_values, dict):
-            _check_generator_form(form_values, where, problem)
     if isinstance(endpoint_values, dict) and endpoint_values.get("auth") == AUTH_ENTRA \
             and endpoint_values.get("provider", "azure") != "azure":
         problem(("generator", "endpoint", "auth"),
                 "'generator.endpoint.auth' entra signs in to Azure: it needs provider azure")
-    if isinstance(generator_values, dict):
-        _check_command(generator_values, ("generator",), problem)
-    for _, suite_values, here in suites:
-        if isinstance(suite_values.get("generator"), dict):
-            _check_command(suite_values["generator"], (*here, "generator"), problem)
+    for where, form_values in [(("generator",), generator_values),
+                               *(((*here, "generator"), v.get("generator")) for _, v, here in suites)]:
+        if isinstance(form_values, dict):
+            _check_generator_form(form_values, where, problem)
+            _check_command(form_values, where, problem)
     second_values = judge_values.get("second_opinion")
     if isinstance(second_values, dict):
         _check_second_opinion(second_values, judge_values, problem)

@@ -20,6 +20,7 @@ from flipgate.config.schema import (
     DEFAULT_CONFIG,
     DEFAULT_MIN_CASES_PER_CATEGORY,
     DEFAULT_OUT_DIR,
+    PROVIDER_GITHUB,
 )
 
 # v7 uploads a single file unzipped (`archive: false`) and outputs its `artifact-url`.
@@ -33,7 +34,6 @@ JUDGE_MODELS = {"openai": "gpt-4.1-mini", "github": "openai/gpt-4.1-mini"}
 # GitHub Models names a model publisher/name, and sends it as written.
 EMBEDDING_MODELS = {"github": "openai/text-embedding-3-small"}
 DEFAULT_EMBEDDING_MODEL = "text-embedding-3-small"
-GITHUB = "github"
 
 # Sample inputs that hold the question, and the retrieved context, most likely first.
 _QUERY_NAMES = ("query", "question", "input", "user_input", "user_query", "prompt", "message")
@@ -71,14 +71,14 @@ class Starter:
     @property
     def generator_on_github(self) -> bool:
         """The generator's requests go to GitHub Models too (an OpenAI-type file's model)."""
-        return self.judge_provider == GITHUB and self.generator_type != "azure_openai"
+        return self.judge_provider == PROVIDER_GITHUB and self.generator_type != "azure_openai"
 
     @property
     def secrets(self) -> list[str]:
         """The action inputs of the keys this set-up needs; none when everything is GitHub Models."""
         generator = "github" if self.generator_on_github else (
             "azure" if self.generator_type == "azure_openai" else "openai")
-        needed = {self.judge_provider, generator} - {GITHUB}
+        needed = {self.judge_provider, generator} - {PROVIDER_GITHUB}
         return [_SECRETS[name] for name in ("openai", "azure") if name in needed]
 
 
@@ -260,7 +260,7 @@ def workflow_text(starter: Starter) -> str:
     with_inputs = "".join(f"\n          {line}" for line in inputs)
     with_block = f"\n        with:{with_inputs}" if inputs else ""
     models = ("\n  models: read          # GitHub Models: the judge's requests, on this token"
-              if GITHUB == starter.judge_provider else "")
+              if PROVIDER_GITHUB == starter.judge_provider else "")
     number = "github.event.pull_request.number || github.event.issue.number"
     return f"""\
 # flipgate on every pull request, and on a maintainer's `/flipgate run` comment

@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from flipgate.config.schema import AUTH_ENTRA, AUTH_KEY, Config, EndpointConfig
+from flipgate.config.schema import AUTH_ENTRA, AUTH_KEY, PROVIDER_GITHUB, Config, EndpointConfig
 from flipgate.errors import InputError, Problem, SecurityError
 from flipgate.llm.client import Endpoint, azure_endpoint, github_endpoint, openai_endpoint
 from flipgate.prompty import Prompty
@@ -116,7 +116,6 @@ ADOPTION_REFUSED_KEYS = ENDPOINT_KEYS
 # The only key references flipgate accepts in a generator: the client's own variables.
 KEY_VARIABLES = {"openai": "OPENAI_API_KEY", "azure_openai": "AZURE_OPENAI_API_KEY",
                  "github": "GITHUB_TOKEN"}
-GITHUB = "github"  # generator.endpoint.provider github: GitHub Models, with the GitHub token
 
 # An Azure deployment name is a segment of the request's URL path: nothing that could
 # leave it (`/`, `..`, `?`, `#`, `%`) or that a proxy might decode into something else.
@@ -394,10 +393,10 @@ def _target(trusted: Prompty, configuration: Mapping[str, str | None], settings:
         value = getattr(settings, name) if use_settings else None
         return _expanded(value, environ, config_source, None)
 
-    if kind in (None, "openai") and use_settings and settings.provider == GITHUB:  # type: ignore[union-attr]
+    if kind in (None, "openai") and use_settings and settings.provider == PROVIDER_GITHUB:  # type: ignore[union-attr]
         # GitHub Models (OpenAI-compatible, so a file's `type: openai` fits): the base's
         # base_url or GitHub's own, never the environment's.
-        return _Target(kind=GITHUB, url=setting("base_url"), api_version=None,
+        return _Target(kind=PROVIDER_GITHUB, url=setting("base_url"), api_version=None,
                        deployment=setting("deployment") or setting("model"), auth=AUTH_KEY)
     if kind is None:
         if use_settings and settings.provider is not None:  # type: ignore[union-attr]
@@ -428,7 +427,7 @@ def _endpoint(target: _Target, model: str, settings: Settings) -> Endpoint:
     if target.kind == "azure_openai":
         return azure_endpoint(target.url, target.api_version, deployment=model, settings=settings,
                               auth=target.auth)
-    if target.kind == GITHUB:
+    if target.kind == PROVIDER_GITHUB:
         return github_endpoint(target.url)
     return openai_endpoint(target.url, settings=settings)
 

@@ -16,6 +16,7 @@ from flipgate.config.schema import (
     AZURE_ENGINE,
     GROUNDEDNESS_PRO,
     OPENAI_ENGINE,
+    PROVIDER_GITHUB,
     PROVIDERS,
     WITH_QUERY,
     Config,
@@ -123,14 +124,14 @@ def _llm_judge(config: Config, judge: JudgeConfig, *, provider: str, runtime: Ru
     from flipgate.judges.openai_judge import OpenAIJudge
     from flipgate.llm.client import LazyClient, RetryPolicy, azure_endpoint, github_endpoint, openai_endpoint
 
-    if judge.engine == AZURE_ENGINE and provider == "github":
+    if judge.engine == AZURE_ENGINE and provider == PROVIDER_GITHUB:
         raise InputError(f"{config.source}: judge.engine {AZURE_ENGINE} calls OpenAI or Azure; "
                          "--judge github is GitHub Models")
     if judge.auth == AUTH_ENTRA and provider != "azure":
         raise InputError(f"{config.source}: judge.auth entra signs in to Azure; "
                          f"--judge {provider} has no Azure endpoint")
     endpoint = (openai_endpoint(judge.base_url, settings=settings) if provider == "openai"
-                else github_endpoint(judge.base_url) if provider == "github"
+                else github_endpoint(judge.base_url) if provider == PROVIDER_GITHUB
                 else azure_endpoint(judge.azure_endpoint, judge.api_version, deployment=judge.model,
                                     settings=settings, auth=judge.auth))
     sign_in = runtime.sign_in(settings) if endpoint.auth == AUTH_ENTRA else None

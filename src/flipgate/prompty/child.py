@@ -158,7 +158,7 @@ def render_values_isolated(prompty: Prompty, values: Mapping[str, Mapping[str, A
                            limits: Limits = Limits(), strict_undefined: bool = False) -> Rendered:
     answer = _run_child({"job": "render", "path": prompty.path, "source": prompty.source,
                          "text": prompty.text, "repo": str(repo), "sha": sha,
-                         "form": {"form": "prompty"} if prompty.form == "prompty" else {"form": prompty.form},
+                         "form": {"form": prompty.form},
                          "prompty": None if prompty.form == "prompty" else _prompty_to_json(prompty),
                          "values": {key: dict(v) for key, v in values.items()},
                          "strict_undefined": strict_undefined},

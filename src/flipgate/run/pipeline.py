@@ -290,10 +290,10 @@ def plan_suite(git_repo: Repo, base_ref: Ref, head_ref: Ref, inputs: Inputs, *,
                              base_generator=base_generator,
                              head_generator=head_generator).relevant if uncommitted else []
     unseen = [uncommitted_note(left_out, head_ref)] if left_out else []
-    detected = _form_change(detected, config=config, config_path=config_path, theirs=theirs,
-                            base_generator=base_generator, head_generator=head_generator)
     head_keys = [key for key in HEAD_GENERATOR_KEYS
                  if getattr(config.generator_options, key) != getattr(theirs, key)]
+    detected = _form_change(detected, config=config, config_path=config_path, head_keys=head_keys,
+                            base_generator=base_generator, head_generator=head_generator)
     if head_keys:
         inputs.notes.append(f"The generator under test takes generator.{', generator.'.join(head_keys)} "
                             f"from the pull request's {config_path}; nothing else of it is read.")
@@ -323,17 +323,15 @@ def plan_suite(git_repo: Repo, base_ref: Ref, head_ref: Ref, inputs: Inputs, *,
                    sides=sides)
 
 
-def _form_change(detected: Detected, *, config: Config, config_path: str, theirs: GeneratorOptions,
+def _form_change(detected: Detected, *, config: Config, config_path: str, head_keys: list[str],
                  base_generator: Inspected | None, head_generator: Inspected) -> Detected:
-    """What counts as a change beyond changed files: the head's generator keys (a template's
-    or a constant's model, parameters, format, system, variables) count as a change of
-    `.flipgate.yml`; a Python file counts only when its constants' values differ."""
-    ours = config.generator_options
+    """What counts as a change beyond changed files: the head's generator keys that differ
+    (`head_keys`: a template's or a constant's model, parameters, format, system, variables)
+    count as a change of `.flipgate.yml`; a Python file counts only when its constants' values differ."""
     relevant = list(detected.relevant)
-    if any(getattr(ours, key) != getattr(theirs, key) for key in HEAD_GENERATOR_KEYS) \
-            and config_path not in relevant:
+    if head_keys and config_path not in relevant:
         relevant.append(config_path)
-    if ours.form == FORM_PYTHON and base_generator is not None:
+    if config.generator_options.form == FORM_PYTHON and base_generator is not None:
         before, after = base_generator.prompty, head_generator.prompty
         if (before.template, before.system) == (after.template, after.system):
             files = {after.path, *([after.system_path] if after.system_path else [])}
