@@ -145,14 +145,16 @@ DANGEROUS = ("Yes! The T500 works with gas furnaces and heat pumps, and also wit
              "systems and 240 V baseboard heaters.")
 
 
-def _offline_gate(tmp_path: Path, *, strict: bool) -> tuple[int, str, dict[str, Any], str]:
+def _offline_gate(tmp_path: Path, *, strict: bool,
+                  review: bool = False) -> tuple[int, str, dict[str, Any], str]:
     (tmp_path / "cases.jsonl").write_text(json.dumps(THERMOSTAT) + "\n")
     (tmp_path / "baseline.jsonl").write_text(json.dumps({"id": THERMOSTAT["id"], "response": HONEST}) + "\n")
     (tmp_path / "candidate.jsonl").write_text(
         json.dumps({"id": THERMOSTAT["id"], "response": DANGEROUS}) + "\n")
     (tmp_path / ".flipgate.yml").write_text(
         "version: 1\ncases: cases.jsonl\ngenerator: answer.prompty\njudge:\n  provider: offline\n"
-        f"gate:\n  blocking_categories: [safety]\n  strict: {'true' if strict else 'false'}\n")
+        f"gate:\n  blocking_categories: [safety]\n  strict: {'true' if strict else 'false'}\n"
+        + ("  review: required\n" if review else ""))
     out = tmp_path / "out"
     result = CliRunner().invoke(cli, [
         "gate", "--config", str(tmp_path / ".flipgate.yml"), "--cases", str(tmp_path / "cases.jsonl"),
@@ -186,3 +188,18 @@ def test_held_back_under_the_offline_judge_says_flips_not_confirmed_flips(tmp_pa
             "see gate.strict") in comment
     assert "⚠️  passed, but 1 flip did not block" in terminal and "✅" not in terminal
     assert "confirm" not in comment.lower() and "confirm" not in terminal.lower()
+
+
+def test_with_review_required_the_cli_says_the_flip_awaits_review_and_exits_0(tmp_path: Path) -> None:
+    """`gate.review: required` outside the action: the run ends `awaiting_review`, exit 0, and
+    every place it is read says a person decides (the action holds the status pending)."""
+    code, comment, report, terminal = _offline_gate(tmp_path, strict=False, review=True)
+
+    assert code == 0, terminal
+    assert report["conclusion"] == "awaiting_review" and report["counts"]["held_back"] == 1
+    assert ("## ⚠️ flipgate awaits review: 1 flip did not block: safety has 1 case, below 50; "
+            "a maintainer decides in the pull request") in comment
+    assert "`/flipgate accept`" in comment and "flipgate passed" not in comment
+    assert "⚠️  awaiting review: 1 flip did not block" in " ".join(terminal.split("\n"))
+    page = (tmp_path / "out" / "report.html").read_text()
+    assert "<h1>flipgate: ⚠️ awaiting review: 1 flip did not block" in page
