@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import json
 import zlib
+from dataclasses import replace
 
 import pytest
 
@@ -124,3 +125,14 @@ def test_a_large_record_names_what_fits_and_counts_the_rest() -> None:
     assert fitted.total == 400 and 0 < len(fitted.held) < 400
     body = awaiting.with_review("", fitted)
     assert len(body) <= awaiting.REVIEW_ROOM and awaiting.read_block(body) == fitted
+
+
+def test_under_per_suite_statuses_each_suite_follows_its_own_rows() -> None:
+    held = (("billing", "b1"), ("safety", "s1"), ("safety", "s2"))
+    review = Review(head=HEAD, held=held, total=3, per_suite=True,
+                    decisions=(Decision(("billing", "b1"), "grounded", "alice"),
+                               Decision(("safety", "s1"), "grounded", "alice")))
+    states = {suite: status.state for suite, status in awaiting.suite_statuses(review)}
+    assert states == {"billing": "success", "safety": "pending"}
+    assert awaiting.suite_statuses(replace(review, per_suite=False)) == []
+    assert awaiting.read_block(awaiting.block(review)) == review
