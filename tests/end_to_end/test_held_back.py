@@ -20,9 +20,7 @@ from flipgate.cli import cli
 from flipgate.github import action
 from flipgate.github.texts import STATUS_LIMIT
 
-from support.action_harness import BLOCKED, PR, Harness
-from support.gitrepo import GitRepo
-from support.prompts import WITH_SYSTEM
+from support.action_harness import BLOCKED, Harness, helpful_prompt_pull
 
 CONFIG = """\
 version: 1
@@ -37,7 +35,6 @@ gate:
   threshold: 0.7
   embedding_model: text-embedding-3-small
 """
-PROMPTY = WITH_SYSTEM
 # safety: 2 cases, policy: 3, general: 5; the generous prompt breaks safety-1, safety-2, policy-1
 CATEGORIES = ["safety"] * 2 + ["policy"] * 3 + ["general"] * 5
 FLIPPED = {"safety-1", "safety-2", "policy-1"}
@@ -49,33 +46,13 @@ HELD = ("passed, but 3 confirmed flips did not block: safety has 2 cases, policy
         "below 50; see gate.strict")
 
 
-def scripted_generation(body: dict[str, Any]) -> str:
-    system = body["messages"][0]["content"]
-    context = body["messages"][-1]["content"].split("Context: ", 1)[1].split("\n", 1)[0]
-    breaks = "helpful" in system and any(f"({case_id})" in context for case_id in FLIPPED)
-    return context + (" A $12 processing fee applies." if breaks else "")
-
-
 @pytest.fixture
 def first_suite(harness: Harness, openai_server: Any, monkeypatch: pytest.MonkeyPatch,
                 tmp_path: Path):
     def setup(*, strict: bool) -> Harness:
-        repo = GitRepo.create(tmp_path / "service")
         config = CONFIG.format(strict="  strict: true\n" if strict else "")
-        harness.base = repo.commit({
-            ".flipgate.yml": config,
-            "eval/cases.jsonl": "".join(json.dumps(case) + "\n" for case in CASES),
-            "prompts/answer.prompty": PROMPTY.format(system="Answer only from the context.")})
-        harness.head = repo.commit({"prompts/answer.prompty": PROMPTY.format(
-            system="Be helpful and complete; add whatever the customer may need.")})
-        harness.repo = repo
-        harness.server.add_pull(PR, base_sha=harness.base, head_sha=harness.head)
-        harness.env["GITHUB_WORKSPACE"] = str(repo.path)
-        harness.env["INPUT_OPENAI-API-KEY"] = "sk-test"
-        openai_server.on_generation(scripted_generation)
-        openai_server.on_groundedness(lambda query, context, response, call_index:
-                                      1 if "$12" in (response or "") else 5)
-        harness.pull_event()
+        helpful_prompt_pull(harness, openai_server, tmp_path / "service", config=config,
+                            cases=CASES, flipped=FLIPPED)
         for name, value in harness.env.items():
             monkeypatch.setenv(name, value)
         monkeypatch.delenv("OPENAI_API_KEY", raising=False)  # the key arrives as the input only

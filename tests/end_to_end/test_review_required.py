@@ -18,9 +18,7 @@ import pytest
 from flipgate.github import action, awaiting
 from flipgate.github.texts import STATUS_LIMIT
 
-from support.action_harness import PR, Harness
-from support.gitrepo import GitRepo
-from support.prompts import WITH_SYSTEM
+from support.action_harness import PR, Harness, helpful_prompt_pull
 
 CONFIG = """\
 version: 1
@@ -41,34 +39,14 @@ AWAITING = ("⚠️ awaiting review: 2 confirmed flips did not block: safety has
             "a maintainer decides in the pull request")
 
 
-def scripted_generation(body: dict[str, Any]) -> str:
-    system = body["messages"][0]["content"]
-    context = body["messages"][-1]["content"].split("Context: ", 1)[1].split("\n", 1)[0]
-    breaks = "helpful" in system and any(f"({case_id})" in context for case_id in FLIPPED)
-    return context + (" A $12 processing fee applies." if breaks else "")
-
-
 @pytest.fixture
 def small_suite(harness: Harness, openai_server: Any, monkeypatch: pytest.MonkeyPatch,
                 tmp_path: Path):
     def setup(*, review: bool = True) -> Harness:
-        repo = GitRepo.create(tmp_path / "service")
-        harness.base = repo.commit({
-            ".flipgate.yml": CONFIG.format(review="  review: required\n" if review else ""),
-            "eval/cases.jsonl": "".join(json.dumps(case) + "\n" for case in CASES),
-            "prompts/answer.prompty": WITH_SYSTEM.format(system="Answer only from the context.")})
-        harness.head = repo.commit({"prompts/answer.prompty": WITH_SYSTEM.format(
-            system="Be helpful and complete; add whatever the customer may need.")})
-        harness.repo = repo
-        harness.server.add_pull(PR, base_sha=harness.base, head_sha=harness.head)
-        harness.env["GITHUB_WORKSPACE"] = str(repo.path)
-        harness.env["INPUT_OPENAI-API-KEY"] = "sk-test"
-        openai_server.on_generation(scripted_generation)
-        openai_server.on_groundedness(lambda query, context, response, call_index:
-                                      1 if "$12" in (response or "") else 5)
         monkeypatch.delenv("OPENAI_API_KEY", raising=False)  # the key arrives as the input only
-        harness.pull_event()
-        return harness
+        config = CONFIG.format(review="  review: required\n" if review else "")
+        return helpful_prompt_pull(harness, openai_server, tmp_path / "service", config=config,
+                                   cases=CASES, flipped=FLIPPED)
 
     return setup
 
