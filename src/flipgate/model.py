@@ -35,6 +35,8 @@ class Conclusion(StrEnum):
     FAILURE = "failure"
     ERROR = "error"
     SKIPPED = "skipped"
+    # `gate.review: required` and flips the sample-size rule held back: a person decides.
+    AWAITING_REVIEW = "awaiting_review"
 
 
 @dataclass(frozen=True)

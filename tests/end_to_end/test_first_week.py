@@ -153,10 +153,11 @@ def test_the_first_week(team: Harness, monkeypatch: pytest.MonkeyPatch, tmp_path
     assert report["counts"]["regressions_to_review"] == 3
     assert report["counts"]["blocking_regressions"] == 0
     assert all("50" in row["review_reason"] for row in report["rows"] if row["id"] in FLIPS)
+    # init wrote `gate.review: required`: the held-back flips wait for a person.
     status = team.final_status()
-    assert status["state"] == "success" and status["description"].startswith("⚠️ passed")
-    assert report["counts"]["held_back"] == 3
-    assert status["description"].startswith("⚠️ passed, but 3 confirmed flips did not block")
+    assert report["counts"]["held_back"] == 3 and report["conclusion"] == "awaiting_review"
+    assert status["state"] == "pending"
+    assert status["description"].startswith("⚠️ awaiting review: 3 confirmed flips did not block")
     # Its artifact, downloaded as its summary says, holds the whole review.
     [get] = summary_commands(team.summary())
     check_files = download(team, get, tmp_path / "tuesday")
@@ -179,6 +180,8 @@ def test_the_first_week(team: Harness, monkeypatch: pytest.MonkeyPatch, tmp_path
         in reply and "`safety-dual-fuel`" in reply
     assert team.server.reactions_on(command["id"]) == ["+1"]
     assert len(read_block(team.own_comments()[0]["body"]).labels) == 5
+    # The three flips labelled ungrounded are the person's confirmation: the change is blocked.
+    assert team.final_status()["state"] == "failure"
 
     # Thursday: the label job's artifact, downloaded and calibrated as its summary says.
     get, calibrate = summary_commands(team.summary())

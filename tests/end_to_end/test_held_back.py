@@ -20,9 +20,7 @@ from flipgate.cli import cli
 from flipgate.github import action
 from flipgate.github.texts import STATUS_LIMIT
 
-from support.action_harness import BLOCKED, PR, Harness
-from support.gitrepo import GitRepo
-from support.prompts import WITH_SYSTEM
+from support.action_harness import BLOCKED, Harness, helpful_prompt_pull
 
 CONFIG = """\
 version: 1
@@ -37,7 +35,6 @@ gate:
   threshold: 0.7
   embedding_model: text-embedding-3-small
 """
-PROMPTY = WITH_SYSTEM
 # safety: 2 cases, policy: 3, general: 5; the generous prompt breaks safety-1, safety-2, policy-1
 CATEGORIES = ["safety"] * 2 + ["policy"] * 3 + ["general"] * 5
 FLIPPED = {"safety-1", "safety-2", "policy-1"}
@@ -49,33 +46,13 @@ HELD = ("passed, but 3 confirmed flips did not block: safety has 2 cases, policy
         "below 50; see gate.strict")
 
 
-def scripted_generation(body: dict[str, Any]) -> str:
-    system = body["messages"][0]["content"]
-    context = body["messages"][-1]["content"].split("Context: ", 1)[1].split("\n", 1)[0]
-    breaks = "helpful" in system and any(f"({case_id})" in context for case_id in FLIPPED)
-    return context + (" A $12 processing fee applies." if breaks else "")
-
-
 @pytest.fixture
 def first_suite(harness: Harness, openai_server: Any, monkeypatch: pytest.MonkeyPatch,
                 tmp_path: Path):
     def setup(*, strict: bool) -> Harness:
-        repo = GitRepo.create(tmp_path / "service")
         config = CONFIG.format(strict="  strict: true\n" if strict else "")
-        harness.base = repo.commit({
-            ".flipgate.yml": config,
-            "eval/cases.jsonl": "".join(json.dumps(case) + "\n" for case in CASES),
-            "prompts/answer.prompty": PROMPTY.format(system="Answer only from the context.")})
-        harness.head = repo.commit({"prompts/answer.prompty": PROMPTY.format(
-            system="Be helpful and complete; add whatever the customer may need.")})
-        harness.repo = repo
-        harness.server.add_pull(PR, base_sha=harness.base, head_sha=harness.head)
-        harness.env["GITHUB_WORKSPACE"] = str(repo.path)
-        harness.env["INPUT_OPENAI-API-KEY"] = "sk-test"
-        openai_server.on_generation(scripted_generation)
-        openai_server.on_groundedness(lambda query, context, response, call_index:
-                                      1 if "$12" in (response or "") else 5)
-        harness.pull_event()
+        helpful_prompt_pull(harness, openai_server, tmp_path / "service", config=config,
+                            cases=CASES, flipped=FLIPPED)
         for name, value in harness.env.items():
             monkeypatch.setenv(name, value)
         monkeypatch.delenv("OPENAI_API_KEY", raising=False)  # the key arrives as the input only
@@ -145,14 +122,16 @@ DANGEROUS = ("Yes! The T500 works with gas furnaces and heat pumps, and also wit
              "systems and 240 V baseboard heaters.")
 
 
-def _offline_gate(tmp_path: Path, *, strict: bool) -> tuple[int, str, dict[str, Any], str]:
+def _offline_gate(tmp_path: Path, *, strict: bool,
+                  review: bool = False) -> tuple[int, str, dict[str, Any], str]:
     (tmp_path / "cases.jsonl").write_text(json.dumps(THERMOSTAT) + "\n")
     (tmp_path / "baseline.jsonl").write_text(json.dumps({"id": THERMOSTAT["id"], "response": HONEST}) + "\n")
     (tmp_path / "candidate.jsonl").write_text(
         json.dumps({"id": THERMOSTAT["id"], "response": DANGEROUS}) + "\n")
     (tmp_path / ".flipgate.yml").write_text(
         "version: 1\ncases: cases.jsonl\ngenerator: answer.prompty\njudge:\n  provider: offline\n"
-        f"gate:\n  blocking_categories: [safety]\n  strict: {'true' if strict else 'false'}\n")
+        f"gate:\n  blocking_categories: [safety]\n  strict: {'true' if strict else 'false'}\n"
+        + ("  review: required\n" if review else ""))
     out = tmp_path / "out"
     result = CliRunner().invoke(cli, [
         "gate", "--config", str(tmp_path / ".flipgate.yml"), "--cases", str(tmp_path / "cases.jsonl"),
@@ -186,3 +165,18 @@ def test_held_back_under_the_offline_judge_says_flips_not_confirmed_flips(tmp_pa
             "see gate.strict") in comment
     assert "⚠️  passed, but 1 flip did not block" in terminal and "✅" not in terminal
     assert "confirm" not in comment.lower() and "confirm" not in terminal.lower()
+
+
+def test_with_review_required_the_cli_says_the_flip_awaits_review_and_exits_0(tmp_path: Path) -> None:
+    """`gate.review: required` outside the action: the run ends `awaiting_review`, exit 0, and
+    every place it is read says a person decides (the action holds the status pending)."""
+    code, comment, report, terminal = _offline_gate(tmp_path, strict=False, review=True)
+
+    assert code == 0, terminal
+    assert report["conclusion"] == "awaiting_review" and report["counts"]["held_back"] == 1
+    assert ("## ⚠️ flipgate awaits review: 1 flip did not block: safety has 1 case, below 50; "
+            "a maintainer decides in the pull request") in comment
+    assert "`/flipgate accept`" in comment and "flipgate passed" not in comment
+    assert "⚠️  awaiting review: 1 flip did not block" in " ".join(terminal.split("\n"))
+    page = (tmp_path / "out" / "report.html").read_text()
+    assert "<h1>flipgate: ⚠️ awaiting review: 1 flip did not block" in page

@@ -102,6 +102,7 @@ def test_an_edit_starts_a_job_only_when_the_base_changed(workflow: str) -> None:
 
 @pytest.mark.parametrize("body", [
     "/flipgate run", "/flipgate", "Looks good!\n/flipgate label refund-007 partial",
+    "/flipgate accept", "Read the held-back flips: fine.\r\n/flipgate accept",
     "Looks good!\r\n/flipgate label refund-007 partial\r\n/flipgate label card-002 grounded"])
 @pytest.mark.parametrize("association", ["OWNER", "MEMBER", "COLLABORATOR"])
 def test_a_writers_command_line_anywhere_starts_a_job(workflow: str, body: str,
@@ -117,11 +118,13 @@ _INDENTS = ["", " ", "  ", "   ", "    ", "\t", " \t"]
 
 @pytest.mark.parametrize("lead", _LEADS)
 @pytest.mark.parametrize("indent", _INDENTS)
-def test_every_line_the_reader_obeys_starts_a_job(workflow: str, lead: str, indent: str) -> None:
+@pytest.mark.parametrize("command", ["run", "accept"])
+def test_every_line_the_reader_obeys_starts_a_job(workflow: str, lead: str, indent: str,
+                                                  command: str) -> None:
     """The filter and the reader agree on what a command line is (issue 28): the reader
     takes a line that starts after a line feed, or the comment's start, with at most three
     spaces before `/flipgate`, which is exactly what the filter looks for."""
-    body = f"{lead}{indent}/flipgate run"
+    body = f"{lead}{indent}/flipgate {command}"
     read = bool(command_lines(body))
     assert read == (indent in ("", " ", "  ", "   ") and not lead.endswith("\r"))
     assert starts(workflow, "issue_comment", comment_payload(body)) == read

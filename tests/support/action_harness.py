@@ -27,6 +27,7 @@ from flipgate.verdict import gate
 from support.factories import make_report, make_row, one_of_each
 from support.github_server import ACTIONS_BOT, FakeGitHub
 from support.gitrepo import GitRepo
+from support.prompts import WITH_SYSTEM, fee_when_helpful_for
 
 PAYLOADS = Path(__file__).resolve().parents[1] / "fixtures" / "github"
 PR = 42
@@ -187,3 +188,26 @@ def harness(tmp_path: Path, github_server: FakeGitHub) -> Harness:
 @pytest.fixture
 def check(harness: Harness) -> RecordingCheck:
     return RecordingCheck(harness.server)
+
+
+def helpful_prompt_pull(harness: Harness, openai_server: Any, path: Path, *, config: str,
+                        cases: list[dict[str, Any]], flipped: set[str]) -> Harness:
+    """A pull request on a new repository at `path`: the base holds `config`, the cases and a
+    Prompty that answers from the context; the head asks it to be helpful, and the `flipped`
+    cases' answers then add a fee their context lacks, which the judge scores 1 (others 5)."""
+    repo = GitRepo.create(path)
+    harness.base = repo.commit({
+        ".flipgate.yml": config,
+        "eval/cases.jsonl": "".join(json.dumps(case) + "\n" for case in cases),
+        "prompts/answer.prompty": WITH_SYSTEM.format(system="Answer only from the context.")})
+    harness.head = repo.commit({"prompts/answer.prompty": WITH_SYSTEM.format(
+        system="Be helpful and complete; add whatever the customer may need.")})
+    harness.repo = repo
+    harness.server.add_pull(PR, base_sha=harness.base, head_sha=harness.head)
+    harness.env["GITHUB_WORKSPACE"] = str(repo.path)
+    harness.env["INPUT_OPENAI-API-KEY"] = "sk-test"
+    openai_server.on_generation(fee_when_helpful_for(flipped))
+    openai_server.on_groundedness(lambda query, context, response, call_index:
+                                  1 if "$12" in (response or "") else 5)
+    harness.pull_event()
+    return harness

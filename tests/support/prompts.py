@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Collection
 from typing import Any
 
 # A v1 file on gpt-4o-mini whose user turn carries the query and the context.
@@ -46,3 +47,12 @@ def fee_when_helpful(body: dict[str, Any]) -> str:
     system = body["messages"][0]["content"]
     context = body["messages"][-1]["content"].split("Context: ", 1)[1].split("\n", 1)[0]
     return context + (" A $12 processing fee applies." if "helpful" in system else "")
+
+
+def fee_when_helpful_for(case_ids: Collection[str]) -> Callable[[dict[str, Any]], str]:
+    """`fee_when_helpful` for the cases whose context names their id as `(ID)` only."""
+    def generate(body: dict[str, Any]) -> str:
+        answer = fee_when_helpful(body)
+        context = body["messages"][-1]["content"].split("Context: ", 1)[1].split("\n", 1)[0]
+        return answer if any(f"({case_id})" in context for case_id in case_ids) else context
+    return generate

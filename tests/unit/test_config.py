@@ -58,6 +58,8 @@ def test_the_contracts_example_parses() -> None:
     ("cases: a\nbudget:\n  max_requests: -3\n", "cfg.yml:3: 'budget.max_requests' must be a whole number"),
     ("cases: [a\n", "cfg.yml:1: invalid YAML: the '[' opened on this line is never closed"),
     ("- a\n- b\n", "cfg.yml:1: must be a mapping"),
+    ("cases: a\ngate:\n  review: always\n", "cfg.yml:3: 'gate.review' must be one of none, required"),
+    ("cases: a\nsuites:\n  - {name: s, gate: {review: required}}\n", "cfg.yml:3: unknown key"),
 ])
 def test_each_problem_names_file_and_line(text: str, expected: str) -> None:
     assert any(m.startswith(expected) for m in messages(text)), messages(text)
@@ -88,3 +90,11 @@ def test_paths_are_relative_to_the_config_directory(tmp_path: Path) -> None:
     file.write_text("cases: ../eval/cases.jsonl\n")
     config = load_config(file)
     assert Path(config.path_of(config.cases)) == (tmp_path / "eval" / "cases.jsonl")
+
+
+def test_gate_review_is_none_unless_named_and_every_suite_has_the_runs() -> None:
+    assert parse_config("cases: a\n").gate.review == "none"
+    config = parse_config("cases: a\ngate:\n  review: required\n"
+                          "suites:\n  - {name: s, cases: b}\n")
+    assert config.gate.review == "required"
+    assert [one.gate.review for one in config.suite_configs()] == ["required"]

@@ -12,6 +12,7 @@ import pytest
 
 from flipgate.errors import InputError
 from flipgate.github.event import (
+    AcceptCommand,
     AwaitCommand,
     CannotRunFork,
     ForkPolicy,
@@ -184,8 +185,22 @@ def test_run_command_on_a_pull_request() -> None:
         created_at=datetime(2019, 5, 15, 15, 20, 21, tzinfo=UTC), sha="9fceb02")
 
 
+def test_accept_command_on_a_pull_request_carries_when_it_was_written() -> None:
+    event = comment_event("Read the three held-back flips; they are fine.\n/flipgate accept")
+    assert decide("issue_comment", event) == AcceptCommand(
+        number=event["issue"]["number"], comment_id=event["comment"]["id"],
+        author=event["comment"]["user"]["login"],
+        created_at=datetime(2019, 5, 15, 15, 20, 21, tzinfo=UTC))
+
+
+def test_a_label_command_carries_when_it_was_written_for_a_review_decision() -> None:
+    activity = decide("issue_comment", comment_event("/flipgate label q1 ungrounded"))
+    assert activity.created_at == datetime(2019, 5, 15, 15, 20, 21, tzinfo=UTC)  # type: ignore[union-attr]
+
+
 @pytest.mark.parametrize(("body", "unknown"), [
     ("/flipgate help", None), ("/flipgate", None), ("/flipgate frobnicate", "frobnicate"),
+    ("/flipgate accept all", "accept all"), ("/flipgate accept 9fceb02", "accept 9fceb02"),
 ])
 def test_help_and_unknown_commands_answer_with_usage(body: str, unknown: str | None) -> None:
     activity = decide("issue_comment", comment_event(body))

@@ -49,6 +49,14 @@ def test_status_description_never_exceeds_140_characters() -> None:
     assert len(text) <= STATUS_LIMIT and text.endswith("…")
 
 
+def test_a_run_awaiting_review_says_so_and_that_a_person_decides() -> None:
+    text = status_description(_with_counts(Conclusion.AWAITING_REVIEW, Counts(
+        cases=10, regressions_to_review=2, held_back=2)))
+    assert text == ("⚠️ awaiting review: 2 confirmed flips did not block: too few cases; "
+                    "a maintainer decides in the pull request")
+    assert "/flipgate accept" in usage_reply(None)
+
+
 HOSTILE = "`x` <img src=x onerror=alert(1)> @octocat ```\n</details> | cell"
 
 

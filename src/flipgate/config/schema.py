@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from flipgate.config.review_setting import REVIEW_MODES, REVIEW_NONE
 from flipgate.errors import InputError, Problem
 from flipgate.text.parsing import decode_utf8, load_yaml_located
 
@@ -143,6 +144,7 @@ class GateConfig:
     # when a second-opinion judge confirmed it (or with `strict`).
     min_cases_per_category: int = DEFAULT_MIN_CASES_PER_CATEGORY
     strict: bool = False  # true: a same-judge re-score may block below the minimum
+    review: str = REVIEW_NONE  # required: a held-back flip waits for a person (config/review_setting.py)
     # Where `blocking_categories` was written: (its key, e.g. "gate.blocking_categories" or
     # "suites.NAME.gate.blocking_categories", and its line); None: the default, unwritten.
     declared: tuple[str, int] | None = field(default=None, compare=False)
@@ -427,7 +429,7 @@ _SCHEMA: dict[str, Any] = {
         },
     },
     "gate": {"blocking_categories": _is_str_list, "min_cases_per_category": _is_positive_int,
-             "strict": _is_bool, "base_branches": _is_str_list},
+             "strict": _is_bool, "base_branches": _is_str_list, "review": _one_of(REVIEW_MODES)},
     "relevance": {
         "threshold": _is_unit_interval,
         "embedding_model": _is_str,
@@ -456,8 +458,8 @@ _SUITE_SCHEMA: dict[str, Any] = {
     "generator": _SCHEMA["generator"],  # a path, or the mapping form
     "cases": _is_str,
     "watch": _is_str_list,
-    # The trusted bases are the run's, never a suite's.
-    "gate": {key: check for key, check in _SCHEMA["gate"].items() if key != "base_branches"},
+    # The trusted bases and the review are the run's, never a suite's.
+    "gate": {key: check for key, check in _SCHEMA["gate"].items() if key not in ("base_branches", "review")},
     "relevance": {"threshold": _is_unit_interval},
 }
 

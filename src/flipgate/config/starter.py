@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from flipgate.config.review_setting import REVIEW_REQUIRED
 from flipgate.config.schema import (
     ARTIFACT_NAME,
     DEFAULT_CACHE_DIR,
@@ -159,6 +160,8 @@ gate:
   # Why: below this many cases one judge's wobble could decide, so flips are held back; strict: true blocks.
   min_cases_per_category: {DEFAULT_MIN_CASES_PER_CATEGORY}
   strict: false
+  # A held-back flip keeps the status pending until a maintainer labels it or comments /flipgate accept.
+  review: {REVIEW_REQUIRED}
 relevance:
   threshold: 0.7
   embedding_model: {EMBEDDING_MODELS.get(provider, DEFAULT_EMBEDDING_MODEL)}

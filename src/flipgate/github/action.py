@@ -39,10 +39,13 @@ from flipgate.github import joblog
 from flipgate.github import labels as human
 from flipgate.github import texts as messages
 from flipgate.github.api import GitHubError, RepoAPI, StatusUpdate, connect
-from flipgate.github.bases import Refused, refuse_base, status_context, unconfigured
+from flipgate.github.bases import Refused, refuse_base, unconfigured
 from flipgate.github.cancel import STATUS_BUDGET, Cancellation, handled, within
+from flipgate.github.commanding import context_of, pin_command, react, status_setter
+from flipgate.github.deciding import accept, decided, label_decisions
 from flipgate.github.event import (
     LABELS_PER_COMMENT,
+    AcceptCommand,
     AwaitCommand,
     CannotRunFork,
     Ignore,
@@ -58,8 +61,9 @@ from flipgate.github.event import (
     may_command,
 )
 from flipgate.github.inputs import Settings, export_model_keys
+from flipgate.github.outcome import Outcome
 from flipgate.github.ownership import hand_back
-from flipgate.github.pinning import Unpinned, github_runs_head_code, head_code_refusal, pin_head
+from flipgate.github.pinning import Unpinned, github_runs_head_code, head_code_refusal
 from flipgate.github.relink import pull_number, relink
 from flipgate.github.sticky import CommentMode, Published, body_limit, find_comment, publish
 from flipgate.github.workflow import Workflow
@@ -112,26 +116,6 @@ class CheckOptions:
 
 
 # -- what a finished run amounts to ------------------------------------------------
-
-@dataclass(frozen=True)
-class Outcome:
-    state: str               # the commit status: success | failure | error
-    description: str
-    conclusion: str          # the `conclusion` output
-    exit_code: int
-    comment: str             # the sticky comment's body
-    create_comment: bool     # False: only update a comment that already exists
-    summary: str             # the step summary's Markdown
-    fingerprint: str         # what the verdicts are, for `comment: on-change`
-    regressions: int = 0
-    held_back: int = 0       # counts.held_back: regressions the sample-size rule kept from blocking
-    report_path: str = ""
-    report: Report | None = None   # None: the check failed before it had one
-    headline: str = ""       # the log's last line when the state is not success
-    # status: per-suite: (suite, state, description), each set as `<context>/<suite>`
-    # besides the run's own status (the worst across suites).
-    suite_statuses: tuple[tuple[str, str, str], ...] = ()
-
 
 def outcome_of_report(report: Report, *, comment: str, exit_code: int, report_path: str,
                       summary_room: int, message: str | None = None,
@@ -258,6 +242,8 @@ def _act(settings: Settings, run_settings: RunSettings, activity: object, workfl
             return EXIT_PASS
         if isinstance(activity, LabelCommand):
             return record_label(settings, run_settings, api, workflow, activity)
+        if isinstance(activity, AcceptCommand):
+            return accept(settings, api, workflow, activity)
         if isinstance(activity, RunCommand):
             pull = obey(settings, api, workflow, activity)
             if pull is None:
@@ -334,14 +320,7 @@ def obey(settings: Settings, api: RepoAPI, workflow: Workflow,
         return None
     react(api, workflow, command, "eyes")
     pull = api.pull(command.number)
-    # What the PR's history proves about its head (pinning.py): the rewrites on its
-    # timeline, and the pending statuses flipgate set on the current head for this PR.
-    records = [*api.head_rewrites(pull.number),
-               *api.head_statuses(pull.head_sha, context=context_of(settings, pull),
-                                  number=pull.number, login=api.own_login())]
-    pin = pin_head(commits=[c.sha for c in api.pull_commits(pull.number)],
-                   current_head=pull.head_sha, comment_at=command.created_at, named=command.sha,
-                   records=records)
+    pin = pin_command(settings, api, pull, command=command, named=command.sha)
     if isinstance(pin, Unpinned):
         api.create_comment(command.number, messages.unpinned_reply(pin.why))
         react(api, workflow, command, "confused")
@@ -409,8 +388,8 @@ def record_label(settings: Settings, run_settings: RunSettings, api: RepoAPI, wo
         react(api, workflow, command, "confused")
         return EXIT_PASS
     if recorded:
-        api.edit_comment(command.number, comment.id,
-                         human.with_labels(human.on_rows(comment.body, kept), kept))
+        label_decisions(settings, api, workflow, command, pull=pull, comment_id=comment.id,
+                        body=human.with_labels(human.on_rows(comment.body, kept), kept), labels=recorded)
         write_labels(settings.workspace, kept, head_sha=pull.head_sha,
                      git=Git(run_settings.git_environment()), workflow=workflow,
                      readings=human.read_readings(comment.body))
@@ -473,14 +452,6 @@ def write_labels(workspace: Path, labels: Sequence[human.HumanLabel], *, head_sh
     target.write_text(human.jsonl(labels, readings), encoding="utf-8")
 
 
-def react(api: RepoAPI, workflow: Workflow, command: RunCommand | LabelCommand,
-          content: str) -> None:
-    try:
-        api.react(command.number, command.comment_id, content)
-    except GitHubError as exc:  # a missing reaction is cosmetic: say so, carry on
-        workflow.warning(f"could not add the {content} reaction: {exc}")
-
-
 def evaluate(settings: Settings, run_settings: RunSettings, api: RepoAPI, workflow: Workflow,
              pull: PullRequest, *, check: CheckRunner | None,
              options: CheckOptions | None = None, e2e: E2ERequest | None = None,
@@ -502,7 +473,7 @@ def evaluate(settings: Settings, run_settings: RunSettings, api: RepoAPI, workfl
     if settings.merge is not None:
         check = merged_check(settings.workspace / settings.merge)
         e2e = None  # the merge adds no end-to-end run: the shards' travel in their partials
-    status = _status_setter(settings, api, pull)
+    status = status_setter(settings, api, pull)
     try:
         # `comment: never` reads and writes no comment, so it needs no login either.
         login = api.own_login() if settings.comment_mode is not CommentMode.NEVER else ""
@@ -523,6 +494,7 @@ def evaluate(settings: Settings, run_settings: RunSettings, api: RepoAPI, workfl
         try:
             kept = stored_labels(api, workflow, number=pull.number, login=login,
                                  context=settings.status_context, quiet=True)
+            outcome = decided(api, outcome, settings=settings, pull=pull, login=login)
         except GitHubError as exc:
             give_workspace_back(settings.workspace, workflow, options)
             return stopped_by_github(workflow, status, exc)
@@ -532,7 +504,7 @@ def evaluate(settings: Settings, run_settings: RunSettings, api: RepoAPI, workfl
                      git=Git(run_settings.git_environment()), workflow=workflow,
                      readings=readings)
     give_workspace_back(settings.workspace, workflow, options)
-    if outcome.state in ("success", "failure"):
+    if outcome.state in ("success", "failure", "pending"):  # a verdict, or one awaiting review
         try:
             outcome = still_the_base(api, pull, outcome)
         except GitHubError as exc:
@@ -577,9 +549,9 @@ def evaluate(settings: Settings, run_settings: RunSettings, api: RepoAPI, workfl
     workflow.set_output("regressions", str(outcome.regressions))
     workflow.set_output("held-back", str(outcome.held_back))
     workflow.set_output("report", outcome.report_path)
-    if outcome.state != "success":
+    if outcome.state not in ("success", "pending"):
         workflow.error(f"flipgate: {outcome.headline or outcome.description}")
-    elif outcome.held_back:  # a pass that held flips back: the log's last line says so
+    elif outcome.held_back:  # held flips back (passed, or awaiting review): the last line says so
         workflow.warning(f"flipgate: {outcome.headline or outcome.description}")
     return exit_code
 
@@ -745,22 +717,6 @@ def evaluate_shard(settings: Settings, run_settings: RunSettings, workflow: Work
         workflow.info(f"flipgate: shard {shard} written to {OUT_DIR}/partial.json; the merge job "
                       "posts the comment and the status")
     return outcome.exit_code
-
-
-def context_of(settings: Settings, pull: PullRequest, suite: str | None = None) -> str:
-    """The status context of this pull request's verdict: its base's own (github/bases.py),
-    so one head proposed to two bases never has one base's verdict read as the other's."""
-    return status_context(settings.status_context, base=pull.base_ref,
-                          default_branch=pull.default_branch, suite=suite)
-
-
-def _status_setter(settings: Settings, api: RepoAPI,
-                   pull: PullRequest) -> Callable[..., None]:
-    def set_status(state: str, description: str, *, suite: str | None = None) -> None:
-        api.set_status(pull.head_sha, StatusUpdate(state=state, description=description,
-                                                   context=context_of(settings, pull, suite),
-                                                   target_url=settings.run_url))
-    return set_status
 
 
 def run_check_safely(settings: Settings, run_settings: RunSettings, workflow: Workflow,

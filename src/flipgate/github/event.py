@@ -100,6 +100,16 @@ class LabelCommand(Command):
     labels: tuple[tuple[str, ...], ...] = ()  # every label line's words (the first included)
     unread: int = 0                          # label lines past LABELS_PER_COMMENT
     set_aside: tuple[str, ...] = ()          # other command lines of the comment, not obeyed
+    created_at: datetime | None = None       # when GitHub recorded it: a review decision pins
+
+
+@dataclass(frozen=True)
+class AcceptCommand(Command):
+    """`/flipgate accept`: clear every held-back row still undecided in the review of the
+    head as it was when the comment was written (github/awaiting.py), if the author may
+    command; pinned as `/flipgate run` is."""
+
+    created_at: datetime         # when GitHub recorded the comment
 
 
 @dataclass(frozen=True)
@@ -128,8 +138,8 @@ class Ignore:
     reason: str
 
 
-Activity = (RunCheck | AwaitCommand | CannotRunFork | RunCommand | LabelCommand | UsageCommand
-            | RunDispatch | Ignore)
+Activity = (RunCheck | AwaitCommand | CannotRunFork | RunCommand | LabelCommand | AcceptCommand
+            | UsageCommand | RunDispatch | Ignore)
 
 
 def load_event(path: str | Path) -> dict[str, Any]:
@@ -149,7 +159,7 @@ def load_event(path: str | Path) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class ParsedCommand:
-    name: str                   # "run" | "label" | "help"
+    name: str                   # "run" | "label" | "accept" | "help"
     unknown: str | None = None  # set when the words were not a valid command: answer with usage
     sha: str | None = None      # `/flipgate run SHA`: the commit asked for
     arguments: tuple[str, ...] = ()  # `/flipgate label ...`: the first label line's words
@@ -201,6 +211,8 @@ def _parse_line(line: str) -> ParsedCommand:
         return ParsedCommand("help")
     if arguments == ["run"]:
         return ParsedCommand("run")
+    if arguments == ["accept"]:
+        return ParsedCommand("accept")
     if len(arguments) == 2 and arguments[0] == "run" and _COMMAND_SHA.fullmatch(arguments[1]):
         return ParsedCommand("run", sha=arguments[1].lower())
     if arguments[0] == "label":
@@ -325,8 +337,12 @@ def _decide_comment(payload: Fields) -> Activity:
     if parsed.name == "run":
         return RunCommand(number=number, comment_id=comment_id, author=author,
                           created_at=payload.timestamp("comment.created_at"), sha=parsed.sha)
+    if parsed.name == "accept":
+        return AcceptCommand(number=number, comment_id=comment_id, author=author,
+                             created_at=payload.timestamp("comment.created_at"))
     if parsed.name == "label":
         return LabelCommand(number=number, comment_id=comment_id, author=author,
                             arguments=parsed.arguments, labels=parsed.labels or (parsed.arguments,),
-                            unread=parsed.unread, set_aside=parsed.set_aside)
+                            unread=parsed.unread, set_aside=parsed.set_aside,
+                            created_at=payload.timestamp("comment.created_at"))
     return UsageCommand(number=number, comment_id=comment_id, author=author, unknown=parsed.unknown)

@@ -217,8 +217,8 @@ def read_block(body: str) -> Stored:
     if len(found) > 1:
         return Stored(problem="the comment holds more than one labels block")
     try:
-        data = _decoded(found[0])
-    except _UNREADABLE:
+        data = decoded_block(found[0])
+    except UNREADABLE:
         return Stored(problem="the labels block does not decode")
     if not isinstance(data, list):
         return Stored(problem="the labels block is not a list of labels")
@@ -248,21 +248,21 @@ def block(labels: Iterable[HumanLabel]) -> str:
     it, is read too)."""
     data = [{"suite": one.suite, "id": one.id, "side": one.side, "label": one.label, "by": one.by}
             for one in labels]
-    return _hidden("labels", data)
+    return hidden_block("labels", data)
 
 
 # What a block that this module did not write may raise on the way to its JSON.
-_UNREADABLE = (binascii.Error, zlib.error, UnicodeDecodeError, ValueError, RecursionError)
+UNREADABLE = (binascii.Error, zlib.error, UnicodeDecodeError, ValueError, RecursionError)
 
 
-def _hidden(name: str, data: object) -> str:
+def hidden_block(name: str, data: object) -> str:
     """`data` as a hidden comment block: JSON, zlib-compressed, URL-safe base64."""
     packed = zlib.compress(json.dumps(data, ensure_ascii=False).encode("utf-8"), 9)
     return f"<!-- flipgate:{name}={base64.urlsafe_b64encode(packed).decode('ascii')} -->"
 
 
-def _decoded(encoded: str) -> object:
-    """A hidden block's data (raises one of _UNREADABLE when it is not one written here)."""
+def decoded_block(encoded: str) -> object:
+    """A hidden block's data (raises one of UNREADABLE when it is not one written here)."""
     return json.loads(_unpacked(base64.urlsafe_b64decode(encoded.encode("ascii"))))
 
 
@@ -356,7 +356,7 @@ def readings_block(readings: Mapping[Key, Reading]) -> str:
     while True:
         data = [[suite, case_id, side, one.category, one.bucket]
                 for (suite, case_id, side), one in items[:count]]
-        text = _hidden("readings", data)
+        text = hidden_block("readings", data)
         if len(text) <= READINGS_ROOM or count == 0:
             return text
         count = count * READINGS_ROOM // len(text) if count > 1 else 0
@@ -375,8 +375,8 @@ def read_readings(body: str) -> dict[Key, Reading]:
     if len(found) != 1:
         return {}
     try:
-        data = _decoded(found[0])
-    except _UNREADABLE:
+        data = decoded_block(found[0])
+    except UNREADABLE:
         return {}
     if not isinstance(data, list):
         return {}

@@ -24,6 +24,7 @@ from typing import Protocol
 
 from flipgate.config.schema import GITHUB_COMMENT_LIMIT
 from flipgate.github.api import IssueComment
+from flipgate.github.awaiting import REVIEW_ROOM
 from flipgate.github.event import PullRequest
 from flipgate.github.labels import LABELS_ROOM
 from flipgate.output.comment import MARKER
@@ -78,9 +79,9 @@ def verdicts_marker(fingerprint: str) -> str:
 
 def marker_space(context: str) -> int:
     """The most `with_markers` may add to a body (a SHA-256 object name and fingerprint),
-    with the room people's labels may take (their section and hidden block)."""
+    with the room people's labels and a review's record may take (sections, hidden blocks)."""
     return (len(context_marker(context)) + len(sha_marker("0" * 64))
-            + len(verdicts_marker("0" * 64)) + 1 + LABELS_ROOM)
+            + len(verdicts_marker("0" * 64)) + 1 + LABELS_ROOM + REVIEW_ROOM)
 
 
 def body_limit(context: str) -> int:

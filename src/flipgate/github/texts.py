@@ -24,6 +24,7 @@ STATUS_LIMIT = 140  # GitHub refuses a longer commit status description
 _CODE_BLOCK_LIMIT = 50_000  # of a comment's 65,536 characters
 NO_CHANGE = "no prompt or model change"
 WAITING_FOR_COMMAND = "waiting for a maintainer's `/flipgate run`"
+AWAITING_REVIEW = "awaiting review"  # how a pending status held for a person begins
 
 USAGE = """\
 **flipgate** answers these commands, each on a line of its own in a pull request comment
@@ -38,6 +39,9 @@ when you wrote the command |
 hex digits) |
 | `/flipgate label ID [baseline\\|candidate] LABEL` | record your label on an answer (LABEL: ungrounded, \
 non_answer, partial or grounded; the candidate's answer unless you name the side) |
+| `/flipgate accept` | with `gate.review: required`, clear every held-back flip still undecided on \
+the head you saw (a label on a held-back row decides that row: `ungrounded` blocks, `grounded` \
+clears it) |
 | `/flipgate help` | show this message |
 
 A push after your command is not evaluated under it; comment again for newer commits.
@@ -57,6 +61,11 @@ def status_description(report: Report) -> str:
     if report.conclusion is Conclusion.SKIPPED:
         return NO_CHANGE
     counts = report.counts
+    if report.conclusion is Conclusion.AWAITING_REVIEW:
+        # `gate.review: required`: pending until a maintainer decides (github/awaiting.py).
+        lead = f"{gate.headline_mark(report)} {AWAITING_REVIEW}: "
+        held = gate.held_back_sentence(report, limit=STATUS_LIMIT - len(lead))
+        return shorten(lead + (held or ""), STATUS_LIMIT)
     if report.conclusion is Conclusion.SUCCESS and counts[gate.HELD_BACK]:
         # A pass that held flips back says so first, after a warning mark, never a tick.
         lead = f"{gate.headline_mark(report)} passed, but "

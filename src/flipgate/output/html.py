@@ -87,9 +87,11 @@ _TITLES = {"failure": "blocked", "success": "passed", "error": "could not finish
 
 def _title(report: Report) -> str:
     """The page's heading: a pass that held flips back says so first, as the comment does."""
-    held = gate.held_back_sentence(report) if report.conclusion is Conclusion.SUCCESS else None
+    held = gate.held_back_sentence(report) if report.conclusion in (
+        Conclusion.SUCCESS, Conclusion.AWAITING_REVIEW) else None
     if held:
-        return f"{gate.headline_mark(report)} passed, but {held}"
+        lead = "awaiting review:" if report.conclusion is Conclusion.AWAITING_REVIEW else "passed, but"
+        return f"{gate.headline_mark(report)} {lead} {held}"
     return _TITLES.get(report.conclusion.value, report.conclusion.value)
 
 

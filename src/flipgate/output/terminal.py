@@ -135,6 +135,8 @@ def conclusion_line(report: Report) -> tuple[str, str]:
     if report.conclusion is Conclusion.SKIPPED:
         return "⏭️  skipped: no prompt or model change", "bold"
     held = gate.held_back_sentence(report)
+    if held and report.conclusion is Conclusion.AWAITING_REVIEW:
+        return f"{gate.headline_mark(report)}  awaiting review: {held}", "bold yellow"
     if held:
         return f"{gate.headline_mark(report)}  passed, but {held}", "bold yellow"
     return "✅ passed: no blocking regression", "bold green"

@@ -18,6 +18,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from flipgate.config.review_setting import REVIEW_REQUIRED
 from flipgate.config.schema import Config
 from flipgate.errors import FlipgateError
 from flipgate.generator.replay import first_failure_cancels
@@ -269,13 +270,15 @@ class Rules:
     blocking_categories: tuple[str, ...] = ()
     threshold: float = 0.7
     policy: gate.Policy = gate.Policy()
+    review: bool = False   # `gate.review: required`: held-back flips await a person
 
     @classmethod
     def of(cls, config: Config, *, mode: str = gate.SAME_JUDGE) -> Rules:
         return cls(blocking_categories=tuple(config.gate.blocking_categories),
                    threshold=config.relevance.threshold,
                    policy=gate.Policy(min_cases=config.gate.min_cases_per_category,
-                                      strict=config.gate.strict, mode=mode))
+                                      strict=config.gate.strict, mode=mode),
+                   review=config.gate.review == REVIEW_REQUIRED)
 
 
 def decide_rows(sides: Sequence[tuple[Case, Side, Side]], rules: Rules) -> list[Row]:
@@ -330,7 +333,7 @@ def report_of(rows: list[Row] | None, *, rules: Rules, judge: JudgeInfo, cases: 
     counts = gate.count(rows or [], cases=cases)
     if conclusion is None:
         assert rows is not None, "a report without rows needs a conclusion"
-        conclusion = gate.conclude(counts)
+        conclusion = gate.conclude(counts, review=rules.review)
     fluency = gate.fluency_summary(rows) if rows is not None else None
     skipped = gate.fluency_note(fluency)
     return Report(conclusion=conclusion, judge=judge, counts=counts, rows=rows or [],

@@ -103,7 +103,8 @@ def cases_digest(cases: Iterable[Case]) -> str:
 def rules_dict(rules: Rules) -> dict[str, Any]:
     return {"blocking_categories": sorted(rules.blocking_categories),
             "min_cases_per_category": rules.policy.min_cases, "strict": rules.policy.strict,
-            "mode": rules.policy.mode, "relevance_threshold": rules.threshold}
+            "mode": rules.policy.mode, "relevance_threshold": rules.threshold,
+            "review": rules.review}
 
 
 # --- writing a partial ----------------------------------------------------------------
@@ -196,6 +197,7 @@ class _Rules(_Strict):
     strict: bool
     mode: Literal["same_judge", "second_opinion", "both"]
     relevance_threshold: float
+    review: bool = False   # absent from partials written before `gate.review`
 
 
 class _Fingerprint(BaseModel):
@@ -356,7 +358,8 @@ def _decided(read: Sequence[tuple[str, Partial]], at: int, count: int) -> Report
     rules = Rules(blocking_categories=tuple(rules_data.blocking_categories),
                   threshold=rules_data.relevance_threshold,
                   policy=gate.Policy(min_cases=rules_data.min_cases_per_category,
-                                     strict=rules_data.strict, mode=rules_data.mode))
+                                     strict=rules_data.strict, mode=rules_data.mode),
+                  review=rules_data.review)
     total = read[0][1].parts[at].cases
     placed: dict[int, _Row] = {}
     stopped = False

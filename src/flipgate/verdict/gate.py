@@ -205,9 +205,12 @@ def held_back_sentence(report: Report, *, limit: int | None = None) -> str | Non
     below = f", below {minimum:,}" if minimum else ""
     lead = f"{plural(held, noun)} did not block: "
     named = ", ".join(f"{name} has {plural(cases, 'case')}" for name, cases in sizes.items())
-    sentence = f"{lead}{named or 'too few cases'}{below}; see gate.strict"
+    # Awaiting review, the way on is a person's decision; else the setting that lets them block.
+    advice = ("a maintainer decides in the pull request"
+              if report.conclusion is Conclusion.AWAITING_REVIEW else "see gate.strict")
+    sentence = f"{lead}{named or 'too few cases'}{below}; {advice}"
     if limit is not None and len(sentence) > limit:
-        sentence = f"{lead}{plural(len(sizes), 'category', 'categories')} with too few cases{below}; see gate.strict"
+        sentence = f"{lead}{plural(len(sizes), 'category', 'categories')} with too few cases{below}; {advice}"
     return sentence
 
 
@@ -543,19 +546,24 @@ def fluency_note(summary: FluencySummary | None) -> str | None:
             "on a groundedness regression, and fluency never outweighs one.")
 
 
-def conclude(counts: Counts) -> Conclusion:
-    """Judge errors win over a block: a run that could not score every row did not finish."""
+def conclude(counts: Counts, *, review: bool = False) -> Conclusion:
+    """Judge errors win over a block: a run that could not score every row did not finish.
+    With `review` (`gate.review: required`), a run that would pass but held flips back
+    awaits a person's review instead of passing."""
     if counts.errors:
         return Conclusion.ERROR
     if counts.blocking_regressions:
         return Conclusion.FAILURE
+    if review and counts[HELD_BACK]:
+        return Conclusion.AWAITING_REVIEW
     return Conclusion.SUCCESS
 
 
 # Worst first: one suite that could not finish makes the run unfinished, one that
 # blocks makes it blocked; a run passes when each evaluated suite passed, and is
 # skipped only when no suite needed gating.
-_SEVERITY = (Conclusion.ERROR, Conclusion.FAILURE, Conclusion.SUCCESS, Conclusion.SKIPPED)
+_SEVERITY = (Conclusion.ERROR, Conclusion.FAILURE, Conclusion.AWAITING_REVIEW, Conclusion.SUCCESS,
+             Conclusion.SKIPPED)
 
 
 def worst(conclusions: Iterable[Conclusion]) -> Conclusion:
@@ -579,12 +587,15 @@ def exit_code(conclusion: Conclusion) -> int:
     return {
         Conclusion.SUCCESS: EXIT_PASS,
         Conclusion.SKIPPED: EXIT_PASS,
+        Conclusion.AWAITING_REVIEW: EXIT_PASS,  # the status waits; the step does not fail
         Conclusion.FAILURE: EXIT_BLOCKED,
         Conclusion.ERROR: EXIT_INCOMPLETE,
     }.get(conclusion, EXIT_BAD_INPUT)
 
 
 def commit_state(conclusion: Conclusion) -> str:
-    """The `flipgate` commit status: a skipped run passes; anything unfinished is `error`."""
+    """The `flipgate` commit status: a skipped run passes; one awaiting review is `pending`
+    until a person decides (github/awaiting.py); anything unfinished is `error`."""
     return {Conclusion.SUCCESS: "success", Conclusion.SKIPPED: "success",
+            Conclusion.AWAITING_REVIEW: "pending",
             Conclusion.FAILURE: "failure"}.get(conclusion, "error")
