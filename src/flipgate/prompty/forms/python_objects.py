@@ -30,7 +30,8 @@ from dataclasses import dataclass, field
 from flipgate.errors import InputError, Problem
 from flipgate.prompty.parts import TEXT, ChatPart
 
-MAX_DEPTH = 32
+MAX_DEPTH = 64
+MAX_TEXT = 512_000   # characters one name may build: a template file's own cap (sandbox.Limits)
 TARGET = re.compile(r"(?P<name>[A-Za-z_]\w*)(?:\.(?P<attr>[A-Za-z_]\w*)|\[(?P<key>\"[^\"]*\"|'[^']*')\])?")
 LANGCHAIN, LLAMAINDEX = "LangChain", "LlamaIndex"
 _LANGCHAIN_FORMATS = {"f-string": "fstring", "jinja2": "jinja2", "mustache": "mustache"}
@@ -64,6 +65,7 @@ class Module:
     assigned: dict[str, ast.expr] = field(default_factory=dict)
     imported: dict[str, str] = field(default_factory=dict)       # local name -> module.name
     classes: dict[str, dict[str, ast.expr]] = field(default_factory=dict)
+    texts: dict[str, str] = field(default_factory=dict)   # each name's text, built once
 
     def problem(self, node: ast.AST | None, message: str) -> InputError:
         return InputError(Problem(self.source, getattr(node, "lineno", None), message))
@@ -194,6 +196,14 @@ _TEXT_METHODS = ("strip", "lstrip", "rstrip")
 
 
 def _text(module: Module, value: ast.expr, name: str, depth: int) -> str:
+    """The text `value` builds, each name built once, none longer than MAX_TEXT."""
+    text = _built(module, value, name, depth)
+    if len(text) > MAX_TEXT:
+        raise module.problem(value, f"{name} builds more than {MAX_TEXT:,} characters; refused")
+    return text
+
+
+def _built(module: Module, value: ast.expr, name: str, depth: int) -> str:
     if depth > MAX_DEPTH:
         raise module.problem(value, f"{name}: names refer to each other too deeply")
     if isinstance(value, ast.Constant):
@@ -201,7 +211,9 @@ def _text(module: Module, value: ast.expr, name: str, depth: int) -> str:
             return value.value
         raise module.problem(value, f"{name} is a {type(value.value).__name__}, not a string")
     if isinstance(value, ast.Name):
-        return _text(module, _named(module, value.id, value, name), name, depth + 1)
+        if value.id not in module.texts:
+            module.texts[value.id] = _text(module, _named(module, value.id, value, name), name, depth + 1)
+        return module.texts[value.id]
     if isinstance(value, ast.JoinedStr):
         out = []
         for piece in value.values:
@@ -297,6 +309,10 @@ def _prompt_object(module: Module, call: ast.Call, name: str, depth: int) -> Rea
                                    f"{', '.join(str(k) for k in unread)}, filled when the code runs; "
                                    "flipgate reads only the template (name its text, or drop the keyword)")
     cls, method = (tail[-2], tail[-1]) if tail[-1] in ("from_template", "from_messages") else (tail[-1], None)
+    if cls == "RichPromptTemplate":
+        raise module.problem(call, f"{name} is LlamaIndex's RichPromptTemplate, whose {{% chat %}} blocks "
+                                   "are rendered by its banks library, which flipgate does not run: name "
+                                   "its messages with generator.messages (a Jinja2 template each)")
     fmt = _format(module, call, name, library)
     if cls == "PromptTemplate" and method in (None, "from_template"):
         template = call.args[0] if call.args else _kw(call, "template")
@@ -309,14 +325,26 @@ def _prompt_object(module: Module, call: ast.Call, name: str, depth: int) -> Rea
     if cls == "ChatPromptTemplate" and method == "from_template" and library == LANGCHAIN:
         return Read(parts=(_part(module, "user", call.args[0], fmt, name, depth),), chat=True)
     if cls == "ChatPromptTemplate":
-        items = call.args[0] if call.args else (_kw(call, "messages") or _kw(call, "message_templates"))
+        items = _resolve(module, call.args[0] if call.args else (_kw(call, "messages")
+                                                                 or _kw(call, "message_templates")))
         if not isinstance(items, (ast.List, ast.Tuple)):
             raise module.problem(call, f"{name}: the messages of {'.'.join(tail[-2:])}(...) are "
                                        "not a list written in the call; write them as one, or name them "
                                        "with generator.messages")
-        parts = tuple(_message(module, item, name, fmt, library, depth) for item in items.elts)
+        parts = tuple(_message(module, _resolve(module, item) or item, name, fmt, library, depth)
+                      for item in items.elts)
         return Read(parts=parts, chat=True)
     return None
+
+
+def _resolve(module: Module, node: ast.expr | None) -> ast.expr | None:
+    """A module-level name followed to the value it was assigned (a list of messages, one
+    message built at the module level)."""
+    for _ in range(MAX_DEPTH):
+        if not (isinstance(node, ast.Name) and node.id in module.assigned):
+            break
+        node = module.assigned[node.id]
+    return node
 
 
 def _format(module: Module, call: ast.Call, name: str, library: str) -> str:
