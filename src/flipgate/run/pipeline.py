@@ -335,11 +335,18 @@ def _form_change(detected: Detected, *, config: Config, config_path: str, head_k
         relevant.append(config_path)
     if config.generator_options.form in (FORM_PYTHON, FORM_MESSAGES) and base_generator is not None:
         before, after = base_generator.prompty, head_generator.prompty
-        if (before.template, before.system, before.chat) == (after.template, after.system, after.chat):
+        if _values_read(before) == _values_read(after):
             files = {after.path, *([after.system_path] if after.system_path else []),
                      *(part.path for part in after.chat if part.path.endswith(".py"))}
             relevant = [p for p in relevant if p not in files]
     return dataclasses.replace(detected, relevant=relevant)
+
+
+def _values_read(prompty: Prompty) -> tuple[object, ...]:
+    """What a Python generator reads from its files: the texts, roles and formats (not where
+    in the file they stand)."""
+    return (prompty.template, prompty.system, tuple((p.role, p.text, p.format, p.path, p.placeholder,
+                                                     p.optional) for p in prompty.chat))
 
 
 def _plan_command(git_repo: Repo, base_ref: Ref, head_ref: Ref, inputs: Inputs, *,
