@@ -40,6 +40,7 @@ except ImportError:
 from jinja2.sandbox import SandboxedEnvironment  # noqa: E402
 
 from flipgate.errors import InputError  # noqa: E402
+
 from support.rag_corpus import flipgate_messages  # noqa: E402
 
 
