@@ -43,6 +43,12 @@ def make_repo(tmp_path: Path, files: dict[str, str]) -> GitRepo:
 run = run_base_head
 
 
+def creative_request(server: FakeOpenAI) -> dict:
+    """The head's request for the refund case (its prompt asks the model to be creative)."""
+    return next(r.body for r in server.chat_requests("generation")
+                if "creative" in json.dumps(r.body) and "Refunds" in json.dumps(r.body))
+
+
 @pytest.fixture
 def server(openai_server: FakeOpenAI, monkeypatch: pytest.MonkeyPatch) -> FakeOpenAI:
     monkeypatch.setenv("GITHUB_TOKEN", "test-github-token")  # GitHub Models' key, where it is read
@@ -147,8 +153,7 @@ def test_a_python_constant_is_gated_by_its_value_not_by_the_rest_of_its_file(
     result, report = run(repo, tmp_path)
     assert result.exit_code == 1, result.output
     assert report["change"]["files"] == ["app/prompts.py"]
-    sent = next(r.body for r in server.chat_requests("generation")
-                if "creative" in json.dumps(r.body) and "Refunds" in json.dumps(r.body))
+    sent = creative_request(server)
     assert sent["messages"] == [{"role": "user", "content": "Be creative, use the context to answer.\n"
                                                             f"Context: {CASES[0]['context']}\n"
                                                             f"Question: {CASES[0]['query']}\n"}]
@@ -182,8 +187,7 @@ def test_a_langchain_chat_prompt_sends_its_messages_and_the_question(server: Fak
     repo.commit({"app/chain.py": CHAIN_FILE.replace("Use the context", "Be creative, use the context")})
     result, report = run(repo, tmp_path)
     assert result.exit_code == 1, result.output
-    sent = next(r.body for r in server.chat_requests("generation")
-                if "creative" in json.dumps(r.body) and "Refunds" in json.dumps(r.body))
+    sent = creative_request(server)
     assert sent["messages"] == [
         {"role": "system", "content": "Be creative, use the context to answer. Cite it as [${number}].\n"
                                       f"Context: {CASES[0]['context']}"},
@@ -208,8 +212,7 @@ def test_messages_around_a_template_are_sent_in_order_rendered_with_the_apps_jin
     result, report = run(repo, tmp_path)
     assert result.exit_code == 1, result.output
     assert report["change"]["files"] == ["app/prompts.py"]
-    sent = next(r.body for r in server.chat_requests("generation")
-                if "creative" in json.dumps(r.body) and "Refunds" in json.dumps(r.body))
+    sent = creative_request(server)
     assert sent["messages"] == [{"role": "system", "content": "Be creative."},
                                 {"role": "system", "content": f"Context: {CASES[0]['context']}\n"},
                                 {"role": "user", "content": CASES[0]["query"]}]

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import posixpath
 import re
 import textwrap
 from dataclasses import dataclass, field
@@ -148,12 +149,24 @@ def _named(module: Module, name: str, node: ast.AST | None, what: str) -> ast.ex
         return module.assigned[name]
     if name in module.imported:
         origin = module.imported[name]
-        file = origin.rpartition(".")[0].lstrip(".").replace(".", "/") + ".py"
         raise module.problem(node, f"{what} reads {name}, imported from {origin.rpartition('.')[0]}: "
                                    f"flipgate reads one file without running it, so name it where it "
-                                   f"is written (generator.python: {file}:{origin.rpartition('.')[2]})")
+                                   f"is written (generator.python: {_file_of(module, origin.rpartition('.')[0])}:"
+                                   f"{origin.rpartition('.')[2]})")
     raise module.problem(node, f"assigns no {name} at the module level (a prompt or string "
                                "constant flipgate can read without running the code)")
+
+
+def _file_of(module: Module, dotted: str) -> str:
+    """The file a module name most likely is: a relative import beside the importing file."""
+    level = len(dotted) - len(dotted.lstrip("."))
+    path = dotted.lstrip(".").replace(".", "/") + ".py"
+    if level == 0:
+        return path
+    base = posixpath.dirname(module.path)
+    for _ in range(level - 1):
+        base = posixpath.dirname(base)
+    return posixpath.join(base, path)
 
 
 def _what(value: ast.expr) -> str:
@@ -230,10 +243,10 @@ def _built(module: Module, value: ast.expr, name: str, depth: int) -> str:
         return "".join(out)
     if isinstance(value, ast.Attribute) and isinstance(value.value, ast.Name) \
             and value.value.id in module.imported:
-        origin = module.imported[value.value.id].lstrip(".")
+        origin = module.imported[value.value.id]
         raise module.problem(value, f"{name} reads {ast.unparse(value)}, from the module {origin}: "
                                     "flipgate reads one file without running it, so name it where it "
-                                    f"is written (generator.python: {origin.replace('.', '/')}.py:{value.attr})")
+                                    f"is written (generator.python: {_file_of(module, origin)}:{value.attr})")
     if isinstance(value, ast.BinOp) and isinstance(value.op, ast.Add):
         return _text(module, value.left, name, depth + 1) + _text(module, value.right, name, depth + 1)
     if isinstance(value, ast.Call) and not value.keywords and len(value.args) <= 1:
