@@ -161,3 +161,15 @@ def test_a_chat_prompt_reading_no_field_is_pointed_at_generator_messages() -> No
               "P = ChatPromptTemplate.from_messages([('system', 'Be brief.')])\n")
     said = _refusal(read(source, "P"))
     assert "generator.messages" in said and "generator.format" not in said
+
+
+def test_a_message_naming_a_prompt_object_renders_in_the_objects_own_format() -> None:
+    source = ('from llama_index.core import PromptTemplate\n'
+              'SYSTEM = PromptTemplate("Answer about {category}; keep {{braces}}.")\n')
+    prompty = read_generator(source.encode(), path="app/chain.py", source="app/chain.py@abc",
+                             spec=FormSpec(form="messages", messages=(("system", "python", "app/chain.py:SYSTEM"),
+                                                                      ("user", "text", "{question}"))),
+                             read=lambda p: source.encode() if p == "app/chain.py" else None)
+    assert sent(prompty, {**VALUES, "category": "refunds"}) == [
+        {"role": "system", "content": "Answer about refunds; keep {{braces}}."},   # LlamaIndex's rules
+        {"role": "user", "content": "How long for a refund?"}]

@@ -1,12 +1,13 @@
 """Form 4: `generator.messages`, the messages around a template for an application that
 builds its chat in code flipgate cannot read: each message a role and a Python name
 (`FILE.py:NAME`), a template file, or inline text, rendered in `generator.format` (unset:
-fstring for a name and for text, jinja for a template file) and sent in order, never split."""
+fstring for a name and for text, jinja for a template file; a prompt object's own format for
+a name that holds one) and sent in order, never split."""
 
 from __future__ import annotations
 
 from flipgate.errors import InputError, Problem, SecurityError
-from flipgate.prompty.forms.python_source import constant
+from flipgate.prompty.forms.python_source import named_text
 from flipgate.prompty.forms.spec import FileReader, FormSpec
 from flipgate.prompty.forms.templates import FORMATS, chat_outline, check_part
 from flipgate.prompty.frontmatter import Prompty
@@ -42,10 +43,10 @@ def read(data: bytes, *, path: str, source: str, spec: FormSpec, read: FileReade
                 raise SecurityError(Problem(where, None, f"is {len(raw):,} bytes; a message's file may "
                                                          f"be at most {max_bytes:,} bytes"))
             text = decode_utf8(raw, where)
+            line, own = 1, None
             if kind == "python":
-                text, line = constant(text, value.partition(".py:")[2], source=where, path=file)
-            else:
-                line = 1
+                text, line, own = named_text(text, value.partition(".py:")[2], source=where, path=file)
+            fmt = own or fmt
             part = ChatPart(role=role, text=text, format=fmt, path=file, source=where, line=line)
         check_part(part)
         parts.append(part)

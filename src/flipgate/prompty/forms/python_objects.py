@@ -133,13 +133,14 @@ def read_target(module: Module, target: str) -> Read:
     raise module.problem(value, f"the dict {name} has no entry {key} written in it")
 
 
-def read_text(module: Module, target: str) -> tuple[str, int]:
-    """A name that must hold text (a system message, a message of generator.messages)."""
+def read_text(module: Module, target: str) -> tuple[str, int, str | None]:
+    """A name that must hold one text (a system message, a message of generator.messages):
+    (the text, its line, the format its object fixes; None: the configured one)."""
     read = read_target(module, target)
-    if read.text is not None and read.format is None:
-        return read.text, read.line
+    if read.text is not None:
+        return read.text, read.line, read.format
     if len(read.parts) == 1 and read.parts[0].format != TEXT and read.parts[0].placeholder is None:
-        return read.parts[0].text, read.parts[0].line
+        return read.parts[0].text, read.parts[0].line, read.parts[0].format
     raise module.problem(None, f"{target} is a prompt of several messages, not one text: name it "
                                "as generator.python")
 
