@@ -18,6 +18,7 @@ PYTHON_TARGET = re.compile(r"[^:]+\.py:[A-Za-z_]\w*(?:\.[A-Za-z_]\w*|\[(?:\"[^\"
 MESSAGE_ROLES = ("system", "user", "assistant")
 MESSAGE_KINDS = ("python", "template", "text")
 JINJA_KEYS = ("trim_blocks", "lstrip_blocks", "keep_trailing_newline")
+MAX_MESSAGES = 50   # a chat the application builds; each message's file at most 512 KB
 COMMAND_ONLY = ("setup", "env", "timeout", "watch")
 # Variables `generator.env` may never list: the runner's tokens and the action's inputs.
 COMMAND_ENV_REFUSED = ("GITHUB_", "INPUT_", "ACTIONS_", "RUNNER_")
@@ -66,8 +67,9 @@ def check_form(values: dict[Any, Any], where: tuple[str, ...], problem: Report) 
 
 def _check_messages(value: Any, where: tuple[str, ...], problem: Report) -> None:
     dotted = ".".join(where)
-    if not isinstance(value, list) or not value:
-        problem(where, f"'{dotted}' must be a list of messages, each {{role, python | template | text}}")
+    if not isinstance(value, list) or not value or len(value) > MAX_MESSAGES:
+        problem(where, f"'{dotted}' must be a list of 1 to {MAX_MESSAGES} messages, each "
+                       "{role, python | template | text}")
         return
     for index, item in enumerate(value):
         here = (*where, str(index))

@@ -32,6 +32,7 @@ from flipgate.errors import InputError, Problem
 from flipgate.prompty.parts import TEXT, ChatPart
 
 MAX_DEPTH = 64
+_TOO_DEEP = "{name} is built from names or parts nested more than " + str(MAX_DEPTH) + " deep; refused"
 MAX_TEXT = 512_000   # characters one name may build: a template file's own cap (sandbox.Limits)
 TARGET = re.compile(r"(?P<name>[A-Za-z_]\w*)(?:\.(?P<attr>[A-Za-z_]\w*)|\[(?P<key>\"[^\"]*\"|'[^']*')\])?")
 LANGCHAIN, LLAMAINDEX = "LangChain", "LlamaIndex"
@@ -179,7 +180,7 @@ def _what(value: ast.expr) -> str:
 def _value(module: Module, value: ast.expr, name: str, depth: int) -> Read:
     """`value` as text or a prompt object."""
     if depth > MAX_DEPTH:
-        raise module.problem(value, f"{name}: names refer to each other too deeply")
+        raise module.problem(value, _TOO_DEEP.format(name=name))
     hub = _hub_call(value)
     if hub is not None:
         raise module.problem(value, f"{name} is pulled from a prompt hub when the code runs "
@@ -219,7 +220,7 @@ def _text(module: Module, value: ast.expr, name: str, depth: int) -> str:
 
 def _built(module: Module, value: ast.expr, name: str, depth: int) -> str:
     if depth > MAX_DEPTH:
-        raise module.problem(value, f"{name}: names refer to each other too deeply")
+        raise module.problem(value, _TOO_DEEP.format(name=name))
     if isinstance(value, ast.Constant):
         if isinstance(value.value, str):
             return value.value
