@@ -43,6 +43,12 @@ def make_repo(tmp_path: Path, files: dict[str, str]) -> GitRepo:
 run = run_base_head
 
 
+def creative_request(server: FakeOpenAI) -> dict:
+    """The head's request for the refund case (its prompt asks the model to be creative)."""
+    return next(r.body for r in server.chat_requests("generation")
+                if "creative" in json.dumps(r.body) and "Refunds" in json.dumps(r.body))
+
+
 @pytest.fixture
 def server(openai_server: FakeOpenAI, monkeypatch: pytest.MonkeyPatch) -> FakeOpenAI:
     monkeypatch.setenv("GITHUB_TOKEN", "test-github-token")  # GitHub Models' key, where it is read
@@ -147,8 +153,66 @@ def test_a_python_constant_is_gated_by_its_value_not_by_the_rest_of_its_file(
     result, report = run(repo, tmp_path)
     assert result.exit_code == 1, result.output
     assert report["change"]["files"] == ["app/prompts.py"]
-    sent = next(r.body for r in server.chat_requests("generation")
-                if "creative" in json.dumps(r.body) and "Refunds" in json.dumps(r.body))
+    sent = creative_request(server)
     assert sent["messages"] == [{"role": "user", "content": "Be creative, use the context to answer.\n"
                                                             f"Context: {CASES[0]['context']}\n"
                                                             f"Question: {CASES[0]['query']}\n"}]
+
+
+CHAIN_FILE = '''from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
+
+SYSTEM = """Use the context to answer. Cite it as [${{number}}].
+Context: {context}"""
+
+QA_CHAT = ChatPromptTemplate.from_messages([
+    ("system", SYSTEM),
+    MessagesPlaceholder("history", optional=True),
+    ("human", "{question}"),
+])
+
+
+def chain(llm):
+    return QA_CHAT | llm
+'''
+
+
+def test_a_langchain_chat_prompt_sends_its_messages_and_the_question(server: FakeOpenAI,
+                                                                       tmp_path: Path) -> None:
+    generator = ("generator:\n  python: app/chain.py:QA_CHAT\n  model: gpt-4.1-mini\n"
+                 "  variables: {question: query}\n")
+    repo = make_repo(tmp_path, {".flipgate.yml": config(generator), "app/chain.py": CHAIN_FILE})
+    repo.commit({"app/chain.py": CHAIN_FILE.replace("def chain(llm):", "def chain(llm):  # unrelated")})
+    result, report = run(repo, tmp_path)
+    assert result.exit_code == 0 and report["conclusion"] == "skipped", result.output
+    repo.commit({"app/chain.py": CHAIN_FILE.replace("Use the context", "Be creative, use the context")})
+    result, report = run(repo, tmp_path)
+    assert result.exit_code == 1, result.output
+    sent = creative_request(server)
+    assert sent["messages"] == [
+        {"role": "system", "content": "Be creative, use the context to answer. Cite it as [${number}].\n"
+                                      f"Context: {CASES[0]['context']}"},
+        {"role": "user", "content": CASES[0]["query"]}]
+
+
+SYSTEM_FILE = 'SYSTEM_PROMPT = "Use the context only."\n\ndef unrelated():\n    return 1\n'
+RULES = "  {% if category %}\nContext: {{ context }}\n  {% endif %}\n"   # Jinja2's defaults would keep both tag lines
+
+
+def test_messages_around_a_template_are_sent_in_order_rendered_with_the_apps_jinja_settings(
+        server: FakeOpenAI, tmp_path: Path) -> None:
+    generator = ("generator:\n  messages:\n    - {role: system, python: app/prompts.py:SYSTEM_PROMPT}\n"
+                 "    - {role: system, template: prompts/rules.j2}\n    - {role: user, text: '{query}'}\n"
+                 "  jinja: {trim_blocks: true, lstrip_blocks: true}\n  model: gpt-4.1-mini\n")
+    repo = make_repo(tmp_path, {".flipgate.yml": config(generator), "app/prompts.py": SYSTEM_FILE,
+                                "prompts/rules.j2": RULES})
+    repo.commit({"app/prompts.py": SYSTEM_FILE.replace("return 1", "return 2")})
+    result, report = run(repo, tmp_path)
+    assert result.exit_code == 0 and report["conclusion"] == "skipped", result.output
+    repo.commit({"app/prompts.py": SYSTEM_FILE.replace("Use the context only.", "Be creative.")})
+    result, report = run(repo, tmp_path)
+    assert result.exit_code == 1, result.output
+    assert report["change"]["files"] == ["app/prompts.py"]
+    sent = creative_request(server)
+    assert sent["messages"] == [{"role": "system", "content": "Be creative."},
+                                {"role": "system", "content": f"Context: {CASES[0]['context']}\n"},
+                                {"role": "user", "content": CASES[0]["query"]}]

@@ -68,3 +68,22 @@ def test_init_refuses_a_python_file_without_a_name_and_an_untracked_template(tmp
         assert result.exit_code == 2 and "is not a tracked .prompty file" in result.stderr
         assert "FILE.py:NAME" in result.stderr
     assert not (repo.path / ".flipgate.yml").exists()
+
+
+CHAIN = ('from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder\n'
+         'QA_CHAT = ChatPromptTemplate.from_messages([("system", "Context: {context}"),\n'
+         '    MessagesPlaceholder("chat_history"), ("human", "{question}")])\n')
+
+
+def test_init_names_a_langchain_chat_prompt_without_a_format_it_would_refuse(tmp_path) -> None:
+    repo = GitRepo.create(tmp_path / "repo")
+    repo.commit({"app/chain.py": CHAIN})
+    result = init(repo, "--generator", "app/chain.py:QA_CHAT")
+    assert result.exit_code == 0, result.output
+    config, case = written(repo)
+    assert "format" not in config["generator"] and case["chat_history"] == []
+    repo.commit({".flipgate.yml": (repo.path / ".flipgate.yml").read_text(),
+                 "eval/cases.jsonl": (repo.path / "eval/cases.jsonl").read_text()})
+    ran = CliRunner().invoke(cli, ["run", "--repo", str(repo.path), "--base", "HEAD", "--head", "HEAD",
+                                   "--out", str(tmp_path / "out")])
+    assert ran.exit_code == 0, ran.output + ran.stderr

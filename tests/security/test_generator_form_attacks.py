@@ -127,3 +127,28 @@ def test_a_template_that_reads_no_case_field_is_refused(openai_server: FakeOpenA
     assert result.exit_code == 2, result.output
     assert f"{path}@" in result.stderr and "reads no field of the cases" in result.stderr and said in result.stderr
     assert openai_server.requests == []
+
+
+def test_constants_that_double_each_other_are_refused_before_they_build_gigabytes(
+        openai_server: FakeOpenAI, tmp_path: Path) -> None:
+    # 50 ** 10 copies from ten short lines: each name is the one before it, fifty times
+    doubling = 'A0 = "x{query}"\n' + "".join(f'A{n} = f"{{A{n - 1}}}' * 1 + f"{{A{n - 1}}}" * 49 + '"\n'
+                                             for n in range(1, 11))
+    repo = make_repo(tmp_path, {".flipgate.yml": config("generator:\n  python: app/prompts.py:A10\n  model: m\n"),
+                                "app/prompts.py": doubling})
+    repo.commit({"app/prompts.py": doubling.replace("x{query}", "y{query}")})
+    result = run(repo, tmp_path)
+    assert result.exit_code == 2, result.output
+    assert "app/prompts.py@" in result.stderr and "characters" in result.stderr
+    assert "memory" not in result.stderr and "took longer" not in result.stderr   # refused, not killed
+    assert openai_server.requests == []
+
+
+def test_a_message_file_outside_the_repository_is_refused(openai_server: FakeOpenAI, tmp_path: Path) -> None:
+    generator = ("generator:\n  messages:\n    - {role: system, template: ../outside.md}\n"
+                 "    - {role: user, python: app/prompts.py:ANSWER}\n  model: m\n")
+    repo = make_repo(tmp_path, {".flipgate.yml": config(generator), "app/prompts.py": CONSTANT})
+    repo.commit({"app/prompts.py": CONSTANT.replace("Context", "Ctx")})
+    result = run(repo, tmp_path)
+    assert result.exit_code == 2 and "security:" in result.output + result.stderr
+    assert openai_server.requests == []

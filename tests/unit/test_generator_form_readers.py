@@ -168,11 +168,27 @@ def test_a_constant_is_read_without_running_its_file(source: str, value: str) ->
     assert prompty.template == value and prompty.form == "python"
 
 
+@pytest.mark.parametrize(("source", "value"), [
+    ('X = "Be brief."\nANSWER = f"{X} {{query}}"\n', "Be brief. {query}"),
+    ('import textwrap\nANSWER = textwrap.dedent("""\n  {query}""")\n', "\n{query}"),
+    ('OTHER = "  {query} "\nANSWER = OTHER.strip()\n', "{query}"),
+    ('A = "a "\nANSWER = A + "{query}"\n', "a {query}"),
+    ('class Prompts:\n    ANSWER = "{query}"\nANSWER = Prompts.ANSWER\n', None),
+])
+def test_text_built_from_constants_is_read_as_the_code_would_build_it(source: str, value: str | None) -> None:
+    if value is None:   # an attribute of a class is named as Class.NAME, never followed
+        with pytest.raises(InputError):
+            read(source, PY)
+        return
+    assert read(source, PY).template == value
+
+
 @pytest.mark.parametrize(("source", "line", "said"), [
-    ('X = "q"\nANSWER = f"{X} {{query}}"\n', 2, "an f-string with expressions"),
-    ('ANSWER = textwrap.dedent("""\n  {query}""")\n', 1, "a call (textwrap.dedent(...))"),
-    ('ANSWER = OTHER\n', 1, "another name (OTHER)"),
-    ('ANSWER = "a" + "{query}"\n', 1, "joins strings with an operator (Add)"),
+    ('import user\nANSWER = f"{user.name} {{query}}"\n', 2, "an f-string whose field {user.name}"),
+    ('ANSWER = build("{query}")\n', 1, "a call (build(...)) flipgate does not know"),
+    ('ANSWER = OTHER\n', 1, "assigns no OTHER at the module level"),
+    ('from app.texts import OTHER\nANSWER = OTHER\n', 2, "imported from app.texts"),
+    ('ANSWER = "{query}" * 2\n', 1, "built with an operator (Mult)"),
     ('ANSWER = b"{query}"\n', 1, "is a bytes, not a string"),
     ('if True:\n    ANSWER = "{query}"\n', None, "assigns no ANSWER at the module level"),
     ('ANSWER = "unclosed\n', 1, "is not valid Python"),

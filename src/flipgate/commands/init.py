@@ -69,16 +69,21 @@ def _template_keys(path: str, constant: str | None, data: bytes, *, root: Path, 
     suffix = posixpath.splitext(path)[1].lower()
     fmt = ("fstring" if constant else "mustache" if suffix in (".mustache", ".hbs")
            else "jinja" if suffix in (".j2", ".jinja", ".jinja2") else "fstring")
-    spec = FormSpec(form="python" if constant else "template", format=fmt, constant=constant)
+    # a Python name's format is fstring unless it holds a prompt object, which fixes its own
+    spec = FormSpec(form="python" if constant else "template", format=None if constant else fmt,
+                    constant=constant)
     inspected = inspect_isolated(data, path=path, source=path, repo=root, sha=tree, environ=environ,
                                  form=spec)
     names = inspected.names or frozenset()
     variables = template_variables(names)
-    keys = [f"format: {fmt}", "model: gpt-4.1-mini  # the model your application calls"]
+    keys = [*([] if inspected.prompty.chat else [f"format: {fmt}"]),
+            "model: gpt-4.1-mini  # the model your application calls"]
     if variables:
         keys.append("variables: {" + ", ".join(f"{n}: {f}" for n, f in variables.items()) + "}"
                     "  # template name: case field")
-    extra = {name: f"<{name}>" for name in sorted(names - set(variables) - {"query", "context"})}
+    histories = {part.placeholder for part in inspected.prompty.chat if part.placeholder}
+    extra: dict[str, Any] = {name: [] if name in histories else f"<{name}>"   # a history: its messages
+                             for name in sorted(names - set(variables) - {"query", "context"})}
     return tuple(keys), extra
 
 

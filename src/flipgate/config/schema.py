@@ -14,6 +14,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from flipgate.config import generator_keys
+from flipgate.config.generator_keys import Message
 from flipgate.config.review_setting import REVIEW_MODES, REVIEW_NONE
 from flipgate.errors import InputError, Problem
 from flipgate.text.parsing import decode_utf8, load_yaml_located
@@ -186,10 +188,12 @@ class EndpointConfig:
 
 # The generator's forms (see prompty/forms): where `generator:` finds the prompt.
 FORM_PROMPTY, FORM_GITHUB, FORM_TEMPLATE, FORM_PYTHON = "prompty", "github", "template", "python"
+FORM_MESSAGES = "messages"
+FORMS_CONFIGURED = (FORM_TEMPLATE, FORM_PYTHON, FORM_MESSAGES)   # the model is .flipgate.yml's
 TEMPLATE_FORMATS = ("jinja", "fstring", "mustache")
 GITHUB_PROMPT_SUFFIXES = (".prompt.yml", ".prompt.yaml")
 # The generator keys a pull request's own .flipgate.yml sets for the head (forms 2 and 3).
-HEAD_GENERATOR_KEYS = ("model", "parameters", "format", "system", "variables")
+HEAD_GENERATOR_KEYS = ("model", "parameters", "format", "system", "variables", "messages", "jinja")
 
 
 @dataclass(frozen=True)
@@ -203,8 +207,6 @@ class CommandConfig:
     timeout: float = 60.0             # seconds a case
 
 
-# Variables `generator.env` may never list: the runner's tokens and the action's inputs.
-COMMAND_ENV_REFUSED = ("GITHUB_", "INPUT_", "ACTIONS_", "RUNNER_")
 
 
 @dataclass(frozen=True)
@@ -221,6 +223,8 @@ class GeneratorOptions:
     parameters: dict[str, Any] = field(default_factory=dict)
     variables: tuple[tuple[str, str], ...] = ()   # template name <- case field
     command: CommandConfig | None = None   # the application's own code as the generator
+    messages: tuple[Message, ...] = ()   # the messages around a template: (role, kind, value)
+    jinja: tuple[tuple[str, bool], ...] = ()   # the app's Jinja2 settings (trim_blocks, ...)
 
 
 @dataclass(frozen=True)
@@ -369,8 +373,9 @@ _SCHEMA: dict[str, Any] = {
     "generator": {
         "path": _is_str,
         "template": _is_str,
-        "python": lambda v: None if isinstance(v, str) and re.fullmatch(r"[^:]+\.py:[A-Za-z_]\w*", v)
-        else "must be FILE.py:NAME (a module-level string constant)",
+        "python": generator_keys.check_python,
+        "messages": None,  # checked by generator_keys.check_form
+        "jinja": generator_keys.check_jinja,
         "format": _one_of(TEMPLATE_FORMATS),
         "system": _is_str,
         "model": _is_str,
@@ -531,8 +536,8 @@ def parse_config(text: str, *, source: str = DEFAULT_CONFIG, directory: str = ".
     for where, form_values in [(("generator",), generator_values),
                                *(((*here, "generator"), v.get("generator")) for _, v, here in suites)]:
         if isinstance(form_values, dict):
-            _check_generator_form(form_values, where, problem)
-            _check_command(form_values, where, problem)
+            generator_keys.check_form(form_values, where, problem)
+            generator_keys.check_command(form_values, where, problem)
     second_values = judge_values.get("second_opinion")
     if isinstance(second_values, dict):
         _check_second_opinion(second_values, judge_values, problem)
@@ -607,24 +612,6 @@ def parse_config(text: str, *, source: str = DEFAULT_CONFIG, directory: str = ".
     )
 
 
-def _check_generator_form(values: dict[Any, Any], where: tuple[str, ...],
-                          problem: Callable[[tuple[str, ...], str], None]) -> None:
-    """The mapping form names one file (path, template or python); a template's keys only
-    with a template or a constant."""
-    named = [key for key in ("path", "template", "python") if key in values]
-    dotted = ".".join(where)
-    if len(named) > 1:
-        problem(where, f"'{dotted}' names {' and '.join(named)}: name one generator "
-                       "(path: a Prompty or .prompt.yml file, template: a template file, "
-                       "python: FILE.py:NAME)")
-    if named in ([], ["path"]):
-        for key in ("format", "system", "model", "parameters"):
-            if key in values:
-                problem((*where, key), f"'{dotted}.{key}' belongs to a template or a string "
-                                       "constant (generator.template or generator.python); a "
-                                       "Prompty or .prompt.yml file names its own model")
-
-
 def generator_form(path: str | None, options: GeneratorOptions) -> str:
     """The form a generator path is read in."""
     if options.form != FORM_PROMPTY:
@@ -643,44 +630,22 @@ def _generator_of(value: Any) -> tuple[str | None, GeneratorOptions]:
                                 setup=value.get("setup"), env=tuple(value.get("env") or ()),
                                 timeout=float(value.get("timeout", CommandConfig.timeout)))
     path, constant, form = value.get("path"), None, FORM_PROMPTY
+    messages = generator_keys.messages_of(value.get("messages"))
     if "template" in value:
         path, form = value["template"], FORM_TEMPLATE
     elif "python" in value:
-        path, _, constant = value["python"].rpartition(":")
+        path, constant = generator_keys.split_python(value["python"])
         form = FORM_PYTHON
+    elif (first := generator_keys.first_file(messages)) is not None:
+        path, form = first[1], FORM_MESSAGES
     options = GeneratorOptions(
         endpoint=EndpointConfig(**{k: str(v) for k, v in endpoint.items()}) if endpoint else None,
         strict_undefined=value.get("strict_undefined", True), form=form, constant=constant,
         format=value.get("format"), system=value.get("system"), model=value.get("model"),
         parameters=dict(value.get("parameters") or {}),
-        variables=tuple((value.get("variables") or {}).items()), command=command)
+        variables=tuple((value.get("variables") or {}).items()), command=command,
+        messages=messages, jinja=tuple((value.get("jinja") or {}).items()))
     return path, replace(options, form=generator_form(path, options))
-
-
-_COMMAND_ONLY = ("setup", "env", "timeout", "watch")
-
-
-def _check_command(values: dict[Any, Any], here: tuple[str, ...],
-                   problem: Callable[[tuple[str, ...], str], None]) -> None:
-    """`generator.command` and its keys: `watch` required, no file beside it, no runner token."""
-    dotted = ".".join(here)
-    if "command" not in values:
-        for key in _COMMAND_ONLY:
-            if key in values:
-                problem((*here, key), f"'{dotted}.{key}' belongs to '{dotted}.command' (the "
-                                      "application's own code as the generator), which is not set")
-        return
-    for other in ("path", "template", "python"):
-        if other in values:
-            problem((*here, other), f"'{dotted}' has both '{other}' and 'command': name one generator")
-    if not values.get("watch"):
-        problem((*here, "command"), f"'{dotted}.watch' is required with 'command': the paths "
-                                    "whose change is a change of the application's answers")
-    for name in values.get("env") or ():
-        if isinstance(name, str) and name.upper().startswith(COMMAND_ENV_REFUSED):
-            problem((*here, "env"), f"'{dotted}.env' may not list {name}: the runner's tokens "
-                                    f"and inputs ({', '.join(p + '*' for p in COMMAND_ENV_REFUSED)}) "
-                                    "never reach the application's code")
 
 
 _Entry = tuple[str, dict[Any, Any], tuple[str, ...]]  # name, settings, where in the file

@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from flipgate.config.schema import COMMAND_ENV_REFUSED, CommandConfig
+from flipgate.config.generator_keys import COMMAND_ENV_REFUSED
+from flipgate.config.schema import CommandConfig
 from flipgate.confine import (
     chunks,
     command_account,

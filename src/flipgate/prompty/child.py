@@ -35,6 +35,7 @@ from flipgate.git import repository as gitrefs
 from flipgate.model import Case
 from flipgate.prompty.forms import FormSpec, names_read, prompty_file, read_generator
 from flipgate.prompty.frontmatter import InputSpec, Prompty, data_files
+from flipgate.prompty.parts import ChatPart
 from flipgate.prompty.references import has_sample, sample_values
 from flipgate.prompty.render import Rendered, referenced_files, refuse_missing, render_values
 from flipgate.prompty.sandbox import Limits
@@ -189,6 +190,7 @@ def _prompty_from_json(fields: dict[str, Any]) -> Prompty:
     fields["aliases"] = {tuple(k): tuple(v) for k, v in fields["aliases"]}
     fields["inputs"] = tuple(InputSpec(**spec) for spec in fields["inputs"])
     fields["messages"] = tuple((role, content) for role, content in fields["messages"])
+    fields["chat"] = tuple(ChatPart(**part) for part in fields.get("chat", ()))
     return Prompty(**fields)
 
 
@@ -233,7 +235,7 @@ def _job(request: dict[str, Any], limits: Limits) -> dict[str, Any]:
     def read(path: str) -> bytes | None:
         return gitrefs.read(repo, sha, path)
 
-    spec = FormSpec(**request.get("form", {}))
+    spec = FormSpec.from_json(request.get("form", {}))
     data = request["text"].encode("utf-8", "surrogateescape")
     extra_files: set[str] = set()
     if spec.form == "prompty":

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from flipgate.errors import InputError, Problem, SecurityError
+from flipgate.prompty.parts import ChatPart
 from flipgate.text.parsing import decode_utf8, load_yaml_located
 
 FORMATS = ("jinja2", "mustache")
@@ -88,6 +89,10 @@ class Prompty:
     system: str | None = None
     system_path: str | None = None
     variables: Mapping[str, str] = field(default_factory=dict)
+    # A chat prompt as the application builds it (a prompt object, `generator.messages`):
+    # its messages in order, each rendered in its own format; and `generator.jinja`.
+    chat: tuple[ChatPart, ...] = ()
+    jinja: Mapping[str, bool] = field(default_factory=dict)
 
     @property
     def body(self) -> str:

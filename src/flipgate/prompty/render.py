@@ -28,6 +28,7 @@ reference's (which drops the front matter and the blank lines after it).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
@@ -35,7 +36,7 @@ from typing import Any
 
 from flipgate.errors import InputError, Problem, SecurityError
 from flipgate.model import Case
-from flipgate.prompty.forms import fstring, github_models
+from flipgate.prompty.forms import fstring, github_models, substitute
 from flipgate.prompty.frontmatter import Prompty, split_front_matter
 from flipgate.prompty.messages import (
     DATA_MARK,
@@ -47,6 +48,7 @@ from flipgate.prompty.messages import (
     split_v2,
     thread_marks,
 )
+from flipgate.prompty.parts import TEXT, ChatPart, keys
 from flipgate.prompty.sandbox import Limits, Refused, check_template, make_environment
 from flipgate.text.parsing import decode_utf8
 
@@ -173,6 +175,9 @@ class _RefLoader:
         self.sources: dict[str, str] = {main.path: renderable_body(main) if main.form == "prompty"
                                         else main.template}
         self.system_name = system_name(main)
+        for part, key in zip(main.chat, keys(main.chat), strict=True):
+            if part.placeholder is None:
+                self.sources[key] = part.text
         if main.system is not None and self.system_name is not None:
             self.sources[self.system_name] = main.system
         self.raw: dict[str, bytes | None] = {}
@@ -219,7 +224,17 @@ def referenced_files(prompty: Prompty, *, read: Reader, limits: Limits = Limits(
     """
     from jinja2 import TemplateSyntaxError, meta
 
-    if prompty.format in ("mustache", "fstring", "github"):  # nothing else is ever read
+    if prompty.chat:  # each message's file, and what its Jinja2 templates include
+        files, complete = {prompty.path} | {p.path for p in prompty.chat if p.path}, True
+        for part in prompty.chat:
+            if part.format == "jinja2" and part.placeholder is None:
+                alone = dataclasses.replace(prompty, chat=(), path=part.path or part.source, text=part.text,
+                                            template=part.text, form="template", format="jinja2")
+                more, done = referenced_files(alone, read=read, limits=limits)
+                files |= more - ({part.source} if not part.path else set())
+                complete = complete and done
+        return frozenset(files), complete
+    if prompty.format in ("mustache", "fstring", "github", "dollar", "llamaindex"):  # nothing else is read
         return frozenset({prompty.path} | ({prompty.system_path} if prompty.system_path else set())), True
     env = make_environment(None, limits)
     found: dict[str, bool] = {}
@@ -397,26 +412,42 @@ def _messages(prompty: Prompty, text: str, *, values: Mapping[str, Any], marks: 
     return expand_rich_inputs(messages, marks, values, prompty.rich_inputs)
 
 
-def _engine(prompty: Prompty, name: str, loader: _RefLoader, *, limits: Limits, strict: bool,
-            seen: set[str]) -> Callable[[Mapping[str, Any]], str]:
-    """The render of one template of the generator (its body, or its system message)."""
-    source = loader.sources[name]
-    if prompty.format == "fstring":
-        fields = fstring.parse(source, source=name,
-                               first_line=prompty.key_lines.get(("template",), 1) if name == prompty.path else 1)
+def jinja_options(prompty: Prompty) -> dict[str, bool]:
+    """Jinja2's whitespace settings for the generator: `generator.jinja` over the form's own
+    default (a Prompty v2 body keeps its final newline, as its runtime does; everything else
+    renders with Jinja2's defaults, which drop it)."""
+    keep = prompty.version == 2 if prompty.form == "prompty" else False
+    return {"trim_blocks": False, "lstrip_blocks": False, "keep_trailing_newline": keep,
+            **prompty.jinja}
 
-        def render_fstring(variables: Mapping[str, Any]) -> str:
-            text = fstring.render(fields, variables, path=name, strict=strict, seen=seen)
+
+def _engine(prompty: Prompty, name: str, loader: _RefLoader, *, limits: Limits, strict: bool,
+            seen: set[str], fmt: str | None = None, first_line: int = 1,
+            where: str | None = None) -> Callable[[Mapping[str, Any]], str]:
+    """The render of one template of the generator (its body, its system message, or one
+    message of a chat, in `fmt`)."""
+    source = loader.sources[name]
+    fmt = fmt or prompty.format
+    if fmt in ("fstring", "dollar", "llamaindex"):
+        if name == prompty.path:
+            first_line = prompty.key_lines.get(("template",), 1)
+        where = where or name
+        fields = fstring.parse(source, source=where, first_line=first_line) if fmt == "fstring" else ()
+        substitute_render = substitute.render_dollar if fmt == "dollar" else substitute.render_llama
+
+        def render_fields(variables: Mapping[str, Any]) -> str:
+            text = (fstring.render(fields, variables, path=where, strict=strict, seen=seen) if fmt == "fstring"
+                    else substitute_render(source, variables, path=where, first_line=first_line,
+                                           strict=strict, seen=seen))
             if len(text) > limits.max_output_chars:
                 raise Refused(f"the rendered prompt is longer than {limits.max_output_chars} characters")
             return text
-        return render_fstring
-    if prompty.format == "mustache":
+        return render_fields
+    if fmt == "mustache":
         return _Mustache(source, strict=strict, limits=limits, seen=seen).render
     undefined = _strict_undefined(seen) if strict else _recording_undefined(seen)
-    env = make_environment(loader.jinja_loader, limits, undefined=undefined,
-                           keep_trailing_newline=prompty.version == 2 or prompty.form != "prompty")
-    if name == prompty.path:
+    env = make_environment(loader.jinja_loader, limits, undefined=undefined, **jinja_options(prompty))
+    if name == prompty.path and not prompty.chat:
         template = _checked_template(prompty, env, loader, limits)
     else:
         try:
@@ -425,6 +456,56 @@ def _engine(prompty: Prompty, name: str, loader: _RefLoader, *, limits: Limits, 
             kind, problem = _classify(exc, loader=loader)
             raise kind(problem) from None
     return lambda variables: _stream(template, variables, limits)
+
+
+HISTORY_ROLES = {"user": "user", "human": "user", "assistant": "assistant", "ai": "assistant",
+                 "system": "system"}
+
+
+def _history(part: ChatPart, raw: Mapping[str, Any], *, strict: bool, seen: set[str],
+             shown: str) -> list[Message]:
+    """A history placeholder's messages: the case field, a list of {role, content}
+    (LangChain's roles human and ai read as user and assistant)."""
+    name = part.placeholder or ""
+    if name not in raw:
+        if strict and not part.optional:
+            raise fstring.MissingName(name, shown, part.line)
+        if not part.optional:
+            seen.add(name)
+        return []
+    value = raw[name]
+    entries = value if isinstance(value, list) else None
+    if entries is None or not all(isinstance(e, dict) and HISTORY_ROLES.get(str(e.get("role"))) is not None
+                                  and isinstance(e.get("content"), str) for e in entries):
+        raise InputError(Problem(shown, part.line, f"the history placeholder reads the case field "
+                                 f"{name!r}, which must be a list of {{role, content}} (roles "
+                                 f"{', '.join(HISTORY_ROLES)})"))
+    return [{"role": HISTORY_ROLES[str(e["role"])], "content": e["content"]} for e in entries]
+
+
+def _chat(prompty: Prompty, loader: _RefLoader, *, limits: Limits, strict: bool,
+          seen: set[str]) -> Callable[[Mapping[str, Any]], list[Message]]:
+    """A chat prompt's messages for one case: each part rendered in its own format and sent
+    as rendered (never split at role lines or stripped), a placeholder's history in its place."""
+    def shown(part: ChatPart) -> str:
+        return part.path if part.path == prompty.path else part.source
+    engines = [None if part.placeholder is not None or part.format == TEXT else
+               _engine(prompty, key, loader, limits=limits, strict=strict, seen=seen,
+                       fmt=part.format, first_line=part.line, where=shown(part))
+               for part, key in zip(prompty.chat, keys(prompty.chat), strict=True)]
+
+    def produce(raw: Mapping[str, Any]) -> list[Message]:
+        messages: list[Message] = []
+        for part, engine in zip(prompty.chat, engines, strict=True):
+            if part.placeholder is not None:
+                messages.extend(_history(part, raw, strict=strict, seen=seen, shown=shown(part)))
+            else:
+                content = part.text if engine is None else engine(dict(raw))
+                messages.append({"role": part.role, "content": content})
+        if sum(len(str(m["content"])) for m in messages) > limits.max_output_chars:
+            raise Refused(f"the rendered prompt is longer than {limits.max_output_chars} characters")
+        return messages
+    return produce
 
 
 def _unmark_all(text: str) -> str:
@@ -459,7 +540,9 @@ def render_values(prompty: Prompty, values: Mapping[str, Mapping[str, Any]], *, 
         return _render_github(prompty, values, limits)
     loader = _RefLoader(prompty, read, limits)
     seen: set[str] = set()
-    render = _engine(prompty, prompty.path, loader, limits=limits, strict=strict_undefined, seen=seen)
+    chat = _chat(prompty, loader, limits=limits, strict=strict_undefined, seen=seen) if prompty.chat else None
+    render = (_engine(prompty, prompty.path, loader, limits=limits, strict=strict_undefined, seen=seen)
+              if chat is None else None)
     system = (None if loader.system_name is None else
               _engine(prompty, loader.system_name, loader, limits=limits, strict=strict_undefined,
                       seen=seen))
@@ -472,8 +555,12 @@ def render_values(prompty: Prompty, values: Mapping[str, Mapping[str, Any]], *, 
         marks = thread_marks(prompty.rich_inputs)
         seen.clear()
         try:
-            text = render(_variables(prompty, raw, marks))
-            split = _messages(prompty, text, values=raw, marks=marks, read=loader.read_cached)
+            if chat is not None:
+                split = chat(raw)
+            else:
+                assert render is not None
+                text = render(_variables(prompty, raw, marks))
+                split = _messages(prompty, text, values=raw, marks=marks, read=loader.read_cached)
             if system is not None:
                 split = [{"role": "system", "content": _unmark_all(system(_variables(prompty, raw, marks)))},
                          *split]

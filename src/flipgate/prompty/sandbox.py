@@ -106,8 +106,10 @@ def _check_build(name: str, base: Any, args: Sequence[Any], kwargs: Mapping[str,
 
 
 def make_environment(loader: Any, limits: Limits, *, undefined: type | None = None,
-                     keep_trailing_newline: bool = True) -> Any:
-    """The hardened sandbox; `undefined` defaults to StrictUndefined."""
+                     keep_trailing_newline: bool = True, trim_blocks: bool = False,
+                     lstrip_blocks: bool = False) -> Any:
+    """The hardened sandbox; `undefined` defaults to StrictUndefined; autoescape is off and the
+    whitespace settings are the application's (`generator.jinja`)."""
     from jinja2 import StrictUndefined
     from jinja2.sandbox import ImmutableSandboxedEnvironment
 
@@ -158,7 +160,8 @@ def make_environment(loader: Any, limits: Limits, *, undefined: type | None = No
             return joined
 
     env = Sandbox(loader=loader, undefined=undefined or StrictUndefined, autoescape=False,
-                  keep_trailing_newline=keep_trailing_newline, auto_reload=False)
+                  keep_trailing_newline=keep_trailing_newline, trim_blocks=trim_blocks,
+                  lstrip_blocks=lstrip_blocks, auto_reload=False)
     for name in _DROPPED_GLOBALS:
         env.globals.pop(name, None)
     for name in ("center", "indent", "replace", "join", "format"):

@@ -26,6 +26,7 @@ from flipgate.config.schema import (
     DEFAULT_CONFIG,
     DEFAULT_OUT_DIR,
     FORM_GITHUB,
+    FORM_MESSAGES,
     FORM_PROMPTY,
     FORM_PYTHON,
     GITHUB_COMMENT_LIMIT,
@@ -327,16 +328,25 @@ def _form_change(detected: Detected, *, config: Config, config_path: str, head_k
                  base_generator: Inspected | None, head_generator: Inspected) -> Detected:
     """What counts as a change beyond changed files: the head's generator keys that differ
     (`head_keys`: a template's or a constant's model, parameters, format, system, variables)
-    count as a change of `.flipgate.yml`; a Python file counts only when its constants' values differ."""
+    count as a change of `.flipgate.yml`; a Python file counts only when the values read from it
+    differ (a constant, a prompt object, the messages' constants)."""
     relevant = list(detected.relevant)
     if head_keys and config_path not in relevant:
         relevant.append(config_path)
-    if config.generator_options.form == FORM_PYTHON and base_generator is not None:
+    if config.generator_options.form in (FORM_PYTHON, FORM_MESSAGES) and base_generator is not None:
         before, after = base_generator.prompty, head_generator.prompty
-        if (before.template, before.system) == (after.template, after.system):
-            files = {after.path, *([after.system_path] if after.system_path else [])}
+        if _values_read(before) == _values_read(after):
+            files = {after.path, *([after.system_path] if after.system_path else []),
+                     *(part.path for part in after.chat if part.path.endswith(".py"))}
             relevant = [p for p in relevant if p not in files]
     return dataclasses.replace(detected, relevant=relevant)
+
+
+def _values_read(prompty: Prompty) -> tuple[object, ...]:
+    """What a Python generator reads from its files: the texts, roles and formats (not where
+    in the file they stand)."""
+    return (prompty.template, prompty.system, tuple((p.role, p.text, p.format, p.path, p.placeholder,
+                                                     p.optional) for p in prompty.chat))
 
 
 def _plan_command(git_repo: Repo, base_ref: Ref, head_ref: Ref, inputs: Inputs, *,

@@ -17,8 +17,8 @@ from typing import Any
 
 from flipgate.config.cases import empty_contexts, parse_cases, require_queries
 from flipgate.config.schema import (
-    FORM_PYTHON,
-    FORM_TEMPLATE,
+    FORM_GITHUB,
+    FORMS_CONFIGURED,
     HEAD_GENERATOR_KEYS,
     Config,
     GeneratorOptions,
@@ -29,7 +29,7 @@ from flipgate.generator.endpoint_lock import LockedPair, check_adopted_config
 from flipgate.git import repository as gitrefs
 from flipgate.git.repository import Git
 from flipgate.model import Case, Change
-from flipgate.prompty import Inspected, inspect_isolated
+from flipgate.prompty import Inspected, Prompty, inspect_isolated
 from flipgate.prompty.forms import FormSpec
 from flipgate.text.escaping import short
 from flipgate.text.parsing import decode_utf8
@@ -225,14 +225,22 @@ def form_spec(config: Config, options: GeneratorOptions) -> FormSpec:
         if ".py:" in options.system:
             file, _, name = options.system.rpartition(":")
         system = gitrefs.safe_path(config.path_of(file), source=config.source) + (f":{name}" if name else "")
-    return FormSpec(form=options.form, format=options.format, constant=options.constant, system=system)
+    messages = []
+    for role, kind, value in options.messages:
+        if kind != "text":
+            file, _, target = value.partition(".py:") if kind == "python" else (value, "", "")
+            safe = gitrefs.safe_path(config.path_of(file + (".py" if target else "")), source=config.source)
+            value = f"{safe}:{target}" if target else safe
+        messages.append((role, kind, value))
+    return FormSpec(form=options.form, format=options.format, constant=options.constant, system=system,
+                    messages=tuple(messages))
 
 
 def configured(inspected: Inspected, options: GeneratorOptions) -> Inspected:
     """The generator with what `.flipgate.yml` adds: `variables` (every form) and, for a
     template or a constant, the model and parameters under test."""
-    changes: dict[str, Any] = {"variables": dict(options.variables)}
-    if options.form in (FORM_TEMPLATE, FORM_PYTHON):
+    changes: dict[str, Any] = {"variables": dict(options.variables), "jinja": dict(options.jinja)}
+    if options.form in FORMS_CONFIGURED:
         changes.update(configuration={"model": options.model} if options.model else {},
                        parameters=dict(options.parameters))
     return dataclasses.replace(inspected, prompty=dataclasses.replace(inspected.prompty, **changes))
@@ -271,7 +279,7 @@ def head_options(repo: Repo, head: Ref, config_path: str, config: Config) -> Gen
     sets `generator.model`, `parameters`, `format`, `system` and `variables` (the generator
     under test); nothing else of it is read. Every other form: the base's settings."""
     options = config.generator_options
-    if options.form not in (FORM_TEMPLATE, FORM_PYTHON):
+    if options.form not in FORMS_CONFIGURED:
         return options
     head_config = read_config(repo, head, gitrefs.safe_path(config_path))
     if head_config is None:
@@ -298,12 +306,27 @@ def refuse_unusable(config: Config, generator: Inspected, cases: Sequence[Case])
         return
     readable = fields | set(prompty.variables)
     if not generator.names & readable:
-        shown = ", ".join(sorted(generator.names)[:5]) or "nothing"
-        raise InputError(Problem(prompty.source, None,
-                                 f"reads no field of the cases (format {prompty.format}; it reads "
-                                 f"{shown}): its placeholders would be sent as they are. Check "
-                                 "generator.format ({name} is fstring, {{ name }} jinja, {{name}} "
-                                 "mustache) or map names with generator.variables"))
+        raise InputError(Problem(prompty.source, None, _reads_nothing(prompty, generator.names)))
+
+
+def _reads_nothing(prompty: Prompty, names: frozenset[str]) -> str:
+    """Why a generator that reads no field of the cases is refused, and what would work for
+    its form: a prompt without a placeholder needs one; names that no case has need mapping."""
+    shown = ", ".join(sorted(names)[:5])
+    if prompty.form == FORM_GITHUB:
+        return ("has no {{name}} a case fills (it reads " + (shown or "no placeholder") + "), so every "
+                "case would send the same messages: write {{query}} and {{context}} where the case's "
+                "question and context go" + (", or map its names with generator.variables" if names else ""))
+    if prompty.chat and not names:
+        return ("is a prompt none of whose messages reads a field of the cases, so every case would "
+                "send the same messages: the question the application adds in code is not in it; "
+                "say it with generator.messages (the prompt, then {role: user, text: \"{query}\"})")
+    if prompty.chat:
+        return (f"reads {shown}, which no case has: map them to the cases' fields with "
+                "generator.variables (name: field)")
+    return (f"reads no field of the cases (format {prompty.format}; it reads {shown or 'nothing'}): "
+            "its placeholders would be sent as they are. Check generator.format ({name} is fstring, "
+            "{{ name }} jinja, {{name}} mustache) or map names with generator.variables")
 
 
 @dataclass(frozen=True)

@@ -3,8 +3,9 @@
 Each reader turns a file's bytes into a `Prompty` (the one shape the rest of
 flipgate renders, locks and compares): `prompty_file` (a Prompty file),
 `github_models` (a GitHub Models `.prompt.yml`), `template_file` (a Jinja2,
-f-string or Mustache template) and `python_constant` (a string constant in a
-Python file, read with the parser). Readers run only in the sandboxed child
+f-string or Mustache template), `python_constant` (a prompt in a Python file, read
+with the parser: text or a LangChain / LlamaIndex prompt object) and `messages_form`
+(`generator.messages`: the messages around a template). Readers run only in the sandboxed child
 (`child.py`); `names_read` says which names a generator's templates read.
 """
 
@@ -13,7 +14,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from flipgate.prompty.forms import github_models, prompty_file, python_constant, template_file, templates
+from flipgate.prompty.forms import (
+    github_models,
+    messages_form,
+    prompty_file,
+    python_constant,
+    template_file,
+    templates,
+)
 from flipgate.prompty.forms.spec import FileReader, FormSpec
 from flipgate.prompty.frontmatter import Prompty
 
@@ -24,6 +32,7 @@ READERS: dict[str, Read] = {
     "github": github_models.read,
     "template": template_file.read,
     "python": python_constant.read,
+    "messages": messages_form.read,
 }
 
 
@@ -44,7 +53,7 @@ class NamesRead:
 def names_read(prompty: Prompty) -> NamesRead:
     if prompty.form == "github":
         return NamesRead(github_models.placeholders(prompty))
-    if prompty.form in ("template", "python"):
+    if prompty.form in ("template", "python", "messages"):
         names = templates.names(prompty)
         return NamesRead(frozenset(), known=False) if names is None else NamesRead(names)
     return NamesRead(frozenset(), known=False)

@@ -1,19 +1,18 @@
-"""Form 3: a string constant in a Python file (`FILE.py:NAME`), read with the parser.
+"""Form 3: a prompt in a Python file (`FILE.py:NAME`), read with the parser, never run.
 
-The file is parsed, never imported or run. NAME must be assigned at the
-module level (the last such assignment counts, as at import) to a string
-literal, adjacent literals, or an f-string without expressions. Anything
-else needs the code to run to have a value, so it is refused in one line
-saying what it is and where: an f-string with expressions, a call (such as
-`textwrap.dedent(...)` or `PromptTemplate(...)`: name the string it is built
-from), another name, strings joined with `+`. The format defaults to fstring.
+NAME (or `NAME["key"]`, `Class.NAME`) holds text, a `string.Template`, or a LangChain or
+LlamaIndex prompt object (`python_objects.py` says which are read and what is refused).
+Text is a template in `generator.format` (fstring by default; `string.Template` fixes
+`$name`) whose role lines split it, as a template file's do. A prompt object is sent as
+its library builds it: its messages in order, each in the object's own format, never split.
 """
 
 from __future__ import annotations
 
-from flipgate.prompty.forms.python_source import constant
+from flipgate.errors import InputError, Problem
+from flipgate.prompty.forms.python_objects import parse_module, read_target
 from flipgate.prompty.forms.spec import FileReader, FormSpec
-from flipgate.prompty.forms.templates import FORMATS, check, read_system
+from flipgate.prompty.forms.templates import FORMATS, chat_outline, check, check_part, read_system
 from flipgate.prompty.frontmatter import Prompty
 from flipgate.text.parsing import decode_utf8
 
@@ -22,10 +21,25 @@ def read(data: bytes, *, path: str, source: str, spec: FormSpec, read: FileReade
          max_bytes: int = 512 * 1024) -> Prompty:
     text = decode_utf8(data, source)
     assert spec.constant is not None
-    value, line = constant(text, spec.constant, source=source)
-    fmt = FORMATS[spec.format or "fstring"]
-    check(value, fmt, source=source, first_line=line)
+    found = read_target(parse_module(text, source=source, path=path), spec.constant)
+    system, system_path = None, None
+    if found.chat:
+        for key, value in (("system", spec.system), ("format", spec.format)):
+            if value is not None:
+                raise InputError(Problem(source, found.parts[0].line if found.parts else None,
+                                         f"{spec.constant} is a prompt object with its own messages and "
+                                         f"format, so generator.{key} does not apply to it: drop it, or "
+                                         "name the messages with generator.messages"))
+        for part in found.parts:
+            check_part(part)
+        fmt = found.parts[0].format if found.parts else "fstring"
+        return Prompty(path=path, source=source, text=text, configuration={}, parameters={},
+                       template=chat_outline(found.parts), form="python", format=fmt,
+                       chat=found.parts, key_lines={("template",): found.parts[0].line if found.parts else 1})
+    assert found.text is not None
+    fmt = found.format or FORMATS[spec.format or "fstring"]
+    check(found.text, fmt, source=source, first_line=found.line)
     system, system_path = read_system(spec, fmt, read=read, source=source, max_bytes=max_bytes)
     return Prompty(path=path, source=source, text=text, configuration={}, parameters={},
-                   template=value, form="python", format=fmt, system=system, system_path=system_path,
-                   key_lines={("template",): line})
+                   template=found.text, form="python", format=fmt, system=system, system_path=system_path,
+                   key_lines={("template",): found.line})

@@ -6,10 +6,11 @@ from __future__ import annotations
 import re
 
 from flipgate.errors import InputError, Problem, SecurityError
-from flipgate.prompty.forms import fstring
+from flipgate.prompty.forms import fstring, substitute
 from flipgate.prompty.forms.python_source import constant
 from flipgate.prompty.forms.spec import FileReader, FormSpec
 from flipgate.prompty.frontmatter import Prompty
+from flipgate.prompty.parts import TEXT, ChatPart
 from flipgate.text.parsing import decode_utf8
 
 # `.flipgate.yml` spells the formats for people; the renderer's names.
@@ -21,6 +22,8 @@ def check(text: str, fmt: str, *, source: str, first_line: int = 1) -> None:
     """What the format refuses before any render (fstring fields, Mustache logic)."""
     if fmt == "fstring":
         fstring.parse(text, source=source, first_line=first_line)
+    elif fmt == "dollar":
+        substitute.check_dollar(text, source=source, first_line=first_line)
     elif fmt == "mustache":
         for match in _MUSTACHE_TAG.finditer(text):
             if match.group(2) in "#^/>=" and match.group(2):
@@ -30,22 +33,48 @@ def check(text: str, fmt: str, *, source: str, first_line: int = 1) -> None:
                                          "template here only reads names ({{name}})"))
 
 
+def check_part(part: ChatPart) -> None:
+    if part.placeholder is None and part.format != TEXT:
+        check(part.text, part.format, source=part.source, first_line=part.line)
+
+
+def chat_outline(parts: tuple[ChatPart, ...]) -> str:
+    """A chat prompt's messages as one text a reviewer diffs (role lines, then each text)."""
+    return "\n\n".join(f"{{{part.placeholder}}} (the history)" if part.placeholder is not None
+                        else f"{part.role}:\n{part.text}" for part in parts)
+
+
 def names(prompty: Prompty) -> frozenset[str] | None:
-    """The names the template (and its system message) read; None when a Jinja2 template
-    includes, imports or extends another (what that reads is not counted here)."""
-    texts = [prompty.template, *([prompty.system] if prompty.system is not None else [])]
-    found: set[str] = set()
-    for text in texts:
-        if prompty.format == "fstring":
-            found |= fstring.names(fstring.parse(text, source=prompty.source))
-        elif prompty.format == "mustache":
-            found |= {m.group(3) for m in _MUSTACHE_TAG.finditer(text) if m.group(2) in ("", "&")}
-        else:
-            jinja = _jinja_names(text)
-            if jinja is None:
-                return None
-            found |= jinja
+    """The names the template (and its system message, or each message of a chat) read;
+    None when a Jinja2 template includes, imports or extends another (what that reads is not
+    counted here)."""
+    if prompty.chat:
+        texts = [(p.text, p.format) for p in prompty.chat if p.placeholder is None]
+        placeholders = {p.placeholder for p in prompty.chat if p.placeholder is not None}
+    else:
+        texts = [(t, prompty.format) for t in (prompty.template, prompty.system) if t is not None]
+        placeholders = set()
+    found: set[str] = set(placeholders)
+    for text, fmt in texts:
+        read = _names(text, fmt, prompty.source)
+        if read is None:
+            return None
+        found |= read
     return frozenset(found)
+
+
+def _names(text: str, fmt: str, source: str) -> set[str] | None:
+    if fmt == "fstring":
+        return set(fstring.names(fstring.parse(text, source=source)))
+    if fmt == "mustache":
+        return {m.group(3) for m in _MUSTACHE_TAG.finditer(text) if m.group(2) in ("", "&")}
+    if fmt == "dollar":
+        return set(substitute.dollar_names(text))
+    if fmt == "llamaindex":
+        return set(substitute.llama_names(text))
+    if fmt == TEXT:
+        return set()
+    return _jinja_names(text)
 
 
 def _jinja_names(text: str) -> set[str] | None:
@@ -77,7 +106,7 @@ def read_system(spec: FormSpec, fmt: str, *, read: FileReader, source: str,
                                                 f"may be at most {max_bytes:,} bytes"))
     where = f"{path}@{source.rpartition('@')[2]}" if "@" in source else path
     if name:
-        text, line = constant(decode_utf8(data, where), name, source=where)
+        text, line = constant(decode_utf8(data, where), name, source=where, path=path)
     else:
         text, line = decode_utf8(data, where), 1
     check(text, fmt, source=where, first_line=line)
