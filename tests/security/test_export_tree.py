@@ -92,3 +92,36 @@ def test_a_tree_that_reaches_outside_the_export_writes_nothing_there(python: str
     assert not (out / "device").exists() and not (out / "hard").exists()
     assert (out / "setuid").stat().st_mode & 0o7000 == 0
     assert not (out / "sub" / "up").exists() or (out / "sub" / "up").resolve().is_relative_to(out)
+
+
+# -- the tree's own attributes decide nothing (sixth red team, group 3) --------------------
+
+def test_export_ignore_in_the_trees_own_gitattributes_leaves_nothing_out(python: str,
+                                                                         tmp_path: Path) -> None:
+    """A head that regresses `app/answer.txt` and marks it `export-ignore` must still be judged
+    with the file it committed."""
+    repo = GitRepo.create(tmp_path / "repo")
+    sha = repo.commit({"app/answer.txt": "The fee is whatever you like.\n",
+                       "app/.gitattributes": "answer.txt export-ignore\n",
+                       ".gitattributes": "secret/ export-ignore\n", "secret/x.txt": "x\n"})
+
+    out = export_tree(repo.path, sha, tmp_path / "out")
+
+    assert (out / "app" / "answer.txt").read_bytes() == b"The fee is whatever you like.\n"
+    assert (out / "secret" / "x.txt").read_bytes() == b"x\n"
+    assert (out / "app" / ".gitattributes").read_bytes() == b"answer.txt export-ignore\n"
+
+
+def test_export_subst_and_ident_rewrite_no_file(python: str, tmp_path: Path) -> None:
+    repo = GitRepo.create(tmp_path / "repo")
+    text = "commit $Format:%H$ by $Format:%an$\n$Id$\nline\r\n"
+    sha = repo.commit({"answer.txt": text,
+                       ".gitattributes": "answer.txt export-subst ident eol=crlf text\n"})
+
+    out = export_tree(repo.path, sha, tmp_path / "out")
+
+    blob = repo.git("rev-parse", f"{sha}:answer.txt")
+    committed = subprocess.run(["git", "-C", str(repo.path), "cat-file", "blob", blob],
+                               capture_output=True, check=True).stdout
+    assert (out / "answer.txt").read_bytes() == committed
+    assert b"$Format:%H$" in committed
