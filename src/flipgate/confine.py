@@ -1,5 +1,6 @@
-"""Running a command flipgate does not trust with its secrets: the account it runs as,
-this process hidden from it, and its whole process group ended and reaped.
+"""Running a command flipgate does not trust with its secrets: the account it runs as (a
+fresh one a command, when flipgate is root), this process hidden from it, its whole process
+group ended and reaped, and every process of its account ended when it is done.
 
 Shared by the end-to-end retriever (`e2e/retrieval.py`) and the application's own
 code as the generator (`generator/command.py`).
@@ -11,27 +12,116 @@ import asyncio
 import contextlib
 import ctypes
 import os
+import secrets
 import shutil
 import signal
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from pathlib import Path
 from types import FrameType
 from typing import Any
 
-# The account the command runs as when flipgate runs as root (the action's container):
-# "nobody", which can read no process of flipgate's, nor any file only root may read.
-UNPRIVILEGED_ID = 65534
+from flipgate.fence import reopen_all
+
+# When flipgate runs as root (the action's container) each command runs as an account of
+# its own: a uid (and the same gid) drawn from a range no distribution allocates, named in
+# no /etc/passwd or /etc/group, owning no process. No other command, of this run or another
+# run on the machine, shares it, so none can read or signal another's processes or files,
+# and every process left behind is found by its uid alone (`end_account`).
+FRESH_IDS = range(0x40000000, 0x7FFF0000)
 REAP_SECONDS = 5.0                # how long a killed command's pipes may take to end
+END_SECONDS = 5.0                 # how long an account's killed processes may take to go
 _PR_SET_DUMPABLE = 4
+_LIVE_ACCOUNTS: set[int] = set()   # the fresh accounts of commands not yet done
+
+
+def _named_ids() -> set[int]:
+    """Every uid and gid /etc/passwd and /etc/group name."""
+    named = set()
+    for table, column in (("/etc/passwd", 2), ("/etc/group", 2)):
+        with contextlib.suppress(OSError):
+            for line in Path(table).read_text(encoding="utf-8", errors="replace").splitlines():
+                fields = line.split(":")
+                if len(fields) > column and fields[column].isdigit():
+                    named.add(int(fields[column]))
+    return named
+
+
+def _ids(pid: str) -> tuple[set[int], bool] | None:
+    """The uids (real, effective, saved, filesystem) of a process, and whether it still runs
+    (not a zombie); None when it is gone."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text(errors="replace")
+    except OSError:
+        return None
+    fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+    uids = {int(value) for value in fields.get("Uid", "").split()}
+    return uids, not fields.get("State", "").strip().startswith(("Z", "X"))
+
+
+def _processes() -> list[str]:
+    try:
+        return [entry for entry in os.listdir("/proc") if entry.isdigit()]
+    except OSError:
+        return []
 
 
 def command_account() -> int | None:
-    """The uid (and gid) a command runs as: an unprivileged one when this process is
+    """The uid (and gid) a command runs as: a fresh one (`FRESH_IDS`) when this process is
     root, else None (this process's own, which `hide_this_process` guards)."""
-    return UNPRIVILEGED_ID if hasattr(os, "geteuid") and os.geteuid() == 0 else None
+    if not (hasattr(os, "geteuid") and os.geteuid() == 0):
+        return None
+    taken = _named_ids()
+    for pid in _processes():
+        found = _ids(pid)
+        if found is not None:
+            taken |= found[0]
+    while True:
+        uid = FRESH_IDS.start + secrets.randbelow(len(FRESH_IDS))
+        if uid not in taken:
+            return uid
+
+
+def _alive_of(uid: int) -> list[int]:
+    alive = []
+    for pid in _processes():
+        found = _ids(pid)
+        if found is not None and uid in found[0] and found[1]:
+            alive.append(int(pid))
+    return alive
+
+
+def _kill_pid(pid: int, uid: int) -> None:
+    """SIGKILL `pid` if it is still a process of `uid`: opened as a pidfd first, so a pid
+    reused by another process between the listing and the kill is never signalled."""
+    try:
+        handle = os.pidfd_open(pid)
+    except OSError:
+        return
+    try:
+        found = _ids(str(pid))
+        if found is not None and uid in found[0]:
+            signal.pidfd_send_signal(handle, signal.SIGKILL)
+    except OSError:
+        pass
+    finally:
+        os.close(handle)
+
+
+def end_account(uid: int) -> list[int]:
+    """SIGKILL every process of account `uid` until none runs, `setsid` and double-forked
+    daemons included: they are found by their uid, not by a group they may have left.
+    Bounded by `END_SECONDS`; returns what still runs then (a process stuck in the kernel)."""
+    _LIVE_ACCOUNTS.discard(uid)
+    deadline = time.monotonic() + END_SECONDS
+    while (alive := _alive_of(uid)) and time.monotonic() < deadline:
+        for pid in alive:
+            _kill_pid(pid, uid)
+        time.sleep(0.002)   # a killed process takes a moment to become a zombie
+    return alive
 
 
 def hide_this_process() -> None:
@@ -46,13 +136,28 @@ def hide_this_process() -> None:
 
 
 def give_to(path: Path, uid: int) -> None:
-    """Hand a directory (a command's cwd or HOME) to `uid`, and let it reach it (its
-    parent may be entered, not listed)."""
+    """Hand a directory (a command's cwd, HOME or TMPDIR) to `uid` alone (no other account
+    may enter it), and let `uid` reach it (its parent may be entered, not listed)."""
     os.chmod(path.parent, 0o711)
     for root, dirs, files in os.walk(path):
         os.chown(root, uid, uid)
         for name in (*dirs, *files):
             os.chown(os.path.join(root, name), uid, uid, follow_symlinks=False)
+    os.chmod(path, 0o700)
+
+
+@contextlib.contextmanager
+def account_ended(uid: int | None) -> Iterator[None]:
+    """While inside, `uid` is a command's account; at the end, every process of it is ended
+    (and by `end_all_groups` when flipgate is stopped)."""
+    if uid is None:
+        yield
+        return
+    _LIVE_ACCOUNTS.add(uid)
+    try:
+        yield
+    finally:
+        end_account(uid)
 
 
 # The process groups of commands still running: what a signal to flipgate must end.
@@ -89,12 +194,16 @@ def kill_group(process: asyncio.subprocess.Process) -> None:
 
 
 def end_all_groups() -> None:
-    """Kill every command group still running and remove the scratch directories they ran
-    in: flipgate is being stopped (SIGTERM), a command in a session of its own would not
+    """Kill every command group and account still running, give the paths closed to other
+    accounts their modes back, and remove the scratch directories the commands ran in:
+    flipgate is being stopped (SIGTERM), a command in a session of its own would not
     hear of it, and an exit by signal runs no `finally`."""
     for group in list(_LIVE_GROUPS):
         _kill(group)
     _LIVE_GROUPS.clear()
+    for uid in list(_LIVE_ACCOUNTS):
+        end_account(uid)
+    reopen_all()
     for path in list(_SCRATCH):
         shutil.rmtree(path, ignore_errors=True)
     _SCRATCH.clear()
