@@ -15,16 +15,15 @@ import os
 import secrets
 import shutil
 import signal
+import stat
 import sys
 import tempfile
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from types import FrameType
 from typing import Any
-
-from flipgate.fence import reopen_all
 
 # When flipgate runs as root (the action's container) each command runs as an account of
 # its own: a uid (and the same gid) drawn from a range no distribution allocates, named in
@@ -266,3 +265,72 @@ async def reap(process: asyncio.subprocess.Process) -> None:
         transport = getattr(process, "_transport", None)  # asyncio has no public close
         if transport is not None:
             transport.close()
+
+
+# -- the runner's paths, closed to other accounts while a command runs ---------------------
+# A runner leaves its workspace (whose `.git/config` may hold the checkout's credential), the
+# reply cache and its command files world-readable (0755 directories, 0644 files), so even an
+# account of no group of theirs could read them. While closed, "other" has no permission on
+# them; the mode each had is given back when the last holder leaves, or by `reopen_all` when
+# flipgate is stopped by a signal. Only root closes anything (it alone starts a command as
+# another account); the owner of a path (the runner's user) keeps every permission it had.
+
+_OTHERS = 0o007
+_LOCK = threading.Lock()
+_CLOSED: dict[str, tuple[int, int]] = {}   # real path -> (mode it had, holders)
+
+
+def _closable(path: str) -> bool:
+    """Whether closing `path` keeps flipgate's own scratch directories reachable: never the
+    root, nor a directory the temporary directory (where each copy of the code is) is in."""
+    scratch = os.path.realpath(tempfile.gettempdir())
+    return path != "/" and os.path.commonpath([path, scratch]) != path
+
+
+def _close(path: str) -> bool:
+    with _LOCK:
+        if path in _CLOSED:
+            mode, holders = _CLOSED[path]
+            _CLOSED[path] = (mode, holders + 1)
+            return True
+        try:
+            mode = stat.S_IMODE(os.stat(path).st_mode)
+            os.chmod(path, mode & ~_OTHERS)
+        except OSError:
+            return False
+        _CLOSED[path] = (mode, 1)
+        return True
+
+
+def _open(path: str) -> None:
+    with _LOCK:
+        mode, holders = _CLOSED[path]
+        if holders > 1:
+            _CLOSED[path] = (mode, holders - 1)
+            return
+        del _CLOSED[path]
+        with contextlib.suppress(OSError):
+            os.chmod(path, mode)
+
+
+@contextlib.contextmanager
+def closed_to_others(paths: Iterable[Path]) -> Iterator[None]:
+    """While inside, each existing path (file or directory) grants nothing to "other"."""
+    real = {os.path.realpath(path) for path in paths}
+    taken = [path for path in sorted(real) if _closable(path) and _close(path)]
+    try:
+        yield
+    finally:
+        for path in taken:
+            _open(path)
+
+
+def reopen_all() -> None:
+    """Give every closed path its mode back: flipgate is being stopped by a signal, and an
+    exit by signal runs no `finally`."""
+    with _LOCK:
+        closed = dict(_CLOSED)
+        _CLOSED.clear()
+    for path, (mode, _) in closed.items():
+        with contextlib.suppress(OSError):
+            os.chmod(path, mode)

@@ -14,11 +14,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from flipgate.config.schema import Config, E2EConfig
-from flipgate.confine import account_ended, command_account, give_to, hide_this_process
+from flipgate.confine import (
+    account_ended,
+    closed_to_others,
+    command_account,
+    give_to,
+    hide_this_process,
+)
 from flipgate.e2e.compare import compare
 from flipgate.e2e.retrieval import check_retriever, fetch_all, make_retriever
 from flipgate.errors import FlipgateError, InputError, Problem
-from flipgate.fence import closed_to_others
 from flipgate.git import repository as gitrefs
 from flipgate.git.repository import Git
 from flipgate.llm.cache import Cache

@@ -26,6 +26,7 @@ from flipgate.config.schema import COMMAND_ENV_REFUSED, CommandConfig
 from flipgate.confine import (
     account_ended,
     chunks,
+    closed_to_others,
     command_account,
     give_to,
     groups_end_on_sigterm,
@@ -36,7 +37,6 @@ from flipgate.confine import (
     start,
 )
 from flipgate.errors import InputError, Problem
-from flipgate.fence import closed_to_others
 from flipgate.git import repository as gitrefs
 from flipgate.git.repository import Git
 from flipgate.llm.cache import Cache, canonical_json
