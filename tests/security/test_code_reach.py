@@ -28,6 +28,8 @@ from flipgate.llm.cache import Cache
 from flipgate.model import Case
 
 from support.accounts import command_python, remove, shared_directory
+from support.openai_server import FakeOpenAI
+from support.prompts import ANSWER_FROM_CONTEXT
 from support.runner_layout import CREDENTIAL, RunnerLayout, runner_layout
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="only root can run the code as another account")
@@ -233,3 +235,44 @@ def test_a_setsid_double_fork_daemon_dies_with_its_ref_and_never_rewrites_the_ne
         assert responses(answer(layout, sales)) == {"The fee is $5."}
     finally:
         remove(shared)
+
+
+# -- the end-to-end retriever's command, from the base -----------------------------------------
+
+RETRIEVER = """import sys
+sys.stdin.read()
+reached = []
+for path in ({config!r}, {output!r}):
+    try:
+        text = open(path).read()
+        reached.append('credential' if {credential!r} in text else 'read ' + path)
+    except OSError:
+        pass
+print(' '.join(reached) or 'CLEAN')
+"""
+
+
+def test_the_retrievers_command_reaches_no_credential_or_runner_file(
+        layout: RunnerLayout, openai_server: FakeOpenAI) -> None:
+    from click.testing import CliRunner
+
+    from flipgate.cli import cli
+
+    repo = layout.repo
+    retriever = RETRIEVER.format(config=str(repo.path / ".git" / "config"),
+                                 output=str(layout.output), credential=CREDENTIAL)
+    repo.commit({".flipgate.yml": "version: 1\ncases: cases.jsonl\ngenerator: answer.prompty\n"
+                                  "judge:\n  provider: offline\ne2e:\n"
+                                  f"  command: {PYTHON} retrieve.py\n  timeout: 20\n",
+                 "cases.jsonl": '{"id": "a", "query": "q", "context": "c", "category": "x"}\n',
+                 "answer.prompty": ANSWER_FROM_CONTEXT, "retrieve.py": retriever}, message="base")
+    repo.git("branch", "base", "HEAD")
+    repo.commit({"answer.prompty": ANSWER_FROM_CONTEXT.replace("gpt-4o-mini", "gpt-4.1")})
+    layout.open_up()
+    out = layout.root / "out"
+    result = CliRunner().invoke(cli, ["run", "--repo", str(repo.path), "--base", "base",
+                                      "--head", "HEAD", "--out", str(out), "--no-cache", "--e2e"],
+                                env=layout.environ)
+    assert result.exit_code == 0, result.output
+    report = json.loads((out / "report.json").read_text())
+    assert [row["live_context"] for row in report["e2e"]["rows"]] == ["CLEAN"]
