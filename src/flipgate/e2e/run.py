@@ -19,6 +19,7 @@ from flipgate.confine import (
     closed_to_others,
     command_account,
     give_to,
+    groups_end_on_sigterm,
     hide_this_process,
 )
 from flipgate.e2e.compare import compare
@@ -83,8 +84,9 @@ async def run_e2e(*, config: E2EConfig, source: str, repo: Path, git: Git, base_
     closed = ((repo, *private_paths(request.environ), *([cache.root.parent] if cache else []))
               if run_as is not None else ())
     try:
-        with tempfile.TemporaryDirectory(prefix="flipgate-e2e-") as scratch, \
-                account_ended(run_as), closed_to_others(closed):
+        # Left in reverse: every process of the account ends before the paths open again.
+        with groups_end_on_sigterm(), closed_to_others(closed), \
+                tempfile.TemporaryDirectory(prefix="flipgate-e2e-") as scratch, account_ended(run_as):
             workdir = None
             if config.command is not None:
                 workdir = gitrefs.export_tree(repo, base_sha, Path(scratch) / "base", git=git)

@@ -172,8 +172,10 @@ async def answer_ref(cases: Sequence[Case], *, spec: CommandSpec, repo: Path, sh
     ended before this returns."""
     account = command_account() if run_as == -1 else run_as
     closed = (repo, *private, *spec.private) if account is not None else ()
-    with groups_end_on_sigterm(), scratch_directory("flipgate-command-") as root, \
-            account_ended(account), closed_to_others(closed):
+    # Left in reverse: every process of the account ends before its copy is removed and
+    # before the paths closed to it open again.
+    with groups_end_on_sigterm(), closed_to_others(closed), \
+            scratch_directory("flipgate-command-") as root, account_ended(account):
         work = gitrefs.export_tree(repo, sha, root / "tree", git=git)
         home, tmp = root / "home", root / "tmp"
         home.mkdir()
