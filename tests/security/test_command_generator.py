@@ -4,7 +4,7 @@ leaves a child behind, hangs, or answers what it was not asked. Each ends as an 
 with its reason (never a pass) or as nothing at all; the other cases still answer.
 
 Each ref's code runs for real, in an export of a commit of a real repository, as the
-action runs it (as "nobody" when flipgate is root)."""
+action runs it (as an account of its own when flipgate is root)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""What the end-to-end retrieval command can reach. Run as root (the action's container),
-flipgate runs the command as "nobody", who may not enter root's private directories:
-pytest's tmp_path, or a virtualenv under /root."""
+"""What a confined command (the retriever, the application's code) can reach. Run as root
+(the action's container), flipgate runs it as an account of its own, which may not enter
+root's private directories: pytest's tmp_path, or a virtualenv under /root."""
 
 from __future__ import annotations
 
