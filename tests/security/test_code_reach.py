@@ -27,7 +27,7 @@ from flipgate.git.repository import Git
 from flipgate.llm.cache import Cache
 from flipgate.model import Case
 
-from support.accounts import command_python, remove, shared_directory
+from support.accounts import alive, command_python, remove, shared_directory
 from support.openai_server import FakeOpenAI
 from support.prompts import ANSWER_FROM_CONTEXT
 from support.runner_layout import CREDENTIAL, RunnerLayout, runner_layout
@@ -71,14 +71,6 @@ def responses(outcome: Outcome) -> set[str]:
 
 def modes(layout: RunnerLayout) -> dict[str, int]:
     return {str(p): p.lstat().st_mode for p in [layout.root, *layout.root.rglob("*")]}
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0]
-    except (FileNotFoundError, IndexError):
-        return False
-    return state != "Z"
 
 
 # -- the workspace, its credential, the cache and the runner's files ------------------------
@@ -231,7 +223,7 @@ def test_a_setsid_double_fork_daemon_dies_with_its_ref_and_never_rewrites_the_ne
         layout.open_up()
         assert responses(answer(layout, support)) == {"support"}
         daemon = int((shared / "daemon").read_text())
-        assert not _alive(daemon)
+        assert not alive(daemon)
         assert responses(answer(layout, sales)) == {"The fee is $5."}
     finally:
         remove(shared)

@@ -28,3 +28,12 @@ def shared_directory() -> Path:
 
 def remove(path: Path) -> None:
     shutil.rmtree(path, ignore_errors=True)
+
+
+def alive(pid: int) -> bool:
+    """Whether process `pid` still runs (a zombie, killed but not reaped, does not)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0]
+    except (FileNotFoundError, IndexError):
+        return False
+    return state != "Z"
