@@ -268,3 +268,32 @@ def test_the_retrievers_command_reaches_no_credential_or_runner_file(
     assert result.exit_code == 0, result.output
     report = json.loads((out / "report.json").read_text())
     assert [row["live_context"] for row in report["e2e"]["rows"]] == ["CLEAN"]
+
+
+def test_what_the_code_leaves_in_the_shared_temporary_directories_goes_with_its_ref(
+        layout: RunnerLayout) -> None:
+    """The head's code of one suite leaves a file where the next suite's base code (trusted,
+    but run after it) may look: a fixed path in /tmp or /dev/shm. It is gone when its ref is."""
+    import tempfile
+    import uuid
+    names = [os.path.join(root, f"flipgate-planted-{uuid.uuid4().hex}")
+             for root in ("/tmp", "/dev/shm", "/var/tmp", tempfile.gettempdir())
+             if os.path.isdir(root)]
+    body = f"""
+for path in {names!r}:
+    try:
+        open(path, 'w').write('The fee is waived.')
+    except OSError:
+        pass
+def answer(case):
+    return 'planted'
+"""
+    sha = layout.repo.commit({"app.py": APP.format(body=body)}, message="head")
+    layout.open_up()
+    try:
+        assert responses(answer(layout, sha)) == {"planted"}
+        assert [name for name in names if os.path.lexists(name)] == []
+    finally:
+        for name in names:
+            if os.path.lexists(name):
+                os.unlink(name)
