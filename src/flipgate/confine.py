@@ -157,6 +157,34 @@ def account_ended(uid: int | None) -> Iterator[None]:
         yield
     finally:
         end_account(uid)
+        remove_left_behind(uid)
+
+
+# The directories every account may write in: where a command could leave a file at a fixed
+# path for a command of the next ref or suite to read.
+SHARED_TEMPORARY = ("/tmp", "/var/tmp", "/dev/shm")
+
+
+def remove_left_behind(uid: int) -> None:
+    """Remove what account `uid` left at the top of the shared temporary directories (and
+    of this process's own temporary directory): a directory of its own there goes whole.
+    Its copy, HOME and TMPDIR are removed with their scratch directory; a world-writable
+    directory deeper down (`/tmp/.X11-unix`) is not searched."""
+    for top in {*SHARED_TEMPORARY, tempfile.gettempdir()}:
+        try:
+            entries = list(os.scandir(top))
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                if entry.stat(follow_symlinks=False).st_uid != uid:
+                    continue
+                if entry.is_dir(follow_symlinks=False):
+                    shutil.rmtree(entry.path, ignore_errors=True)
+                else:
+                    os.unlink(entry.path)
+            except OSError:
+                pass
 
 
 # The process groups of commands still running: what a signal to flipgate must end.
