@@ -31,6 +31,7 @@ from typing import Any
 # run on the machine, shares it, so none can read or signal another's processes or files,
 # and every process left behind is found by its uid alone (`end_account`).
 FRESH_IDS = range(0x40000000, 0x7FFF0000)
+ACCOUNT_NAME = "flipgate-code"    # what USER and LOGNAME say a fresh account is called
 REAP_SECONDS = 5.0                # how long a killed command's pipes may take to end
 END_SECONDS = 5.0                 # how long an account's killed processes may take to go
 _PR_SET_DUMPABLE = 4
@@ -82,6 +83,12 @@ def command_account() -> int | None:
         uid = FRESH_IDS.start + secrets.randbelow(len(FRESH_IDS))
         if uid not in taken:
             return uid
+
+
+def account_variables(uid: int | None) -> dict[str, str]:
+    """USER and LOGNAME for a command run as fresh account `uid`, which has no passwd entry
+    (so `getpass.getuser()` and the like find a name); nothing for this process's own."""
+    return {} if uid is None else {"USER": ACCOUNT_NAME, "LOGNAME": ACCOUNT_NAME}
 
 
 def _alive_of(uid: int) -> list[int]:

@@ -297,3 +297,17 @@ def answer(case):
         for name in names:
             if os.path.lexists(name):
                 os.unlink(name)
+
+
+def test_the_code_of_an_account_without_a_passwd_entry_still_finds_its_name(
+        layout: RunnerLayout) -> None:
+    """A fresh account is named in no /etc/passwd; code that asks who it is (getpass, as
+    cache libraries do) still gets a name, and its HOME is its own."""
+    body = """import getpass
+def answer(case):
+    home = os.environ['HOME']
+    return f"{getpass.getuser()} {os.access(home, os.W_OK)} {os.getuid() != 65534}"
+"""
+    sha = layout.repo.commit({"app.py": APP.format(body=body)}, message="head")
+    layout.open_up()
+    assert responses(answer(layout, sha)) == {"flipgate-code True True"}

@@ -25,6 +25,7 @@ from typing import Any
 from flipgate.config.schema import COMMAND_ENV_REFUSED, CommandConfig
 from flipgate.confine import (
     account_ended,
+    account_variables,
     chunks,
     closed_to_others,
     command_account,
@@ -184,7 +185,7 @@ async def answer_ref(cases: Sequence[Case], *, spec: CommandSpec, repo: Path, sh
             for given in (work, home, tmp):
                 give_to(given, account)
         hide_this_process()   # the command may not read the model key from this process
-        env = {**spec.env, "HOME": str(home), "TMPDIR": str(tmp)}
+        env = {**spec.env, "HOME": str(home), "TMPDIR": str(tmp), **account_variables(account)}
         runner = _Runner(spec=spec, cwd=work, env=env, run_as=account, log=log)
         if spec.setup is not None:
             failure = await runner.setup(spec.setup)
