@@ -311,7 +311,7 @@ async def reap(process: asyncio.subprocess.Process) -> None:
 # another account); the owner of a path (the runner's user) keeps every permission it had.
 
 _OTHERS = 0o007
-_LOCK = threading.Lock()
+_LOCK = threading.RLock()   # re-entrant: `reopen_all` may run in a signal handler
 _CLOSED: dict[str, tuple[int, int]] = {}   # real path -> (mode it had, holders)
 
 
