@@ -311,3 +311,31 @@ def answer(case):
     sha = layout.repo.commit({"app.py": APP.format(body=body)}, message="head")
     layout.open_up()
     assert responses(answer(layout, sha)) == {"flipgate-code True True"}
+
+
+def test_a_workspace_that_cannot_be_closed_runs_no_code(layout: RunnerLayout,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """A workspace flipgate cannot close to other accounts (a read-only mount, say): the code
+    never starts, and every case is an error row naming the path, never an answer."""
+    shared = shared_directory()
+    try:
+        body = f"open({str(shared / 'ran')!r}, 'w').write('1')\ndef answer(case):\n    return 'ran'\n"
+        sha = layout.repo.commit({"app.py": APP.format(body=body)}, message="head")
+        layout.open_up()
+        chmod = os.chmod
+
+        def refuse(path: object, mode: int, **kwargs: object) -> None:
+            if os.fspath(path) == str(layout.repo.path):   # type: ignore[arg-type]
+                raise OSError(30, "Read-only file system")
+            chmod(path, mode, **kwargs)   # type: ignore[arg-type]
+
+        monkeypatch.setattr(os, "chmod", refuse)
+        outcome = answer(layout, sha)
+        monkeypatch.undo()
+        assert outcome.answers == {} and set(outcome.errors) == {"q0", "q1"}
+        assert all(str(layout.repo.path) in error and "Read-only file system" in error
+                   for error in outcome.errors.values())
+        assert not (shared / "ran").exists()
+        assert layout.output.stat().st_mode & 0o777 == 0o644   # what it closed, given back
+    finally:
+        remove(shared)
