@@ -322,7 +322,12 @@ def _closable(path: str) -> bool:
     return path != "/" and os.path.commonpath([path, scratch]) != path
 
 
+class ConfinementError(OSError):
+    """A path a command must not reach could not be closed to it: the command is not run."""
+
+
 def _close(path: str) -> bool:
+    """Close `path` to other accounts; False when there is no such path."""
     with _LOCK:
         if path in _CLOSED:
             mode, holders = _CLOSED[path]
@@ -330,15 +335,24 @@ def _close(path: str) -> bool:
             return True
         try:
             mode = stat.S_IMODE(os.stat(path).st_mode)
-            os.chmod(path, mode & ~_OTHERS)
-        except OSError:
+        except FileNotFoundError:
             return False
+        except OSError as exc:
+            raise ConfinementError(f"cannot close {path} to the code's account: "
+                                   f"{exc.strerror}") from None
+        try:
+            os.chmod(path, mode & ~_OTHERS)
+        except OSError as exc:
+            raise ConfinementError(f"cannot close {path} to the code's account: "
+                                   f"{exc.strerror}") from None
         _CLOSED[path] = (mode, 1)
         return True
 
 
 def _open(path: str) -> None:
     with _LOCK:
+        if path not in _CLOSED:   # `reopen_all` gave it back already
+            return
         mode, holders = _CLOSED[path]
         if holders > 1:
             _CLOSED[path] = (mode, holders - 1)
@@ -350,10 +364,14 @@ def _open(path: str) -> None:
 
 @contextlib.contextmanager
 def closed_to_others(paths: Iterable[Path]) -> Iterator[None]:
-    """While inside, each existing path (file or directory) grants nothing to "other"."""
-    real = {os.path.realpath(path) for path in paths}
-    taken = [path for path in sorted(real) if _closable(path) and _close(path)]
+    """While inside, each existing path (file or directory) grants nothing to "other". One
+    that cannot be closed is a ConfinementError, raised before anything runs (what was
+    closed is given back first): the command is never run beside a path left open."""
+    taken: list[str] = []
     try:
+        for path in sorted({os.path.realpath(path) for path in paths}):
+            if _closable(path) and _close(path):
+                taken.append(path)
         yield
     finally:
         for path in taken:

@@ -24,6 +24,7 @@ from typing import Any
 
 from flipgate.config.schema import COMMAND_ENV_REFUSED, CommandConfig
 from flipgate.confine import (
+    ConfinementError,
     account_ended,
     account_variables,
     chunks,
@@ -151,8 +152,11 @@ async def answer_cases(cases: Sequence[Case], *, spec: CommandSpec, repo: Path, 
         else:
             missing.append(case)
     if missing:
-        fresh = await answer_ref(missing, spec=spec, repo=repo, sha=sha, git=git, log=log,
-                                 private=(cache.root,) if cache is not None else ())
+        try:
+            fresh = await answer_ref(missing, spec=spec, repo=repo, sha=sha, git=git, log=log,
+                                     private=(cache.root,) if cache is not None else ())
+        except ConfinementError as exc:   # nothing ran: every case says why
+            fresh = Outcome(errors={case.id: str(exc) for case in missing})
         for case in missing:
             if case.id in fresh.answers:
                 outcome.answers[case.id] = fresh.answers[case.id]
