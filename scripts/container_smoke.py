@@ -14,7 +14,8 @@ Scenarios, in one workspace (a one-commit-deep clone of the base, so the action 
 3. a `/flipgate run` comment on a plain issue: exit 0, ignored, no API call.
 Then: everything in the workspace belongs to uid 1001, which can delete all of it.
 In a second workspace, whose generator is the application's own code (`generator.command`):
-4. a pull_request whose head's code invents the fee: exit 1, blocked, the code run as `nobody`
+4. a pull_request whose head's code invents the fee: exit 1, blocked, each ref's code run as an
+   account of its own (confine.FRESH_IDS), which cannot read the workspace's .git/config
    without the runner's variables, and no generation request to the model endpoint;
 5. the `relink` step after it: another server's URL refused (exit 2, no API call); this run's
    artifact URL edits the comment to link it (exit 0).
@@ -50,7 +51,8 @@ from support.prompts import WITH_SYSTEM  # noqa: E402
 RUNNER_UID = 1001  # the GitHub runner's user
 PR, ISSUE, APP_PR = 42, 43, 44
 SERVER_URL, RUN_ID = "https://github.example.com", "4242"
-NOBODY = 65534  # the account flipgate, as root, runs the application's code as (confine.py)
+# The accounts flipgate, as root, runs each ref's code as: fresh ones (confine.py).
+FRESH_IDS = range(0x40000000, 0x7FFF0000)
 STATUS_CONTEXT = "flipgate-smoke"
 # A gate's comment carries its status context's marker (interface.md, "GitHub mode, continued").
 MARKER = f"<!-- flipgate:{STATUS_CONTEXT} -->"
@@ -101,7 +103,13 @@ gate:
 APP = """\
 import json, os, sys
 leaked = sorted(k for k in os.environ if k.startswith(("INPUT_", "GITHUB_", "ACTIONS_", "OPENAI_")))
-print(f"smoke-app uid={os.getuid()} leaked={leaked}", file=sys.stderr, flush=True)
+try:
+    open("/github/workspace/.git/config").read()
+    workspace = "read"
+except OSError:
+    workspace = "closed"
+print(f"smoke-app uid={os.getuid()} workspace={workspace} leaked={leaked}", file=sys.stderr,
+      flush=True)
 for line in sys.stdin:
     case = json.loads(line)
     answer = case["context"]FEE
@@ -376,10 +384,14 @@ def scenario_application_code(smoke: Smoke) -> None:
     check.expect(len(comments) == 1 and BLOCKED in comments[0]["body"]
                  and "refund-007" in comments[0]["body"],
                  "one sticky comment: blocked on refund-007", comments)
-    said = re.findall(r"smoke-app uid=(\d+) leaked=(.*)", run.log)
-    check.expect(len(said) == 2 and all(uid == str(NOBODY) for uid, _ in said),
-                 f"the base's and the head's code ran as nobody ({NOBODY})", said or run.log)
-    check.expect(bool(said) and all(leaked.strip() == "[]" for _, leaked in said),
+    said = re.findall(r"smoke-app uid=(\d+) workspace=(\w+) leaked=(.*)", run.log)
+    check.expect(len(said) == 2 and len({uid for uid, _, _ in said}) == 2
+                 and all(int(uid) in FRESH_IDS for uid, _, _ in said),
+                 "the base's and the head's code each ran as an account of its own",
+                 said or run.log)
+    check.expect(bool(said) and all(workspace == "closed" for _, workspace, _ in said),
+                 "the code could not read the workspace's .git/config", said)
+    check.expect(bool(said) and all(leaked.strip() == "[]" for _, _, leaked in said),
                  "the code got none of INPUT_*, GITHUB_*, ACTIONS_*, OPENAI_*", said)
     check.expect(len(openai.chat_requests("generation")) == generations,
                  "no generation request: the answers came from the code")

@@ -17,6 +17,21 @@ _GIT_VARIABLES_DROPPED = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJ
                           "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_NAMESPACE")
 
 
+# The runner's paths a confined command (the application's code, a retriever) must never
+# reach: the workspace (its `.git/config` may hold the checkout's credential), the files
+# the runner reads back after the step (outputs, summary, environment, path, state), the
+# event, the runner's temporary directory and flipgate's HOME. `fence.closed_to_others`
+# closes them while such a command runs.
+_RUNNER_PATHS = ("GITHUB_WORKSPACE", "GITHUB_OUTPUT", "GITHUB_STEP_SUMMARY", "GITHUB_ENV",
+                 "GITHUB_PATH", "GITHUB_STATE", "GITHUB_EVENT_PATH", "RUNNER_TEMP", "HOME")
+
+
+def private_paths(environ: Mapping[str, str]) -> tuple[Path, ...]:
+    """The runner's paths the environment names (`_RUNNER_PATHS`), absolute ones only."""
+    named = (environ.get(name, "") for name in _RUNNER_PATHS)
+    return tuple(Path(value) for value in named if value.startswith("/"))
+
+
 @dataclass(frozen=True)
 class Settings:
     # A snapshot of the environment: the generator's `${env:NAME}` values and git's

@@ -11,7 +11,13 @@ from typing import Any
 
 import pytest
 
-from flipgate.github.api import RATE_LIMIT_RETRIES, GitHubError, RepoAPI, connect
+from flipgate.github.api import (
+    RATE_LIMIT_BUDGET_SECONDS,
+    RATE_LIMIT_RETRIES,
+    GitHubError,
+    RepoAPI,
+    connect,
+)
 
 from support.action_harness import PR, Harness, RecordingCheck
 from support.github_server import FakeGitHub
@@ -308,3 +314,42 @@ def test_a_far_retry_after_date_leaves_error_never_pending(harness: Harness,
     assert final["state"] == "error" and "secondary rate limit" in final["description"]
     log = harness.log.getvalue()
     assert f'retry-after "{FAR}": ' in log and " days, longer than flipgate waits: 60 s" in log
+
+
+# -- one budget of waits for a whole run (sixth red team) ------------------------------------
+
+@pytest.mark.parametrize("value", ["nan", "-1"])
+def test_a_run_waits_one_budget_then_every_call_is_tried_once_naming_what_github_answered(
+        github_server: FakeGitHub, value: str) -> None:
+    """A pending status, a final one and a comment, each refused with a limit that names no
+    time: the first call waits GitHub's documented minute while the run's budget lasts; once
+    it is spent, each later call is tried once and ends at once, saying what GitHub answered."""
+    waits: list[float] = []
+    api = recorded_api(github_server, waits)
+    github_server.fail("GET", "/pulls/7", 429, message=SECONDARY, headers={"Retry-After": value},
+                       times=50)
+
+    messages = []
+    for _ in range(3):
+        with pytest.raises(GitHubError) as raised:
+            api.pull(7)
+        messages.append(str(raised.value))
+
+    assert waits == [60, 60] and sum(waits) <= RATE_LIMIT_BUDGET_SECONDS
+    assert pull_requests(github_server) == RATE_LIMIT_RETRIES + 1 + 2
+    for message in messages[1:]:
+        assert message.startswith("GET pull request: HTTP 429: ")
+        assert f'retry-after "{value}"' in message and "You have exceeded a secondary rate limit" in message
+        assert f"flipgate's {RATE_LIMIT_BUDGET_SECONDS} s of waits for GitHub in this run are spent" in message
+
+
+def test_a_call_that_succeeds_after_the_budget_is_spent_still_succeeds(
+        github_server: FakeGitHub) -> None:
+    waits: list[float] = []
+    api = recorded_api(github_server, waits)
+    github_server.fail("GET", "/pulls/7", 429, message=SECONDARY, headers={"Retry-After": "nan"},
+                       times=3)
+    with pytest.raises(GitHubError):
+        api.pull(7)
+
+    assert api.pull(7).head_sha == HEAD and waits == [60, 60]

@@ -4,8 +4,9 @@ paragraph. A line hidden in an HTML comment, a quote at any depth, a list, a foo
 `<blockquote>`, `<pre>`, `<details>` or other HTML, or code of any form is never obeyed:
 pasting someone's text cannot carry their commands under the paster's permission.
 
-Each body is checked twice: against cmark-gfm (tests/support/gfm.py), that the lines it
-claims are hidden are hidden and the shown ones shown, and against flipgate's reader."""
+Each body is checked twice: against cmark-gfm with GitHub's tag filter, its HTML read by
+html5lib's tokenizer as a browser reads it (tests/support/gfm.py), that the lines it claims
+are hidden are hidden and the shown ones shown, and against flipgate's reader."""
 
 from __future__ import annotations
 
@@ -68,6 +69,10 @@ ATTACKS: dict[str, tuple[str, list[str]]] = {
     # Not a line of its own when rendered.
     "line separator": (f"text\u2028{HIDDEN}", []),
     "emphasis across lines": (f"*a\n{HIDDEN}*\n\n{SHOWN}", [SHOWN]),
+    # The sixth red team's (issue 35): GitHub shows only "Thanks." of these.
+    "a void tag, then a comment left open": (f"Thanks.\n<source><!--\n{HIDDEN}", []),
+    "a void tag, then a comment left open, past a blank line":
+        (f"Thanks.\n<source><!--\n{HIDDEN}\n\n{SHOWN}", []),
 }
 
 # Lines that are commands, as people write them (each must stay one).
@@ -89,6 +94,17 @@ LEGIT: dict[str, tuple[str, list[str]]] = {
     "code later in the line": ("/flipgate label q1 grounded `(the refund one)`",
                                ["/flipgate label q1 grounded `(the refund one)`"]),
     "help": ("/flipgate help", ["/flipgate help"]),
+    # Shown by GitHub as its writer's words, so obeyed (the sixth red team, issue 35).
+    "after </search>": (f"Thanks\n</search>\n{SHOWN}", [SHOWN]),
+    "after <!-->": (f"x <!-->\n{SHOWN}", [SHOWN]),
+    "after a line of <!-->": (f"<!-->\n{SHOWN}", [SHOWN]),
+    "after <!--->": (f"x <!--->\n{SHOWN}", [SHOWN]),
+    "after a comment closed by --!>": (f"x <!-- --!>\n{SHOWN}\n-->", [SHOWN]),
+    "after <!x, which ends at the next >": (f"Thanks <!x\n{SHOWN}\n-->", [SHOWN]),
+    "after <!doctype": (f"Thanks\n<!doctype html>\n{SHOWN}", [SHOWN]),
+    "after <noembed>, which GitHub shows as text": (f"x <noembed>\n{SHOWN}", [SHOWN]),
+    "after <xmp>, which GitHub shows as text": (f"x <xmp>\n{SHOWN}", [SHOWN]),
+    "after <plaintext>, which GitHub shows as text": (f"x <plaintext>\n{SHOWN}", [SHOWN]),
 }
 
 

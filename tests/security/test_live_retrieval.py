@@ -32,7 +32,7 @@ from flipgate.e2e.retrieval import (
 )
 from flipgate.model import Case
 
-from support.accounts import command_python
+from support.accounts import alive, command_python
 from support.bombs import MiB, bomb, traced_peak
 from support.gitrepo import GitRepo
 from support.hostile_http import HostileHTTP, Request, Send, drip, flood, head, reply
@@ -258,17 +258,9 @@ def test_a_command_leaving_a_child_behind_has_it_killed(tmp_path: Path) -> None:
     assert asyncio.run(retriever.fetch(CASE)) == "context"
     pid = int(marker.read_text())
     deadline = time.monotonic() + 3
-    while time.monotonic() < deadline and _alive(pid):
+    while time.monotonic() < deadline and alive(pid):
         time.sleep(0.05)
-    assert not _alive(pid)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0]
-    except (FileNotFoundError, IndexError):
-        return False
-    return state != "Z"
+    assert not alive(pid)
 
 
 # -- the base export ---------------------------------------------------------------------------

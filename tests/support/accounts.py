@@ -1,6 +1,6 @@
-"""What the end-to-end retrieval command can reach. Run as root (the action's container),
-flipgate runs the command as "nobody", who may not enter root's private directories:
-pytest's tmp_path, or a virtualenv under /root."""
+"""What a confined command (the retriever, the application's code) can reach. Run as root
+(the action's container), flipgate runs it as an account of its own, which may not enter
+root's private directories: pytest's tmp_path, or a virtualenv under /root."""
 
 from __future__ import annotations
 
@@ -28,3 +28,12 @@ def shared_directory() -> Path:
 
 def remove(path: Path) -> None:
     shutil.rmtree(path, ignore_errors=True)
+
+
+def alive(pid: int) -> bool:
+    """Whether process `pid` still runs (a zombie, killed but not reaped, does not)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0]
+    except (FileNotFoundError, IndexError):
+        return False
+    return state != "Z"

@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Any
 from html.parser import HTMLParser
 
 import cmarkgfm
 from cmarkgfm.cmark import Options
+from html5lib._tokenizer import HTMLTokenizer
+from html5lib.constants import tokenTypes as _TOKEN
 
 EXTENSIONS = ["table", "autolink", "strikethrough", "tasklist"]
 # What GitHub would turn into a mention, an issue reference: on the rendered text.
@@ -204,22 +207,22 @@ _VOID = frozenset({"area", "base", "br", "col", "embed", "hr", "img", "input", "
 
 def comment_html(markdown: str) -> str:
     """A comment as GitHub's engine renders it: footnotes on (comments have them), raw HTML
-    through, no tag filter (stricter than GitHub: a filtered tag would show as text), and
-    each block's source position (which tells cmark-gfm's own `<p>` from a typed one)."""
+    through GFM's tag filter (`<xmp>`, `<plaintext>`, `<script>`, ... shown as text), and each
+    block's source position (which tells cmark-gfm's own `<p>` from a typed one)."""
     return cmarkgfm.markdown_to_html_with_extensions(
-        markdown, extensions=EXTENSIONS, options=Options.CMARK_OPT_UNSAFE
+        markdown, extensions=[*EXTENSIONS, "tagfilter"], options=Options.CMARK_OPT_UNSAFE
         | Options.CMARK_OPT_FOOTNOTES | Options.CMARK_OPT_SOURCEPOS)
 
 
-class _ParagraphLines(HTMLParser):
+class _ParagraphLines:
     """Each shown line that starts in a paragraph of cmark-gfm's (not a `<p>` typed as HTML)
     that nothing but the document encloses (no quote, list, footnote, table, details or raw
     HTML element left open: stricter than a browser, which closes a `<p>` at the next block),
-    its text through inline elements to the line's end. Text in a comment or a tag's
-    attribute is not shown text."""
+    its text through inline elements to the line's end. The HTML is read with html5lib's
+    tokenizer, which follows the HTML standard's (`<!-->`, `--!>`, `<!x`, `</ x` as a browser
+    reads them); text in a comment or a tag's attribute is not shown text."""
 
     def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
         self.open: list[tuple[str, bool]] = []  # (tag, whether cmark-gfm wrote it)
         self.lines: list[str] = []
         self._line: list[str] | None = None  # the line being read, if it started at the top
@@ -234,15 +237,30 @@ class _ParagraphLines(HTMLParser):
             self.lines.append("".join(self._line))
         self._line = None
 
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if tag not in _VOID:
-            self.open.append((tag, any(name == "data-sourcepos" for name, _ in attrs)))
-        self._at_start = tag == "p" and self._at_top
+    def feed(self, html_text: str) -> None:
+        for token in HTMLTokenizer(html_text):
+            kind = token["type"]
+            if kind == _TOKEN["StartTag"]:
+                self.start(token["name"], token["data"])
+            elif kind == _TOKEN["EmptyTag"]:
+                self.start(token["name"], token["data"]) if token["name"] not in _VOID \
+                    else self._reset()
+            elif kind == _TOKEN["EndTag"]:
+                self.end(token["name"])
+            elif kind in (_TOKEN["Characters"], _TOKEN["SpaceCharacters"]):
+                self.data(token["data"])
+            elif kind != _TOKEN["ParseError"]:   # a comment, a doctype
+                self._reset()
 
-    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+    def _reset(self) -> None:
         self._at_start = False
 
-    def handle_endtag(self, tag: str) -> None:
+    def start(self, tag: str, attrs: dict[Any, str]) -> None:
+        if tag not in _VOID:
+            self.open.append((tag, any(name == "data-sourcepos" for name in attrs)))
+        self._at_start = tag == "p" and self._at_top
+
+    def end(self, tag: str) -> None:
         tags = [name for name, _ in self.open]
         if tag in tags:
             del self.open[len(tags) - 1 - tags[::-1].index(tag):]
@@ -250,7 +268,7 @@ class _ParagraphLines(HTMLParser):
             self._end_line()
         self._at_start = False
 
-    def handle_data(self, data: str) -> None:
+    def data(self, data: str) -> None:
         if self.open[:1] == [("p", True)]:
             first, *rest = data.split("\n")
             if self._at_start:
@@ -265,17 +283,12 @@ class _ParagraphLines(HTMLParser):
                 self._line = [part] if self._at_top else None
         self._at_start = False
 
-    def handle_comment(self, data: str) -> None:
-        self._at_start = False
-
-    handle_decl = handle_pi = unknown_decl = handle_comment
-
 
 def shown_paragraph_lines(markdown: str) -> list[str]:
     """The lines of the comment's top-level paragraphs, as cmark-gfm renders them."""
     reader = _ParagraphLines()
-    reader.feed(comment_html(markdown))  # not closed: an unfinished comment or tag swallows
-    return reader.lines                  # the rest, as in a browser
+    reader.feed(comment_html(markdown))  # an unfinished comment or tag swallows the rest,
+    return reader.lines                  # as in a browser
 
 
 def shown_command_lines(markdown: str) -> list[str]:

@@ -105,3 +105,16 @@ def test_no_two_bases_share_a_context_even_past_githubs_limit() -> None:
     second = status_context("flipgate", base=long + "2", default_branch="main")
     assert len(first) == len(second) == CONTEXT_LIMIT and first != second
     assert first.startswith("flipgate@release/xxx")
+
+
+def test_two_long_bases_whose_short_digests_collide_keep_contexts_apart() -> None:
+    """Two valid 255-character branch names the sixth red team's kind of search finds: they
+    share 247 characters, and the first 12 hex digits of their names' SHA-256 are equal. A
+    pass against one must never land on the other's context."""
+    stem = "release/" + "r" * 239
+    first, second = stem + "012d8c1c", stem + "01b388c0"
+    assert len(first) == len(second) == 255
+    contexts = [status_context("flipgate", base=base, default_branch="main", suite=suite)
+                for base in (first, second) for suite in (None, "support")]
+    assert len(set(contexts)) == 4
+    assert all(len(context) <= CONTEXT_LIMIT for context in contexts)

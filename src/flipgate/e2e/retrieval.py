@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from flipgate.config.schema import E2EConfig
-from flipgate.confine import chunks, kill_group, reap, start
+from flipgate.confine import account_variables, chunks, kill_group, reap, start
 from flipgate.errors import InputError, Problem
 from flipgate.llm.cache import Cache
 from flipgate.model import Case
@@ -260,7 +260,8 @@ def make_retriever(config: E2EConfig, *, source: str, workdir: Path | None,
         if not argv or workdir is None:
             raise InputError(Problem(source, None, "e2e.command is empty"))
         return CommandRetriever(argv=argv, cwd=workdir, timeout=config.timeout, run_as=run_as,
-                                env=command_environment(environ, config.env, home=workdir),
+                                env={**command_environment(environ, config.env, home=workdir),
+                                     **account_variables(run_as)},
                                 description=f"command `{config.command}`",
                                 identity=f"command:{config.command}")
     assert config.url is not None

@@ -14,7 +14,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from flipgate.config.schema import Config, E2EConfig
-from flipgate.confine import command_account, give_to, hide_this_process
+from flipgate.confine import (
+    account_ended,
+    closed_to_others,
+    command_account,
+    give_to,
+    groups_end_on_sigterm,
+    hide_this_process,
+)
 from flipgate.e2e.compare import compare
 from flipgate.e2e.retrieval import check_retriever, fetch_all, make_retriever
 from flipgate.errors import FlipgateError, InputError, Problem
@@ -23,6 +30,7 @@ from flipgate.git.repository import Git
 from flipgate.llm.cache import Cache
 from flipgate.model import Case, E2EReport, Row
 from flipgate.output.progress import Progress
+from flipgate.settings import private_paths
 
 GateCases = Callable[[list[Case]], Awaitable[list[Row]]]   # generate and judge both versions
 CACHE_SUBDIR = "live-contexts"
@@ -69,17 +77,22 @@ async def run_e2e(*, config: E2EConfig, source: str, repo: Path, git: Git, base_
     # The run's cache (signed with its key, counted with it), in a folder of its own.
     cache = cache.child(CACHE_SUBDIR) if cache is not None else None
     description = f"command `{config.command}`" if config.command is not None else f"POST {config.url}"
+    # A command runs as a fresh account when we are root, which reaches its export only:
+    # the repository, the cache and the runner's paths are closed to it while it runs, and
+    # every process of that account is ended before the run goes on.
+    run_as = command_account() if config.command is not None else None
+    closed = ((repo, *private_paths(request.environ), *([cache.root.parent] if cache else []))
+              if run_as is not None else ())
     try:
-        with tempfile.TemporaryDirectory(prefix="flipgate-e2e-") as scratch:
-            workdir, run_as = None, None
+        # Left in reverse: every process of the account ends before the paths open again.
+        with groups_end_on_sigterm(), closed_to_others(closed), \
+                tempfile.TemporaryDirectory(prefix="flipgate-e2e-") as scratch, account_ended(run_as):
+            workdir = None
             if config.command is not None:
                 workdir = gitrefs.export_tree(repo, base_sha, Path(scratch) / "base", git=git)
-                # The command must not read the model key from this process: it runs as
-                # another uid when we are root, and this process is hidden from its own uid.
-                run_as = command_account()
                 if run_as is not None:
                     give_to(workdir, run_as)
-                hide_this_process()
+                hide_this_process()   # the command may not read the model key from here
             async with httpx.AsyncClient(follow_redirects=False) as client:
                 retriever = make_retriever(config, source=source, workdir=workdir,
                                            environ=request.environ, http_client=client, run_as=run_as)

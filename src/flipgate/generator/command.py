@@ -25,7 +25,11 @@ from typing import Any
 from flipgate.config.generator_keys import COMMAND_ENV_REFUSED
 from flipgate.config.schema import CommandConfig
 from flipgate.confine import (
+    ConfinementError,
+    account_ended,
+    account_variables,
     chunks,
+    closed_to_others,
     command_account,
     give_to,
     groups_end_on_sigterm,
@@ -40,6 +44,7 @@ from flipgate.git import repository as gitrefs
 from flipgate.git.repository import Git
 from flipgate.llm.cache import Cache, canonical_json
 from flipgate.model import Answer, Case
+from flipgate.settings import private_paths
 from flipgate.text.escaping import visible
 from flipgate.verdict.changes import ChangeScope, relevant_paths
 
@@ -66,6 +71,7 @@ class CommandSpec:
     startup_timeout: float = STARTUP_SECONDS   # added to the first answer's `timeout`
     concurrency: int = 4                 # cases outstanding at once
     max_line_bytes: int = MAX_LINE_BYTES
+    private: tuple[Path, ...] = ()       # the runner's paths it must not reach (settings)
 
 
 @dataclass
@@ -102,7 +108,8 @@ def make_spec(config: CommandConfig, *, source: str, environ: Mapping[str, str],
                        setup=(split(config.setup, source=source, key="generator.setup")
                               if config.setup else None),
                        env=command_environment(environ, config.env, home=Path("/nonexistent")),
-                       timeout=config.timeout, concurrency=concurrency)
+                       timeout=config.timeout, concurrency=concurrency,
+                       private=private_paths(environ))
 
 
 def inert(text: str) -> str:
@@ -146,7 +153,11 @@ async def answer_cases(cases: Sequence[Case], *, spec: CommandSpec, repo: Path, 
         else:
             missing.append(case)
     if missing:
-        fresh = await answer_ref(missing, spec=spec, repo=repo, sha=sha, git=git, log=log)
+        try:
+            fresh = await answer_ref(missing, spec=spec, repo=repo, sha=sha, git=git, log=log,
+                                     private=(cache.root,) if cache is not None else ())
+        except ConfinementError as exc:   # nothing ran: every case says why
+            fresh = Outcome(errors={case.id: str(exc) for case in missing})
         for case in missing:
             if case.id in fresh.answers:
                 outcome.answers[case.id] = fresh.answers[case.id]
@@ -158,19 +169,28 @@ async def answer_cases(cases: Sequence[Case], *, spec: CommandSpec, repo: Path, 
 
 
 async def answer_ref(cases: Sequence[Case], *, spec: CommandSpec, repo: Path, sha: str,
-                     git: Git, log: Log, run_as: int | None = -1) -> Outcome:
+                     git: Git, log: Log, run_as: int | None = -1,
+                     private: Sequence[Path] = ()) -> Outcome:
     """Every case's answer from the code of commit `sha`, run in an export of it that is
-    removed after. `run_as`: the uid; by default "nobody" when this process is root."""
+    removed after. `run_as`: the uid; by default a fresh account when this process is root,
+    which reaches its export, HOME and TMPDIR only: the repository, `private` (the cache)
+    and the runner's paths are closed to it while it runs, and every process it started is
+    ended before this returns."""
     account = command_account() if run_as == -1 else run_as
-    with groups_end_on_sigterm(), scratch_directory("flipgate-command-") as root:
+    closed = (repo, *private, *spec.private) if account is not None else ()
+    # Left in reverse: every process of the account ends before its copy is removed and
+    # before the paths closed to it open again.
+    with groups_end_on_sigterm(), closed_to_others(closed), \
+            scratch_directory("flipgate-command-") as root, account_ended(account):
         work = gitrefs.export_tree(repo, sha, root / "tree", git=git)
-        home = root / "home"
+        home, tmp = root / "home", root / "tmp"
         home.mkdir()
+        tmp.mkdir()
         if account is not None:
-            give_to(work, account)
-            give_to(home, account)
+            for given in (work, home, tmp):
+                give_to(given, account)
         hide_this_process()   # the command may not read the model key from this process
-        env = {**spec.env, "HOME": str(home)}
+        env = {**spec.env, "HOME": str(home), "TMPDIR": str(tmp), **account_variables(account)}
         runner = _Runner(spec=spec, cwd=work, env=env, run_as=account, log=log)
         if spec.setup is not None:
             failure = await runner.setup(spec.setup)

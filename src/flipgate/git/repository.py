@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import posixpath
 import subprocess
-import tarfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,7 +41,8 @@ class Git:
     environment: Mapping[str, str] | None = field(default=None, repr=False)
 
     def run(self, repo: str | os.PathLike[str], *args: str, check: bool = True,
-            extra_env: Mapping[str, str] | None = None) -> subprocess.CompletedProcess[bytes]:
+            extra_env: Mapping[str, str] | None = None,
+            stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
         # In a Docker action the checkout belongs to the runner's user, not to us, and
         # git refuses it as "dubious ownership". We trust exactly this one directory
         # on every call, never every directory.
@@ -52,7 +52,7 @@ class Git:
             env = {**(env if env is not None else os.environ), **extra_env}
         try:
             result = subprocess.run(["git", "--no-pager", "-c", trusted, "-C", str(repo), *args],
-                                    capture_output=True, env=env, check=False)
+                                    capture_output=True, env=env, check=False, input=stdin)
         except FileNotFoundError:
             raise GitError("git is not installed (flipgate reads refs with git)") from None
         if check and result.returncode != 0:
@@ -196,59 +196,71 @@ def _path_text(raw: bytes) -> str:
 
 
 def export_tree(repo: Path, sha: str, destination: Path, *, git: Git = Git()) -> Path:
-    """The files of commit `sha` written under `destination` (git archive), for a trusted
-    command of that commit to run in. Never used for the head ref: its files are data."""
-    import io
-
-    result = git.run(repo, "archive", "--format=tar", "--end-of-options", sha)
+    """The files of commit `sha` written under `destination` byte for byte, for a trusted
+    command of that commit to run in. Read from the object store (`ls-tree`, then every
+    blob in one `cat-file --batch`), never through `git archive`, whose `export-ignore`
+    and `export-subst` would let the tree's own `.gitattributes` leave a file out or
+    rewrite it. Directories, regular files (0644, or 0755 when committed executable) and
+    symbolic links whose target stays inside `destination`; a path that would leave it, a
+    link that points out and a submodule's content are left out, not errors, so one stray
+    entry does not stop the command that needs the rest."""
+    listing = git.run(repo, "ls-tree", "-r", "-z", "--full-tree", "--end-of-options", sha).stdout
+    entries = []
+    for record in listing.split(b"\x00"):
+        meta, _, raw = record.partition(b"\t")
+        fields = meta.split()
+        if len(fields) == 3 and (name := _export_name(raw)) is not None:
+            entries.append((fields[0].decode(), fields[1].decode(), fields[2].decode(), name))
+    blobs = [oid for _, kind, oid, _ in entries if kind == "blob"]
+    contents = _blobs(git.run(repo, "cat-file", "--batch",
+                              stdin="".join(f"{oid}\n" for oid in blobs).encode()).stdout)
     destination.mkdir(parents=True, exist_ok=True)
-    with tarfile.open(fileobj=io.BytesIO(result.stdout)) as archive:
-        data_filter = getattr(tarfile, "data_filter", None)
-        if data_filter is None:  # Python 3.11.0-3.11.3
-            _extract_inside(archive, destination)
-            return destination
-
-        def inside(member: tarfile.TarInfo, path: str) -> tarfile.TarInfo | None:
-            # No link or path out of `destination`: such a member is left out, not an error,
-            # so one stray symlink in the base does not stop the command that needs the rest.
-            try:
-                return data_filter(member, path)
-            except tarfile.FilterError:
-                return None
-
-        archive.extractall(destination, filter=inside)
+    top = os.path.realpath(destination)
+    links = []
+    for mode, kind, oid, name in entries:
+        target = os.path.join(top, name)
+        if kind == "commit":        # a submodule: its directory, as git archive leaves it
+            os.makedirs(target, exist_ok=True)
+        elif kind == "blob" and mode == "120000":
+            links.append((target, contents.get(oid, b"")))
+        elif kind == "blob" and oid in contents:
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            descriptor = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW,
+                                 0o755 if mode == "100755" else 0o644)
+            with os.fdopen(descriptor, "wb") as out:
+                out.write(contents[oid])
+    # Links last: no file is ever written through one.
+    for target, link in links:
+        text = os.fsdecode(link)
+        if text and not os.path.isabs(text) and "\x00" not in text and not os.path.lexists(target):
+            landing = os.path.realpath(os.path.join(os.path.dirname(target), text))
+            if os.path.commonpath([top, landing]) == top:
+                os.makedirs(os.path.dirname(target), exist_ok=True)
+                os.symlink(text, target)
     return destination
 
 
-def _extract_inside(archive: tarfile.TarFile, destination: Path) -> None:
-    """`extractall` with the data filter's rules, for a Python without it (3.11.0-3.11.3,
-    Debian 12's): directories, regular files and links that stay inside `destination`,
-    each checked as it is written (so through the links written before it); no setuid,
-    setgid, sticky or group/other write bits. Anything else is left out."""
-    top = os.path.realpath(destination)
+def _export_name(raw: bytes) -> str | None:
+    """A tree path as a relative path of plain parts, or None (`..`, `.`, empty, `.git`)."""
+    parts = os.fsdecode(raw).split("/")
+    if any(part in ("", ".", "..") or part.lower() == ".git" for part in parts):
+        return None
+    return os.path.join(*parts)
 
-    def within(path: str) -> bool:
-        return os.path.commonpath([top, os.path.realpath(path)]) == top
 
-    for member in archive.getmembers():
-        target = os.path.join(top, member.name.lstrip("/"))
-        if not within(target) or os.path.lexists(target) and not member.isdir():
+def _blobs(batch: bytes) -> dict[str, bytes]:
+    """`git cat-file --batch` output: object id -> content, for each object found."""
+    found, at = {}, 0
+    while at < len(batch):
+        end = batch.index(b"\n", at)
+        header = batch[at:end].split()
+        at = end + 1
+        if len(header) != 3:        # "<oid> missing"
             continue
-        if member.isdir():
-            os.makedirs(target, exist_ok=True)
-        elif member.issym():
-            link = os.path.join(os.path.dirname(target), member.linkname)
-            if not os.path.isabs(member.linkname) and within(link):
-                os.makedirs(os.path.dirname(target), exist_ok=True)
-                os.symlink(member.linkname, target)
-        elif member.isreg():
-            source = archive.extractfile(member)
-            if source is None:
-                continue
-            os.makedirs(os.path.dirname(target), exist_ok=True)
-            with source, open(target, "xb") as out:
-                out.write(source.read())
-            os.chmod(target, member.mode & 0o755 | 0o600)
+        size = int(header[2])
+        found[header[0].decode()] = batch[at:at + size]
+        at += size + 1
+    return found
 
 
 # The identity and time of a working-tree snapshot: fixed, so the same files make the same

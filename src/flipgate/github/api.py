@@ -13,6 +13,7 @@ import json
 import logging
 import math
 import re
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -111,6 +112,10 @@ GITHUB_READ_RETRIES = 1
 RATE_LIMIT_WAIT_SECONDS = 60
 RATE_LIMIT_RETRIES = 2
 SECONDARY_WAIT_SECONDS = 60  # GitHub: without `retry-after`, wait at least a minute
+# All of a run's waits (one client's) together: what one call could wait before, two of
+# GitHub's minutes, for the whole run. Once spent, a limit ends the call at once (tried
+# once), so a run GitHub keeps refusing ends `error` in bounded time, saying what GitHub said.
+RATE_LIMIT_BUDGET_SECONDS = RATE_LIMIT_RETRIES * SECONDARY_WAIT_SECONDS
 
 
 # The most of one GitHub reply flipgate reads, counted after decompression. A page of 100
@@ -179,6 +184,23 @@ def _cap_replies(client: Github) -> None:
     setattr(requester, name, _CAPPED[chosen])
 
 
+class WaitBudget:
+    """The seconds a run (one client) may still spend waiting for GitHub, shared by every
+    call's retry."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds, self.left = seconds, seconds
+        self._lock = threading.Lock()
+
+    def take(self, seconds: float) -> bool:
+        """Whether `seconds` fit what is left (then they are spent)."""
+        with self._lock:
+            if seconds > self.left:
+                return False
+            self.left -= seconds
+            return True
+
+
 class BoundedRetry(GithubRetry):
     """PyGithub's retry (a 403 or 429 that is a rate limit waits for it to lift), with every
     wait bounded by `max_rate_limit_wait`, whatever form GitHub writes it in.
@@ -189,15 +211,18 @@ class BoundedRetry(GithubRetry):
     on `nan` or `-1`. Here both headers are read by flipgate: a wait past the bound is an
     error at once naming the header as GitHub sent it; one that names no time (`nan`, `-1`,
     garbage) is a limit that names none (`secondary_rate_wait`); anything else is waited,
-    through `sleep` (tests record it)."""
+    through `sleep` (tests record it), while the run's `budget` lasts: a wait it cannot
+    afford ends the call at once, naming what GitHub answered."""
 
     def __init__(self, *, sleep: Callable[[float], None] = time.sleep,
-                 clock: Callable[[], float] = time.time, **kwargs: Any) -> None:
+                 clock: Callable[[], float] = time.time, budget: WaitBudget | None = None,
+                 **kwargs: Any) -> None:
         self._sleep, self._clock = sleep, clock
+        self._budget = budget or WaitBudget(RATE_LIMIT_BUDGET_SECONDS)
         super().__init__(**kwargs)
 
     def new(self, **kw: Any) -> Any:
-        return super().new(sleep=self._sleep, clock=self._clock, **kw)
+        return super().new(sleep=self._sleep, clock=self._clock, budget=self._budget, **kw)
 
     def increment(self, method: str | None = None, url: str | None = None,
                   response: Any = None, error: Exception | None = None, _pool: Any = None,
@@ -259,8 +284,19 @@ class BoundedRetry(GithubRetry):
     def sleep(self, response: Any = None) -> None:
         wait = self.get_retry_after(response) if response is not None else None
         wait = wait if wait else self.get_backoff_time()
-        if wait > 0:
-            self._sleep(wait)
+        if wait <= 0:
+            return
+        if not self._budget.take(wait):
+            spent = (f"flipgate's {self._budget.seconds:g} s of waits for GitHub in this run "
+                     "are spent")
+            if response is None:
+                raise GithubException(0, {"message": spent}, {})
+            said = _message_of(self.get_content(response, ""))
+            raise GithubException(response.status, {"message": "; ".join(
+                part for part in (f"GitHub's rate limit: {said}" if said else "",
+                                  f"GitHub answered {_answered(response)}", spent) if part)},
+                dict(response.headers))
+        self._sleep(wait)
 
     @staticmethod
     def get_content(resp: Any, url: str) -> bytes:

@@ -26,7 +26,10 @@ from hashlib import sha256
 SETTING = "gate.base_branches"
 # GitHub refuses a status context longer than this.
 CONTEXT_LIMIT = 255
-_DIGEST = 12  # hex digits of a long base name's SHA-256 that keep its context apart
+# A long context ends in the whole SHA-256 of its full name: 12 hex digits (48 bits) were
+# found colliding for two valid 255-character branch names, so a pass against one base
+# overwrote the other's failure. 64 hex digits leave 190 characters of the name's start.
+_DIGEST = 64
 
 
 @dataclass(frozen=True)
@@ -127,7 +130,8 @@ def status_context(context: str, *, base: str, default_branch: str,
     The default branch keeps `context` (and `context/suite`); any other base gets
     `context@base` (`context/suite@base`). Suite names hold no `@` or `/`, so no base
     and suite can share a context, and none equals the default branch's. A context past
-    GitHub's limit keeps the base's start and a digest of the whole name.
+    GitHub's limit keeps its start and the whole SHA-256 of the whole name (no two names
+    share one, whatever their length).
     """
     named = f"{context}/{suite}" if suite else context
     if base == default_branch:
@@ -135,5 +139,5 @@ def status_context(context: str, *, base: str, default_branch: str,
     whole = f"{named}@{base}"
     if len(whole) <= CONTEXT_LIMIT:
         return whole
-    digest = sha256(base.encode("utf-8", "surrogatepass")).hexdigest()[:_DIGEST]
+    digest = sha256(whole.encode("utf-8", "surrogatepass")).hexdigest()
     return f"{whole[:CONTEXT_LIMIT - _DIGEST - 1]}~{digest}"

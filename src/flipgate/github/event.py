@@ -178,7 +178,7 @@ def command_lines(body: str | None) -> list[str]:
     `/flipgate`, after at most three spaces. Nothing quoted, listed, in code, in a footnote,
     an HTML comment or any other HTML is a command."""
     found = []
-    for _, line in shown_lines(body or ""):
+    for _, line in shown_lines(body or "", COMMAND_PREFIX):
         stripped = line.lstrip(" ")
         if len(line) - len(stripped) <= 3 and stripped.startswith(COMMAND_PREFIX) \
                 and stripped.split()[0] == COMMAND_PREFIX:
