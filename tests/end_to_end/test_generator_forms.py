@@ -195,14 +195,15 @@ def test_a_langchain_chat_prompt_sends_its_messages_and_the_question(server: Fak
 
 
 SYSTEM_FILE = 'SYSTEM_PROMPT = "Use the context only."\n\ndef unrelated():\n    return 1\n'
-RULES = "  {% if category %}\nContext: {{ context }}\n  {% endif %}\n"   # Jinja2's defaults would keep both tag lines
+# Jinja2's defaults would keep both tag lines; the leading blank line goes only with the loader's strip.
+RULES = "\n  {% if category %}\nContext: {{ context }}\n  {% endif %}\n\n"
 
 
 def test_messages_around_a_template_are_sent_in_order_rendered_with_the_apps_jinja_settings(
         server: FakeOpenAI, tmp_path: Path) -> None:
     generator = ("generator:\n  messages:\n    - {role: system, python: app/prompts.py:SYSTEM_PROMPT}\n"
                  "    - {role: system, template: prompts/rules.j2}\n    - {role: user, text: '{query}'}\n"
-                 "  jinja: {trim_blocks: true, lstrip_blocks: true}\n  model: gpt-4.1-mini\n")
+                 "  jinja: {trim_blocks: true, lstrip_blocks: true, strip: true}\n  model: gpt-4.1-mini\n")
     repo = make_repo(tmp_path, {".flipgate.yml": config(generator), "app/prompts.py": SYSTEM_FILE,
                                 "prompts/rules.j2": RULES})
     repo.commit({"app/prompts.py": SYSTEM_FILE.replace("return 1", "return 2")})

@@ -4,6 +4,7 @@ placeholders, and refusals whose advice fits the form."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -69,6 +70,8 @@ def test_a_dict_entry_and_a_class_attribute_are_python_targets(target: str) -> N
     ("generator:\n  messages: [{role: user, template: a.j2}]\n  system: s.md\n", "write it as the first"),
     ("generator:\n  template: a.j2\n  jinja: {autoescape: true}\n", "must map trim_blocks"),
     ("generator: {path: a.prompty, jinja: {trim_blocks: true}}\n", "'generator.jinja' belongs to"),
+    ("generator:\n  template: a.j2\n  jinja: {strip: 1}\n", "keep_trailing_newline, strip to true or false"),
+    ("generator:\n  template: a.j2\n  jinja: {rstrip: true}\n", "keep_trailing_newline, strip to true or false"),
 ])
 def test_messages_and_jinja_off_the_contract_are_refused(generator: str, said: str) -> None:
     assert said in refused(generator)
@@ -173,3 +176,41 @@ def test_a_message_naming_a_prompt_object_renders_in_the_objects_own_format() ->
     assert sent(prompty, {**VALUES, "category": "refunds"}) == [
         {"role": "system", "content": "Answer about refunds; keep {{braces}}."},   # LlamaIndex's rules
         {"role": "user", "content": "How long for a refund?"}]
+
+
+# --- generator.jinja.strip ---------------------------------------------------------------
+
+# Blank lines around it, as RAGFlow's files end in one: its loader strips them, Jinja2 drops one newline.
+RAGFLOW_LIKE = "\n\n## Role\n{% if context %}\nContext: {{ context }}\n{% endif %}\nQ: {{ question }}\n\n"
+STRIPPED = "## Role\nContext: <b>30 days</b>\nQ: How long for a refund?"
+
+
+def _stripped_or_not(strip: bool, files: dict[str, str], spec: FormSpec, main: str) -> list[dict]:
+    prompty = read_generator(files[main].encode(), path=main, source=f"{main}@abc", spec=spec,
+                             read=lambda p: files[p].encode() if p in files else None)
+    jinja = {"trim_blocks": True, "lstrip_blocks": True, "strip": strip}
+    return sent(dataclasses.replace(prompty, jinja=jinja))
+
+
+@pytest.mark.parametrize("strip", [False, True])
+def test_strip_renders_a_template_file_as_a_loader_calling_strip_hands_it_to_jinja(strip: bool) -> None:
+    spec = FormSpec(form="messages", format="jinja", messages=(("system", "template", "p/role.md"),
+                                                               ("user", "text", "  {{ question }} ")))
+    messages = _stripped_or_not(strip, {"p/role.md": RAGFLOW_LIKE}, spec, "p/role.md")
+    assert messages[0]["content"] == (STRIPPED if strip else "\n\n" + STRIPPED + "\n")
+    assert messages[1] == {"role": "user", "content": "  How long for a refund? "}   # inline text: as written
+
+
+@pytest.mark.parametrize("strip", [False, True])
+def test_strip_applies_to_a_jinja_constant_too(strip: bool) -> None:
+    source = f"PROMPT = {RAGFLOW_LIKE!r}\n"
+    spec = FormSpec(form="python", constant="PROMPT", format="jinja")
+    content = _stripped_or_not(strip, {"app/p.py": source}, spec, "app/p.py")[0]["content"]
+    assert content == (STRIPPED if strip else "\n\n" + STRIPPED + "\n")
+
+
+def test_a_stripped_template_keeps_its_line_numbers_in_errors() -> None:
+    spec = FormSpec(form="messages", messages=(("system", "template", "p/role.md"),))
+    with pytest.raises(InputError) as caught:
+        _stripped_or_not(True, {"p/role.md": "\n\n## Role\n{% if %}\n"}, spec, "p/role.md")
+    assert str(caught.value).startswith("p/role.md:4: template syntax error")

@@ -17,7 +17,7 @@ Report = Callable[[tuple[str, ...], str], None]
 PYTHON_TARGET = re.compile(r"[^:]+\.py:[A-Za-z_]\w*(?:\.[A-Za-z_]\w*|\[(?:\"[^\"]*\"|'[^']*')\])?")
 MESSAGE_ROLES = ("system", "user", "assistant")
 MESSAGE_KINDS = ("python", "template", "text")
-JINJA_KEYS = ("trim_blocks", "lstrip_blocks", "keep_trailing_newline")
+JINJA_KEYS = ("trim_blocks", "lstrip_blocks", "keep_trailing_newline", "strip")
 MAX_MESSAGES = 50   # a chat the application builds; each message's file at most 512 KB
 COMMAND_ONLY = ("setup", "env", "timeout", "watch")
 # Variables `generator.env` may never list: the runner's tokens and the action's inputs.

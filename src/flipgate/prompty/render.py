@@ -82,6 +82,12 @@ def template_body(text: str, *, mustache: bool = False) -> str:
     return stripped if mustache or not height else "{#" + height + "#}" + stripped
 
 
+def loader_stripped(text: str) -> str:
+    """`text` as a loader that calls `.strip()` hands it to Jinja2 (`generator.jinja.strip`); the
+    leading blank lines become a comment of the same height, so errors keep the file's lines."""
+    return template_body(text.rstrip())
+
+
 def _recording_undefined(seen: set[str]) -> type:
     """Jinja2's default Undefined (empty, falsy), noting each missing top-level name."""
     from jinja2 import Undefined
@@ -415,17 +421,18 @@ def _messages(prompty: Prompty, text: str, *, values: Mapping[str, Any], marks: 
 def jinja_options(prompty: Prompty) -> dict[str, bool]:
     """Jinja2's whitespace settings for the generator: `generator.jinja` over the form's own
     default (a Prompty v2 body keeps its final newline, as its runtime does; everything else
-    renders with Jinja2's defaults, which drop it)."""
+    renders with Jinja2's defaults, which drop it). `strip` is the loader's, not Jinja2's."""
     keep = prompty.version == 2 if prompty.form == "prompty" else False
     return {"trim_blocks": False, "lstrip_blocks": False, "keep_trailing_newline": keep,
-            **prompty.jinja}
+            **{key: value for key, value in prompty.jinja.items() if key != "strip"}}
 
 
 def _engine(prompty: Prompty, name: str, loader: _RefLoader, *, limits: Limits, strict: bool,
             seen: set[str], fmt: str | None = None, first_line: int = 1,
-            where: str | None = None) -> Callable[[Mapping[str, Any]], str]:
+            where: str | None = None, inline: bool = False) -> Callable[[Mapping[str, Any]], str]:
     """The render of one template of the generator (its body, its system message, or one
-    message of a chat, in `fmt`)."""
+    message of a chat, in `fmt`). With `generator.jinja.strip` a Jinja2 template read from the
+    repository (not `inline` text of `.flipgate.yml`, not what it includes) is stripped first."""
     source = loader.sources[name]
     fmt = fmt or prompty.format
     if fmt in ("fstring", "dollar", "llamaindex"):
@@ -445,6 +452,8 @@ def _engine(prompty: Prompty, name: str, loader: _RefLoader, *, limits: Limits, 
         return render_fields
     if fmt == "mustache":
         return _Mustache(source, strict=strict, limits=limits, seen=seen).render
+    if prompty.jinja.get("strip") and not inline:
+        loader.sources[name] = loader_stripped(source)
     undefined = _strict_undefined(seen) if strict else _recording_undefined(seen)
     env = make_environment(loader.jinja_loader, limits, undefined=undefined, **jinja_options(prompty))
     if name == prompty.path and not prompty.chat:
@@ -491,7 +500,7 @@ def _chat(prompty: Prompty, loader: _RefLoader, *, limits: Limits, strict: bool,
         return part.path if part.path == prompty.path else part.source
     engines = [None if part.placeholder is not None or part.format == TEXT else
                _engine(prompty, key, loader, limits=limits, strict=strict, seen=seen,
-                       fmt=part.format, first_line=part.line, where=shown(part))
+                       fmt=part.format, first_line=part.line, where=shown(part), inline=not part.path)
                for part, key in zip(prompty.chat, keys(prompty.chat), strict=True)]
 
     def produce(raw: Mapping[str, Any]) -> list[Message]:
