@@ -180,7 +180,7 @@ def init(repo: str, generator: str | None, cases: str, config: str, workflow: st
     if command is not None:
         if not command.strip():
             raise InputError(Problem("--command", None, "is empty"))
-        starter = starter_of(generator="", command=command, setup=command_setup(tracked),
+        starter = starter_of(generator="", command=command, setup=command_setup(command, tracked),
                              watch=command_watch(command, tracked))
         _write_starter(root, starter, sample={}, force=force)
         click.echo(f"generator: `{command}`, watching {', '.join(starter.watch)} (edit "

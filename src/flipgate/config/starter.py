@@ -34,6 +34,11 @@ JUDGE_MODELS = {"openai": "gpt-4.1-mini", "github": "openai/gpt-4.1-mini"}
 # GitHub Models names a model publisher/name, and sends it as written.
 EMBEDDING_MODELS = {"github": "openai/text-embedding-3-small"}
 DEFAULT_EMBEDDING_MODEL = "text-embedding-3-small"
+# The application's dependencies go to this directory of the ref's copy, which starts the
+# command's PYTHONPATH (generator/reach.py): one `setup` for a venv, a distribution's Python
+# (PEP 668: no `--user`), a laptop as a user or as root, and the action's container.
+SITE_DIRECTORY = ".flipgate-site"
+SETUP_INSTALL = f"-m pip install --target {SITE_DIRECTORY} -q"
 
 # Sample inputs that hold the question, and the retrieved context, most likely first.
 _QUERY_NAMES = ("query", "question", "input", "user_input", "user_query", "prompt", "message")
@@ -115,12 +120,24 @@ def command_watch(command: str, tracked: list[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys([*(roots or ["**/*.py"]), *deps]))
 
 
-def command_setup(tracked: list[str]) -> str | None:
-    """An install of the application's dependencies into the run's own HOME (`--user`)."""
+def command_python(command: str) -> str:
+    """The interpreter the command names (`python`, `python3.12`, a path), else `python3`:
+    `setup` installs with the Python that will import what it installs."""
+    try:
+        first = shlex.split(command)[0]
+    except (ValueError, IndexError):
+        return "python3"
+    return first if posixpath.basename(first).startswith("python") else "python3"
+
+
+def command_setup(command: str, tracked: list[str]) -> str | None:
+    """An install of the application's dependencies into `SITE_DIRECTORY` of the ref's copy,
+    with the command's own Python."""
+    python = command_python(command)
     if "requirements.txt" in tracked:
-        return "python -m pip install --user -q -r requirements.txt"
+        return f"{python} {SETUP_INSTALL} -r requirements.txt"
     if "pyproject.toml" in tracked:
-        return "python -m pip install --user -q ."
+        return f"{python} {SETUP_INSTALL} ."
     return None
 
 
