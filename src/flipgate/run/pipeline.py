@@ -26,7 +26,6 @@ from flipgate.config.schema import (
     DEFAULT_CONFIG,
     DEFAULT_OUT_DIR,
     FORM_GITHUB,
-    FORM_PROMPTY,
     FORM_PYTHON,
     GITHUB_COMMENT_LIMIT,
     HEAD_GENERATOR_KEYS,
@@ -34,8 +33,6 @@ from flipgate.config.schema import (
     CommandConfig,
     Config,
     EndpointConfig,
-    GeneratorOptions,
-    generator_form,
 )
 from flipgate.e2e.run import E2ERequest, e2e_wanted
 from flipgate.errors import IncompleteError, InputError, Problem
@@ -658,40 +655,3 @@ def one_suite(config: Config, suite: str | None) -> Config:
         raise InputError(Problem(config.source, None, "several suites: name one with "
                                  f"--suite ({', '.join(c.suite or '' for c in narrowed)})"))
     return narrowed[0]
-
-
-def replay_sample(*, repo: Path, ref: str, settings: Settings, config_path: str | None = None,
-                  generator: str | None = None, suite: str | None = None,
-                  warn: Callable[[str], None] = lambda text: None) -> dict[str, Any]:
-    """`replay --sample`: the request the generator at `ref` would send for its own sample.
-    The generator is `generator` (a repository path) or the configuration's (the suite's)."""
-    from flipgate.git import repository as gitrefs
-    from flipgate.run.refs import read_config
-    from flipgate.run.sample import sample_request
-
-    git_repo = open_repo(repo, settings)
-    at = git_repo.ref(ref)
-    config = None
-    if config_path is not None or generator is None:
-        path = gitrefs.safe_path(config_path or DEFAULT_CONFIG)
-        config = read_config(git_repo, at, path)
-        if config is None and generator is None:
-            raise InputError(Problem(path, None, f"not found at git ref {ref} (or name the "
-                                     "Prompty file with --generator)"))
-        if config is not None:
-            config = one_suite(config, suite)
-    if generator is not None:
-        path = gitrefs.safe_path(generator)
-    else:
-        assert config is not None
-        path = generator_path(config)
-    options = config.generator_options if config is not None else None
-    form = options.form if options is not None and generator is None else generator_form(path, GeneratorOptions())
-    if form != FORM_PROMPTY:
-        raise InputError(Problem(path, None, f"replay --sample: a {form} generator has no sample of "
-                                 "its own (only a Prompty file does); run `flipgate replay` on a "
-                                 "case instead"))
-    return sample_request(repo=git_repo, ref=at, path=path, environ=settings.environ,
-                          endpoint=options.endpoint if options else None,
-                          strict_undefined=options.strict_undefined if options else False,
-                          warn=warn)
