@@ -89,5 +89,5 @@ def replay(ref: str | None, config_path: str | None, out_path: str | None, sampl
     if truncated:
         click.echo(f"flipgate: warning: {len(truncated)} answers were cut off at the token limit "
                    f"(finish_reason length): {', '.join(truncated[:5])}", err=True)
-    click.echo(usage_line(result.usage, result.cache), err=True)
+    click.echo(usage_line(result.usage, result.cache, own_code=result.own_code), err=True)
     click.echo(f"wrote {len(result.answers)} responses to {out_path}", err=True)

@@ -58,6 +58,7 @@ from flipgate.run.refs import (
     describe,
     detect_change,
     generator_path,
+    head_config_owner,
     head_options,
     load_cases_for,
     load_config_at,
@@ -278,9 +279,12 @@ def plan_suite(git_repo: Repo, base_ref: Ref, head_ref: Ref, inputs: Inputs, *,
     base_generator = load_generator(git_repo, base_ref, path, environ=environ, config=config)
     head_generator = require_generator(git_repo, head_ref, path, environ=environ, config=config,
                                        options=theirs)
-    for generator in (base_generator, head_generator):
-        if generator is not None:
-            refuse_unusable(config, generator, all_cases)
+    if base_generator is not None:
+        refuse_unusable(config, base_generator, all_cases)
+    refuse_unusable(config, head_generator, all_cases,
+                    variables_source=(f"{config_path}@{head_ref.label}"
+                                      if theirs.variables != config.generator_options.variables
+                                      else None))
     detected = detect_change(config=config, path=path, changed=changed,
                              base_generator=base_generator, head_generator=head_generator)
     left_out = detect_change(config=config, path=path, changed=list(uncommitted),
@@ -293,7 +297,8 @@ def plan_suite(git_repo: Repo, base_ref: Ref, head_ref: Ref, inputs: Inputs, *,
                             base_generator=base_generator, head_generator=head_generator)
     if head_keys:
         inputs.notes.append(f"The generator under test takes generator.{', generator.'.join(head_keys)} "
-                            f"from the pull request's {config_path}; nothing else of it is read.")
+                            f"from {head_config_owner(head_ref)} {config_path}; nothing else of it "
+                            "is read.")
     if not detected.relevant:
         note = (f"No change to the generator ({path}), the files it includes, or a watched "
                 "path: nothing to gate, no model was called.")
@@ -390,7 +395,8 @@ async def check(*, repo: Path, base: str, head: str, settings: Settings,
     if worktree:
         trusted.notes.append(worktree_note(git_repo, head_ref))
     if local:
-        trusted.notes.extend(unused_config_notes(git_repo.path, config_path, trusted, config_from))
+        trusted.notes.extend(unused_config_notes(git_repo.path, config_path, trusted, config_from,
+                                                 head_is_worktree=worktree))
         if not worktree and head_ref.sha == git_repo.checked_out():
             uncommitted = git_repo.uncommitted()
     config = with_concurrency(trusted.config, concurrency)
@@ -599,6 +605,7 @@ class ReplayResult:
     usage: dict[str, dict[str, int]]
     cache: dict[str, int] | None
     notes: list[str] = field(default_factory=list)
+    own_code: bool = False   # the application's code answered, asking its model itself
 
 
 async def replay_ref(*, repo: Path, ref: str, settings: Settings,
@@ -623,7 +630,7 @@ async def replay_ref(*, repo: Path, ref: str, settings: Settings,
                                                  cases=inputs.cases, runtime=runtime,
                                                  settings=settings)
         return ReplayResult(cases=inputs.cases, answers=answers, usage=runtime.usage_report(),
-                            cache=runtime.cache_stats())
+                            cache=runtime.cache_stats(), own_code=True)
     path = generator_path(config)
     inspected = require_generator(git_repo, at, path, environ=settings.environ, config=config)
     refuse_unusable(config, inspected, inputs.cases)
