@@ -52,7 +52,8 @@ def generation(body: dict) -> str:
     return context + (" That is our policy." if "Answer only" not in body["messages"][0]["content"] else "")
 
 
-def run_case_costs(tmp_path: Path, server: FakeOpenAI, system: str) -> tuple[int, dict, Counter]:
+def run_case_costs(tmp_path: Path, server: FakeOpenAI, system: str,
+                   said: list[str] | None = None) -> tuple[int, dict, Counter]:
     server.on_generation(generation)
     repo = GitRepo.create(tmp_path / "repo")
     cases = [{"id": f"case-{i}", "category": "policy", "query": f"case-{i}: how long do refunds take?",
@@ -65,6 +66,8 @@ def run_case_costs(tmp_path: Path, server: FakeOpenAI, system: str) -> tuple[int
     result = CliRunner().invoke(cli, ["run", "--repo", str(repo.path), "--base", "base", "--head", "HEAD",
                                       "--out", str(tmp_path / "out"), "--no-cache"])
     report = json.loads((tmp_path / "out" / "report.json").read_text())
+    if said is not None:
+        said.append(result.output)
     return result.exit_code, report, Counter(r.kind for r in server.requests)
 
 
@@ -101,3 +104,22 @@ def test_a_flipped_case_costs_two_more_and_a_429_waits_out_its_retry_after(
     # of its new answer and the statements; the refused request was sent once more.
     assert kinds == Counter({"generation": 2 * CASES, "groundedness": 2 * CASES + 1 + 1,
                              "relevance": 2 * CASES, "statements": 1, "probe": 1, "embeddings": 2})
+
+
+def test_the_run_says_before_it_starts_what_it_will_send_each_model_and_the_free_limit(
+        models: FakeOpenAI, tmp_path: Path) -> None:
+    said: list[str] = []
+    code, report, _ = run_case_costs(tmp_path, models, "Answer from the context, briefly.", said)
+    assert code == 0, said
+    output = " ".join(said[0].split())
+    sent = Counter(r.model for r in models.requests)
+    # What it announced is what each model then received (a run without a flip).
+    assert sent == Counter({"openai/gpt-4o-mini": 2 * CASES, "openai/gpt-4.1-mini": 6 * CASES + 1,
+                            "openai/text-embedding-3-small": 2})
+    assert (f"GitHub Models: this run sends about {2 * CASES} requests to openai/gpt-4o-mini "
+            f"({2 * CASES} generations); the free plan allows 150 a day and 15 a minute (low tier") in output
+    assert (f"about {6 * CASES + 1} requests to openai/gpt-4.1-mini ({6 * CASES + 1} judge requests, "
+            "a probe included)") in output
+    assert "about 2 requests to openai/text-embedding-3-small (embeddings)" in output
+    assert "over the free daily limit" not in output
+    assert output.index("GitHub Models: this run sends") < output.index("usage:")

@@ -29,6 +29,7 @@ from flipgate.config.schema import (
     FORM_PYTHON,
     GITHUB_COMMENT_LIMIT,
     HEAD_GENERATOR_KEYS,
+    PROVIDER_GITHUB,
     STATUS_PER_SUITE,
     CommandConfig,
     Config,
@@ -48,7 +49,7 @@ from flipgate.output.links import NO_LINKS, Links
 from flipgate.output.page import Labels
 from flipgate.output.write import write_outputs
 from flipgate.prompty import Inspected, Prompty, render_isolated
-from flipgate.run import commanded, shards
+from flipgate.run import commanded, quota, shards
 from flipgate.run.refs import (
     Detected,
     Inputs,
@@ -375,7 +376,8 @@ async def check(*, repo: Path, base: str, head: str, settings: Settings,
                 suites: Sequence[str] = (), shard: Shard | None = None,
                 e2e: E2ERequest | None = None, wiring: Wiring,
                 labels: Labels | None = None, links: Links = NO_LINKS,
-                worktree: bool = False, local: bool = False) -> CheckResult:
+                worktree: bool = False, local: bool = False,
+                say: Callable[[str], None] = commanded.log_to_stderr) -> CheckResult:
     """`run_check`, for callers that already run an event loop. `concurrency` (`--concurrency`)
     wins over the configuration's. `suites`: only those of the config's suites. With `shard`,
     only that part of the cases is evaluated and a partial is written for `flipgate merge`.
@@ -430,6 +432,8 @@ async def check(*, repo: Path, base: str, head: str, settings: Settings,
                                 cache={"hits": 0, "misses": 0}, head_sha=head_ref.sha)
                    for one in planned]
     else:
+        for line in quota.quota_lines(_github_models_plan(planned, config, judge)):
+            say(f"flipgate: {line}")
         # The run's judges, built before any generation: a judge that cannot be
         # set up stops the run before anything is paid for. One set for every suite.
         the_judge = wiring.judges(config, runtime=runtime, settings=settings, provider=judge)
@@ -474,6 +478,28 @@ async def check(*, repo: Path, base: str, head: str, settings: Settings,
                              labels=labels, links=links)
     return CheckResult(report=report, markdown=markdown, exit_code=gate.exit_code(report.conclusion),
                        message=message, config_from=config_from)
+
+
+def _github_models_plan(planned: Sequence[Planned], config: Config,
+                        judge: str | None) -> quota.Plan:
+    """What the planned suites will ask GitHub Models: generations of the sides it serves,
+    and the judge's and the embeddings' requests when the judge is on it."""
+    generations: dict[str, int] = {}
+    judged = 0
+    for one in planned:
+        if one.pair is None and one.command is None:
+            continue
+        judged += len(one.inputs.cases)
+        for generator in one.sides.values():
+            if generator.endpoint.kind == PROVIDER_GITHUB:
+                generations[generator.model] = generations.get(generator.model, 0) + len(one.inputs.cases)
+    on_github = (judge or config.judge.provider) == PROVIDER_GITHUB
+    relevance = config.relevance
+    return quota.Plan(generations=generations, judge_model=config.judge.model if on_github else None,
+                      judged_cases=judged,
+                      embedding_model=relevance.embedding_model if on_github else None,
+                      embedding_texts=judged * (1 + 2 * relevance.questions),
+                      embedding_batch=relevance.embedding_batch)
 
 
 async def _evaluate(one: Planned, *, runtime: Runtime, settings: Settings, judge: Judges,
