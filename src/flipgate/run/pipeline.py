@@ -386,7 +386,8 @@ async def check(*, repo: Path, base: str, head: str, settings: Settings,
     judges and the generators' client. `labels`: people's labels, shown on their rows.
     `links`: where the comment links the run and report.html. `worktree`: the head is the
     working tree (uncommitted edits included), not `head`. `local`: `repo` is the user's own
-    checkout, so the run says what of its working tree it leaves out."""
+    checkout, so the run says what of its working tree it leaves out. `say`: where the lines
+    said before the first request go (GitHub Models' quota)."""
     git_repo = wiring.open_git(repo, settings)
     base_ref = git_repo.ref(base)
     head_ref = git_repo.worktree() if worktree else git_repo.ref(head)
@@ -531,6 +532,9 @@ async def _evaluate(one: Planned, *, runtime: Runtime, settings: Settings, judge
     except IncompleteError as exc:
         message = str(exc)
         notes.append(stopped_note(message))
+        if advice := quota.rerun_advice(exc, cached=runtime.cache is not None):
+            notes.append(advice)
+            message = f"{message}. {advice}"
         if end_to_end is not None:
             notes.append("No end-to-end run: the frozen run it is compared with could not finish.")
     live = None

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from flipgate.config.github_models import limits_of
+from flipgate.llm.pacing import PauseTooLong
 
 JUDGE_REQUESTS_A_CASE = 6      # groundedness 2, relevance 2, fluency 2 (docs/rate-limits.md)
 FLIP_EXTRA = 2                 # a flip's second scoring and its statements
@@ -71,3 +72,14 @@ def quota_lines(plan: Plan) -> list[str]:
                      "suite, shards over days, or an OpenAI or Azure key fits it")
         lines.append(line + ".")
     return lines
+
+
+def rerun_advice(stopped: BaseException, *, cached: bool) -> str:
+    """For a run a rate limit stopped: when to run it again, and what a re-run keeps."""
+    if not isinstance(stopped, PauseTooLong) and "HTTP 429" not in str(stopped):
+        return ""
+    keeps = ("every reply this run received is in the cache, so a re-run asks only for the rest"
+             if cached else "run with the cache on (--cache, the workflow's cache step) so a "
+             "re-run keeps the replies this one received")
+    return (f"Re-run once the provider's limit resets (GitHub Models' free limits are a "
+            f"day's: docs/rate-limits.md); {keeps}.")
