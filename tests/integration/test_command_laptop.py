@@ -9,12 +9,8 @@ Each ref's code runs for real, in an export of a commit of a real repository."""
 from __future__ import annotations
 
 import asyncio
-import base64
-import hashlib
-import io
 import os
 import subprocess
-import zipfile
 from pathlib import Path
 
 import pytest
@@ -26,6 +22,7 @@ from flipgate.model import Case
 
 from support.accounts import command_python, remove, shared_directory
 from support.gitrepo import GitRepo
+from support.wheels import REQUIREMENTS, WHEEL, wheel
 
 PYTHON = command_python()
 CASES = [Case(id=f"q{i}", query=f"What is the fee for item {i}?",
@@ -39,27 +36,6 @@ for line in sys.stdin:
     case = json.loads(line)
     print(json.dumps({"id": case["id"], "response": feeformat.say(case["context"])}), flush=True)
 """
-
-
-def wheel() -> bytes:
-    """A one-module wheel, `feeformat`, built by hand (pip installs it offline)."""
-    files = {"feeformat.py": b"def say(text):\n    return 'Per our price list: ' + text\n",
-             "feeformat-1.0.dist-info/METADATA": b"Metadata-Version: 2.1\nName: feeformat\nVersion: 1.0\n",
-             "feeformat-1.0.dist-info/WHEEL": b"Wheel-Version: 1.0\nGenerator: hand\nRoot-Is-Purelib: true\n"
-                                               b"Tag: py3-none-any\n"}
-    record = "".join(f"{name},sha256={base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b'=').decode()},"
-                     f"{len(data)}\n" for name, data in files.items())
-    record += "feeformat-1.0.dist-info/RECORD,,\n"
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w") as archive:
-        for name, data in files.items():
-            archive.writestr(name, data)
-        archive.writestr("feeformat-1.0.dist-info/RECORD", record)
-    return buffer.getvalue()
-
-
-WHEEL = "wheels/feeformat-1.0-py3-none-any.whl"
-REQUIREMENTS = f"--no-index\n./{WHEEL}\n"
 
 
 def make_ref(tmp_path: Path, files: dict[str, str | bytes]) -> tuple[GitRepo, str]:
