@@ -67,7 +67,7 @@ def quota_lines(plan: Plan) -> list[str]:
         line += (f"; the free plan allows {limits.per_day} a day and {limits.per_minute} a "
                  f"minute ({limits.tier} tier, docs/rate-limits.md), so at least {minutes} min")
         if count > limits.per_day:
-            line += (f". That is over the free daily limit: the run may stop part way; a "
+            line += (". That is over the free daily limit: the run may stop part way; a "
                      "re-run after the limit resets sends only what the cache lacks. A smaller "
                      "suite, shards over days, or an OpenAI or Azure key fits it")
         lines.append(line + ".")
