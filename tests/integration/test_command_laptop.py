@@ -193,3 +193,22 @@ def test_a_silent_wait_says_what_it_waits_for_before_the_timeout(tmp_path: Path)
     assert waits, log
     assert "waiting for answers: 3 of 3 cases sent, 0 answered" in waits[0]
     assert "a case fails after 3 s" in waits[0]
+
+
+def test_a_python_without_pip_is_named_with_what_to_install(tmp_path: Path) -> None:
+    shared = shared_directory()
+    try:
+        venv = shared / "bare"
+        subprocess.run([PYTHON, "-m", "venv", "--without-pip", str(venv)], check=True)
+        for path in (shared, venv):
+            path.chmod(0o755)
+        python = str(venv / "bin" / "python")
+        repo, sha = app_repo(tmp_path)
+        log: list[str] = []
+        outcome = run(repo, sha, spec(f"{python} app.py",
+                                      setup=command_setup(f"{python} app.py", ["requirements.txt"])), log)
+    finally:
+        remove(shared)
+    error = outcome.errors["q0"]
+    assert error.startswith("setup exited with status 1: ") and "No module named pip" in error
+    assert "this Python has no pip: install your distribution's python3-pip" in error

@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from flipgate.config.github_models import unprefixed
+from flipgate.config.github_limits import unprefixed
 from flipgate.config.schema import (
     AUTH_ENTRA,
     AUTH_KEY,

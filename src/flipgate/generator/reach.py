@@ -69,7 +69,11 @@ def start_failure(what: str, program: str, error: OSError, *, env: Mapping[str, 
 
 
 def setup_hint(last_words: str) -> str:
-    """Advice for a failed `setup` whose last line is pip refusing a `--user` install."""
+    """Advice for a line of a failed `setup`: pip refusing a `--user` install, or a Python
+    without pip."""
+    if "no module named pip" in last_words.lower():
+        return (" (this Python has no pip: install your distribution's python3-pip, or name "
+                "a venv's python in generator.command and generator.setup)")
     if not any(refusal in last_words.lower() for refusal in _USER_INSTALL_REFUSALS):
         return ""
     return (f" (pip install --user works neither in a venv nor on a Python marked externally "

@@ -4,7 +4,7 @@ will send to each GitHub Models model, against that model's published daily limi
 The count is the plan's, before any cache: a case's two generations, its judge requests
 (groundedness, relevance and fluency for each side: 6; a flip adds a second scoring and the
 statements), one probe a judge model, and the embeddings (a probe and one request a batch).
-docs/rate-limits.md counts them on the loopback server; `config/github_models.py` holds the
+docs/rate-limits.md counts them on the loopback server; `config/github_limits.py` holds the
 limits. Pure: the run passes the figures in and prints the lines.
 """
 
@@ -15,7 +15,7 @@ from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from flipgate.config.github_models import limits_of
+from flipgate.config.github_limits import limits_of
 from flipgate.llm.pacing import PauseTooLong
 
 JUDGE_REQUESTS_A_CASE = 6      # groundedness 2, relevance 2, fluency 2 (docs/rate-limits.md)
