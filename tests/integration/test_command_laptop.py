@@ -137,6 +137,7 @@ def test_as_root_an_interpreter_under_a_private_directory_is_named_with_what_to_
     error = outcome.errors["q0"]
     assert "cannot start setup" in error and "Permission denied" in error
     assert "an unprivileged account (uid" in error and "because flipgate runs as root" in error
+    assert f"which links to {Path(PYTHON).resolve()}" in error
     assert f"({home} is private to its owner)" in error, error
     assert "/usr/bin/python3" in error and f"a venv outside {home}" in error
 

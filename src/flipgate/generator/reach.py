@@ -62,8 +62,10 @@ def start_failure(what: str, program: str, error: OSError, *, env: Mapping[str, 
     blocked = private_part(target) if account is not None else None
     if blocked is None:
         return f"{line} ({target}; it runs as {describe_account(account)})"
+    real = target.resolve()
+    link = f", which links to {real}" if real != target.absolute() else ""
     return (f"{line}: it runs as {describe_account(account)}, and that account may not "
-            f"reach {target} ({blocked} is private to its owner); name an interpreter it can "
+            f"reach {target}{link} ({blocked} is private to its owner); name an interpreter it can "
             f"run in generator.command and generator.setup: a system one such as "
             f"/usr/bin/python3, or a venv outside {blocked}")
 
