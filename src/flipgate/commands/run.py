@@ -142,7 +142,8 @@ def run(base: str, head: str | None, worktree: bool, config_path: str, out_dir: 
     if result.report.e2e is not None:
         click.echo(visible(e2e_line(result.report.e2e)), err=True)
     click.echo(usage_line(result.report.usage, result.report.cache,
-                          sent=int((result.report.budget or {}).get("spent_requests") or 0)),
+                          sent=int((result.report.budget or {}).get("spent_requests") or 0),
+                          own_code=result.own_code),
                err=True)
     if result.partial is not None:
         click.echo(f"wrote {result.partial} (shard {shard}); `flipgate merge` turns the partials "

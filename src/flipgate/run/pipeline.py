@@ -97,6 +97,7 @@ class CheckResult:
     message: str | None = None   # why the run stopped early (exit 3), for stderr
     partial: Path | None = None  # a shard's partial.json, instead of report.json and comment.md
     config_from: str = ""        # where the configuration was read: `.flipgate.yml from main@abc1234`
+    own_code: bool = False       # the application's code answered (its own requests are not counted)
 
 
 def with_concurrency(config: Config, concurrency: int | None) -> Config:
@@ -457,6 +458,7 @@ async def check(*, repo: Path, base: str, head: str, settings: Settings,
         report = reports[0]
     runtime.fill_report(report)
     message = "; ".join(messages) or None
+    own_code = any(one.command is not None for one in planned)
     if shard is not None:
         # Each suite's cases are split alike; a partial keeps the suites apart.
         fingerprint: dict[str, Any] = {"base_sha": base_ref.sha, "head_sha": head_ref.sha,
@@ -474,11 +476,12 @@ async def check(*, repo: Path, base: str, head: str, settings: Settings,
                              stopped=message is not None)
         # Judge errors on rows are part of the result; only a part that stopped fails its job.
         return CheckResult(report=report, markdown="", message=message, partial=path,
-                           exit_code=3 if message is not None else 0, config_from=config_from)
+                           exit_code=3 if message is not None else 0, config_from=config_from,
+                           own_code=own_code)
     markdown = write_outputs(report, out_dir, console=console, comment_limit=comment_limit,
                              labels=labels, links=links)
     return CheckResult(report=report, markdown=markdown, exit_code=gate.exit_code(report.conclusion),
-                       message=message, config_from=config_from)
+                       message=message, config_from=config_from, own_code=own_code)
 
 
 def _github_models_plan(planned: Sequence[Planned], config: Config,
