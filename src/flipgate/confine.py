@@ -130,6 +130,13 @@ def end_account(uid: int) -> list[int]:
     return alive
 
 
+def describe_account(uid: int | None) -> str:
+    """Which account a command runs as, and why, in words a message can carry."""
+    if uid is None:
+        return "your own account (flipgate does not run as root)"
+    return f"an unprivileged account (uid {uid}), because flipgate runs as root"
+
+
 def hide_this_process() -> None:
     """Make this process non-dumpable, so no other process of the same uid (the command)
     may read its /proc/PID/environ, mem or fds, where the model key is. Linux only;

@@ -155,7 +155,8 @@ def test_init_command_writes_a_config_that_runs_the_apps_code(
     assert result.exit_code == 0, result.output
     config = yaml.safe_load((repo.path / ".flipgate.yml").read_text())
     assert config["generator"] == {"command": f"{command_python()} -m app.answer",
-                                   "setup": "python -m pip install --user -q -r requirements.txt",
+                                   "setup": f"{command_python()} -m pip install --target "
+                                            ".flipgate-site -q -r requirements.txt",
                                    "env": ["OPENAI_API_KEY"], "timeout": 60,
                                    "watch": ["app/**", "requirements.txt"]}
     workflow = yaml.safe_load((repo.path / ".github/workflows/flipgate.yml").read_text())
@@ -163,7 +164,7 @@ def test_init_command_writes_a_config_that_runs_the_apps_code(
 
     # No network here: the test installs nothing (setup goes), and judges offline.
     text = (repo.path / ".flipgate.yml").read_text()
-    text = text.replace('  setup: "python -m pip install --user -q -r requirements.txt"', "")
+    text = "\n".join(line for line in text.splitlines() if "  setup: " not in line) + "\n"
     text = text.replace("provider: openai", "provider: offline").replace("strict: false", "strict: true")
     text = text.replace("blocking_categories: [general]", "blocking_categories: [pricing, policy]")
     repo.commit({".flipgate.yml": text, "eval/cases.jsonl": "".join(json.dumps(c) + "\n" for c in CASES)},

@@ -52,7 +52,8 @@ def generation(body: dict) -> str:
     return context + (" That is our policy." if "Answer only" not in body["messages"][0]["content"] else "")
 
 
-def run_case_costs(tmp_path: Path, server: FakeOpenAI, system: str) -> tuple[int, dict, Counter]:
+def run_case_costs(tmp_path: Path, server: FakeOpenAI, system: str,
+                   said: list[str] | None = None) -> tuple[int, dict, Counter]:
     server.on_generation(generation)
     repo = GitRepo.create(tmp_path / "repo")
     cases = [{"id": f"case-{i}", "category": "policy", "query": f"case-{i}: how long do refunds take?",
@@ -65,6 +66,8 @@ def run_case_costs(tmp_path: Path, server: FakeOpenAI, system: str) -> tuple[int
     result = CliRunner().invoke(cli, ["run", "--repo", str(repo.path), "--base", "base", "--head", "HEAD",
                                       "--out", str(tmp_path / "out"), "--no-cache"])
     report = json.loads((tmp_path / "out" / "report.json").read_text())
+    if said is not None:
+        said.append(result.output)
     return result.exit_code, report, Counter(r.kind for r in server.requests)
 
 
@@ -101,3 +104,62 @@ def test_a_flipped_case_costs_two_more_and_a_429_waits_out_its_retry_after(
     # of its new answer and the statements; the refused request was sent once more.
     assert kinds == Counter({"generation": 2 * CASES, "groundedness": 2 * CASES + 1 + 1,
                              "relevance": 2 * CASES, "statements": 1, "probe": 1, "embeddings": 2})
+
+
+def test_the_run_says_before_it_starts_what_it_will_send_each_model_and_the_free_limit(
+        models: FakeOpenAI, tmp_path: Path) -> None:
+    said: list[str] = []
+    code, report, _ = run_case_costs(tmp_path, models, "Answer from the context, briefly.", said)
+    assert code == 0, said
+    output = " ".join(said[0].split())
+    sent = Counter(r.model for r in models.requests)
+    # What it announced is what each model then received (a run without a flip).
+    assert sent == Counter({"openai/gpt-4o-mini": 2 * CASES, "openai/gpt-4.1-mini": 6 * CASES + 1,
+                            "openai/text-embedding-3-small": 2})
+    assert (f"GitHub Models: this run sends about {2 * CASES} requests to openai/gpt-4o-mini "
+            f"({2 * CASES} generations); the free plan allows 150 a day and 15 a minute (low tier") in output
+    assert (f"about {6 * CASES + 1} requests to openai/gpt-4.1-mini ({6 * CASES + 1} judge requests, "
+            "a probe included)") in output
+    assert "about 2 requests to openai/text-embedding-3-small (embeddings)" in output
+    assert "over the free daily limit" not in output
+    assert output.index("GitHub Models: this run sends") < output.index("usage:")
+
+
+def test_a_run_a_rate_limit_stops_says_when_to_re_run_and_the_re_run_keeps_what_was_paid(
+        models: FakeOpenAI, tmp_path: Path) -> None:
+    models.on_generation(generation)
+    repo = GitRepo.create(tmp_path / "repo")
+    cases = [{"id": f"case-{i}", "category": "policy", "query": f"case-{i}: how long?",
+              "context": f"Refunds for order {i} are issued within 30 days."} for i in range(CASES)]
+    config = CONFIG.format(url=models.base_url).replace(
+        "judge:\n  provider: github\n", "judge:\n  provider: github\n  max_wait: 2\n")
+    repo.commit({".flipgate.yml": config, "eval/cases.jsonl": "".join(json.dumps(c) + "\n" for c in cases),
+                 "prompts/answer.prompty": PROMPT.format(system="Answer only from the context.")})
+    repo.branch("base", "HEAD")
+    repo.commit({"prompts/answer.prompty": PROMPT.format(system="Answer briefly.")})
+    models.rate_limit(rate=0.0001, burst=7, headers=False)   # a day's quota, spent seven requests in
+
+    def run() -> tuple[int, str]:
+        result = CliRunner().invoke(cli, ["run", "--repo", str(repo.path), "--base", "base",
+                                          "--head", "HEAD", "--out", str(tmp_path / "out"),
+                                          "--cache", str(tmp_path / "cache")])
+        return result.exit_code, " ".join(result.output.split())
+
+    code, said = run()
+    assert code == 3, said
+    advice = ("Re-run once the provider's limit resets (GitHub Models' free limits are a day's: "
+              "docs/rate-limits.md); every reply this run received is in the cache, so a re-run "
+              "asks only for the rest.")
+    assert advice in said
+    comment = (tmp_path / "out" / "comment.md").read_text()
+    assert "limit resets" in comment and "asks only for the rest" in comment, comment
+    answered = [r for r in models.chat_requests("generation") if r.status == 200]
+    assert answered, [(r.kind, r.status) for r in models.requests]
+
+    with models._lock:
+        models.bucket = None                     # the next day
+    before = len(models.requests)
+    code, said = run()
+    assert code == 0, said
+    again = [r for r in models.requests[before:] if r.kind == "generation"]
+    assert len(again) == 2 * CASES - len(answered)   # what was paid for is not asked again

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from flipgate.config.schema import CommandConfig
-from flipgate.generator.command import Outcome, answer_cases, answer_ref, make_spec
+from flipgate.generator.command import Outcome, answer_cases, make_spec
 from flipgate.git.repository import Git
 from flipgate.llm.cache import Cache
 from flipgate.model import Case

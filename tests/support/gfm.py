@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
 from html.parser import HTMLParser
+from typing import Any
 
 import cmarkgfm
 from cmarkgfm.cmark import Options

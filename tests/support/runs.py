@@ -10,6 +10,7 @@ from typing import Any
 from click.testing import CliRunner, Result
 
 from flipgate.cli import cli
+
 from support.gitrepo import GitRepo
 
 

@@ -3,6 +3,7 @@ body fields, and `${file:}` parameters."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -113,6 +114,39 @@ def test_a_file_reference_may_not_leave_the_repository(reference: str) -> None:
 
 
 def test_a_generator_with_no_model_anywhere_says_where_to_put_one() -> None:
-    with pytest.raises(InputError, match="generator.endpoint.deployment"):
+    with pytest.raises(InputError, match="add model.configuration.model to the file, or set "
+                                         "generator.endpoint.model in .flipgate.yml"):
         lock(generator(EVALUATOR), generator(EVALUATOR, ref="head"), settings=SETTINGS_ENV,
              endpoint=EndpointConfig(provider="openai", base_url="http://127.0.0.1:9/v1"))
+
+
+def test_azure_with_no_model_names_the_deployment_keys() -> None:
+    azure = EndpointConfig(provider="azure", azure_endpoint="https://r.openai.azure.com",
+                           api_version="2024-10-21")
+    with pytest.raises(InputError, match="add model.configuration.azure_deployment to the file, "
+                                         "or set generator.endpoint.deployment"):
+        lock(generator(EVALUATOR), generator(EVALUATOR, ref="head"), settings=SETTINGS_ENV,
+             endpoint=azure)
+
+
+@pytest.mark.parametrize("form", ["template", "python"])
+def test_a_template_or_constant_with_no_model_names_generator_model_only(form: str) -> None:
+    """Its model comes only from .flipgate.yml: the advice names that key and that file."""
+    text = dataclasses.replace(generator(EVALUATOR), form=form)
+    with pytest.raises(InputError) as caught:
+        lock(text, text, settings=SETTINGS_ENV, config_source=".flipgate.yml@base",
+             endpoint=EndpointConfig(provider="openai", base_url="http://127.0.0.1:9/v1"))
+    assert str(caught.value) == (".flipgate.yml@base: the generator (prompts/a.prompty) names no "
+                                 "model: set generator.model")
+
+
+def test_a_github_models_model_without_its_publisher_is_refused_before_any_request() -> None:
+    front = "model:\n  api: chat\n  configuration:\n    type: openai\n    model: gpt-4.1-mini\n"
+    with pytest.raises(InputError, match="GitHub Models names a model publisher/name: "
+                                         "openai/gpt-4.1-mini, not gpt-4.1-mini"):
+        lock(generator(front), generator(front, ref="head"), settings=SETTINGS_ENV,
+             endpoint=EndpointConfig(provider="github"))
+    pair = lock(generator(front.replace("gpt-4.1", "openai/gpt-4.1")), generator(
+        front.replace("gpt-4.1", "openai/gpt-4.1"), ref="head"), settings=SETTINGS_ENV,
+        endpoint=EndpointConfig(provider="github"))
+    assert pair.baseline.model == "openai/gpt-4.1-mini"

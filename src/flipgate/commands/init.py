@@ -5,28 +5,37 @@ from __future__ import annotations
 import os
 import posixpath
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import click
+import yaml
 
 from flipgate.commands.common import report_failures, settings_from_env
-from flipgate.config.schema import DEFAULT_CONFIG, ENDPOINT_PROVIDERS, GITHUB_PROMPT_SUFFIXES
+from flipgate.config.schema import (
+    DEFAULT_CONFIG,
+    ENDPOINT_PROVIDERS,
+    GITHUB_PROMPT_SUFFIXES,
+    PROVIDER_GITHUB,
+)
 from flipgate.config.starter import (
     DEFAULT_ACTION,
     DEFAULT_CASES,
     DEFAULT_WORKFLOW,
+    JUDGE_MODELS,
     Starter,
     cases_text,
     command_setup,
     command_watch,
     config_text,
     template_variables,
+    test_data,
     workflow_text,
 )
 from flipgate.errors import InputError, Problem, SecurityError
 from flipgate.git import repository as gitrefs
+from flipgate.prompty import Prompty
 from flipgate.prompty.child import inspect_isolated, sample_values_isolated
 from flipgate.prompty.forms import FormSpec
 
@@ -63,7 +72,8 @@ def _choose(generator_files: list[str], wanted: str | None, interactive: bool,
 
 
 def _template_keys(path: str, constant: str | None, data: bytes, *, root: Path, tree: str,
-                   environ: Mapping[str, str]) -> tuple[tuple[str, ...], dict[str, Any]]:
+                   environ: Mapping[str, str], model: str,
+                   guesses: list[str]) -> tuple[tuple[str, ...], dict[str, Any]]:
     """A template's or a constant's `generator:` lines and an example case's extra fields,
     from the names it reads (read in the isolated child, never run)."""
     suffix = posixpath.splitext(path)[1].lower()
@@ -77,14 +87,38 @@ def _template_keys(path: str, constant: str | None, data: bytes, *, root: Path, 
     names = inspected.names or frozenset()
     variables = template_variables(names)
     keys = [*([] if inspected.prompty.chat else [f"format: {fmt}"]),
-            "model: gpt-4.1-mini  # the model your application calls"]
-    if variables:
-        keys.append("variables: {" + ", ".join(f"{n}: {f}" for n, f in variables.items()) + "}"
-                    "  # template name: case field")
+            f"model: {model}  # the model your application calls",
+            *_variables_keys(names, path, guesses)]
     histories = {part.placeholder for part in inspected.prompty.chat if part.placeholder}
     extra: dict[str, Any] = {name: [] if name in histories else f"<{name}>"   # a history: its messages
                              for name in sorted(names - set(variables) - {"query", "context"})}
     return tuple(keys), extra
+
+
+def _variables_keys(names: Iterable[str], path: str, guesses: list[str]) -> list[str]:
+    """The `variables:` line for the names a generator reads that hold the question or the
+    context (a guess, said as one)."""
+    variables = template_variables(names)
+    if not variables:
+        return []
+    mapping = "{" + ", ".join(f"{n}: {f}" for n, f in variables.items()) + "}"
+    guesses.append(f"guessed variables {mapping} from the names {path} reads (template name: "
+                   "case field); edit generator.variables if one means another field")
+    return [f"variables: {mapping}  # template name: case field"]
+
+
+def _github_prompt(data: bytes, chosen: str, *, root: Path, tree: str, environ: Mapping[str, str],
+                   guesses: list[str]) -> tuple[Prompty, tuple[str, ...], list[dict[str, Any]]]:
+    """A `.prompt.yml`: read in the child; its `variables` line, and its `testData` entries
+    (the cases it was tried on) read from the YAML the child has just accepted."""
+    inspected = inspect_isolated(data, path=chosen, source=chosen, repo=root, sha=tree,
+                                 environ=environ, form=FormSpec(form="github"))
+    keys = _variables_keys(inspected.names or (), chosen, guesses)
+    try:
+        entries = test_data(yaml.safe_load(data.decode("utf-8-sig")))
+    except (UnicodeDecodeError, yaml.YAMLError):
+        entries = []
+    return inspected.prompty, tuple(keys), entries
 
 
 def _refuse_outside(root: Path, names: list[str]) -> None:
@@ -100,8 +134,8 @@ def _refuse_outside(root: Path, names: list[str]) -> None:
 
 
 def _write_starter(root: Path, starter: Starter, *, sample: dict[str, object],
-                   force: bool) -> None:
-    files = {starter.config: config_text(starter), starter.cases: cases_text(sample),
+                   force: bool, more: Sequence[Mapping[str, Any]] = ()) -> None:
+    files = {starter.config: config_text(starter), starter.cases: cases_text(sample, more),
              starter.workflow: workflow_text(starter)}
     if len(files) < 3:
         raise InputError("--config, --cases and --workflow must name three different files")
@@ -155,25 +189,31 @@ def _write_all(root: Path, files: dict[str, str]) -> None:
               help="The judge's provider (default: the generator's). github: GitHub Models for "
                    "the judge and an OpenAI-type generator, on the workflow's own token; the "
                    "workflow stores no secret.")
+@click.option("--model", "model", metavar="NAME", default=None,
+              help="The model under test, for a template file or a constant (the model your "
+                   "application calls); without it, init writes a guess and says so.")
 @click.option("--force", is_flag=True, help="Overwrite files that already exist.")
 @report_failures
 def init(repo: str, generator: str | None, cases: str, config: str, workflow: str, action: str,
-         provider: str | None, force: bool, command: str | None = None) -> None:
+         provider: str | None, force: bool, command: str | None = None,
+         model: str | None = None) -> None:
     """Write a starter .flipgate.yml, .github/workflows/flipgate.yml and a cases file.
 
     Finds the repository's tracked .prompty and .prompt.yml files (or takes
     --generator FILE[:NAME]: a template file or a string constant too) and
-    builds the example case from a Prompty file's `sample:` when it has one
-    (every file is read in flipgate's isolated child, never executed). Asks
-    nothing when stdin is not a terminal. Refuses to overwrite an existing
-    file unless --force; writes all of the files or none. Exits 2 outside a
-    git repository or when no generator is found.
+    builds the example cases from a Prompty file's `sample:` or a .prompt.yml's
+    `testData` when it has them (every file is read in flipgate's isolated
+    child, never executed). Prints every guess it made, and the steps left.
+    Asks nothing when stdin is not a terminal. Refuses to overwrite an
+    existing file unless --force; writes all of the files or none. Exits 2
+    outside a git repository or when no generator is found.
     """
     git = gitrefs.Git()
     root = gitrefs.top_level(Path(repo), git=git)
     tree = gitrefs.index_tree(root, git=git)
     tracked = gitrefs.tree_paths(root, tree, git=git)
     prompty_files = [p for p in tracked if p.endswith((".prompty", *GITHUB_PROMPT_SUFFIXES))]
+    guesses: list[str] = []
 
     def starter_of(**generator: Any) -> Starter:
         """The starter for this generator, with the files, action and provider the flags name."""
@@ -185,47 +225,85 @@ def init(repo: str, generator: str | None, cases: str, config: str, workflow: st
     if command is not None:
         if not command.strip():
             raise InputError(Problem("--command", None, "is empty"))
-        starter = starter_of(generator="", command=command, setup=command_setup(tracked),
+        starter = starter_of(generator="", command=command, setup=command_setup(command, tracked),
                              watch=command_watch(command, tracked))
         _write_starter(root, starter, sample={}, force=force)
-        click.echo(f"generator: `{command}`, watching {', '.join(starter.watch)} (edit "
-                   f"generator.watch in {starter.config}: it is what counts as a change)")
-        click.echo(f"cases: one example case in {starter.cases}; record real ones with "
-                   "`flipgate record` (docs/cases.md)")
-        click.echo("next: write the adapter (docs/generator-command.md), commit, then "
-                   "`flipgate run --base HEAD --head HEAD`")
+        guesses.append(f"guessed generator.watch {', '.join(starter.watch)} from the command: "
+                       "what counts as a change; edit it in " + starter.config)
+        if starter.setup:
+            guesses.append(f"guessed generator.setup `{starter.setup}` (installs into "
+                           ".flipgate-site with the command's Python: docs/generator-command.md)")
+        if model is not None:
+            guesses.append(f"--model {model} is not used: the application's code calls its own model")
+        _say(guesses, _steps(starter, first="write the adapter the command runs "
+                                            "(docs/generator-command.md)"), starter)
         return
     chosen, constant = _choose(prompty_files, generator, interactive=_interactive(), tracked=set(tracked))
     data = gitrefs.read_required(root, tree, chosen, git=git)
     environ = settings_from_env().environ
     keys: tuple[str, ...] = ()
     key = None
+    more: list[dict[str, Any]] = []
+    on_github = provider == PROVIDER_GITHUB
     if chosen.endswith(".prompty"):
         prompty, sample = sample_values_isolated(data, path=chosen, source=chosen, repo=root, sha=tree,
                                                  environ=environ)
     elif chosen.endswith(GITHUB_PROMPT_SUFFIXES):
-        prompty, sample = inspect_isolated(data, path=chosen, source=chosen, repo=root, sha=tree,
-                                           environ=environ, form=FormSpec(form="github")).prompty, {}
+        prompty, keys, entries = _github_prompt(data, chosen, root=root, tree=tree,
+                                                environ=environ, guesses=guesses)
+        sample, more = (entries[0], entries[1:]) if entries else ({}, [])
     else:
-        keys, sample = _template_keys(chosen, constant, data, root=root, tree=tree, environ=environ)
+        guessed = JUDGE_MODELS[PROVIDER_GITHUB if on_github else "openai"]
+        if model is None:
+            guesses.append(f"guessed model {guessed} (the model your application calls); pass "
+                           "--model NAME")
+        keys, sample = _template_keys(chosen, constant, data, root=root, tree=tree, environ=environ,
+                                      model=model or guessed, guesses=guesses)
         prompty, key = None, "python" if constant else "template"
+    if prompty is not None and model is not None and model != prompty.model:
+        guesses.append(f"--model {model} is not used: {chosen} names its model itself "
+                       f"({prompty.model or 'none'}); edit the file to change it")
     starter = starter_of(generator=chosen,
                          generator_type=str(prompty.configuration.get("type") or "openai") if prompty else "openai",
                          generator_model=prompty.model if prompty else None,
                          generator_key=key, generator_constant=constant, generator_keys=keys)
-    _write_starter(root, starter, sample=sample, force=force)
+    _write_starter(root, starter, sample=sample, more=more, force=force)
     others = [p for p in prompty_files if p != chosen]
     if others:
         click.echo(f"generator: {chosen} ({len(others)} other .prompty file(s); --generator PATH "
                    "picks another, `suites:` gates several: docs/configuration.md)")
+    origin = (f"{1 + len(more)} from its testData" if chosen.endswith(GITHUB_PROMPT_SUFFIXES) and sample
+              else "one example case")
     note = "" if sample else " (the generator has no sample: edit its query and context)"
-    click.echo(f"cases: one example case in {starter.cases}{note}; record real ones with "
+    click.echo(f"cases: {origin} in {starter.cases}{note}; record real ones with "
                "`flipgate record` (docs/cases.md)")
     if prompty is not None and starter.generator_on_github and "/" not in (prompty.model or "/"):
         click.echo(f"provider: GitHub Models sends the model as written: name it publisher/model "
                    f"in {chosen} (openai/{prompty.model}, not {prompty.model})")
-    if action == DEFAULT_ACTION:
-        click.echo(f"workflow: replace {DEFAULT_ACTION} in {starter.workflow} with where you take "
-                   "the action from (or pass --action REF)")
-    click.echo("next: add flipgate-out/ and .flipgate-cache/ to .gitignore, commit, then "
-               "`flipgate run --base HEAD --head HEAD`")
+    _say(guesses, _steps(starter), starter)
+
+
+def _steps(starter: Starter, first: str | None = None) -> list[str]:
+    """What is left to do after init, in order, for this set-up."""
+    steps = [first] if first else []
+    if starter.action == DEFAULT_ACTION:
+        steps.append(f"replace {DEFAULT_ACTION} in {starter.workflow} with where you take the "
+                     "action from (or run init again with --action REF)")
+    for secret in starter.secrets:
+        name = secret.split("secrets.", 1)[1].split()[0]
+        steps.append(f"add the repository secret {name} (Settings > Secrets and variables > Actions)")
+    steps.append("add flipgate-out/ and .flipgate-cache/ to .gitignore")
+    steps.append("try a case's request without sending it: `flipgate replay --sample`")
+    steps.append("commit, then `flipgate run --base HEAD --head HEAD`")
+    return steps
+
+
+def _say(guesses: list[str], steps: list[str], starter: Starter) -> None:
+    if starter.provider is None:
+        guesses.append(f"guessed the judge's provider {starter.judge_provider} from the "
+                       "generator's (--provider picks another: openai, azure or github)")
+    for guess in guesses:
+        click.echo(f"guess: {guess}")
+    click.echo("next:")
+    for number, step in enumerate(steps, start=1):
+        click.echo(f"  {number}. {step}")

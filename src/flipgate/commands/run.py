@@ -26,16 +26,25 @@ if TYPE_CHECKING:
     from flipgate.model import E2EReport
 
 
-def usage_line(usage: dict[str, dict[str, int]] | None, cache: dict[str, int] | None) -> str:
+def usage_line(usage: dict[str, dict[str, int]] | None, cache: dict[str, int] | None, *,
+               sent: int = 0, own_code: bool = False) -> str:
     """One line for stderr: requests and tokens per purpose, and cache hits, misses and rejected
-    entries."""
+    entries. `sent`: requests that went out, answered or not (the budget's count); `own_code`:
+    the application's code asked its model itself, which flipgate does not count."""
     parts = []
     for purpose, counts in (usage or {}).items():
         tokens = counts.get("prompt_tokens", 0) + counts.get("completion_tokens", 0)
         requests = counts.get("requests", 0) + counts.get("embedding_requests", 0)
         if requests or tokens:  # a purpose that sent nothing says nothing
             parts.append(f"{purpose} {requests:,} requests, {tokens:,} tokens")
-    line = "usage: " + ("; ".join(parts) if parts else "no model requests")
+    if parts:
+        line = "usage: " + "; ".join(parts)
+    elif sent:
+        line = f"usage: {sent:,} model requests sent, none answered"
+    else:
+        line = "usage: no model requests" + (" from flipgate" if own_code else "")
+    if own_code:
+        line += " (the application's code sends its own requests, not counted here)"
     if cache is not None and (cache.get("hits") or cache.get("misses")):
         line += f" | cache: {cache.get('hits', 0):,} hits, {cache.get('misses', 0):,} misses"
         if cache.get("rejected"):
@@ -132,7 +141,10 @@ def run(base: str, head: str | None, worktree: bool, config_path: str, out_dir: 
         click.echo(f"flipgate: error: {visible(result.message)}", err=True)
     if result.report.e2e is not None:
         click.echo(visible(e2e_line(result.report.e2e)), err=True)
-    click.echo(usage_line(result.report.usage, result.report.cache), err=True)
+    click.echo(usage_line(result.report.usage, result.report.cache,
+                          sent=int((result.report.budget or {}).get("spent_requests") or 0),
+                          own_code=result.own_code),
+               err=True)
     if result.partial is not None:
         click.echo(f"wrote {result.partial} (shard {shard}); `flipgate merge` turns the partials "
                    "into the report", err=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import posixpath
 import shlex
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,6 +35,11 @@ JUDGE_MODELS = {"openai": "gpt-4.1-mini", "github": "openai/gpt-4.1-mini"}
 # GitHub Models names a model publisher/name, and sends it as written.
 EMBEDDING_MODELS = {"github": "openai/text-embedding-3-small"}
 DEFAULT_EMBEDDING_MODEL = "text-embedding-3-small"
+# The application's dependencies go to this directory of the ref's copy, which starts the
+# command's PYTHONPATH (generator/reach.py): one `setup` for a venv, a distribution's Python
+# (PEP 668: no `--user`), a laptop as a user or as root, and the action's container.
+SITE_DIRECTORY = ".flipgate-site"
+SETUP_INSTALL = f"-m pip install --target {SITE_DIRECTORY} -q"
 
 # Sample inputs that hold the question, and the retrieved context, most likely first.
 _QUERY_NAMES = ("query", "question", "input", "user_input", "user_query", "prompt", "message")
@@ -116,12 +121,24 @@ def command_watch(command: str, tracked: list[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys([*(roots or ["**/*.py"]), *deps]))
 
 
-def command_setup(tracked: list[str]) -> str | None:
-    """An install of the application's dependencies into the run's own HOME (`--user`)."""
+def command_python(command: str) -> str:
+    """The interpreter the command names (`python`, `python3.12`, a path), else `python3`:
+    `setup` installs with the Python that will import what it installs."""
+    try:
+        first = shlex.split(command)[0]
+    except (ValueError, IndexError):
+        return "python3"
+    return first if posixpath.basename(first).startswith("python") else "python3"
+
+
+def command_setup(command: str, tracked: list[str]) -> str | None:
+    """An install of the application's dependencies into `SITE_DIRECTORY` of the ref's copy,
+    with the command's own Python."""
+    python = command_python(command)
     if "requirements.txt" in tracked:
-        return "python -m pip install --user -q -r requirements.txt"
+        return f"{python} {SETUP_INSTALL} -r requirements.txt"
     if "pyproject.toml" in tracked:
-        return "python -m pip install --user -q ."
+        return f"{python} {SETUP_INSTALL} ."
     return None
 
 
@@ -175,8 +192,9 @@ def generator_text(starter: Starter) -> str:
     endpoint = (["  endpoint: {provider: github}  # GitHub Models, with the workflow's own token"]
                 if starter.generator_on_github else [])
     if starter.generator_key is None:
-        return "\n".join(["generator:", f"  path: {path}", *endpoint]) if endpoint \
-            else f"generator: {path}"
+        keys = [f"  {line}" for line in starter.generator_keys]
+        return "\n".join(["generator:", f"  path: {path}", *keys, *endpoint]) \
+            if endpoint or keys else f"generator: {path}"
     named = f"{path}:{starter.generator_constant}" if starter.generator_constant else path
     return "\n".join(["generator:", f"  {starter.generator_key}: {named}",
                       *(f"  {line}" for line in starter.generator_keys), *endpoint])
@@ -206,25 +224,41 @@ def _first_text(values: Mapping[str, Any], names: tuple[str, ...]) -> str | None
     return None
 
 
-def example_case(sample: Mapping[str, Any]) -> dict[str, Any]:
-    """One case from a Prompty's sample inputs: its question and context when it names
-    them, every other sample value kept as a field the template reads."""
+def example_case(sample: Mapping[str, Any], number: int = 1) -> dict[str, Any]:
+    """One case from a Prompty's sample inputs (or one `testData` entry of a `.prompt.yml`):
+    its question and context when it names them, its `expected` answer as the ground truth,
+    every other value kept as a field the template reads."""
+    sample = dict(sample)
+    expected = sample.pop("expected", None)
     query = _first_text(sample, _QUERY_NAMES)
     context = _first_text(sample, _CONTEXT_NAMES)
     case: dict[str, Any] = {
-        "id": "example-001",
+        "id": f"example-{number:03d}",
         "category": EXAMPLE_CATEGORY,
         "query": query or "A question your users ask",
         "context": context or "The exact text your retrieval returned for that question.",
     }
+    if isinstance(expected, str) and expected.strip():
+        case["ground_truth"] = expected
     for name, value in sample.items():  # the template reads them by their own names
         if name not in case and name not in _RESERVED:
             case[name] = value
     return case
 
 
-def cases_text(sample: Mapping[str, Any]) -> str:
-    return json.dumps(example_case(sample), ensure_ascii=False) + "\n"
+def cases_text(sample: Mapping[str, Any], more: Sequence[Mapping[str, Any]] = ()) -> str:
+    """The cases file: the example case, then one a further sample (a `testData` entry)."""
+    cases = [example_case(one, number) for number, one in enumerate([sample, *more], start=1)]
+    return "".join(json.dumps(case, ensure_ascii=False) + "\n" for case in cases)
+
+
+def test_data(document: Any) -> list[dict[str, Any]]:
+    """A GitHub Models prompt file's `testData`: its entries that are mappings of text."""
+    entries = document.get("testData") if isinstance(document, dict) else None
+    if not isinstance(entries, list):
+        return []
+    return [dict(entry) for entry in entries
+            if isinstance(entry, dict) and entry and all(isinstance(k, str) for k in entry)]
 
 
 # The job's `if:` and concurrency group, the same in docs/action.md: every pull request

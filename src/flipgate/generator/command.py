@@ -31,6 +31,7 @@ from flipgate.confine import (
     chunks,
     closed_to_others,
     command_account,
+    describe_account,
     give_to,
     groups_end_on_sigterm,
     hide_this_process,
@@ -40,6 +41,7 @@ from flipgate.confine import (
     start,
 )
 from flipgate.errors import InputError, Problem
+from flipgate.generator.reach import python_environment, setup_hint, start_failure
 from flipgate.git import repository as gitrefs
 from flipgate.git.repository import Git
 from flipgate.llm.cache import Cache, canonical_json
@@ -54,6 +56,7 @@ STARTUP_SECONDS = 60.0             # more time for the first answer: the applica
 LOG_LINE_CHARS = 300               # what the log shows of one stderr line
 LOG_LINES = 200                    # stderr lines shown a ref; the rest are counted
 EXIT_GRACE_SECONDS = 1.0           # for the exit status and last words of a command that stopped
+QUIET_SECONDS = 30.0               # a wait with no line on stdout this long is said in the log
 _BASIC_ENV = ("PATH", "LANG")
 
 Log = Callable[[str], None]
@@ -72,6 +75,7 @@ class CommandSpec:
     concurrency: int = 4                 # cases outstanding at once
     max_line_bytes: int = MAX_LINE_BYTES
     private: tuple[Path, ...] = ()       # the runner's paths it must not reach (settings)
+    quiet_seconds: float = QUIET_SECONDS  # how long a silence goes unsaid
 
 
 @dataclass
@@ -100,6 +104,15 @@ def command_environment(environ: Mapping[str, str], listed: Sequence[str], *,
     env = {name: environ[name] for name in names if name in environ}
     env["HOME"] = str(home)
     return env
+
+
+def account_note() -> str | None:
+    """Said once a run when the code runs as another account than flipgate's own."""
+    account = command_account()
+    if account is None:
+        return None
+    return (f"flipgate: the application's code runs as {describe_account(account)}; it can run "
+            "only an interpreter that account may reach (not one under /root)")
 
 
 def make_spec(config: CommandConfig, *, source: str, environ: Mapping[str, str],
@@ -190,7 +203,8 @@ async def answer_ref(cases: Sequence[Case], *, spec: CommandSpec, repo: Path, sh
             for given in (work, home, tmp):
                 give_to(given, account)
         hide_this_process()   # the command may not read the model key from this process
-        env = {**spec.env, "HOME": str(home), "TMPDIR": str(tmp), **account_variables(account)}
+        env = python_environment({**spec.env, "HOME": str(home), "TMPDIR": str(tmp),
+                                  **account_variables(account)}, work)
         runner = _Runner(spec=spec, cwd=work, env=env, run_as=account, log=log)
         if spec.setup is not None:
             failure = await runner.setup(spec.setup)
@@ -209,6 +223,7 @@ class _Runner:
     shown: int = 0
     hidden: int = 0
     last_words: str = ""
+    hint: str = ""        # advice a line of `setup`'s output called for
 
     async def _start(self, argv: Sequence[str], *, stdin: int | None,
                      stderr: int) -> asyncio.subprocess.Process:
@@ -219,6 +234,7 @@ class _Runner:
         text = raw.decode("utf-8", "replace").rstrip("\r")
         if text.strip():
             self.last_words = inert(text.strip())
+            self.hint = self.hint or setup_hint(text)
         if self.shown < LOG_LINES:
             self.shown += 1
             self.log(f"  [generator] {inert(text)}")
@@ -251,7 +267,7 @@ class _Runner:
             process = await self._start(argv, stdin=asyncio.subprocess.DEVNULL,
                                         stderr=asyncio.subprocess.STDOUT)
         except OSError as exc:
-            return f"cannot start setup {argv[0]!r}: {exc.strerror}"
+            return start_failure("setup ", argv[0], exc, env=self.env, account=self.run_as)
         assert process.stdout is not None
         try:
             async with asyncio.timeout(self.spec.setup_timeout):
@@ -264,8 +280,8 @@ class _Runner:
             await reap(process)
             self._flush_hidden()
         if status != 0:
-            return f"setup exited with status {status}" + (f": {self.last_words}"
-                                                           if self.last_words else "")
+            return (f"setup exited with status {status}"
+                    + (f": {self.last_words}" if self.last_words else "") + self.hint)
         return None
 
     async def converse(self, cases: Sequence[Case]) -> Outcome:
@@ -273,10 +289,10 @@ class _Runner:
             process = await self._start(self.spec.argv, stdin=asyncio.subprocess.PIPE,
                                         stderr=asyncio.subprocess.PIPE)
         except OSError as exc:
-            reason = f"cannot start {self.spec.argv[0]!r}: {exc.strerror}"
+            reason = start_failure("", self.spec.argv[0], exc, env=self.env, account=self.run_as)
             return Outcome(errors={case.id: reason for case in cases})
         self.last_words = ""
-        talk = _Conversation(cases, spec=self.spec, process=process)
+        talk = _Conversation(cases, spec=self.spec, process=process, log=self.log)
         stderr = asyncio.ensure_future(self._tail(process.stderr)) if process.stderr else None
         try:
             await talk.run()
@@ -309,10 +325,14 @@ class _Conversation:
     answered or failed."""
 
     def __init__(self, cases: Sequence[Case], *, spec: CommandSpec,
-                 process: asyncio.subprocess.Process) -> None:
+                 process: asyncio.subprocess.Process, log: Log = lambda line: None) -> None:
         self.cases = list(cases)
         self.spec = spec
         self.process = process
+        self.log = log
+        self.sent = 0
+        self.quiet: asyncio.TimerHandle | None = None
+        self.quiet_since = 0.0
         self.outcome = Outcome()
         # A case's clock starts when it is written, or at the first answer for the cases
         # written before it (the application's start has its own bound, `startup_timeout`).
@@ -340,10 +360,35 @@ class _Conversation:
             self.slots.release()
         if answer is not None:
             self.outcome.answers[case_id] = answer
+            self._progress()
         else:
             self.outcome.answers.pop(case_id, None)
             self.outcome.errors[case_id] = error or "not answered"
         self._check_done()
+
+    def _progress(self) -> None:
+        """A line at every tenth of the cases answered (every answer of a small run)."""
+        answered, total = len(self.outcome.answers), len(self.cases)
+        if answered % max(1, total // 10) == 0 or answered == total:
+            self.log(f"  [flipgate] {answered} of {total} cases answered")
+
+    def _heard(self) -> None:
+        """A line on stdout: the silence, if it was said, starts again."""
+        if self.quiet is not None:
+            self.quiet.cancel()
+        loop = asyncio.get_running_loop()
+        self.quiet_since = loop.time()
+        self.quiet = loop.call_later(self.spec.quiet_seconds, self._say_quiet)
+
+    def _say_quiet(self) -> None:
+        """What a silent wait waits for, before any case's clock runs out."""
+        loop = asyncio.get_running_loop()
+        silent = loop.time() - self.quiet_since
+        self.log(f"  [flipgate] waiting for answers: {self.sent} of {len(self.cases)} cases sent, "
+                 f"{len(self.outcome.answers)} answered, its stdout silent for {silent:.0f} s "
+                 f"(a case fails after {self.spec.timeout:g} s; an answer counts once its line "
+                 "is flushed: Python runs unbuffered here, other languages flush each line)")
+        self.quiet = loop.call_later(self.spec.quiet_seconds, self._say_quiet)
 
     def _expire(self, case_id: str) -> None:
         if case_id in self.outstanding:
@@ -383,6 +428,7 @@ class _Conversation:
                                              if self.started else None)
                 stdin.write(case_line(case))
                 await stdin.drain()
+                self.sent += 1
             stdin.close()
         except (BrokenPipeError, ConnectionResetError):
             pass   # it stopped reading: what it printed still counts, and the reader sees its end
@@ -402,6 +448,7 @@ class _Conversation:
             self._take(line)
 
     def _take(self, line: bytes) -> None:
+        self._heard()
         if not line.strip():
             return
         try:
@@ -445,10 +492,13 @@ class _Conversation:
         done = asyncio.ensure_future(self.done.wait())
         startup = asyncio.get_running_loop().call_later(
             self.spec.startup_timeout + self.spec.timeout, self._never_started)
+        self._heard()
         try:
             await asyncio.wait([reader, done], return_when=asyncio.FIRST_COMPLETED)
         finally:
             startup.cancel()
+            if self.quiet is not None:
+                self.quiet.cancel()
             for task in (writer, reader, done):
                 task.cancel()
             await asyncio.gather(writer, reader, done, return_exceptions=True)

@@ -34,7 +34,17 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from flipgate.config.schema import AUTH_ENTRA, AUTH_KEY, PROVIDER_GITHUB, Config, EndpointConfig
+from flipgate.config.github_limits import unprefixed
+from flipgate.config.schema import (
+    AUTH_ENTRA,
+    AUTH_KEY,
+    FORM_GITHUB,
+    FORM_PYTHON,
+    FORM_TEMPLATE,
+    PROVIDER_GITHUB,
+    Config,
+    EndpointConfig,
+)
 from flipgate.errors import InputError, Problem, SecurityError
 from flipgate.llm.client import Endpoint, azure_endpoint, github_endpoint, openai_endpoint
 from flipgate.prompty import Prompty
@@ -432,6 +442,20 @@ def _endpoint(target: _Target, model: str, settings: Settings) -> Endpoint:
     return openai_endpoint(target.url, settings=settings)
 
 
+def _no_model(prompty: Prompty, target: _Target, config_source: str) -> Problem:
+    """"Names no model", with the key that gives one in the generator's own form."""
+    if prompty.form in (FORM_TEMPLATE, FORM_PYTHON):
+        return Problem(config_source, None, f"the generator ({prompty.path}) names no model: "
+                                            "set generator.model")
+    setting = "deployment" if target.kind == "azure_openai" else "model"
+    in_file = "model:" if prompty.form == FORM_GITHUB else (
+        "model.configuration.azure_deployment" if target.kind == "azure_openai"
+        else "model.configuration.model")
+    return Problem(prompty.source, prompty.line_of("model"),
+                   f"the generator names no model: add {in_file} to the file, or set "
+                   f"generator.endpoint.{setting} in {config_source}")
+
+
 def lock(base: Prompty | None, head: Prompty, *, settings: Settings,
          endpoint: EndpointConfig | None = None, config_source: str = ".flipgate.yml",
          read_base: Reader | None = None, read_head: Reader | None = None) -> LockedPair:
@@ -472,9 +496,12 @@ def lock(base: Prompty | None, head: Prompty, *, settings: Settings,
             if prompty.configuration.get(key) is not None:
                 raise InputError(Problem(prompty.source, prompty.line_of("model", "configuration", key),
                                          f"model.configuration.{key} names an unset environment variable"))
-            raise InputError(Problem(prompty.source, prompty.line_of("model"),
-                                     "the generator names no model: add one to the file, or set "
-                                     "generator.endpoint.deployment in .flipgate.yml"))
+            raise InputError(_no_model(prompty, target, config_source))
+        if target.kind == PROVIDER_GITHUB and target.url is None and \
+                (advice := unprefixed(expanded_model)) is not None:
+            source, line = ((config_source, None) if prompty.form in (FORM_TEMPLATE, FORM_PYTHON)
+                            else (prompty.source, prompty.line_of("model", "configuration", key)))
+            raise InputError(Problem(source, line, f"model {expanded_model!r}: {advice}"))
         if target.kind == "azure_openai" and not _DEPLOYMENT.fullmatch(expanded_model):
             raise SecurityError(Problem(
                 prompty.source, prompty.line_of("model", "configuration", key),

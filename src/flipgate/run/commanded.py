@@ -13,7 +13,14 @@ from collections.abc import Mapping, Sequence
 
 from flipgate.config.schema import CommandConfig, Config
 from flipgate.errors import IncompleteError
-from flipgate.generator.command import Log, Outcome, answer_cases, code_identity, make_spec
+from flipgate.generator.command import (
+    Log,
+    Outcome,
+    account_note,
+    answer_cases,
+    code_identity,
+    make_spec,
+)
 from flipgate.judges import Judges
 from flipgate.llm.runtime import Runtime
 from flipgate.model import Answer, Case, Evidence, Row, Score
@@ -38,6 +45,7 @@ async def replay_and_score(*, repo: Repo, refs: Mapping[str, Ref], config: Confi
     await judge.probe()
     spec = make_spec(command, source=config.source, environ=settings.environ,
                      concurrency=config.concurrency)
+    _say_account(log)
     outcomes: dict[str, Outcome] = {}
     for side in SIDES:
         ref = refs[side]
@@ -70,6 +78,7 @@ async def answer_one_ref(*, repo: Repo, ref: Ref, config: Config, command: Comma
     the run stops (exit 3) naming the first case it could not answer."""
     spec = make_spec(command, source=config.source, environ=settings.environ,
                      concurrency=config.concurrency)
+    _say_account(log)
     identity = await asyncio.to_thread(code_identity, repo=repo.path, sha=ref.sha, git=repo.git,
                                        config=command, directory=config.directory)
     outcome = await answer_cases(cases, spec=spec, repo=repo.path, sha=ref.sha, git=repo.git,
@@ -79,6 +88,12 @@ async def answer_one_ref(*, repo: Repo, ref: Ref, config: Config, command: Comma
             raise IncompleteError(f"the application's code gave no answer for case "
                                   f"'{case.id}': {outcome.errors[case.id]}")
     return {case.id: outcome.answers[case.id] for case in cases}
+
+
+def _say_account(log: Log) -> None:
+    note = account_note()
+    if note is not None:
+        log(note)
 
 
 def unanswered_row(case: Case, outcomes: Mapping[str, Outcome], *, config: Config,

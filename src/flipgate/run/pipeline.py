@@ -27,16 +27,14 @@ from flipgate.config.schema import (
     DEFAULT_OUT_DIR,
     FORM_GITHUB,
     FORM_MESSAGES,
-    FORM_PROMPTY,
     FORM_PYTHON,
     GITHUB_COMMENT_LIMIT,
     HEAD_GENERATOR_KEYS,
+    PROVIDER_GITHUB,
     STATUS_PER_SUITE,
     CommandConfig,
     Config,
     EndpointConfig,
-    GeneratorOptions,
-    generator_form,
 )
 from flipgate.e2e.run import E2ERequest, e2e_wanted
 from flipgate.errors import IncompleteError, InputError, Problem
@@ -52,7 +50,7 @@ from flipgate.output.links import NO_LINKS, Links
 from flipgate.output.page import Labels
 from flipgate.output.write import write_outputs
 from flipgate.prompty import Inspected, Prompty, render_isolated
-from flipgate.run import commanded, shards
+from flipgate.run import commanded, quota, shards
 from flipgate.run.refs import (
     Detected,
     Inputs,
@@ -62,6 +60,7 @@ from flipgate.run.refs import (
     describe,
     detect_change,
     generator_path,
+    head_config_owner,
     head_options,
     load_cases_for,
     load_config_at,
@@ -99,6 +98,7 @@ class CheckResult:
     message: str | None = None   # why the run stopped early (exit 3), for stderr
     partial: Path | None = None  # a shard's partial.json, instead of report.json and comment.md
     config_from: str = ""        # where the configuration was read: `.flipgate.yml from main@abc1234`
+    own_code: bool = False       # the application's code answered (its own requests are not counted)
 
 
 def with_concurrency(config: Config, concurrency: int | None) -> Config:
@@ -282,9 +282,12 @@ def plan_suite(git_repo: Repo, base_ref: Ref, head_ref: Ref, inputs: Inputs, *,
     base_generator = load_generator(git_repo, base_ref, path, environ=environ, config=config)
     head_generator = require_generator(git_repo, head_ref, path, environ=environ, config=config,
                                        options=theirs)
-    for generator in (base_generator, head_generator):
-        if generator is not None:
-            refuse_unusable(config, generator, all_cases)
+    if base_generator is not None:
+        refuse_unusable(config, base_generator, all_cases)
+    refuse_unusable(config, head_generator, all_cases,
+                    variables_source=(f"{config_path}@{head_ref.label}"
+                                      if theirs.variables != config.generator_options.variables
+                                      else None))
     detected = detect_change(config=config, path=path, changed=changed,
                              base_generator=base_generator, head_generator=head_generator)
     left_out = detect_change(config=config, path=path, changed=list(uncommitted),
@@ -297,7 +300,8 @@ def plan_suite(git_repo: Repo, base_ref: Ref, head_ref: Ref, inputs: Inputs, *,
                             base_generator=base_generator, head_generator=head_generator)
     if head_keys:
         inputs.notes.append(f"The generator under test takes generator.{', generator.'.join(head_keys)} "
-                            f"from the pull request's {config_path}; nothing else of it is read.")
+                            f"from {head_config_owner(head_ref)} {config_path}; nothing else of it "
+                            "is read.")
     if not detected.relevant:
         note = (f"No change to the generator ({path}), the files it includes, or a watched "
                 "path: nothing to gate, no model was called.")
@@ -383,7 +387,8 @@ async def check(*, repo: Path, base: str, head: str, settings: Settings,
                 suites: Sequence[str] = (), shard: Shard | None = None,
                 e2e: E2ERequest | None = None, wiring: Wiring,
                 labels: Labels | None = None, links: Links = NO_LINKS,
-                worktree: bool = False, local: bool = False) -> CheckResult:
+                worktree: bool = False, local: bool = False,
+                say: Callable[[str], None] = commanded.log_to_stderr) -> CheckResult:
     """`run_check`, for callers that already run an event loop. `concurrency` (`--concurrency`)
     wins over the configuration's. `suites`: only those of the config's suites. With `shard`,
     only that part of the cases is evaluated and a partial is written for `flipgate merge`.
@@ -392,7 +397,8 @@ async def check(*, repo: Path, base: str, head: str, settings: Settings,
     judges and the generators' client. `labels`: people's labels, shown on their rows.
     `links`: where the comment links the run and report.html. `worktree`: the head is the
     working tree (uncommitted edits included), not `head`. `local`: `repo` is the user's own
-    checkout, so the run says what of its working tree it leaves out."""
+    checkout, so the run says what of its working tree it leaves out. `say`: where the lines
+    said before the first request go (GitHub Models' quota)."""
     git_repo = wiring.open_git(repo, settings)
     base_ref = git_repo.ref(base)
     head_ref = git_repo.worktree() if worktree else git_repo.ref(head)
@@ -403,7 +409,8 @@ async def check(*, repo: Path, base: str, head: str, settings: Settings,
     if worktree:
         trusted.notes.append(worktree_note(git_repo, head_ref))
     if local:
-        trusted.notes.extend(unused_config_notes(git_repo.path, config_path, trusted, config_from))
+        trusted.notes.extend(unused_config_notes(git_repo.path, config_path, trusted, config_from,
+                                                 head_is_worktree=worktree))
         if not worktree and head_ref.sha == git_repo.checked_out():
             uncommitted = git_repo.uncommitted()
     config = with_concurrency(trusted.config, concurrency)
@@ -437,6 +444,8 @@ async def check(*, repo: Path, base: str, head: str, settings: Settings,
                                 cache={"hits": 0, "misses": 0}, head_sha=head_ref.sha)
                    for one in planned]
     else:
+        for line in quota.quota_lines(_github_models_plan(planned, config, judge)):
+            say(f"flipgate: {line}")
         # The run's judges, built before any generation: a judge that cannot be
         # set up stops the run before anything is paid for. One set for every suite.
         the_judge = wiring.judges(config, runtime=runtime, settings=settings, provider=judge)
@@ -459,6 +468,7 @@ async def check(*, repo: Path, base: str, head: str, settings: Settings,
         report = reports[0]
     runtime.fill_report(report)
     message = "; ".join(messages) or None
+    own_code = any(one.command is not None for one in planned)
     if shard is not None:
         # Each suite's cases are split alike; a partial keeps the suites apart.
         fingerprint: dict[str, Any] = {"base_sha": base_ref.sha, "head_sha": head_ref.sha,
@@ -476,11 +486,34 @@ async def check(*, repo: Path, base: str, head: str, settings: Settings,
                              stopped=message is not None)
         # Judge errors on rows are part of the result; only a part that stopped fails its job.
         return CheckResult(report=report, markdown="", message=message, partial=path,
-                           exit_code=3 if message is not None else 0, config_from=config_from)
+                           exit_code=3 if message is not None else 0, config_from=config_from,
+                           own_code=own_code)
     markdown = write_outputs(report, out_dir, console=console, comment_limit=comment_limit,
                              labels=labels, links=links)
     return CheckResult(report=report, markdown=markdown, exit_code=gate.exit_code(report.conclusion),
-                       message=message, config_from=config_from)
+                       message=message, config_from=config_from, own_code=own_code)
+
+
+def _github_models_plan(planned: Sequence[Planned], config: Config,
+                        judge: str | None) -> quota.Plan:
+    """What the planned suites will ask GitHub Models: generations of the sides it serves,
+    and the judge's and the embeddings' requests when the judge is on it."""
+    generations: dict[str, int] = {}
+    judged = 0
+    for one in planned:
+        if one.pair is None and one.command is None:
+            continue
+        judged += len(one.inputs.cases)
+        for generator in one.sides.values():
+            if generator.endpoint.kind == PROVIDER_GITHUB:
+                generations[generator.model] = generations.get(generator.model, 0) + len(one.inputs.cases)
+    on_github = (judge or config.judge.provider) == PROVIDER_GITHUB
+    relevance = config.relevance
+    return quota.Plan(generations=generations, judge_model=config.judge.model if on_github else None,
+                      judged_cases=judged,
+                      embedding_model=relevance.embedding_model if on_github else None,
+                      embedding_texts=judged * (1 + 2 * relevance.questions),
+                      embedding_batch=relevance.embedding_batch)
 
 
 async def _evaluate(one: Planned, *, runtime: Runtime, settings: Settings, judge: Judges,
@@ -512,6 +545,9 @@ async def _evaluate(one: Planned, *, runtime: Runtime, settings: Settings, judge
     except IncompleteError as exc:
         message = str(exc)
         notes.append(stopped_note(message))
+        if advice := quota.rerun_advice(exc, cached=runtime.cache is not None):
+            notes.append(advice)
+            message = f"{message}. {advice}"
         if end_to_end is not None:
             notes.append("No end-to-end run: the frozen run it is compared with could not finish.")
     live = None
@@ -612,6 +648,7 @@ class ReplayResult:
     usage: dict[str, dict[str, int]]
     cache: dict[str, int] | None
     notes: list[str] = field(default_factory=list)
+    own_code: bool = False   # the application's code answered, asking its model itself
 
 
 async def replay_ref(*, repo: Path, ref: str, settings: Settings,
@@ -636,7 +673,7 @@ async def replay_ref(*, repo: Path, ref: str, settings: Settings,
                                                  cases=inputs.cases, runtime=runtime,
                                                  settings=settings)
         return ReplayResult(cases=inputs.cases, answers=answers, usage=runtime.usage_report(),
-                            cache=runtime.cache_stats())
+                            cache=runtime.cache_stats(), own_code=True)
     path = generator_path(config)
     inspected = require_generator(git_repo, at, path, environ=settings.environ, config=config)
     refuse_unusable(config, inspected, inputs.cases)
@@ -668,40 +705,3 @@ def one_suite(config: Config, suite: str | None) -> Config:
         raise InputError(Problem(config.source, None, "several suites: name one with "
                                  f"--suite ({', '.join(c.suite or '' for c in narrowed)})"))
     return narrowed[0]
-
-
-def replay_sample(*, repo: Path, ref: str, settings: Settings, config_path: str | None = None,
-                  generator: str | None = None, suite: str | None = None,
-                  warn: Callable[[str], None] = lambda text: None) -> dict[str, Any]:
-    """`replay --sample`: the request the generator at `ref` would send for its own sample.
-    The generator is `generator` (a repository path) or the configuration's (the suite's)."""
-    from flipgate.git import repository as gitrefs
-    from flipgate.run.refs import read_config
-    from flipgate.run.sample import sample_request
-
-    git_repo = open_repo(repo, settings)
-    at = git_repo.ref(ref)
-    config = None
-    if config_path is not None or generator is None:
-        path = gitrefs.safe_path(config_path or DEFAULT_CONFIG)
-        config = read_config(git_repo, at, path)
-        if config is None and generator is None:
-            raise InputError(Problem(path, None, f"not found at git ref {ref} (or name the "
-                                     "Prompty file with --generator)"))
-        if config is not None:
-            config = one_suite(config, suite)
-    if generator is not None:
-        path = gitrefs.safe_path(generator)
-    else:
-        assert config is not None
-        path = generator_path(config)
-    options = config.generator_options if config is not None else None
-    form = options.form if options is not None and generator is None else generator_form(path, GeneratorOptions())
-    if form != FORM_PROMPTY:
-        raise InputError(Problem(path, None, f"replay --sample: a {form} generator has no sample of "
-                                 "its own (only a Prompty file does); run `flipgate replay` on a "
-                                 "case instead"))
-    return sample_request(repo=git_repo, ref=at, path=path, environ=settings.environ,
-                          endpoint=options.endpoint if options else None,
-                          strict_undefined=options.strict_undefined if options else False,
-                          warn=warn)

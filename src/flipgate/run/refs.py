@@ -291,14 +291,18 @@ def head_options(repo: Repo, head: Ref, config_path: str, config: Config) -> Gen
     return dataclasses.replace(options, **{key: getattr(theirs, key) for key in HEAD_GENERATOR_KEYS})
 
 
-def refuse_unusable(config: Config, generator: Inspected, cases: Sequence[Case]) -> None:
+def refuse_unusable(config: Config, generator: Inspected, cases: Sequence[Case], *,
+                    variables_source: str | None = None) -> None:
     """Exit 2 before any render: a `variables` entry naming a field no case has, or a
-    template that reads no field of the cases (its placeholders would be sent as they are)."""
+    template that reads no field of the cases (its placeholders would be sent as they are).
+    `variables_source`: the file the `variables` came from (the head's `.flipgate.yml` for a
+    template or a constant), when not the configuration's own."""
     fields = set().union(*(case.template_vars() for case in cases)) if cases else set()
     prompty = generator.prompty
-    problems = [Problem(config.source, None,
+    problems = [Problem(variables_source or config.source, None,
                         f"generator.variables: {name} <- {field!r}: no case has the field {field!r} "
-                        f"(the cases' fields: {', '.join(sorted(fields))})")
+                        f"(the cases' fields: {', '.join(sorted(fields))})"
+                        + _reversed_hint(name, field, fields, generator.names))
                 for name, field in prompty.variables.items() if cases and field not in fields]
     if problems:
         raise InputError(problems)
@@ -325,8 +329,24 @@ def _reads_nothing(prompty: Prompty, names: frozenset[str]) -> str:
         return (f"reads {shown}, which no case has: map them to the cases' fields with "
                 "generator.variables (name: field)")
     return (f"reads no field of the cases (format {prompty.format}; it reads {shown or 'nothing'}): "
-            "its placeholders would be sent as they are. Check generator.format ({name} is fstring, "
-            "{{ name }} jinja, {{name}} mustache) or map names with generator.variables")
+            "its placeholders would be sent as they are. " + _unread_advice(prompty.form))
+
+
+def _reversed_hint(name: str, field: str, fields: Collection[str],
+                   names: Collection[str] | None) -> str:
+    """`variables` is template name: case field; written the other way round, say so."""
+    if name in fields and (names is None or field in names):
+        return f"; did you mean {{{field}: {name}}} (template name: case field)?"
+    return ""
+
+
+def _unread_advice(form: str) -> str:
+    """What fixes a template that reads no case field, for the form at hand: only a template
+    file's, a constant's or `generator.messages`' format is `generator.format`'s to choose."""
+    if form in FORMS_CONFIGURED:
+        return ("Check generator.format ({name} is fstring, {{ name }} jinja, {{name}} "
+                "mustache) or map names with generator.variables")
+    return "Map the names it reads to case fields with generator.variables (template name: case field)"
 
 
 @dataclass(frozen=True)
@@ -391,14 +411,27 @@ def worktree_note(repo: Repo, head: Ref) -> str:
 
 
 def unused_config_notes(root: Path, config_path: str, trusted: TrustedConfig,
-                        config_from: str) -> list[str]:
-    """A working-tree configuration that differs from the one used is said to be unused."""
+                        config_from: str, *, head_is_worktree: bool = False) -> list[str]:
+    """A working-tree configuration that differs from the one used: unused, or, when the
+    working tree is the head and the generator a template or a constant, read only for
+    the generator under test (`head_options`), said the way the comment says it."""
     try:
         here = (root / config_path).read_bytes().decode("utf-8-sig", "replace")
     except OSError:
         return []
     if here.replace("\r\n", "\n") == trusted.text.replace("\r\n", "\n"):
         return []
+    if head_is_worktree and trusted.from_base and \
+            trusted.config.generator_options.form in FORMS_CONFIGURED:
+        return [f"Warning: the working tree's {config_path} differs from the one this run used "
+                f"({config_from}): as the head, only its generator.{', generator.'.join(HEAD_GENERATOR_KEYS)} "
+                "are read (the generator under test); the rest judges nothing until it is "
+                "committed to the base."]
     return [f"Warning: the working tree's {config_path} differs from the one this run used "
             f"({config_from}) and was not used: the configuration that judges a change is "
             "the base's; commit it to the base to use it."]
+
+
+def head_config_owner(head: Ref) -> str:
+    """Whose `.flipgate.yml` gives the generator under test's keys, as every message says it."""
+    return "the working tree's" if head.shown == WORKTREE else "the pull request's"

@@ -1,0 +1,85 @@
+"""GitHub Models' free quota, said before a run's first request: how many requests the plan
+will send to each GitHub Models model, against that model's published daily limit.
+
+The count is the plan's, before any cache: a case's two generations, its judge requests
+(groundedness, relevance and fluency for each side: 6; a flip adds a second scoring and the
+statements), one probe a judge model, and the embeddings (a probe and one request a batch).
+docs/rate-limits.md counts them on the loopback server; `config/github_limits.py` holds the
+limits. Pure: the run passes the figures in and prints the lines.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from flipgate.config.github_limits import limits_of
+from flipgate.llm.pacing import PauseTooLong
+
+JUDGE_REQUESTS_A_CASE = 6      # groundedness 2, relevance 2, fluency 2 (docs/rate-limits.md)
+FLIP_EXTRA = 2                 # a flip's second scoring and its statements
+PROBES = 1                     # each model is probed once a run
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What one run will ask GitHub Models, by model."""
+
+    generations: Mapping[str, int]        # model -> generation requests (both sides)
+    judge_model: str | None               # None: the judge is not on GitHub Models
+    judged_cases: int
+    embedding_model: str | None
+    embedding_texts: int = 0
+    embedding_batch: int = 2048
+
+
+def requests_by_model(plan: Plan) -> dict[str, int]:
+    """Requests each model will receive, counting what every case costs when none flips."""
+    counts: Counter[str] = Counter(plan.generations)
+    if plan.judge_model is not None and plan.judged_cases:
+        counts[plan.judge_model] += JUDGE_REQUESTS_A_CASE * plan.judged_cases + PROBES
+    if plan.embedding_model is not None and plan.judged_cases:
+        counts[plan.embedding_model] += PROBES + max(
+            1, math.ceil(plan.embedding_texts / max(1, plan.embedding_batch)))
+    return {model: count for model, count in counts.items() if count}
+
+
+def quota_lines(plan: Plan) -> list[str]:
+    """One line a GitHub Models model: the requests, and whether its free daily limit holds
+    them (with what to do when it does not)."""
+    lines = []
+    for model, count in requests_by_model(plan).items():
+        generation = plan.generations.get(model, 0)
+        parts = [f"{generation} generations"] if generation else []
+        if model == plan.judge_model:
+            parts.append(f"{count - generation} judge requests, a probe included")
+        elif model == plan.embedding_model:
+            parts.append("embeddings")
+        line = f"GitHub Models: this run sends about {count} requests to {model} ({', '.join(parts)})"
+        limits = limits_of(model)
+        if limits is None:
+            lines.append(f"{line}; check its daily limit on its page in the GitHub Models "
+                         "catalog (docs/rate-limits.md).")
+            continue
+        minutes = math.ceil(count / limits.per_minute)
+        line += (f"; the free plan allows {limits.per_day} a day and {limits.per_minute} a "
+                 f"minute ({limits.tier} tier, docs/rate-limits.md), so at least {minutes} min")
+        if count > limits.per_day:
+            line += (". That is over the free daily limit: the run may stop part way; a "
+                     "re-run after the limit resets sends only what the cache lacks. A smaller "
+                     "suite, shards over days, or an OpenAI or Azure key fits it")
+        lines.append(line + ".")
+    return lines
+
+
+def rerun_advice(stopped: BaseException, *, cached: bool) -> str:
+    """For a run a rate limit stopped: when to run it again, and what a re-run keeps."""
+    if not isinstance(stopped, PauseTooLong) and "HTTP 429" not in str(stopped):
+        return ""
+    keeps = ("every reply this run received is in the cache, so a re-run asks only for the rest"
+             if cached else "run with the cache on (--cache, the workflow's cache step) so a "
+             "re-run keeps the replies this one received")
+    return (f"Re-run once the provider's limit resets (GitHub Models' free limits are a "
+            f"day's: docs/rate-limits.md); {keeps}.")
