@@ -61,7 +61,7 @@ def test_a_prompt_yml_that_reads_no_case_field_is_not_told_to_check_generator_fo
     result = CliRunner().invoke(cli, ["replay", "--sample", "--repo", str(repo.path)])
     assert result.exit_code == 2, result.output
     said = one_line(result)
-    assert "reads no field of the cases" in said and "generator.variables" in said
+    assert "no {{name}} a case fills" in said and "generator.variables" in said
     assert "generator.format" not in said and openai_server.requests == []
 
 
