@@ -106,6 +106,12 @@ class Settings:
         return self._get("AZURE_AUTHORITY_HOST")
 
     @property
+    def entra_retries(self) -> str | None:
+        """FLIPGATE_ENTRA_RETRIES: how often azure-identity retries a sign-in request the
+        authority did not answer (its own policy when unset); `llm/entra.py` reads the number."""
+        return self._get("FLIPGATE_ENTRA_RETRIES")
+
+    @property
     def cache_key(self) -> str | None:
         """FLIPGATE_CACHE_KEY: a secret (a repository secret, in CI) that signs the reply cache."""
         return self._get("FLIPGATE_CACHE_KEY")

@@ -189,3 +189,13 @@ def test_an_action_without_id_token_permission_is_told_to_grant_it() -> None:
     with pytest.raises(SignInError) as caught:
         EntraSignIn(settings).check()
     assert "id-token: write" in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_a_retry_bound_that_is_not_a_number_is_one_line_naming_the_variable() -> None:
+    """FLIPGATE_ENTRA_RETRIES bounds azure-identity's retries of an authority that does not
+    answer (tests/security/test_entra_signin_failures.py sets 0); nonsense there is bad input."""
+    settings = Settings.from_environ({"FLIPGATE_ENTRA_RETRIES": "many", "AZURE_CLIENT_ID": CLIENT,
+                                      "AZURE_TENANT_ID": TENANT})
+    with pytest.raises(InputError) as caught:
+        EntraSignIn(settings).check()
+    assert "FLIPGATE_ENTRA_RETRIES" in str(caught.value) and "'many'" in str(caught.value)
