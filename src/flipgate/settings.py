@@ -41,7 +41,7 @@ class Settings:
     @property
     def github_models_token(self) -> str | None:
         """GitHub Models' token: the action's `github-token` input, else GITHUB_TOKEN. Sent
-        only to the `github` provider's endpoint (llm/client.github_endpoint)."""
+        only to the `github` provider's endpoint (llm/endpoints.github_endpoint)."""
         return (self.environ.get("INPUT_GITHUB-TOKEN", "").strip()
                 or self.environ.get("GITHUB_TOKEN", "").strip() or None)
 

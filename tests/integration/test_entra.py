@@ -18,7 +18,7 @@ from flipgate.cli import cli
 from flipgate.errors import InputError
 from flipgate.github.inputs import Settings as ActionSettings
 from flipgate.github.inputs import export_model_keys
-from flipgate.llm.client import Endpoint, LazyClient
+from flipgate.llm.endpoints import Endpoint, LazyClient
 from flipgate.llm.entra import EntraSignIn, SignInError
 from flipgate.settings import Settings
 

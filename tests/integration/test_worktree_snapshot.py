@@ -16,7 +16,6 @@ from flipgate.git.repository import (
     snapshot_worktree,
     uncommitted_paths,
 )
-
 from flipgate.settings import Settings
 
 from support.gitrepo import GitRepo

@@ -36,7 +36,7 @@ from typing import Any
 
 from flipgate.config.schema import AUTH_ENTRA, AUTH_KEY, PROVIDER_GITHUB, Config, EndpointConfig
 from flipgate.errors import InputError, Problem, SecurityError
-from flipgate.llm.client import Endpoint, azure_endpoint, github_endpoint, openai_endpoint
+from flipgate.llm.endpoints import Endpoint, azure_endpoint, github_endpoint, openai_endpoint
 from flipgate.prompty import Prompty
 from flipgate.prompty.references import FILE_REFERENCE, load_file_reference
 from flipgate.settings import Settings
