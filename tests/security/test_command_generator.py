@@ -405,12 +405,34 @@ def look(pid):
             continue
         if name == "mem" or secret.encode() in data:
             found.append(f"{pid}/{name}")
+def parent(pid):
+    try:
+        return int(open(f"/proc/{pid}/status").read().split("PPid:")[1].split()[0])
+    except (OSError, IndexError, ValueError):
+        return 0
+def runs_flipgate(pid):
+    try:
+        argv = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")
+    except OSError:
+        return False
+    return any(os.path.basename(arg) == b"flipgate" for arg in argv)
+ancestors = []
 pid = os.getppid()
 while pid > 1:
     look(pid)
-    pid = int(open(f"/proc/{pid}/status").read().split("PPid:")[1].split()[0])
+    ancestors.append(pid)
+    pid = parent(pid)
+# Every process of this run: flipgate's and all it started (the other ref's code, git, the
+# Prompty child). Another job's processes on the machine are not this run's to judge.
+flipgate = next((pid for pid in ancestors if runs_flipgate(pid)), os.getppid())
+def of_this_run(pid):
+    while pid > 1:
+        if pid == flipgate:
+            return True
+        pid = parent(pid)
+    return False
 for entry in os.listdir("/proc"):
-    if entry.isdigit() and int(entry) != os.getpid():
+    if entry.isdigit() and int(entry) != os.getpid() and of_this_run(int(entry)):
         look(entry)
 leaked = [k for k in os.environ if os.environ[k] == secret]
 answer = "FOUND " + " ".join(sorted(set(found + leaked))) if found or leaked else "CLEAN"
@@ -421,7 +443,8 @@ for line in sys.stdin:
 
 def test_a_heads_code_cannot_read_the_judges_key_from_flipgates_process(tmp_path: Path) -> None:
     """flipgate runs as a real process with the judge's key and a GitHub token in its
-    initial environment; the head's code walks up its parents and every /proc entry."""
+    initial environment; the head's code walks up its parents and every process of the run
+    (flipgate's and all it started: not another job's, which the machine may be running)."""
     import shutil
     import subprocess
     import sys
