@@ -62,7 +62,6 @@ class Endpoint:
         return identity
 
 
-
 def openai_endpoint(base_url: str | None, *, settings: Settings) -> Endpoint:
     """The endpoint an OpenAI client would use: explicit, else OPENAI_BASE_URL, else api.openai.com."""
     url = base_url or settings.openai_base_url or DEFAULT_OPENAI_BASE_URL
