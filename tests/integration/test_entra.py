@@ -68,7 +68,7 @@ def test_an_expired_token_is_renewed_with_a_fresh_assertion_from_github(
         provider = sign_in.token_provider()
         first = provider()
         assert provider() == first            # still valid: no new request
-        time.sleep(2.2)
+        time.sleep(2.2)  # the token's real 2 s: azure-identity and MSAL read the wall clock
         second = provider()
         assert second != first and [first, second] == authority.issued
         assertions = [r["form"]["client_assertion"] for r in authority.requests]
