@@ -90,7 +90,7 @@ async def bare_post(base_url: str, n: int, concurrency: int, *, aiohttp: bool = 
 
     import openai
 
-    from flipgate.llm.client import http_library
+    from flipgate.llm.transport import http_library
 
     client = openai.AsyncOpenAI(base_url=base_url, api_key="bench",
                                 **({"http_client": openai.DefaultAioHttpClient()} if aiohttp else {}))
@@ -116,7 +116,9 @@ def door(backend: str, *, pool: bool) -> Callable[[str, int, int], Awaitable[Non
     async def run(base_url: str, n: int, concurrency: int) -> None:
         import openai
 
-        from flipgate.llm.client import LLM, Limiter, capped_http_client, openai_endpoint
+        from flipgate.llm.client import LLM, Limiter
+        from flipgate.llm.endpoints import openai_endpoint
+        from flipgate.llm.transport import capped_http_client
         from flipgate.llm.workpool import map_bounded, pool_size
         from flipgate.settings import Settings
 

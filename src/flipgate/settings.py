@@ -56,7 +56,7 @@ class Settings:
     @property
     def github_models_token(self) -> str | None:
         """GitHub Models' token: the action's `github-token` input, else GITHUB_TOKEN. Sent
-        only to the `github` provider's endpoint (llm/client.github_endpoint)."""
+        only to the `github` provider's endpoint (llm/endpoints.github_endpoint)."""
         return (self.environ.get("INPUT_GITHUB-TOKEN", "").strip()
                 or self.environ.get("GITHUB_TOKEN", "").strip() or None)
 
@@ -119,6 +119,12 @@ class Settings:
     def azure_authority_host(self) -> str | None:
         """AZURE_AUTHORITY_HOST: another cloud's Entra authority (login.microsoftonline.com by default)."""
         return self._get("AZURE_AUTHORITY_HOST")
+
+    @property
+    def entra_retries(self) -> str | None:
+        """FLIPGATE_ENTRA_RETRIES: how often azure-identity retries a sign-in request the
+        authority did not answer (its own policy when unset); `llm/entra.py` reads the number."""
+        return self._get("FLIPGATE_ENTRA_RETRIES")
 
     @property
     def cache_key(self) -> str | None:

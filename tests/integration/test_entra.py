@@ -18,7 +18,7 @@ from flipgate.cli import cli
 from flipgate.errors import InputError
 from flipgate.github.inputs import Settings as ActionSettings
 from flipgate.github.inputs import export_model_keys
-from flipgate.llm.client import Endpoint, LazyClient
+from flipgate.llm.endpoints import Endpoint, LazyClient
 from flipgate.llm.entra import EntraSignIn, SignInError
 from flipgate.settings import Settings
 
@@ -68,7 +68,7 @@ def test_an_expired_token_is_renewed_with_a_fresh_assertion_from_github(
         provider = sign_in.token_provider()
         first = provider()
         assert provider() == first            # still valid: no new request
-        time.sleep(2.2)
+        time.sleep(2.2)  # the token's real 2 s: azure-identity and MSAL read the wall clock
         second = provider()
         assert second != first and [first, second] == authority.issued
         assertions = [r["form"]["client_assertion"] for r in authority.requests]
@@ -189,3 +189,13 @@ def test_an_action_without_id_token_permission_is_told_to_grant_it() -> None:
     with pytest.raises(SignInError) as caught:
         EntraSignIn(settings).check()
     assert "id-token: write" in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_a_retry_bound_that_is_not_a_number_is_one_line_naming_the_variable() -> None:
+    """FLIPGATE_ENTRA_RETRIES bounds azure-identity's retries of an authority that does not
+    answer (tests/security/test_entra_signin_failures.py sets 0); nonsense there is bad input."""
+    settings = Settings.from_environ({"FLIPGATE_ENTRA_RETRIES": "many", "AZURE_CLIENT_ID": CLIENT,
+                                      "AZURE_TENANT_ID": TENANT})
+    with pytest.raises(InputError) as caught:
+        EntraSignIn(settings).check()
+    assert "FLIPGATE_ENTRA_RETRIES" in str(caught.value) and "'many'" in str(caught.value)

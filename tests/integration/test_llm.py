@@ -9,15 +9,8 @@ from pathlib import Path
 import pytest
 
 from flipgate.llm.cache import Cache
-from flipgate.llm.client import (
-    EMBEDDING_BATCHES_IN_FLIGHT,
-    LLM,
-    Budget,
-    BudgetExceeded,
-    Limiter,
-    make_client,
-    openai_endpoint,
-)
+from flipgate.llm.client import EMBEDDING_BATCHES_IN_FLIGHT, LLM, Budget, BudgetExceeded, Limiter
+from flipgate.llm.endpoints import make_client, openai_endpoint
 
 from support.factories import settings_now
 

@@ -7,7 +7,8 @@ import asyncio
 import pytest
 
 from flipgate.llm.budget import Budget
-from flipgate.llm.client import LLM, Limiter, RetryPolicy, make_client, openai_endpoint
+from flipgate.llm.client import LLM, Limiter, RetryPolicy
+from flipgate.llm.endpoints import make_client, openai_endpoint
 
 from support.factories import settings_now
 

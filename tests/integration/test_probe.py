@@ -10,7 +10,10 @@ import openai
 import pytest
 
 from flipgate.errors import IncompleteError
-from flipgate.llm.client import LLM, Endpoint, Limiter, ProviderError, RetryPolicy, capped_http_client
+from flipgate.llm.client import LLM, Limiter, RetryPolicy
+from flipgate.llm.endpoints import Endpoint
+from flipgate.llm.failures import ProviderError
+from flipgate.llm.transport import capped_http_client
 
 from support.openai_server import FakeOpenAI
 

@@ -13,6 +13,7 @@ refusal's message asserted.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import re
@@ -90,8 +91,13 @@ def _files() -> list[str]:
 
 @pytest.fixture(scope="module")
 def references() -> Path:
-    if not all((VENVS / v / "bin" / "python").exists() for v in ("v1", "v2")):
-        subprocess.run([str(ROOT / "scripts" / "prompty-reference-venvs"), str(VENVS)], check=True)
+    # One maker at a time (pytest-xdist workers, two runs of one checkout): a second would
+    # see the first's half-made venv, or remove it under the first.
+    VENVS.mkdir(parents=True, exist_ok=True)
+    with open(VENVS / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not all((VENVS / v / "bin" / "python").exists() for v in ("v1", "v2")):
+            subprocess.run([str(ROOT / "scripts" / "prompty-reference-venvs"), str(VENVS)], check=True)
     return VENVS
 
 

@@ -12,7 +12,8 @@ from flipgate.config.schema import BudgetConfig, Config
 from flipgate.errors import IncompleteError
 from flipgate.generator.endpoint_lock import lock
 from flipgate.generator.replay import PreparedGenerator, replay, write_answers
-from flipgate.llm.client import BudgetExceeded, make_client
+from flipgate.llm.client import BudgetExceeded
+from flipgate.llm.endpoints import make_client
 from flipgate.llm.runtime import Runtime
 from flipgate.model import Case
 from flipgate.prompty import parse_prompty, render_cases

@@ -15,19 +15,10 @@ import time
 import openai
 import pytest
 
-from flipgate.llm.client import (
-    AIOHTTP,
-    HTTPX,
-    LLM,
-    MAX_CHAT_REPLY_BYTES,
-    Endpoint,
-    Limiter,
-    ReplyTooLarge,
-    RetryPolicy,
-    capped_http_client,
-    describe_failure,
-    make_client,
-)
+from flipgate.llm.client import LLM, Limiter, RetryPolicy
+from flipgate.llm.endpoints import Endpoint, make_client
+from flipgate.llm.failures import describe_failure
+from flipgate.llm.transport import AIOHTTP, HTTPX, MAX_CHAT_REPLY_BYTES, ReplyTooLarge, capped_http_client
 from flipgate.settings import Settings
 
 from support.hostile_http import HostileHTTP, Request, Send, flood, head, reply

@@ -3,7 +3,10 @@ temporary index, and nothing of the user's repository changed."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+
+import pytest
 
 from flipgate.git.repository import (
     Git,
@@ -13,8 +16,13 @@ from flipgate.git.repository import (
     snapshot_worktree,
     uncommitted_paths,
 )
+from flipgate.settings import Settings
 
 from support.gitrepo import GitRepo
+
+# The environment git runs in, built at the edge as the commands build it (the snapshot's
+# temporary index is added to it, never to the process's own).
+GIT = Git(Settings.from_environ(os.environ).git_environment())
 
 
 def dirty_repo(tmp_path: Path) -> tuple[GitRepo, str]:
@@ -36,7 +44,7 @@ def test_the_snapshot_holds_every_edit_and_changes_nothing_of_the_repository(tmp
     status_before = repo.git("status", "--porcelain")
     index_before = (repo.path / ".git/index").read_bytes()
 
-    snapshot = snapshot_worktree(repo.path, git=Git())
+    snapshot = snapshot_worktree(repo.path, git=GIT)
 
     assert read(repo.path, snapshot, "prompts/answer.prompty") == b"v2, not committed\n"
     assert read(repo.path, snapshot, "prompts/tone.md") == b"new, not added\n"
@@ -52,7 +60,7 @@ def test_the_snapshot_holds_every_edit_and_changes_nothing_of_the_repository(tmp
     assert head_commit(repo.path) == head and repo.git("rev-parse", "main") == head
     assert snapshot not in repo.git("for-each-ref", "--format=%(objectname)")
     # The same files make the same snapshot.
-    assert snapshot_worktree(repo.path, git=Git()) == snapshot
+    assert snapshot_worktree(repo.path, git=GIT) == snapshot
 
 
 def test_uncommitted_paths_are_what_git_status_lists_and_write_nothing(tmp_path: Path) -> None:
@@ -64,6 +72,13 @@ def test_uncommitted_paths_are_what_git_status_lists_and_write_nothing(tmp_path:
 def test_a_repository_without_commits_snapshots_without_a_parent(tmp_path: Path) -> None:
     repo = GitRepo.create(tmp_path / "new")
     (repo.path / "a.txt").write_text("a\n")
-    snapshot = snapshot_worktree(repo.path, git=Git())
+    snapshot = snapshot_worktree(repo.path, git=GIT)
     assert read(repo.path, snapshot, "a.txt") == b"a\n"
     assert head_commit(repo.path) is None
+
+
+def test_a_git_without_an_environment_from_the_edge_cannot_take_a_temporary_index(
+        tmp_path: Path) -> None:
+    repo, _ = dirty_repo(tmp_path)
+    with pytest.raises(TypeError, match="settings.git_environment"):
+        snapshot_worktree(repo.path, git=Git())

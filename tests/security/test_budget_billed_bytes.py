@@ -121,7 +121,8 @@ def test_the_usage_that_comes_back_replaces_the_reservation_of_a_big_schema(
     budget holds that, so the room comes back for the requests that follow."""
     import asyncio
 
-    from flipgate.llm.client import LLM, Budget, Limiter, make_client, openai_endpoint
+    from flipgate.llm.client import LLM, Budget, Limiter
+    from flipgate.llm.endpoints import make_client, openai_endpoint
 
     from support.factories import settings_now
 

@@ -61,8 +61,11 @@ def _sign_in_env(tmp_path: Path, way: str, authority: str, github: FakeGitHubOID
     else:
         ids = {"ACTIONS_ID_TOKEN_REQUEST_URL": github.request_url,
                "ACTIONS_ID_TOKEN_REQUEST_TOKEN": github.request_token}
+    # No retries of a sign-in nobody answers: the line is the same after azure-core's three
+    # (test_entra.py checks the variable), which would spend about ten seconds a test asleep.
     return clean_environment(tmp_path / "home", AZURE_CLIENT_ID=CLIENT, AZURE_TENANT_ID=TENANT,
-                             AZURE_AUTHORITY_HOST=authority, **ids, **extra)
+                             AZURE_AUTHORITY_HOST=authority, FLIPGATE_ENTRA_RETRIES="0",
+                             **ids, **extra)
 
 
 WAYS = ["workload identity", "GitHub OIDC"]

@@ -20,21 +20,12 @@ import openai  # imported before any clock starts
 import pytest
 from click.testing import CliRunner
 
-import flipgate.llm.client as client_module
+import flipgate.llm.transport as transport_module
 from flipgate.cli import cli
-from flipgate.llm.client import (
-    AIOHTTP,
-    HTTPX,
-    LLM,
-    MAX_CHAT_REPLY_BYTES,
-    Endpoint,
-    LazyClient,
-    Limiter,
-    ReplyTooLarge,
-    RetryPolicy,
-    capped_http_client,
-)
+from flipgate.llm.client import LLM, Limiter, RetryPolicy
+from flipgate.llm.endpoints import Endpoint, LazyClient
 from flipgate.llm.pacing import PauseTooLong
+from flipgate.llm.transport import AIOHTTP, HTTPX, MAX_CHAT_REPLY_BYTES, ReplyTooLarge, capped_http_client
 from flipgate.output.report import write_json
 from flipgate.settings import Settings
 
@@ -179,7 +170,7 @@ def serve_encoded(body: bytes, encoding: str, status: int = 200) -> Callable[[Re
 @pytest.mark.parametrize("encoding", ["gzip", "deflate", "raw-deflate"])
 def test_a_reply_that_inflates_past_the_cap_is_refused_in_bounded_memory(
         backend: str, encoding: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(client_module, "MAX_CHAT_REPLY_BYTES", SMALL_CAP)
+    monkeypatch.setattr(transport_module, "MAX_CHAT_REPLY_BYTES", SMALL_CAP)
     body = bomb(encoding, 16 * SMALL_CAP)  # 64 MiB from a few hundred KB on the wire
 
     with HostileHTTP(serve_encoded(body, header_for(encoding))) as server, \
@@ -202,7 +193,7 @@ def test_a_bomb_at_the_real_cap_on_the_default_client_is_refused_in_bounded_memo
 @pytest.mark.parametrize("backend", [AIOHTTP, HTTPX])
 def test_a_bomb_encoded_twice_over_is_refused_in_bounded_memory(
         backend: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(client_module, "MAX_CHAT_REPLY_BYTES", SMALL_CAP)
+    monkeypatch.setattr(transport_module, "MAX_CHAT_REPLY_BYTES", SMALL_CAP)
     twice = zlib.compress(bomb("gzip", 16 * SMALL_CAP), 9, wbits=zlib.MAX_WBITS | 16)
 
     with HostileHTTP(serve_encoded(twice, "gzip, gzip")) as server, traced_peak() as traced:
@@ -214,7 +205,7 @@ def test_a_bomb_encoded_twice_over_is_refused_in_bounded_memory(
 @pytest.mark.parametrize("backend", [AIOHTTP, HTTPX])
 def test_an_error_body_that_inflates_past_the_cap_is_refused_too(
         backend: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(client_module, "MAX_CHAT_REPLY_BYTES", SMALL_CAP)
+    monkeypatch.setattr(transport_module, "MAX_CHAT_REPLY_BYTES", SMALL_CAP)
     body = bomb("gzip", 16 * SMALL_CAP)
 
     with HostileHTTP(serve_encoded(body, "gzip", status=500)) as server, traced_peak() as traced:

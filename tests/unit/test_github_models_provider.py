@@ -8,7 +8,7 @@ import pytest
 from flipgate.config.schema import EndpointConfig, parse_config
 from flipgate.errors import InputError
 from flipgate.generator.endpoint_lock import lock
-from flipgate.llm.client import LazyClient, github_endpoint
+from flipgate.llm.endpoints import LazyClient, github_endpoint
 from flipgate.prompty import parse_prompty
 from flipgate.settings import Settings
 

@@ -46,7 +46,7 @@ from flipgate.config.schema import (
     EndpointConfig,
 )
 from flipgate.errors import InputError, Problem, SecurityError
-from flipgate.llm.client import Endpoint, azure_endpoint, github_endpoint, openai_endpoint
+from flipgate.llm.endpoints import Endpoint, azure_endpoint, github_endpoint, openai_endpoint
 from flipgate.prompty import Prompty
 from flipgate.prompty.references import FILE_REFERENCE, load_file_reference
 from flipgate.settings import Settings

@@ -18,7 +18,9 @@ from typing import TYPE_CHECKING, Any
 
 from flipgate.errors import FlipgateError
 from flipgate.generator.endpoint_lock import Generator
-from flipgate.llm.client import BudgetExceeded, Endpoint, failure_of
+from flipgate.llm.client import BudgetExceeded
+from flipgate.llm.endpoints import Endpoint
+from flipgate.llm.failures import failure_of
 from flipgate.llm.runtime import Runtime
 from flipgate.llm.workpool import map_bounded, pool_size
 from flipgate.model import Answer, Case
@@ -28,7 +30,7 @@ from flipgate.prompty import Message, Rendered
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
 
-    from flipgate.llm.client import LazyClient
+    from flipgate.llm.endpoints import LazyClient
 
 GENERATION_TAG = {"kind": "generation"}
 

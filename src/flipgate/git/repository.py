@@ -33,9 +33,10 @@ class Git:
     """The one way flipgate runs git, for reading refs and for the action's fetch.
 
     `environment` is what git runs in (`Settings.git_environment()`: no variable
-    that redirects it, no prompt). None inherits this process's environment
-    as it is, for a process whose environment was already cleaned (the
-    rendering child).
+    that redirects it, no prompt), built at the edge. None inherits this process's
+    environment as it is, for a process whose environment was already cleaned (the
+    rendering child); a call with variables of its own (`extra_env`) then has nothing
+    to add them to, and is refused: this module never reads the environment itself.
     """
 
     environment: Mapping[str, str] | None = field(default=None, repr=False)
@@ -49,7 +50,10 @@ class Git:
         trusted = f"safe.directory={Path(repo).resolve()}"
         env = dict(self.environment) if self.environment is not None else None
         if extra_env:  # this one call's own variables (a temporary index, an identity)
-            env = {**(env if env is not None else os.environ), **extra_env}
+            if env is None:
+                raise TypeError("git with variables of its own needs the environment they "
+                                "extend: Git(settings.git_environment())")
+            env.update(extra_env)
         try:
             result = subprocess.run(["git", "--no-pager", "-c", trusted, "-C", str(repo), *args],
                                     capture_output=True, env=env, check=False, input=stdin)

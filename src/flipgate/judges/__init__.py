@@ -122,7 +122,8 @@ def make_second_judge(config: Config, *, runtime: Runtime, settings: Settings,
 def _llm_judge(config: Config, judge: JudgeConfig, *, provider: str, runtime: Runtime,
                settings: Settings, info: JudgeInfo, purpose: str) -> Judge:
     from flipgate.judges.openai_judge import OpenAIJudge
-    from flipgate.llm.client import LazyClient, RetryPolicy, azure_endpoint, github_endpoint, openai_endpoint
+    from flipgate.llm.client import RetryPolicy
+    from flipgate.llm.endpoints import LazyClient, azure_endpoint, github_endpoint, openai_endpoint
 
     if judge.engine == AZURE_ENGINE and provider == PROVIDER_GITHUB:
         raise InputError(f"{config.source}: judge.engine {AZURE_ENGINE} calls OpenAI or Azure; "

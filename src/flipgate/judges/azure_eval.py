@@ -43,7 +43,8 @@ from flipgate.errors import FlipgateError, InputError
 from flipgate.judges.base import EMPTY_ANSWER
 from flipgate.judges.openai_judge import OpenAIJudge, describe_api_error
 from flipgate.judges.replies import JudgeReplyError, describe_bad_reply, read_score
-from flipgate.llm.client import Budget, Endpoint, Limiter, Usage
+from flipgate.llm.client import Budget, Limiter, Usage
+from flipgate.llm.endpoints import Endpoint
 from flipgate.model import Case, JudgeInfo, Relevance, Score, Statements
 from flipgate.settings import Settings
 

@@ -55,7 +55,7 @@ class Judge(Protocol):
 
     async def probe(self) -> None:
         """One cheap request that proves the key, the endpoint and the models; raises
-        `flipgate.llm.client.ProviderError` (the run stops) when no retry could help."""
+        `flipgate.llm.failures.ProviderError` (the run stops) when no retry could help."""
         ...
 
     async def aclose(self) -> None:

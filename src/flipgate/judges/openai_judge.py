@@ -27,7 +27,8 @@ from flipgate.judges.replies import (
     read_score,
     read_statements,
 )
-from flipgate.llm.client import LLM, is_api_error
+from flipgate.llm.client import LLM
+from flipgate.llm.failures import is_api_error
 from flipgate.llm.workpool import map_bounded, pool_size
 from flipgate.model import Case, JudgeInfo, Relevance, Score, Statements
 
@@ -55,7 +56,7 @@ def describe_api_error(exc: openai.OpenAIError, *, retries: int | None) -> str:
     (`retries=None`: a caller that retries on its own and says so itself)."""
     import openai
 
-    from flipgate.llm.client import attempts_note, provider_message
+    from flipgate.llm.failures import attempts_note, provider_message
 
     attempts = "" if retries is None else f" ({attempts_note(exc, retries)})"
     if isinstance(exc, openai.APITimeoutError):
@@ -209,7 +210,7 @@ class OpenAIJudge:
 
     def _stop_if_fatal(self, exc: BaseException, *, model: str, role: str) -> None:
         """A refusal no retry can fix (401, 403, 404, 400) stops the whole run at once."""
-        from flipgate.llm.client import failure_of, is_fatal
+        from flipgate.llm.failures import failure_of, is_fatal
 
         if is_fatal(exc):
             raise failure_of(exc, endpoint=self.llm.endpoint, model=model, role=role,

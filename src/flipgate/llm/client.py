@@ -17,38 +17,28 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import functools
-import importlib
 import json
 import math
-import random
 import struct
-import sys
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeGuard, TypeVar
-from urllib.parse import urlsplit
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from flipgate.config.schema import (
-    AUTH_ENTRA,
-    AUTH_KEY,
     DEFAULT_EMBEDDING_BATCH,
-    DEFAULT_GITHUB_MODELS_URL,
     DEFAULT_MAX_RETRIES,
     DEFAULT_MAX_WAIT,
-    DEFAULT_OPENAI_BASE_URL,
     DEFAULT_TIMEOUT_SECONDS,
 )
-from flipgate.errors import FlipgateError, IncompleteError, InputError
+from flipgate.errors import FlipgateError
 from flipgate.llm.budget import Budget, BudgetExceeded, chat_worst_case, embedding_worst_case
 from flipgate.llm.cache import Cache, body_key, canonical_json
-from flipgate.llm.entra import EntraSignIn
+from flipgate.llm.endpoints import Endpoint, LazyClient
+from flipgate.llm.failures import after_retries, backoff_seconds, explain, failure_of, is_transient
 from flipgate.llm.pacing import LONGEST_PAUSE, Limiter, answered, retry_after
-from flipgate.settings import Settings
-from flipgate.text.inflate import ACCEPTED, Inflater
+from flipgate.llm.transport import http_library
 
 if TYPE_CHECKING:
-    import openai
     from openai import AsyncOpenAI
 
 # The probe: the smallest request that proves the key, the endpoint and the model.
@@ -57,58 +47,18 @@ PROBE_TEXT = "flipgate probe"
 PROBE_MESSAGES = ({"role": "system", "content": "flipgate probe: reply with the JSON object "
                                                 '{"ok": true} and nothing else.'},
                   {"role": "user", "content": "ping"})
-__all__ = ["FATAL_STATUSES", "LLM", "Budget", "BudgetExceeded", "Completion", "Endpoint",
-           "LazyClient", "Limiter", "ProviderError", "RetryPolicy", "Usage", "attempts_note",
-           "azure_endpoint", "describe_failure", "failure_of", "is_api_error", "make_client",
-           "openai_endpoint"]
+# Where requests go is endpoints.py's, which failures are retried failures.py's, the HTTP
+# transport transport.py's; the budget and the limiter are named here too, the door's own.
+__all__ = ["DEFAULT_EMBEDDING_BATCH", "LLM", "Budget", "BudgetExceeded", "Completion", "Limiter",
+           "RetryPolicy", "Usage"]
 
 T = TypeVar("T")
 
-# The most of a reply flipgate reads. A chat reply (at most a few thousand tokens) is far
-# below the first; a batch of 2,048 base64 embeddings of 3,072 dimensions is about half
-# the second. Past them the reply is cut off and the request fails, unretried.
-MAX_CHAT_REPLY_BYTES = 32 * 1024 * 1024
-MAX_EMBEDDINGS_REPLY_BYTES = 64 * 1024 * 1024
 # Embedding batches in flight at once, whatever the concurrency: each reply (up to 2,048
 # vectors, decoded into floats) is the largest thing a run holds, so memory follows this
 # bound, not `concurrency`. A run sends few of them (2,048 inputs each) beside its many
 # chat requests, so a small bound costs no wall time.
 EMBEDDING_BATCHES_IN_FLIGHT = 4
-
-
-class ReplyTooLarge(ValueError):
-    """The provider sent more than flipgate reads of a reply."""
-
-
-@dataclass(frozen=True)
-class Endpoint:
-    """Where requests go. Its identity is part of every cache key, so a reply
-    recorded from one server is never served for another."""
-
-    kind: str  # "openai" | "azure" | "github" (GitHub Models, its token the GitHub one)
-    base_url: str
-    api_version: str | None = None
-    deployment: str | None = None
-    auth: str = AUTH_KEY  # key | entra (a name, never a secret: it is part of the identity)
-
-    def identity(self) -> dict[str, str | None]:
-        return dict(self._identity)
-
-    @functools.cached_property
-    def _identity(self) -> dict[str, str | None]:  # every request's key reads it: parsed once
-        parts = urlsplit(self.base_url)
-        identity: dict[str, str | None] = {
-            "kind": self.kind,
-            "scheme": parts.scheme,
-            "host": (parts.hostname or "").lower(),
-            "port": str(parts.port or (443 if parts.scheme == "https" else 80)),
-            "path": parts.path.rstrip("/"),
-        }
-        if self.kind == "azure":
-            identity.update(api_version=self.api_version, deployment=self.deployment)
-        if self.auth != AUTH_KEY:
-            identity["auth"] = self.auth  # absent for keys: earlier caches stay valid
-        return identity
 
 
 @dataclass(frozen=True)
@@ -120,84 +70,6 @@ class Completion:
     cached: bool = False
     model: str | None = None               # the model (version) the provider says answered
     system_fingerprint: str | None = None  # the provider's backend configuration, if it says
-
-
-# -- API failures, said once and plainly ------------------------------------------
-
-# HTTP statuses no retry can fix: a wrong key, a missing permission, a model or
-# deployment that does not exist, a request the provider refuses. The openai
-# client sends these once; the run stops at the first one.
-FATAL_STATUSES = frozenset({400, 401, 403, 404})
-# What the openai client retries: timeouts, conflicts, rate limits, server errors.
-_RETRIED_STATUSES = frozenset({408, 409, 429})
-
-
-class ProviderError(IncompleteError):
-    """A provider refused a request in a way no retry can fix: the run stops (exit 3)."""
-
-
-def is_fatal(exc: BaseException) -> bool:
-    import openai
-
-    return isinstance(exc, openai.APIStatusError) and exc.status_code in FATAL_STATUSES
-
-
-def attempts_note(exc: BaseException, retries: int) -> str:
-    """How often the request really went out: as `LLM._post` noted on the error, else as
-    the openai client retries."""
-    import openai
-
-    noted = getattr(exc, "flipgate_retries", None)
-    if noted is not None:
-        return noted or "sent once"
-    if isinstance(exc, openai.APIStatusError):
-        status = exc.status_code
-        retried = status in _RETRIED_STATUSES or status >= 500
-    else:
-        retried = isinstance(exc, openai.APIConnectionError)  # timeouts included
-    if not retried or not retries:
-        return "sent once"
-    return f"after {retries} retr{'y' if retries == 1 else 'ies'}"
-
-
-def provider_message(exc: BaseException) -> str:
-    """The provider's own words: `error.message` of its JSON body, else the client's."""
-    body = getattr(exc, "body", None)
-    if isinstance(body, dict):
-        inner = found if isinstance(found := body.get("error"), dict) else body
-        message = inner.get("message")
-        if isinstance(message, str) and message.strip():
-            return message.strip()
-    return str(getattr(exc, "message", None) or exc).strip()
-
-
-def describe_failure(exc: BaseException, *, endpoint: Endpoint, model: str, role: str,
-                     retries: int) -> str:
-    """One line with everything needed to fix a failed request: the HTTP status, the
-    host (the URL when nothing answered), the model or deployment and the provider's
-    message, with how often it was really sent. `role`: "judge model", "embeddings
-    model", "candidate model", ..."""
-    import openai
-
-    what = f"{role} {model}"
-    attempts = attempts_note(exc, retries)
-    if isinstance(exc, openai.APITimeoutError):
-        return f"{what}: no answer from {endpoint.base_url} in time ({attempts})"
-    if isinstance(exc, openai.APIConnectionError):
-        return f"{what}: could not connect to {endpoint.base_url} ({attempts})"
-    if isinstance(exc, openai.APIStatusError):
-        host = urlsplit(endpoint.base_url).netloc or endpoint.base_url
-        return (f"HTTP {exc.status_code} from {host} for the {what} ({attempts}): "
-                f"{provider_message(exc)}")
-    return f"{what}: {type(exc).__name__}: {exc}"
-
-
-def failure_of(exc: BaseException, *, endpoint: Endpoint, model: str, role: str,
-               retries: int) -> IncompleteError:
-    """The error that stops a run for a failed request: a `ProviderError` when no retry
-    could help, else a plain `IncompleteError`."""
-    text = describe_failure(exc, endpoint=endpoint, model=model, role=role, retries=retries)
-    return ProviderError(text) if is_fatal(exc) else IncompleteError(text)
 
 
 @dataclass
@@ -426,7 +298,7 @@ class LLM:
                     waited = self.limiter.clock() - first_try
                     if waited + pause > self.retry.max_wait:
                         said = answered(exc.response.headers)
-                        _explain(exc, f"still rate limited after waiting {waited:.0f}s "
+                        explain(exc, f"still rate limited after waiting {waited:.0f}s "
                                       f"(judge.max_wait is {self.retry.max_wait:g}s"
                                       + (f"; it answered {said}" if said else "") + ")")
                         raise
@@ -436,21 +308,21 @@ class LLM:
                     continue
                 except openai.APIStatusError as exc:
                     self.budget.settle(worst_case, spent=0)
-                    if not _transient(exc.status_code) or failures >= self.retry.max_retries:
-                        _explain(exc, _after(failures))
+                    if not is_transient(exc.status_code) or failures >= self.retry.max_retries:
+                        explain(exc, after_retries(failures))
                         raise
                     failures += 1
                     told = retry_after(exc.response.headers)
-                    backoff = min(told, LONGEST_PAUSE) if told else _backoff(failures)
+                    backoff = min(told, LONGEST_PAUSE) if told else backoff_seconds(failures)
                     continue
                 except (openai.APIConnectionError, ValueError) as exc:
                     # Sent, and maybe worked on: counted at its worst case.
                     self.budget.settle(worst_case, spent=None)
                     if isinstance(exc, ValueError) or failures >= self.retry.max_retries:
-                        _explain(exc, _after(failures))
+                        explain(exc, after_retries(failures))
                         raise
                     failures += 1
-                    backoff = _backoff(failures)
+                    backoff = backoff_seconds(failures)
                     continue
                 except BaseException:
                     self.budget.settle(worst_case, spent=None)  # cancelled mid-flight: spent
@@ -551,23 +423,6 @@ def _vector(value: Any) -> list[float]:
     return vector
 
 
-def _transient(status: int) -> bool:
-    return status >= 500 or status in (408, 409)
-
-
-def _backoff(failures: int) -> float:
-    return min(0.5 * 2 ** (failures - 1), 8.0) * (0.75 + 0.25 * random.random())
-
-
-def _after(failures: int) -> str:
-    return f"after {failures} retr{'y' if failures == 1 else 'ies'}" if failures else ""
-
-
-def _explain(exc: BaseException, how: str) -> None:
-    """Say on the error how hard it was tried, for the one-line account (`describe_api_error`)."""
-    exc.flipgate_retries = how  # type: ignore[attr-defined]
-
-
 def reply_text(message: Mapping[str, Any] | None) -> str:
     """A reply (a plain-dict message) as text: its content, or, when the model answered with
     tool calls, each call as `name(arguments)` on its own line, so it can still be judged
@@ -595,238 +450,3 @@ def _accepts(validate: Callable[[str], object] | None, content: str) -> bool:
     return True
 
 
-def openai_endpoint(base_url: str | None, *, settings: Settings) -> Endpoint:
-    """The endpoint an OpenAI client would use: explicit, else OPENAI_BASE_URL, else api.openai.com."""
-    url = base_url or settings.openai_base_url or DEFAULT_OPENAI_BASE_URL
-    return Endpoint(kind="openai", base_url=url)
-
-
-def github_endpoint(base_url: str | None) -> Endpoint:
-    """GitHub Models' inference endpoint, or the `base_url` the base's configuration names.
-    Never OPENAI_BASE_URL: the GitHub token goes only where the base chose."""
-    return Endpoint(kind="github", base_url=base_url or DEFAULT_GITHUB_MODELS_URL)
-
-
-def azure_endpoint(azure_endpoint_url: str | None, api_version: str | None,
-                   deployment: str | None = None, *, settings: Settings,
-                   auth: str = AUTH_KEY) -> Endpoint:
-    url = azure_endpoint_url or settings.azure_openai_endpoint
-    if not url:
-        raise InputError("azure needs an endpoint: set azure_endpoint or AZURE_OPENAI_ENDPOINT")
-    version = api_version or settings.openai_api_version
-    if not version:
-        raise InputError("azure needs an api_version: set api_version or OPENAI_API_VERSION")
-    return Endpoint(kind="azure", base_url=url, api_version=version, deployment=deployment, auth=auth)
-
-
-def make_client(endpoint: Endpoint, *, settings: Settings, timeout: float = DEFAULT_TIMEOUT_SECONDS,
-                max_retries: int = DEFAULT_MAX_RETRIES,
-                sign_in: EntraSignIn | None = None) -> AsyncOpenAI:
-    """Build the real openai client for an endpoint, with its own retries and timeout.
-
-    The key comes only from the environment, never from a file the PR controls. With
-    `auth: entra` the client gets `sign_in`'s bearer token provider instead of a key;
-    the endpoint is one the base named (the judge's, or the generator's, held to the
-    base by endpoint_lock), so the token never goes where a pull request chose.
-    """
-    import openai  # lazy: keeps `flipgate --help` fast
-
-    http_client = capped_http_client(openai)
-    if endpoint.auth == AUTH_ENTRA:
-        if sign_in is None or endpoint.kind != "azure":
-            raise InputError("auth entra needs an Azure endpoint and a sign-in")
-        return openai.AsyncAzureOpenAI(azure_endpoint=endpoint.base_url,
-                                       azure_ad_token_provider=sign_in.token_provider(),
-                                       api_version=endpoint.api_version,
-                                       timeout=timeout, max_retries=max_retries,
-                                       http_client=http_client)
-    key = _api_key(endpoint, settings)
-    if endpoint.kind == "azure":
-        return openai.AsyncAzureOpenAI(azure_endpoint=endpoint.base_url, api_key=key,
-                                       api_version=endpoint.api_version,
-                                       timeout=timeout, max_retries=max_retries,
-                                       http_client=http_client)
-    return openai.AsyncOpenAI(base_url=endpoint.base_url, api_key=key,
-                              timeout=timeout, max_retries=max_retries, http_client=http_client)
-
-
-def reply_cap(path: str) -> int:
-    return MAX_EMBEDDINGS_REPLY_BYTES if path.rstrip("/").endswith("/embeddings") else MAX_CHAT_REPLY_BYTES
-
-
-# The HTTP backends the SDK documents: its httpx client (`DefaultAsyncHttpxClient`) and
-# its aiohttp one (`DefaultAioHttpClient`, the `openai[aiohttp]` extra). aiohttp is the
-# default: on benchmarks/bench_client_cpu.py it spends less client CPU a request (see
-# docs/performance.md); httpx stays for an SDK installed without the extra.
-HTTPX, AIOHTTP = "httpx", "aiohttp"
-
-
-def has_aiohttp(openai: Any) -> bool:
-    """The SDK's aiohttp client is usable (aiohttp installed, the SDK new enough)."""
-    try:
-        importlib.import_module("aiohttp")
-    except ImportError:
-        return False
-    return hasattr(openai, "DefaultAioHttpClient")
-
-
-@functools.cache
-def http_library(openai: Any) -> Any:
-    """The HTTP library the SDK was built on (httpx, or its successor httpx2). Its
-    `Response`, asked of `post` as the type to cast to, returns the reply undecoded
-    (headers included), skipping the SDK's model parsing."""
-    base = next(cls for cls in openai.DefaultAsyncHttpxClient.__mro__
-                if not cls.__module__.startswith("openai"))
-    return importlib.import_module(base.__module__.split(".")[0])
-
-
-def capped_http_client(openai: Any, *, backend: str | None = None, limits: Any = None) -> Any:
-    """The SDK's own HTTP client (its defaults kept) whose transport reads no more of a
-    reply, success or error, than `reply_cap` allows: past it the read fails with
-    `ReplyTooLarge`, and what was read is dropped. `backend`: HTTPX or AIOHTTP (default:
-    aiohttp when installed); `limits`: the HTTP library's connection limits (default the
-    SDK's)."""
-    backend = backend or (AIOHTTP if has_aiohttp(openai) else HTTPX)
-    http = http_library(openai)
-
-    class CappedStream(http.AsyncByteStream):  # type: ignore[name-defined]
-        """The body as the client will hold it: its content-encoding undone here, a piece
-        at a time, so the cap counts the bytes after decompression (and those on the wire,
-        which data trailing a compressed body could otherwise grow)."""
-
-        def __init__(self, inner: Any, cap: int, inflater: Inflater):
-            self.inner, self.cap, self.inflater = inner, cap, inflater
-
-        async def __aiter__(self) -> Any:
-            seen = held = 0
-            try:
-                async for chunk in self.inner:
-                    seen += len(chunk)
-                    if seen > self.cap:
-                        raise ReplyTooLarge(f"the reply is larger than {self.cap:,} bytes")
-                    for piece in self.inflater.feed(chunk):
-                        held += len(piece)
-                        if held > self.cap:
-                            raise ReplyTooLarge(f"the reply inflates past {self.cap:,} bytes "
-                                                f"({seen:,} compressed bytes read)")
-                        yield piece
-                self.inflater.finish()
-            except http.TimeoutException as exc:
-                raise _what_it_was(http, exc, request=None) from exc.__cause__
-
-        async def aclose(self) -> None:
-            await self.inner.aclose()
-
-    class CappedTransport(http.AsyncBaseTransport):  # type: ignore[name-defined]
-        def __init__(self, inner: Any) -> None:
-            self.inner = inner
-
-        async def handle_async_request(self, request: Any) -> Any:
-            request.headers["Accept-Encoding"] = ACCEPTED  # only what CappedStream bounds
-            try:
-                response = await self.inner.handle_async_request(request)
-            except http.TimeoutException as exc:
-                raise _what_it_was(http, exc, request=request) from exc.__cause__
-            cap = reply_cap(request.url.path)
-            declared = response.headers.get("content-length", "")
-            try:
-                if declared.isdigit() and int(declared) > cap:
-                    raise ReplyTooLarge(f"the reply is larger than {cap:,} bytes ({declared} declared)")
-                inflater = Inflater(response.headers.get("content-encoding"))
-            except ValueError:
-                await response.aclose()
-                raise
-            headers = response.headers
-            if not inflater.identity:  # decoded in CappedStream: the library must not again
-                headers = [(name, value) for name, value in response.headers.raw
-                           if name.lower() not in (b"content-encoding", b"content-length")]
-            return http.Response(status_code=response.status_code, headers=headers,
-                                 stream=CappedStream(response.stream, cap, inflater),
-                                 extensions=response.extensions, request=request)
-
-        async def aclose(self) -> None:
-            await self.inner.aclose()
-
-    client_class = openai.DefaultAioHttpClient if backend == AIOHTTP else openai.DefaultAsyncHttpxClient
-
-    class CappedClient(client_class):  # type: ignore[misc, valid-type]
-        """The SDK's client on its own transport, wrapped. No proxy transport is built (the
-        route of every request is the capped one, as when flipgate passed its transport in,
-        which keeps the environment's proxies out too)."""
-
-        def _init_transport(self, *args: Any, **kwargs: Any) -> Any:
-            return CappedTransport(super()._init_transport(*args, **kwargs))
-
-        def _init_proxy_transport(self, *args: Any, **kwargs: Any) -> None:
-            return None  # a mount without a transport: the capped one serves it
-
-    return CappedClient(**({"limits": limits} if limits is not None else {}))
-
-
-def _what_it_was(http: Any, exc: Any, *, request: Any) -> Any:
-    """A timeout as the HTTP library reports it, unless it was none: the SDK's aiohttp
-    transport reports every lost or refused connection as a connect timeout, which would
-    say "no answer in time" for a server that is not there. Only a real timeout under it
-    (or none, from httpx itself) stays one."""
-    cause = exc.__cause__
-    if cause is None or isinstance(cause, TimeoutError):
-        return exc
-    connector = getattr(sys.modules.get("aiohttp"), "ClientConnectorError", ())
-    failure = http.ConnectError if isinstance(cause, connector) else http.ReadError
-    return failure(str(exc) or type(cause).__name__, request=request)
-
-
-def _api_key(endpoint: Endpoint, settings: Settings) -> str:
-    if endpoint.kind == "azure":
-        key = settings.azure_openai_api_key
-        if not key:
-            raise InputError("azure needs AZURE_OPENAI_API_KEY in the environment")
-        return key
-    if endpoint.kind == "github":
-        token = settings.github_models_token
-        if not token:
-            raise InputError("github needs a token: the action's github-token (a workflow with "
-                             "`permissions: models: read`), or GITHUB_TOKEN in the environment")
-        return token
-    key = settings.openai_api_key
-    if not key:
-        raise InputError("openai needs OPENAI_API_KEY in the environment "
-                         "(any value works for a local OpenAI-compatible server)")
-    return key
-
-
-class LazyClient:
-    """An openai client built (and the SDK imported) only when a request is really sent,
-    so a run whose every reply is cached never loads the SDK."""
-
-    def __init__(self, endpoint: Endpoint, *, settings: Settings,
-                 timeout: float = DEFAULT_TIMEOUT_SECONDS, max_retries: int = DEFAULT_MAX_RETRIES,
-                 sign_in: EntraSignIn | None = None):
-        if endpoint.auth == AUTH_ENTRA:
-            if sign_in is None or endpoint.kind != "azure":
-                raise InputError("auth entra signs in to Azure: the endpoint must be an Azure one")
-        else:
-            _api_key(endpoint, settings)  # a missing key is bad input now, before any work
-        self.endpoint, self.settings, self.sign_in = endpoint, settings, sign_in
-        self.timeout, self.max_retries = timeout, max_retries
-        self._client: AsyncOpenAI | None = None
-
-    def get(self) -> AsyncOpenAI:
-        if self._client is None:
-            self._client = make_client(self.endpoint, settings=self.settings, timeout=self.timeout,
-                                       max_retries=self.max_retries, sign_in=self.sign_in)
-        return self._client
-
-    async def close(self) -> None:
-        if self._client is not None:
-            await self._client.close()
-
-    def is_closed(self) -> bool:
-        """True when no connection is open: never built, or built and closed."""
-        return self._client is None or self._client.is_closed()
-
-
-def is_api_error(exc: BaseException) -> TypeGuard[openai.OpenAIError]:
-    """An error from the openai client (if the SDK was never imported, none can be)."""
-    openai = sys.modules.get("openai")
-    return openai is not None and isinstance(exc, openai.OpenAIError)

@@ -27,7 +27,7 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from flipgate.errors import IncompleteError
+from flipgate.errors import IncompleteError, InputError
 from flipgate.settings import Settings
 
 if TYPE_CHECKING:
@@ -81,7 +81,7 @@ class EntraSignIn:
             if self._credential is None:
                 try:
                     inner = self._build()
-                except SignInError:
+                except (SignInError, InputError):
                     raise
                 except Exception as exc:  # azure-identity refusing its own settings
                     raise SignInError(describe_unreachable(exc, self)) from None
@@ -112,12 +112,24 @@ class EntraSignIn:
             raise SignInError("auth entra: azure-client-id is set but the runner offers no OIDC "
                               "token: grant the job `permissions: id-token: write` (a pull "
                               "request from a fork gets none; see docs/azure.md)")
+        retries = self._retries()
         if self.federated:
             options = {"authority": s.azure_authority_host} if s.azure_authority_host else {}
             return identity.ClientAssertionCredential(
                 tenant_id=s.azure_tenant_id, client_id=s.azure_client_id,
-                func=self._github_assertion, **options)
-        return identity.DefaultAzureCredential()
+                func=self._github_assertion, **options, **retries)
+        return identity.DefaultAzureCredential(**retries)
+
+    def _retries(self) -> dict[str, int]:
+        """azure-core's retry bound for the sign-in's requests (`retry_total`), when the
+        environment sets one: its default policy otherwise (three retries of a request
+        nobody answered, about five seconds of backoff)."""
+        text = self.settings.entra_retries
+        if text is None:
+            return {}
+        if not text.strip().isdigit():
+            raise InputError(f"FLIPGATE_ENTRA_RETRIES must be a whole number of retries, not {text[:40]!r}")
+        return {"retry_total": int(text)}
 
     def _github_assertion(self) -> str:
         """A fresh OIDC token from the runner, for Entra's token exchange. Its text is

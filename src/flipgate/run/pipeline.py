@@ -43,7 +43,7 @@ from flipgate.generator.replay import PreparedGenerator, first_failure_cancels, 
 from flipgate.git.repository import Git
 from flipgate.judges import Judges, make_judges
 from flipgate.llm.cache_secret import cache_secret
-from flipgate.llm.client import Endpoint, LazyClient
+from flipgate.llm.endpoints import Endpoint, LazyClient
 from flipgate.llm.runtime import Runtime
 from flipgate.model import Answer, Case, Change, Conclusion, E2EReport, Report, Row, SuiteReport
 from flipgate.output.links import NO_LINKS, Links
