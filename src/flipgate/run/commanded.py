@@ -91,7 +91,9 @@ def unanswered_row(case: Case, outcomes: Mapping[str, Outcome], *, config: Confi
         error = outcome.errors.get(case.id)
         reading = Score.failed(f"the application's code gave no answer: {error}" if error
                                else "not judged: the other side has no answer")
-        sides.append(gate.side(answer.response if answer else "", reading))
+        sides.append(gate.side(answer.response if answer else "", reading,
+                               generator_error=f"the application's code gave no answer: {error}"
+                               if error else None))
     return gate.build_row(case, sides[0], sides[1],
                           blocking_categories=config.gate.blocking_categories,
                           threshold=config.relevance.threshold,

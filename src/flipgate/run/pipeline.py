@@ -28,6 +28,7 @@ from flipgate.config.schema import (
     FORM_GITHUB,
     FORM_PROMPTY,
     FORM_PYTHON,
+    FORM_TEMPLATE,
     GITHUB_COMMENT_LIMIT,
     HEAD_GENERATOR_KEYS,
     STATUS_PER_SUITE,
@@ -52,6 +53,7 @@ from flipgate.output.page import Labels
 from flipgate.output.write import write_outputs
 from flipgate.prompty import Inspected, Prompty, render_isolated
 from flipgate.run import commanded, shards
+from flipgate.run.landing import Landing, land, merge_base_line, refuse_conflicts
 from flipgate.run.refs import (
     Detected,
     Inputs,
@@ -98,6 +100,7 @@ class CheckResult:
     message: str | None = None   # why the run stopped early (exit 3), for stderr
     partial: Path | None = None  # a shard's partial.json, instead of report.json and comment.md
     config_from: str = ""        # where the configuration was read: `.flipgate.yml from main@abc1234`
+    merge_base: str = ""         # which merge base the run used, and what it compared (a line)
 
 
 def with_concurrency(config: Config, concurrency: int | None) -> Config:
@@ -262,10 +265,12 @@ class Planned:
 def plan_suite(git_repo: Repo, base_ref: Ref, head_ref: Ref, inputs: Inputs, *,
                changed: list[str], settings: Settings, shard: Shard | None = None,
                with_e2e: bool = False, uncommitted: Sequence[str] = (),
-               config_path: str = DEFAULT_CONFIG) -> Planned:
+               config_path: str = DEFAULT_CONFIG, landing: Landing | None = None) -> Planned:
     """Detect the suite's change; when it has one, lock its endpoint and render every case
     (with `shard`, only the shard's part of the suite's cases). `uncommitted`: paths the
-    working tree changes on top of the head commit, said when the generator reads them."""
+    working tree changes on top of the head commit, said when the generator reads them.
+    `head_ref` is the candidate (what would land); `landing` says where the PR's change
+    conflicts with the base, refused when the generator reads it."""
     config = inputs.config
     all_cases = list(inputs.cases)
     positions = list(range(len(all_cases)))
@@ -273,12 +278,18 @@ def plan_suite(git_repo: Repo, base_ref: Ref, head_ref: Ref, inputs: Inputs, *,
         inputs.cases, positions = shard.select(inputs.cases)
     if config.generator_options.command is not None:
         return _plan_command(git_repo, base_ref, head_ref, inputs, changed=changed,
-                             all_cases=all_cases, positions=positions)
+                             all_cases=all_cases, positions=positions, landing=landing)
     path = generator_path(config)
     environ = settings.environ
+    base_generator = load_generator(git_repo, base_ref, path, environ=environ, config=config)
+    if landing is not None and landing.conflicts:  # before the merged files are read
+        refuse_conflicts(landing, changes.relevant_paths(landing.conflicts, changes.ChangeScope(
+            generator=path, watch=config.watch, watch_root=config.directory,
+            includes=base_generator.files if base_generator else frozenset(),
+            includes_complete=base_generator.complete if base_generator else True,
+        )) + ([config_path] if config.generator_options.form in (FORM_TEMPLATE, FORM_PYTHON) else []))
     theirs = (head_options(git_repo, head_ref, config_path, config) if inputs.from_base
               else config.generator_options)
-    base_generator = load_generator(git_repo, base_ref, path, environ=environ, config=config)
     head_generator = require_generator(git_repo, head_ref, path, environ=environ, config=config,
                                        options=theirs)
     for generator in (base_generator, head_generator):
@@ -286,6 +297,8 @@ def plan_suite(git_repo: Repo, base_ref: Ref, head_ref: Ref, inputs: Inputs, *,
             refuse_unusable(config, generator, all_cases)
     detected = detect_change(config=config, path=path, changed=changed,
                              base_generator=base_generator, head_generator=head_generator)
+    if landing is not None:
+        refuse_conflicts(landing, detected.relevant)
     left_out = detect_change(config=config, path=path, changed=list(uncommitted),
                              base_generator=base_generator,
                              head_generator=head_generator).relevant if uncommitted else []
@@ -340,7 +353,8 @@ def _form_change(detected: Detected, *, config: Config, config_path: str, head_k
 
 
 def _plan_command(git_repo: Repo, base_ref: Ref, head_ref: Ref, inputs: Inputs, *,
-                  changed: list[str], all_cases: list[Case], positions: list[int]) -> Planned:
+                  changed: list[str], all_cases: list[Case], positions: list[int],
+                  landing: Landing | None = None) -> Planned:
     """A suite whose generator is the application's own code: a change is a change of a
     `watch` path, and the command, setup, env and watch are the base's alone."""
     config = inputs.config
@@ -352,6 +366,8 @@ def _plan_command(git_repo: Repo, base_ref: Ref, head_ref: Ref, inputs: Inputs, 
                                  "merge .flipgate.yml first"))
     scope = changes.ChangeScope(generator="", watch=command.watch, watch_root=config.directory)
     relevant = changes.relevant_paths(changed, scope)
+    if landing is not None:
+        refuse_conflicts(landing, relevant)
     path = f"{command.command} (the application's own code, generator.command)"
     if not relevant:
         return Planned(inputs=inputs, path=path, all_cases=all_cases, positions=positions,
@@ -386,8 +402,10 @@ async def check(*, repo: Path, base: str, head: str, settings: Settings,
     git_repo = wiring.open_git(repo, settings)
     base_ref = git_repo.ref(base)
     head_ref = git_repo.worktree() if worktree else git_repo.ref(head)
-    changed = git_repo.changed(base_ref, head_ref)
-    trusted = load_config_at(git_repo, base_ref, head_ref, config_path)
+    # The PR's own change (merge base -> head) is detected; what would land is judged.
+    landing = land(git_repo, base_ref, head_ref)
+    changed, candidate = landing.changed, landing.candidate
+    trusted = load_config_at(git_repo, base_ref, candidate, config_path)
     config_from = f"{config_path} from {trusted.source_ref.where}"
     uncommitted: list[str] = []
     if worktree:
@@ -400,13 +418,14 @@ async def check(*, repo: Path, base: str, head: str, settings: Settings,
     with_e2e = e2e_wanted(config, trusted=trusted.from_base, request=e2e) and not config.suites
     environ = settings.environ
     # Every suite is read, detected, locked and rendered before any request.
-    loaded = [load_cases_for(git_repo, trusted, narrowed, head_ref, changed=changed)
+    loaded = [load_cases_for(git_repo, trusted, narrowed, candidate, changed=changed)
               for narrowed in config.suite_configs(suites)]
     require_blocking_categories([(one.config, one.cases) for one in loaded],
                                 every_suite=len(loaded) == max(len(config.suites), 1))
-    planned = [plan_suite(git_repo, base_ref, head_ref, inputs, changed=changed,
+    planned = [plan_suite(git_repo, base_ref, candidate, inputs, changed=changed,
                           settings=settings, shard=shard, with_e2e=with_e2e,
-                          uncommitted=uncommitted, config_path=config_path)
+                          uncommitted=uncommitted, config_path=config_path,
+                          landing=landing)
                for inputs in loaded]
 
     async def end_to_end(one: Planned, frozen: list[Row]) -> E2EReport:
@@ -447,6 +466,7 @@ async def check(*, repo: Path, base: str, head: str, settings: Settings,
             strict=config.gate.strict, per_suite_status=config.status == STATUS_PER_SUITE)
     else:
         report = reports[0]
+    report.merge_base = landing.merge_base
     runtime.fill_report(report)
     message = "; ".join(messages) or None
     if shard is not None:
@@ -466,11 +486,12 @@ async def check(*, repo: Path, base: str, head: str, settings: Settings,
                              stopped=message is not None)
         # Judge errors on rows are part of the result; only a part that stopped fails its job.
         return CheckResult(report=report, markdown="", message=message, partial=path,
-                           exit_code=3 if message is not None else 0, config_from=config_from)
+                           exit_code=3 if message is not None else 0, config_from=config_from,
+                           merge_base=merge_base_line(landing))
     markdown = write_outputs(report, out_dir, console=console, comment_limit=comment_limit,
                              labels=labels, links=links)
     return CheckResult(report=report, markdown=markdown, exit_code=gate.exit_code(report.conclusion),
-                       message=message, config_from=config_from)
+                       message=message, config_from=config_from, merge_base=merge_base_line(landing))
 
 
 async def _evaluate(one: Planned, *, runtime: Runtime, settings: Settings, judge: Judges,
@@ -559,10 +580,10 @@ def _suite_inputs(*, repo: Path, base: str, head: str, settings: Settings, confi
     """Each suite's cases as the run reads them (the trusted configuration's), no model."""
     git_repo = open_repo(repo, settings)
     base_ref, head_ref = git_repo.ref(base), git_repo.ref(head)
-    changed = git_repo.changed(base_ref, head_ref)
-    trusted = load_config_at(git_repo, base_ref, head_ref, config_path)
+    landing = land(git_repo, base_ref, head_ref)
+    trusted = load_config_at(git_repo, base_ref, landing.candidate, config_path)
     return trusted, base_ref, head_ref, [
-        load_cases_for(git_repo, trusted, narrowed, head_ref, changed=changed)
+        load_cases_for(git_repo, trusted, narrowed, landing.candidate, changed=landing.changed)
         for narrowed in trusted.config.suite_configs(suites)]
 
 

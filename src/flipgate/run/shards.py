@@ -417,7 +417,8 @@ def _side(side: Side) -> Side:
     return gate.side(side.response, side.groundedness, relevance=side.relevance,
                      rescore=side.rescore, fluency=side.fluency, finish_reason=side.finish_reason,
                      second_opinion=side.second_opinion, statements=side.statements,
-                     manipulation=find_manipulation(side.response))
+                     manipulation=find_manipulation(side.response),
+                     generator_error=side.generator_error)
 
 
 def _report(read: Sequence[tuple[str, Partial]], at: int, *, rows: list[Any] | None,
