@@ -245,3 +245,15 @@ def test_the_action_refuses_a_conflicting_branch_with_an_error_and_no_model_call
     assert final["state"] == "error"
     [comment] = harness.own_comments()
     assert "resolve the conflict" in comment["body"] and "prompts/rules.j2" in comment["body"]
+
+
+# --- nothing passes silently ----------------------------------------------------------
+
+def test_a_watch_glob_that_matches_no_file_is_exit_2_naming_it(
+        server: FakeOpenAI, living: Living, tmp_path: Path) -> None:
+    living.repo.commit({".flipgate.yml": CONFIG + "watch: [src/prompt_code/**, prompts/**]\n"})
+    result, _ = run(living, tmp_path, "readme")
+    assert result.exit_code == 2, result.output
+    assert "watch: 'src/prompt_code/**' matches no file" in result.stderr
+    assert "prompts/**" not in result.stderr  # the pattern that matches is not named
+    assert server.requests == []

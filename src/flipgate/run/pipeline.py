@@ -67,6 +67,7 @@ from flipgate.run.refs import (
     load_cases_for,
     load_config_at,
     load_generator,
+    refuse_unmatched_watch,
     refuse_unusable,
     require_generator,
     uncommitted_note,
@@ -281,6 +282,7 @@ def plan_suite(git_repo: Repo, base_ref: Ref, head_ref: Ref, inputs: Inputs, *,
                              all_cases=all_cases, positions=positions, landing=landing)
     path = generator_path(config)
     environ = settings.environ
+    refuse_unmatched_watch(git_repo, (base_ref, head_ref), config.watch, config=config)
     base_generator = load_generator(git_repo, base_ref, path, environ=environ, config=config)
     if landing is not None and landing.conflicts:  # before the merged files are read
         refuse_conflicts(landing, changes.relevant_paths(landing.conflicts, changes.ChangeScope(
@@ -364,6 +366,8 @@ def _plan_command(git_repo: Repo, base_ref: Ref, head_ref: Ref, inputs: Inputs, 
         raise InputError(Problem(config.source, None, "generator.command runs code, so it is read "
                                  "only from the base's configuration, and the base has none yet: "
                                  "merge .flipgate.yml first"))
+    refuse_unmatched_watch(git_repo, (base_ref, head_ref), command.watch, config=config,
+                           key="generator.watch")
     scope = changes.ChangeScope(generator="", watch=command.watch, watch_root=config.directory)
     relevant = changes.relevant_paths(changed, scope)
     if landing is not None:
