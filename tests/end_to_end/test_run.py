@@ -87,6 +87,7 @@ def repo(tmp_path: Path) -> GitRepo:
         "prompts/answer.prompty": PROMPT,
         "prompts/partials/rules.j2": RULES,
         "README.md": "# bank bot\n",
+        "schemas/reply.json": "{}\n",  # what `watch` names (a pattern matching nothing is an error)
     }, message="base")
     repo.branch("base", "HEAD")
     return repo

@@ -45,9 +45,10 @@ async def replay_and_score(*, repo: Repo, refs: Mapping[str, Ref], config: Confi
                                            git=repo.git, config=command,
                                            directory=config.directory)
         log(f"flipgate: the {side} ({ref.label}) answers with `{command.command}`")
-        outcomes[side] = await answer_cases(cases, spec=spec, repo=repo.path, sha=ref.sha,
-                                            git=repo.git, identity=identity,
-                                            cache=runtime.cache, log=log)
+        outcomes[side] = withheld_hint(
+            await answer_cases(cases, spec=spec, repo=repo.path, sha=ref.sha, git=repo.git,
+                               identity=identity, cache=runtime.cache, log=log),
+            settings.withheld(command.env))
     baseline, candidate = outcomes["baseline"].answers, outcomes["candidate"].answers
     answered = [case for case in cases if case.id in baseline and case.id in candidate]
     sizes = gate.category_sizes(case.category for case in all_cases)
@@ -74,11 +75,26 @@ async def answer_one_ref(*, repo: Repo, ref: Ref, config: Config, command: Comma
                                        config=command, directory=config.directory)
     outcome = await answer_cases(cases, spec=spec, repo=repo.path, sha=ref.sha, git=repo.git,
                                  identity=identity, cache=runtime.cache, log=log)
+    outcome = withheld_hint(outcome, settings.withheld(command.env))
     for case in cases:
         if case.id in outcome.errors:
             raise IncompleteError(f"the application's code gave no answer for case "
                                   f"'{case.id}': {outcome.errors[case.id]}")
     return {case.id: outcome.answers[case.id] for case in cases}
+
+
+def withheld_hint(outcome: Outcome, withheld: Sequence[str]) -> Outcome:
+    """Each failure names the model-client variables set here that the code did not get
+    (names only): a dropped OPENAI_BASE_URL reads as the application's own connection error."""
+    if not withheld or not outcome.errors:
+        return outcome
+    names = ", ".join(withheld[:5]) + (f" and {len(withheld) - 5} more" if len(withheld) > 5 else "")
+    verb = "is" if len(withheld) == 1 else "are"
+    hint = (f" ({names} {verb} set here but not passed to the command; add "
+            f"{'it' if len(withheld) == 1 else 'them'} to generator.env if the code needs "
+            f"{'it' if len(withheld) == 1 else 'them'})")
+    return Outcome(answers=outcome.answers,
+                   errors={case: error + hint for case, error in outcome.errors.items()})
 
 
 def unanswered_row(case: Case, outcomes: Mapping[str, Outcome], *, config: Config,
