@@ -207,3 +207,29 @@ def test_variables_serve_a_prompty_file_too() -> None:
                    FormSpec(), path="prompts/a.prompty")
     mapped = dataclasses.replace(prompty, variables=dict(loaded.generator_options.variables))
     assert render(mapped) == [{"role": "user", "content": CASE.query}]
+
+
+# --- a mapped string looped over -------------------------------------------------------
+
+LOOPS = "Context:\n{% for doc in documents %}- {{ doc }}\n{% endfor %}\n{{ query }}\n"
+
+
+def test_a_loop_over_text_a_mapping_hands_in_names_the_mapping_and_its_line() -> None:
+    prompty = dataclasses.replace(read(LOOPS, FormSpec(form="template")),
+                                  variables={"documents": "context"})
+    with pytest.raises(InputError) as caught:
+        render(prompty)
+    line, message = problem_of(caught.value)
+    assert line == 2
+    assert "loops over 'documents'" in message
+    assert "generator.variables: documents <- context" in message and "(case c1)" in message
+
+
+def test_mapped_text_renders_as_itself_and_a_list_still_loops() -> None:
+    used = dataclasses.replace(read("{{ documents | upper }} {{ documents }}\n", FormSpec(form="template")),
+                               variables={"documents": "context"})
+    assert render(used)[0]["content"] == "REFUNDS: 30 DAYS. Refunds: 30 days.\n"
+    listed = Case(id="c2", query="q", context=["one", "two"], category="policy")
+    looped = dataclasses.replace(read(LOOPS, FormSpec(form="template")),
+                                 variables={"documents": "context"})
+    assert render(looped, listed)[0]["content"] == "Context:\n- one\n- two\n\nq\n"

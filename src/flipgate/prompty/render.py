@@ -47,6 +47,7 @@ from flipgate.prompty.messages import (
     split_v2,
     thread_marks,
 )
+from flipgate.prompty.mapped import LoopsOverText, wrap_mapped
 from flipgate.prompty.sandbox import Limits, Refused, check_template, make_environment
 from flipgate.text.parsing import decode_utf8
 
@@ -292,6 +293,8 @@ def _classify(exc: BaseException, *, loader: _RefLoader) -> tuple[type[InputErro
         return InputError, Problem(path, line, f"included template '{exc.name}' is not in this git ref")
     if isinstance(exc, UndefinedError):
         return InputError, Problem(path, line, str(exc.message))
+    if isinstance(exc, LoopsOverText):
+        return InputError, Problem(path, line, str(exc))
     security = {Refused: str(exc), JinjaSecurityError: f"refused by the sandbox: {exc}",
                 OverflowError: f"refused by the sandbox: {exc}",
                 RecursionError: "templates nest too deeply, or include or call each other without end",
@@ -383,7 +386,7 @@ def _variables(prompty: Prompty, values: Mapping[str, Any],
     variables = mark_data(dict(values))
     for mark, name in marks.items():
         variables[name] = mark
-    return variables
+    return wrap_mapped(variables, prompty.variables) if prompty.format == "jinja2" else variables
 
 
 def _messages(prompty: Prompty, text: str, *, values: Mapping[str, Any], marks: Mapping[str, str],
