@@ -12,7 +12,7 @@ from flipgate.config.schema import parse_config
 from flipgate.errors import InputError
 from flipgate.model import Case
 from flipgate.prompty.forms import FormSpec, names_read, read_generator
-from flipgate.prompty.forms.github_models import go_value
+from flipgate.prompty.forms.github_models import go_value, spaced_placeholder_warnings
 from flipgate.prompty.messages import split_roles
 from flipgate.prompty.render import render_cases
 
@@ -233,3 +233,15 @@ def test_mapped_text_renders_as_itself_and_a_list_still_loops() -> None:
     looped = dataclasses.replace(read(LOOPS, FormSpec(form="template")),
                                  variables={"documents": "context"})
     assert render(looped, listed)[0]["content"] == "Context:\n- one\n- two\n\nq\n"
+
+
+def test_a_placeholder_with_spaces_in_a_prompt_file_is_a_warning_naming_its_line() -> None:
+    prompty = read("model: m\nmessages:\n  - role: system\n    content: Be brief.\n"
+                   "  - role: user\n    content: |\n      Context: {{context}}\n"
+                   "      Question: {{ query }}\n", GH)
+    assert spaced_placeholder_warnings(prompty) == [
+        "Warning: p:8: {{ query }} is sent to the model as written: GitHub Models replaces only "
+        "{{query}}, without spaces inside the braces; write it that way"]
+    assert render(prompty)[1]["content"].endswith("Question: {{ query }}\n")  # as GitHub sends it
+    assert spaced_placeholder_warnings(read("model: m\nmessages:\n  - role: user\n"
+                                            "    content: '{{query}}'\n", GH)) == []

@@ -52,6 +52,7 @@ from flipgate.output.links import NO_LINKS, Links
 from flipgate.output.page import Labels
 from flipgate.output.write import write_outputs
 from flipgate.prompty import Inspected, Prompty, render_isolated
+from flipgate.prompty.forms.github_models import spaced_placeholder_warnings
 from flipgate.run import commanded, shards
 from flipgate.run.landing import Landing, land, merge_base_line, refuse_conflicts
 from flipgate.run.refs import (
@@ -297,6 +298,8 @@ def plan_suite(git_repo: Repo, base_ref: Ref, head_ref: Ref, inputs: Inputs, *,
     for generator in (base_generator, head_generator):
         if generator is not None:
             refuse_unusable(config, generator, all_cases)
+    unseen = (spaced_placeholder_warnings(head_generator.prompty)
+              if config.generator_options.form == FORM_GITHUB else [])
     detected = detect_change(config=config, path=path, changed=changed,
                              base_generator=base_generator, head_generator=head_generator)
     if landing is not None:
@@ -304,7 +307,7 @@ def plan_suite(git_repo: Repo, base_ref: Ref, head_ref: Ref, inputs: Inputs, *,
     left_out = detect_change(config=config, path=path, changed=list(uncommitted),
                              base_generator=base_generator,
                              head_generator=head_generator).relevant if uncommitted else []
-    unseen = [uncommitted_note(left_out, head_ref)] if left_out else []
+    unseen += [uncommitted_note(left_out, head_ref)] if left_out else []
     head_keys = [key for key in HEAD_GENERATOR_KEYS
                  if getattr(config.generator_options, key) != getattr(theirs, key)]
     detected = _form_change(detected, config=config, config_path=config_path, head_keys=head_keys,
