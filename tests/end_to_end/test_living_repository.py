@@ -222,6 +222,15 @@ def test_the_action_skips_a_readme_branch_however_far_main_moved(
     assert harness.final_status()["description"] == NO_CHANGE
 
 
+def test_the_action_skips_a_branch_cut_before_adoption_without_calling_it_a_deletion(
+        workspace: Action, server: FakeOpenAI) -> None:
+    harness = workspace.harness
+    assert workspace.pull("early") == 0, harness.log.getvalue()[-2000:]
+    assert server.requests == [] and harness.own_comments() == []
+    assert harness.final_status()["description"] == NO_CHANGE
+    assert "changes .flipgate.yml" not in harness.log.getvalue()
+
+
 def test_the_action_judges_a_prompt_branch_merged_and_sets_the_status_on_its_head(
         workspace: Action, server: FakeOpenAI) -> None:
     harness = workspace.harness
@@ -234,6 +243,7 @@ def test_the_action_judges_a_prompt_branch_merged_and_sets_the_status_on_its_hea
                              for r in candidate)
     report = json.loads((harness.repo.path / "flipgate-out/report.json").read_text())
     assert report["head_sha"] == harness.head and report["merge_base"]
+    assert f"flipgate: Merge base {report['merge_base'][:7]}" in harness.log.getvalue()
 
 
 def test_the_action_refuses_a_conflicting_branch_with_an_error_and_no_model_call(
