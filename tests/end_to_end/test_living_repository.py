@@ -151,7 +151,7 @@ def test_a_prompt_branch_is_judged_as_it_would_land_with_mains_fix(
     assert "+You answer bank questions generously." in report["change"]["template_diff"]
     assert "rules.j2@" not in report["change"]["template_diff"]
     assert "Never add fees" not in report["change"]["template_diff"]
-    assert "merged into it" in result.stderr
+    assert "the candidate is the base with that change merged in" in result.stderr
 
 
 def test_a_branch_cut_before_adoption_is_not_told_it_deletes_the_configuration(

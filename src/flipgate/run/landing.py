@@ -74,12 +74,16 @@ def refuse_conflicts(landing: Landing, relevant: Collection[str]) -> None:
 
 
 def merge_base_line(landing: Landing) -> str:
-    """What a local run says of the refs it compared."""
-    line = (f"Merge base {short(landing.merge_base)}: the change is what {landing.head.where} "
-            f"changes since it; the baseline is {landing.base.where}")
+    """What a run says of the refs it compared."""
+    head, base = landing.head, landing.base
+    line = (f"Merge base {short(landing.merge_base)} (where {head.where} branched from {base.where}): "
+            "the change is what the head changes since then; ")
     if landing.merged:
-        return line + f", the candidate {landing.head.label} merged into it ({landing.candidate.label})."
-    return line + "."
+        return line + (f"the candidate is the base with that change merged in "
+                       f"({landing.candidate.label}), the baseline the base.")
+    if landing.candidate.sha == base.sha:
+        return line + "the head is already in the base, so it changes nothing."
+    return line + "the base has not moved since, so the candidate is the head."
 
 
 def _shown(paths: Sequence[str]) -> str:
