@@ -267,3 +267,18 @@ def test_a_watch_glob_that_matches_no_file_is_exit_2_naming_it(
     assert "watch: 'src/prompt_code/**' matches no file" in result.stderr
     assert "prompts/**" not in result.stderr  # the pattern that matches is not named
     assert server.requests == []
+
+
+@pytest.mark.parametrize(("suite", "said"), [
+    ("    watch: [prompts/billing/**]\n",
+     "watch (suite billing): 'prompts/billing/**' matches no file"),
+    ("    generator: prompts/billing.prompty\n", "prompts/billing.prompty: not found at git ref"),
+])
+def test_a_suites_path_that_matches_no_file_is_exit_2_naming_it(
+        server: FakeOpenAI, living: Living, tmp_path: Path, suite: str, said: str) -> None:
+    living.repo.commit({".flipgate.yml": CONFIG + "suites:\n  - name: support\n"
+                        "  - name: billing\n" + suite})
+    result, _ = run(living, tmp_path, "generous")
+    assert result.exit_code == 2, result.output
+    assert said in result.stderr
+    assert server.requests == []
