@@ -69,5 +69,7 @@ def test_a_failing_application_is_a_generator_error_naming_the_variable_it_did_n
     assert "the generator gave no answer on 2 rows" in comment
     assert "the generator gave no answer on 2 rows" in result.output
     page = (out / "report.html").read_text()
+    assert "2 generator errors" in page and "judge errors" not in page
+    assert "generator error" in result.output and "judge error" not in result.output
     everything = result.output + comment + page + (out / "report.json").read_text()
     assert SECRET_URL not in everything
