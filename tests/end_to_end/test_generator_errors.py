@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -73,3 +74,56 @@ def test_a_failing_application_is_a_generator_error_naming_the_variable_it_did_n
     assert "generator error" in result.output and "judge error" not in result.output
     everything = result.output + comment + page + (out / "report.json").read_text()
     assert SECRET_URL not in everything
+
+
+PROMPTY_CONFIG = """version: 1
+cases: eval/cases.jsonl
+generator: prompts/answer.prompty
+judge:
+  provider: offline
+gate:
+  blocking_categories: [pricing]
+  strict: true
+"""
+PROMPTY = """---
+name: answer
+model:
+  api: chat
+  configuration:
+    type: openai
+    model: gen-1
+---
+system:
+Answer from the context.
+user:
+{{ query }}QUEUE
+Context: {{ context }}
+"""
+
+
+def test_a_case_the_candidates_template_cannot_render_is_a_generator_error_row(
+        openai_server: Any, tmp_path: Path) -> None:
+    openai_server.on_generation(lambda body: body["messages"][-1]["content"].split("Context: ")[1])
+    cases = [{**CASES[0], "queue": 1}, {**CASES[1], "queue": "front desk"}]
+    repo = GitRepo.create(tmp_path / "repo")
+    repo.commit({".flipgate.yml": PROMPTY_CONFIG, "prompts/answer.prompty": PROMPTY.replace("QUEUE", ""),
+                 "eval/cases.jsonl": "".join(json.dumps(c) + "\n" for c in cases)}, message="base")
+    repo.branch("base", "HEAD")
+    # The head counts queues: a number for one case, text (a TypeError) for the other.
+    repo.commit({"prompts/answer.prompty": PROMPTY.replace("QUEUE", " (queue {{ queue + 1 }})")})
+
+    out = tmp_path / "out"
+    result = CliRunner().invoke(cli, ["run", "--repo", str(repo.path), "--base", "base",
+                                      "--head", "HEAD", "--out", str(out), "--no-cache"])
+
+    assert result.exit_code == 3, result.output
+    report = json.loads((out / "report.json").read_text())
+    assert (report["counts"]["generator_errors"], report["counts"]["errors"]) == (1, 0)
+    rows = {row["id"]: row for row in report["rows"]}
+    assert rows["fee-1"]["verdict"] == "unchanged"
+    [error] = rows["ret-1"]["errors"]
+    assert error.startswith("candidate generator: the template gave no answer: "
+                            "prompts/answer.prompty:12: template error: TypeError")
+    # Nothing was asked for the case the template could not render.
+    asked = [r.body["messages"][-1]["content"] for r in openai_server.chat_requests("generation")]
+    assert len(asked) == 2 and not any("Can I return it?" in text for text in asked)

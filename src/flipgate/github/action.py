@@ -803,8 +803,8 @@ def run_check_safely(settings: Settings, run_settings: RunSettings, workflow: Wo
     config_from = getattr(result, "config_from", "")
     if config_from:  # where the gate's own settings came from: the base, never the head
         workflow.info(f"flipgate: configuration: {config_from}")
-    if getattr(result, "merge_base", ""):  # what was compared: the PR's own change
-        workflow.info(f"flipgate: {result.merge_base}")
+    if merge_base := getattr(result, "merge_base", ""):  # what was compared: the PR's own change
+        workflow.info(f"flipgate: {merge_base}")
     report_file = workspace / OUT_DIR / "report.json"
     page_file = workspace / OUT_DIR / HTML_FILE
     return outcome_of_report(result.report, comment=result.markdown, exit_code=result.exit_code,

@@ -65,6 +65,9 @@ class Rendered:
     # strict: each id whose values lack a variable the template uses (then it has no
     # messages): (variable, template file, its line)
     missing: Mapping[str, tuple[str, str, int | None]] = field(default_factory=dict)
+    # per case (`render_values(per_case=True)`): each id whose render failed, and why (a
+    # located line); such a case has no messages, and its row is a generator error
+    failed: Mapping[str, str] = field(default_factory=dict)
 
 
 def renderable_body(prompty: Prompty) -> str:
@@ -450,13 +453,15 @@ def _render_github(prompty: Prompty, values: Mapping[str, Mapping[str, Any]], li
 
 
 def render_values(prompty: Prompty, values: Mapping[str, Mapping[str, Any]], *, read: Reader,
-                  limits: Limits = Limits(), strict_undefined: bool = False) -> Rendered:
+                  limits: Limits = Limits(), strict_undefined: bool = False,
+                  per_case: bool = False) -> Rendered:
     """Render the messages for each set of input values (by id) in-process
     (see child.py for untrusted input).
 
     Every template the generator names is checked before the first render;
     rendering problems are collected across ids, one line per distinct
-    problem with the ids it hit.
+    problem with the ids it hit. With `per_case`, a render that fails for an id (not
+    one the sandbox refused) is that id's failure in `Rendered.failed`, not the run's.
     """
     if prompty.form == "github":
         return _render_github(prompty, values, limits)
@@ -497,6 +502,12 @@ def render_values(prompty: Prompty, values: Mapping[str, Mapping[str, Any]], *, 
             failures.setdefault((InputError, Problem(prompty.path, None, "renders no message")), []).append(key)
             continue
         messages[key] = tuple(split)
+    failed: dict[str, str] = {}
+    if per_case:
+        for (kind, problem), ids in list(failures.items()):
+            if kind is not SecurityError:
+                failed.update(dict.fromkeys(ids, str(problem)))
+                del failures[(kind, problem)]
     if failures:
         problems = []
         for (_, problem), ids in failures.items():
@@ -508,7 +519,7 @@ def render_values(prompty: Prompty, values: Mapping[str, Mapping[str, Any]], *, 
     read_files = {name for name, data in loader.raw.items() if data is not None}  # images too
     return Rendered(messages=messages, loaded=frozenset(loader.sources) | read_files,
                     undefined={name: tuple(ids) for name, ids in undefined_in.items()},
-                    missing=missing)
+                    missing=missing, failed=failed)
 
 
 MAX_MISSING_SHOWN = 10

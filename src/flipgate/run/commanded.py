@@ -98,18 +98,18 @@ def withheld_hint(outcome: Outcome, withheld: Sequence[str]) -> Outcome:
 
 
 def unanswered_row(case: Case, outcomes: Mapping[str, Outcome], *, config: Config,
-                   sizes: Mapping[str, int], mode: str) -> Row:
-    """A case a side's code did not answer: an error row naming why, never a score."""
+                   sizes: Mapping[str, int], mode: str, what: str = "the application's code") -> Row:
+    """A case a side's generator (`what`) did not answer: a generator-error row naming why,
+    never a score."""
     sides = []
     for side in SIDES:
         outcome = outcomes[side]
         answer = outcome.answers.get(case.id)
         error = outcome.errors.get(case.id)
-        reading = Score.failed(f"the application's code gave no answer: {error}" if error
-                               else "not judged: the other side has no answer")
+        failure = f"{what} gave no answer: {error}" if error else None
+        reading = Score.failed(failure or "not judged: the other side has no answer")
         sides.append(gate.side(answer.response if answer else "", reading,
-                               generator_error=f"the application's code gave no answer: {error}"
-                               if error else None))
+                               generator_error=failure))
     return gate.build_row(case, sides[0], sides[1],
                           blocking_categories=config.gate.blocking_categories,
                           threshold=config.relevance.threshold,

@@ -40,6 +40,7 @@ from flipgate.config.schema import (
 )
 from flipgate.e2e.run import E2ERequest, e2e_wanted
 from flipgate.errors import IncompleteError, InputError, Problem
+from flipgate.generator.command import Outcome
 from flipgate.generator.endpoint_lock import Generator, LockedPair, lock
 from flipgate.generator.replay import PreparedGenerator, first_failure_cancels, replay
 from flipgate.git.repository import Git
@@ -139,11 +140,13 @@ def prepare(repo: Repo, refs: dict[str, Ref], generators: dict[str, Generator],
             cases_source: str = "cases") -> dict[str, PreparedGenerator]:
     """Render every case of each side in the sandbox (in parallel child processes); strict,
     a case lacking a variable either side's template uses stops the run (exit 2) here,
-    before any model call."""
+    before any model call. A case whose render fails otherwise is in the side's
+    `rendered.failed`: its row is a generator error."""
     with ThreadPoolExecutor(max_workers=len(generators)) as pool:
         futures = {side: pool.submit(render_isolated, generator.prompty, cases, repo=repo.path,
                                      sha=refs[side].sha, environ=environ,
-                                     strict_undefined=strict_undefined, cases_source=cases_source)
+                                     strict_undefined=strict_undefined, cases_source=cases_source,
+                                     per_case=True)
                    for side, generator in generators.items()}
         return {side: PreparedGenerator(generator=generators[side], rendered=future.result())
                 for side, future in futures.items()}
@@ -193,8 +196,9 @@ async def _replay_and_score(*, inputs: Inputs, pair: LockedPair,
     # any reply, so a later suite's probe sends nothing again.
     await judge.probe()
     client = wiring.client(pair.baseline.endpoint, settings, runtime)
+    failed = {case_id for one in prepared.values() for case_id in one.rendered.failed}
     try:
-        cases = inputs.cases
+        cases = [case for case in inputs.cases if case.id not in failed]
         side = functools.partial(replay, cases, client=client, runtime=runtime, debug=settings.debug)
         if pair.adopted:
             candidate = await side(prepared["candidate"], purpose="candidate")
@@ -206,12 +210,23 @@ async def _replay_and_score(*, inputs: Inputs, pair: LockedPair,
             ])
     finally:
         await client.close()
-    return await score_rows(cases=cases, baseline=baseline, candidate=candidate,
-                            config=inputs.config, judge=judge.first, second=judge.second,
-                            mode=judge.mode, progress=runtime.progress,
-                            category_cases=gate.category_sizes(
-                                c.category for c in (inputs.cases if all_cases is None
-                                                     else all_cases)))
+    sizes = gate.category_sizes(c.category for c in (inputs.cases if all_cases is None
+                                                      else all_cases))
+    scored = await score_rows(cases=cases, baseline=baseline, candidate=candidate,
+                              config=inputs.config, judge=judge.first, second=judge.second,
+                              mode=judge.mode, progress=runtime.progress, category_cases=sizes)
+    if not failed:
+        return scored
+    # A case a side's template could not render is a generator error, never judged.
+    outcomes = {name: Outcome(errors=dict(one.rendered.failed))
+                for name, one in prepared.items()}
+    outcomes.setdefault("baseline", outcomes["candidate"])  # adopting: one side
+    by_id = {row.id: row for row in scored.rows}
+    rows = [by_id.get(case.id) or commanded.unanswered_row(
+                case, outcomes, config=inputs.config, sizes=sizes, mode=judge.mode,
+                what="the template")
+            for case in inputs.cases]
+    return Scored(rows=rows, fluency=scored.fluency)
 
 
 async def _end_to_end(*, repo: Repo, base: Ref, inputs: Inputs, pair: LockedPair,
@@ -666,6 +681,9 @@ async def replay_ref(*, repo: Path, ref: str, settings: Settings,
                        environ=settings.environ,
                        strict_undefined=config.generator_options.strict_undefined,
                        cases_source=cases_source(config))
+    if failed := prepared["generation"].rendered.failed:  # one ref: no row to hold it
+        raise InputError([Problem(config.source, None, f"case {case_id}: {why}")
+                          for case_id, why in list(failed.items())[:10]])
     runtime = wiring.runtime(config, cache_dir=cache_dir, progress=progress,
                              cache_key=cache_key_for(settings, repo=repo, cache_dir=cache_dir))
     client = wiring.client(pair.baseline.endpoint, settings, runtime)
