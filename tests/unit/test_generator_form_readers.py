@@ -245,3 +245,17 @@ def test_a_placeholder_with_spaces_in_a_prompt_file_is_a_warning_naming_its_line
     assert render(prompty)[1]["content"].endswith("Question: {{ query }}\n")  # as GitHub sends it
     assert spaced_placeholder_warnings(read("model: m\nmessages:\n  - role: user\n"
                                             "    content: '{{query}}'\n", GH)) == []
+
+
+def test_per_case_a_render_that_fails_for_some_cases_names_them_and_one_for_all_is_the_templates() -> None:
+    from flipgate.prompty.render import render_values
+
+    prompty = read("{{ query }} ({{ queue + 1 }})\n", FormSpec(form="template"))
+    values = {"a": {"query": "q", "queue": 1}, "b": {"query": "q", "queue": "desk"}}
+    rendered = render_values(prompty, values, read=lambda p: None, per_case=True)
+    assert set(rendered.messages) == {"a"}
+    assert rendered.failed["b"].startswith("p:1: template error: TypeError")
+    with pytest.raises(InputError, match="TypeError"):
+        render_values(prompty, {"b": values["b"]}, read=lambda p: None, per_case=True)
+    with pytest.raises(InputError, match="TypeError"):
+        render_values(prompty, values, read=lambda p: None)

@@ -460,8 +460,9 @@ def render_values(prompty: Prompty, values: Mapping[str, Mapping[str, Any]], *, 
 
     Every template the generator names is checked before the first render;
     rendering problems are collected across ids, one line per distinct
-    problem with the ids it hit. With `per_case`, a render that fails for an id (not
-    one the sandbox refused) is that id's failure in `Rendered.failed`, not the run's.
+    problem with the ids it hit. With `per_case`, a render that fails for some ids but
+    not all (not one the sandbox refused) is those ids' failure in `Rendered.failed`, not
+    the run's: it depends on a case's data. One that fails for every id is the template's.
     """
     if prompty.form == "github":
         return _render_github(prompty, values, limits)
@@ -503,7 +504,7 @@ def render_values(prompty: Prompty, values: Mapping[str, Mapping[str, Any]], *, 
             continue
         messages[key] = tuple(split)
     failed: dict[str, str] = {}
-    if per_case:
+    if per_case and sum(len(ids) for ids in failures.values()) < len(values):
         for (kind, problem), ids in list(failures.items()):
             if kind is not SecurityError:
                 failed.update(dict.fromkeys(ids, str(problem)))
