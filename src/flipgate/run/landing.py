@@ -68,9 +68,9 @@ def refuse_conflicts(landing: Landing, relevant: Collection[str]) -> None:
     A conflict elsewhere (a README) does not matter to the gate."""
     clashing = sorted(set(landing.conflicts) & set(relevant))
     if clashing:
-        raise InputError(Problem(_shown(clashing), None, f"conflicts with the base "
-                                 f"{landing.base.where}: resolve the conflict (merge or rebase "
-                                 f"{landing.base.name} into the branch) and push; nothing was run"))
+        raise InputError(Problem(_shown(clashing), None, f"this pull request conflicts with the "
+                                 f"base {landing.base.where} here: resolve the conflict (merge the "
+                                 "base into the branch, or rebase it) and push; nothing was run"))
 
 
 def merge_base_line(landing: Landing) -> str:
