@@ -12,16 +12,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 
-# A caller's GIT_DIR & co. would silently point git at another repository.
-_GIT_VARIABLES_DROPPED = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY",
-                          "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_NAMESPACE")
-
-
 # Variables an application's model client reads (its key, endpoint, API version, tracing):
 # when the application's code fails, those set here that `generator.env` did not pass are named.
 APP_VARIABLE_PREFIXES = ("OPENAI_", "AZURE_OPENAI_", "AZURE_AI_", "ANTHROPIC_", "MISTRAL_",
                          "GEMINI_", "GOOGLE_API_KEY", "COHERE_", "GROQ_", "OLLAMA_", "HF_",
                          "HUGGINGFACE", "LANGCHAIN_", "LANGSMITH_", "LLAMA_CLOUD_")
+
+
+# A caller's GIT_DIR & co. would silently point git at another repository.
+_GIT_VARIABLES_DROPPED = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY",
+                          "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_NAMESPACE")
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,7 @@ from flipgate.errors import InputError, Problem, SecurityError
 from flipgate.model import Case
 from flipgate.prompty.forms import fstring, github_models
 from flipgate.prompty.frontmatter import Prompty, split_front_matter
+from flipgate.prompty.mapped import LoopsOverText, wrap_mapped
 from flipgate.prompty.messages import (
     DATA_MARK,
     Message,
@@ -47,7 +48,6 @@ from flipgate.prompty.messages import (
     split_v2,
     thread_marks,
 )
-from flipgate.prompty.mapped import LoopsOverText, wrap_mapped
 from flipgate.prompty.sandbox import Limits, Refused, check_template, make_environment
 from flipgate.text.parsing import decode_utf8
 

@@ -564,9 +564,10 @@ def fluency_note(summary: FluencySummary | None) -> str | None:
 
 
 def conclude(counts: Counts) -> Conclusion:
-    """Judge and generator errors win over a block: a run that could not score every row
-    did not finish."""
-    if counts.errors or counts.generator_errors:
+    """Judge errors win over a block: a run that could not score every row did not finish."""
+    if counts.errors:
+        return Conclusion.ERROR
+    if counts.generator_errors:  # nor did one whose generator gave no answer on a row
         return Conclusion.ERROR
     if counts.blocking_regressions:
         return Conclusion.FAILURE
