@@ -158,6 +158,7 @@ class Side:
     second_opinion: Score | None = None  # candidate only: the second-opinion judge's scoring
     statements: Statements | None = None  # candidate only, on flipped rows
     manipulation: tuple[str, ...] = ()  # what in the answer addresses the grader
+    generator_error: str | None = None  # the generator gave no answer: why (never judged)
 
 
 @dataclass
@@ -318,6 +319,7 @@ class Report:
     scheduling: dict[str, int] | None = None  # concurrency reached and 429s seen (pacing.py)
     notes: list[str] = field(default_factory=list)
     head_sha: str | None = None
+    merge_base: str | None = None  # where the PR's branch was cut: its change is since then
     categories: dict[str, CategoryInfo] = field(default_factory=dict)
     strict: bool = False  # gate.strict: the same-judge re-score may block below the minimum
     e2e: E2EReport | None = None     # the end-to-end run, when it ran

@@ -7,10 +7,17 @@ the process environment. Keys are never shown by `repr`, so a crash log cannot l
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
+
+# Variables an application's model client reads (its key, endpoint, API version, tracing):
+# when the application's code fails, those set here that `generator.env` did not pass are named.
+APP_VARIABLE_PREFIXES = ("OPENAI_", "AZURE_OPENAI_", "AZURE_AI_", "ANTHROPIC_", "MISTRAL_",
+                         "GEMINI_", "GOOGLE_API_KEY", "COHERE_", "GROQ_", "OLLAMA_", "HF_",
+                         "HUGGINGFACE", "LANGCHAIN_", "LANGSMITH_", "LLAMA_CLOUD_")
+
 
 # A caller's GIT_DIR & co. would silently point git at another repository.
 _GIT_VARIABLES_DROPPED = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY",
@@ -41,6 +48,13 @@ class Settings:
     @classmethod
     def from_environ(cls, environ: Mapping[str, str]) -> Settings:
         return cls(environ=MappingProxyType(dict(environ)))
+
+    def withheld(self, passed: Sequence[str]) -> list[str]:
+        """The names (never the values) of model-client variables set in this environment
+        that are not in `passed` (`generator.env`): the application's code does not get them."""
+        listed = {name.upper() for name in passed}
+        return sorted(name for name in self.environ
+                      if name.upper().startswith(APP_VARIABLE_PREFIXES) and name.upper() not in listed)
 
     def _get(self, name: str) -> str | None:
         return self.environ.get(name) or None

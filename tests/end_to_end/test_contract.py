@@ -403,6 +403,8 @@ def test_watch_globs_follow_gitignore_rules(openai_server: FakeOpenAI, tmp_path:
         "svc/eval/cases.jsonl": "".join(json.dumps(c) + "\n" for c in cases),
         "svc/prompts/answer.prompty": SERVICE_PROMPT.format(version=1,
                                                             base_url=openai_server.base_url),
+        # Each pattern matches a file (a pattern matching nothing at either ref is an error).
+        "svc/schemas/v1.json": "{}\n", "svc/voice.tone": "calm\n",
     }, message="base")
     repo.branch("base", "HEAD")
     repo.commit({changed: "changed\n"}, message="head")

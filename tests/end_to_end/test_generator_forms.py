@@ -95,6 +95,9 @@ def test_a_github_models_prompt_file_gates_a_change_and_sends_what_github_models
         {"role": "system", "content": "You answer bank questions from the context only.\n"
                                       "Context: Freeze your card in the app under Card settings.\n"},
         {"role": "user", "content": "How do I freeze my card? (ref {{ query }}, {{unknown}})"}]
+    # `{{ query }}` with spaces goes out as written, as GitHub Models sends it: the run says so.
+    [warning] = [note for note in report["notes"] if "sent to the model as written" in note]
+    assert warning.startswith("Warning: prompts/answer.prompt.yml@") and ":13: {{ query }}" in warning
 
 
 TEMPLATE = "Context: {context}\n\nQuestion: {question}\nAnswer in one sentence ({{{{strict}}}}).\n"

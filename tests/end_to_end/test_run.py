@@ -87,6 +87,7 @@ def repo(tmp_path: Path) -> GitRepo:
         "prompts/answer.prompty": PROMPT,
         "prompts/partials/rules.j2": RULES,
         "README.md": "# bank bot\n",
+        "schemas/reply.json": "{}\n",  # what `watch` names (a pattern matching nothing is an error)
     }, message="base")
     repo.branch("base", "HEAD")
     return repo
@@ -421,7 +422,7 @@ def test_adopting_flipgate_uses_the_heads_configuration_and_says_so(server: Fake
     repo.commit({"README.md": "# bank bot\n"})
     repo.branch("base", "HEAD")
     repo.commit({".flipgate.yml": CONFIG, "prompts/answer.prompty": PROMPT,
-                 "prompts/partials/rules.j2": RULES,
+                 "prompts/partials/rules.j2": RULES, "schemas/reply.json": "{}\n",
                  "eval/cases.jsonl": "".join(json.dumps(c) + "\n" for c in CASES)})
     result, report = invoke(repo, tmp_path)
     assert result.exit_code == 0, result.output
@@ -450,7 +451,7 @@ def test_a_pr_that_adopts_flipgate_cannot_send_the_key_elsewhere_or_publish_a_se
         repo.branch("base", "HEAD")
         head = repo.commit({".flipgate.yml": config.replace("ATTACKER", attacker.base_url),
                             "prompts/answer.prompty": prompt.replace("ATTACKER", attacker.base_url),
-                            "prompts/partials/rules.j2": RULES,
+                            "prompts/partials/rules.j2": RULES, "schemas/reply.json": "{}\n",
                             "eval/cases.jsonl": "".join(json.dumps(c) + "\n" for c in CASES)})
         result, report = invoke(repo, tmp_path)
     finally:
@@ -559,6 +560,7 @@ def test_an_azure_generator_calls_each_sides_deployment(server: FakeOpenAI, tmp_
     server.set_azure_env(monkeypatch)
     repo = GitRepo.create(tmp_path / "repo")
     repo.commit({".flipgate.yml": CONFIG, "prompts/answer.prompty": AZURE_PROMPT,
+                 "schemas/reply.json": "{}\n",
                  "prompts/partials/rules.j2": RULES,
                  "eval/cases.jsonl": "".join(json.dumps(c) + "\n" for c in CASES)})
     repo.branch("base", "HEAD")

@@ -90,6 +90,7 @@ def make_repo(path: Path, *, status: str = "") -> GitRepo:
                                                  system=CAREFUL),
         "prompts/billing.prompty": PROMPT.format(name="billing", model="gen-billing",
                                                  system=CAREFUL),
+        "billing/rates.yml": "fee: 1\n",  # what the billing suite's `watch` names
     }, message="base")
     repo.branch("base", "HEAD")
     return repo

@@ -12,7 +12,7 @@ from flipgate.config.schema import parse_config
 from flipgate.errors import InputError
 from flipgate.model import Case
 from flipgate.prompty.forms import FormSpec, names_read, read_generator
-from flipgate.prompty.forms.github_models import go_value
+from flipgate.prompty.forms.github_models import go_value, spaced_placeholder_warnings
 from flipgate.prompty.messages import split_roles
 from flipgate.prompty.render import render_cases
 
@@ -223,3 +223,55 @@ def test_variables_serve_a_prompty_file_too() -> None:
                    FormSpec(), path="prompts/a.prompty")
     mapped = dataclasses.replace(prompty, variables=dict(loaded.generator_options.variables))
     assert render(mapped) == [{"role": "user", "content": CASE.query}]
+
+
+# --- a mapped string looped over -------------------------------------------------------
+
+LOOPS = "Context:\n{% for doc in documents %}- {{ doc }}\n{% endfor %}\n{{ query }}\n"
+
+
+def test_a_loop_over_text_a_mapping_hands_in_names_the_mapping_and_its_line() -> None:
+    prompty = dataclasses.replace(read(LOOPS, FormSpec(form="template")),
+                                  variables={"documents": "context"})
+    with pytest.raises(InputError) as caught:
+        render(prompty)
+    line, message = problem_of(caught.value)
+    assert line == 2
+    assert "loops over 'documents'" in message
+    assert "generator.variables: documents <- context" in message and "(case c1)" in message
+
+
+def test_mapped_text_renders_as_itself_and_a_list_still_loops() -> None:
+    used = dataclasses.replace(read("{{ documents | upper }} {{ documents }}\n", FormSpec(form="template")),
+                               variables={"documents": "context"})
+    assert render(used)[0]["content"] == "REFUNDS: 30 DAYS. Refunds: 30 days.\n"
+    listed = Case(id="c2", query="q", context=["one", "two"], category="policy")
+    looped = dataclasses.replace(read(LOOPS, FormSpec(form="template")),
+                                 variables={"documents": "context"})
+    assert render(looped, listed)[0]["content"] == "Context:\n- one\n- two\n\nq\n"
+
+
+def test_a_placeholder_with_spaces_in_a_prompt_file_is_a_warning_naming_its_line() -> None:
+    prompty = read("model: m\nmessages:\n  - role: system\n    content: Be brief.\n"
+                   "  - role: user\n    content: |\n      Context: {{context}}\n"
+                   "      Question: {{ query }}\n", GH)
+    assert spaced_placeholder_warnings(prompty) == [
+        "Warning: p:8: {{ query }} is sent to the model as written: GitHub Models replaces only "
+        "{{query}}, without spaces inside the braces; write it that way"]
+    assert render(prompty)[1]["content"].endswith("Question: {{ query }}\n")  # as GitHub sends it
+    assert spaced_placeholder_warnings(read("model: m\nmessages:\n  - role: user\n"
+                                            "    content: '{{query}}'\n", GH)) == []
+
+
+def test_per_case_a_render_that_fails_for_some_cases_names_them_and_one_for_all_is_the_templates() -> None:
+    from flipgate.prompty.render import render_values
+
+    prompty = read("{{ query }} ({{ queue + 1 }})\n", FormSpec(form="template"))
+    values = {"a": {"query": "q", "queue": 1}, "b": {"query": "q", "queue": "desk"}}
+    rendered = render_values(prompty, values, read=lambda p: None, per_case=True)
+    assert set(rendered.messages) == {"a"}
+    assert rendered.failed["b"].startswith("p:1: template error: TypeError")
+    with pytest.raises(InputError, match="TypeError"):
+        render_values(prompty, {"b": values["b"]}, read=lambda p: None, per_case=True)
+    with pytest.raises(InputError, match="TypeError"):
+        render_values(prompty, values, read=lambda p: None)

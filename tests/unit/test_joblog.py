@@ -103,3 +103,20 @@ def test_the_job_log_names_rows_as_the_kinds_table_does(monkeypatch) -> None:
     row = make_row("q-7", before=5, after=3)
     assert row.verdict.value == "new_non_answer"
     assert joblog.row_line("non_answers", row).text.startswith("row that newly says nothing: q-7")
+
+
+def test_a_generator_error_row_is_an_error_line_of_its_own_not_a_judge_error() -> None:
+    from flipgate.model import Case, Evidence, Score
+    from flipgate.verdict import gate
+
+    failed = "the application's code gave no answer: the command exited with status 1"
+    row = gate.build_row(Case(id="fee-1", query="q", context="c", category="pricing"),
+                         gate.side("", Score.failed(failed), generator_error=failed),
+                         gate.side("", Score.failed("not judged: the other side has no answer")),
+                         blocking_categories=("pricing",), threshold=0.7,
+                         find_evidence=lambda case, answer: Evidence())
+    report = make_report([row, make_row("broken", before=5, after=None)])
+    assert (report.counts["generator_errors"], report.counts["errors"]) == (1, 1)
+    entries = [(entry.level.value, entry.text.split(":", 1)[0]) for entry in joblog.row_entries(report)]
+    assert entries == [("error", "generator error"), ("error", "judge error")]
+    assert gate.conclude(report.counts).value == "error"

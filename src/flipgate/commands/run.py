@@ -137,6 +137,8 @@ def run(base: str, head: str | None, worktree: bool, config_path: str, out_dir: 
     finally:
         bar.close()
     click.echo(f"flipgate: configuration: {visible(result.config_from)}", err=True)
+    if result.merge_base:
+        click.echo(f"flipgate: {visible(result.merge_base)}", err=True)
     if result.message:
         click.echo(f"flipgate: error: {visible(result.message)}", err=True)
     if result.report.e2e is not None:

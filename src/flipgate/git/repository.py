@@ -157,6 +157,49 @@ def changed_paths(repo: Path, base: str, head: str, *, git: Git = Git()) -> list
     return sorted({_path_text(p) for p in result.stdout.split(b"\x00") if p})
 
 
+def merge_base(repo: Path, base: str, head: str, *, git: Git = Git()) -> str | None:
+    """The best common ancestor of two commits (where the branch was cut), or None when
+    the history at hand has none (unrelated histories, or a shallow clone cut above it)."""
+    result = git.run(repo, "merge-base", "--end-of-options", base, head, check=False)
+    sha = result.stdout.decode().strip()
+    return sha if result.returncode == 0 and sha else None
+
+
+@dataclass(frozen=True)
+class Merged:
+    """What merging `head` into `base` would give: its tree, and the paths that conflict
+    (their files in `tree` hold git's conflict markers)."""
+
+    tree: str
+    conflicts: tuple[str, ...]
+
+
+def merge_tree(repo: Path, base: str, head: str, *, git: Git = Git()) -> Merged:
+    """The merge of two commits, made in the object database only (`git merge-tree
+    --write-tree`, git 2.38+): no work tree, index or ref is touched."""
+    result = git.run(repo, "merge-tree", "--write-tree", "--name-only", "-z", "--no-messages",
+                     "--end-of-options", base, head, check=False)
+    fields = [f for f in result.stdout.split(b"\x00") if f]
+    if result.returncode not in (0, 1) or not fields:
+        message = result.stderr.decode("utf-8", "replace").strip().splitlines()
+        raise GitError(f"git merge-tree failed in {repo}: {message[-1] if message else 'no output'}"
+                       " (flipgate needs git 2.38 or later)")
+    return Merged(tree=fields[0].decode().strip(),
+                  conflicts=tuple(sorted({_path_text(p) for p in fields[1:]})))
+
+
+def merge_commit(repo: Path, tree: str, parents: tuple[str, str], *, git: Git = Git()) -> str:
+    """A commit of a merged tree with both parents, so the pipeline reads it like any ref.
+    No ref names it; the identity and time are fixed, so one merge is one commit."""
+    return git.run(repo, "commit-tree", "-p", parents[0], "-p", parents[1],
+                   "-m", "flipgate: the pull request merged into its base",
+                   "--end-of-options", tree, extra_env=_SNAPSHOT_IDENTITY).stdout.decode().strip()
+
+
+def is_shallow(repo: Path, *, git: Git = Git()) -> bool:
+    return git.run(repo, "rev-parse", "--is-shallow-repository", check=False).stdout.strip() == b"true"
+
+
 def top_level(directory: Path, *, git: Git = Git()) -> Path:
     """The root of the work tree `directory` is in; InputError (exit 2) when it is in none."""
     result = git.run(directory, "rev-parse", "--show-toplevel", check=False)

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import functools
 import os
-import re
 import sys
 import traceback
 from collections.abc import Callable, Mapping, MutableMapping, Sequence
@@ -30,9 +29,7 @@ from flipgate.errors import (
     EXIT_INCOMPLETE,
     EXIT_PASS,
     FlipgateError,
-    IncompleteError,
     InputError,
-    Problem,
 )
 from flipgate.git.repository import Git
 from flipgate.github import joblog
@@ -60,6 +57,7 @@ from flipgate.github.event import (
     load_event,
     may_command,
 )
+from flipgate.github.history import ensure_commits, ensure_pull
 from flipgate.github.inputs import Settings, export_model_keys
 from flipgate.github.outcome import Outcome
 from flipgate.github.ownership import hand_back
@@ -84,7 +82,6 @@ from flipgate.verdict import gate
 # Both inside the workspace: later steps can upload the outputs, actions/cache can keep the cache.
 OUT_DIR = DEFAULT_OUT_DIR
 CACHE_DIR = DEFAULT_CACHE_DIR
-_SHA = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
 
 
 class CheckResult(Protocol):
@@ -363,8 +360,8 @@ def record_label(settings: Settings, run_settings: RunSettings, api: RepoAPI, wo
             return refuse(request.why)
     pull = api.pull(command.number)
     try:
-        ensure_commits(settings.workspace, [pull.base_sha, pull.head_sha],
-                       git=Git(run_settings.git_environment()))
+        ensure_pull(settings.workspace, pull.base_sha, pull.head_sha,
+                    git=Git(run_settings.git_environment()))
         cases = case_ids(repo=settings.workspace, base=pull.base_sha, head=pull.head_sha,
                          settings=run_settings, config_path=settings.config)
     except InputError as exc:
@@ -735,7 +732,7 @@ def run_check_safely(settings: Settings, run_settings: RunSettings, workflow: Wo
     progress = PeriodicLines(stream=workflow.stream, every=options.progress_every)
     try:
         git = Git(run_settings.git_environment())
-        ensure_commits(workspace, [pull.base_sha, pull.head_sha], git=git)
+        ensure_pull(workspace, pull.base_sha, pull.head_sha, git=git)
         refuse_unsafe_places(workspace, {"output": Path(OUT_DIR),
                                          **({"cache": options.cache} if options.cache else {})},
                              head_sha=pull.head_sha, git=git)
@@ -760,6 +757,8 @@ def run_check_safely(settings: Settings, run_settings: RunSettings, workflow: Wo
     config_from = getattr(result, "config_from", "")
     if config_from:  # where the gate's own settings came from: the base, never the head
         workflow.info(f"flipgate: configuration: {config_from}")
+    if merge_base := getattr(result, "merge_base", ""):  # what was compared: the PR's own change
+        workflow.info(f"flipgate: {merge_base}")
     report_file = workspace / OUT_DIR / "report.json"
     page_file = workspace / OUT_DIR / HTML_FILE
     return outcome_of_report(result.report, comment=result.markdown, exit_code=result.exit_code,
@@ -768,33 +767,3 @@ def run_check_safely(settings: Settings, run_settings: RunSettings, workflow: Wo
                              message=getattr(result, "message", None),
                              page_path=f"{OUT_DIR}/{HTML_FILE}" if page_file.exists() else "",
                              links=settings.links)
-
-
-def ensure_commits(repo: Path, shas: Sequence[str], *, git: Git) -> None:
-    """Make sure both commits are in the workspace's object store, fetching (never checking out)."""
-    if git.run(repo, "rev-parse", "--git-dir", check=False).returncode != 0:
-        raise InputError(Problem(str(repo), None, "the workspace is not a git repository; add "
-                                 "actions/checkout before flipgate"))
-    for sha in shas:
-        if not _SHA.match(sha):
-            raise InputError(Problem("event", None, f"not a commit SHA: {sha!r}"))
-    missing = [sha for sha in shas if not _has_commit(repo, sha, git)]
-    if not missing:
-        return
-    shallow = git.run(repo, "rev-parse", "--is-shallow-repository", check=False).stdout.strip()
-    depth = ["--depth=1"] if shallow == b"true" else []
-    # GitHub serves any commit of the repository by SHA (a fork's PR head too, through
-    # refs/pull/N/head); actions/checkout fetches PR commits the same way.
-    # --no-recurse-submodules: on demand, git would also fetch into every initialised
-    # submodule whose commit the PR's head changes; flipgate reads none of them.
-    result = git.run(repo, "fetch", "--no-tags", "--no-recurse-submodules", "--quiet",
-                     *depth, "origin", *missing, check=False)
-    still = [sha for sha in missing if not _has_commit(repo, sha, git)]
-    if still:
-        why = result.stderr.decode("utf-8", "replace").strip().splitlines()
-        raise IncompleteError(f"could not fetch {', '.join(short(s) for s in still)} from origin"
-                              + (f": {why[-1]}" if why else ""))
-
-
-def _has_commit(repo: Path, sha: str, git: Git) -> bool:
-    return git.run(repo, "cat-file", "-e", f"{sha}^{{commit}}", check=False).returncode == 0

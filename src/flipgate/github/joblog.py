@@ -48,6 +48,7 @@ _ROW_LEVELS = {
     "blocking": Level.ERROR,
     HELD_BACK: Level.WARNING,
     "review": Level.WARNING,
+    "generator_error": Level.ERROR,
     "errors": Level.ERROR,
     "flagged": Level.WARNING,
     "unstable": Level.WARNING,

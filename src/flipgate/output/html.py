@@ -80,7 +80,8 @@ def content_security_policy(style: str, *scripts: str) -> str:
 
 # The comment sections a row is in that its verdict does not already say.
 KIND_LABELS = {"review": "to review", "relevance": "relevance drop",
-               "flagged": "addresses the judge", "errors": "judge error"}
+               "flagged": "addresses the judge", "errors": "judge error",
+               "generator_error": "generator error"}
 _TITLES = {"failure": "blocked", "success": "passed", "error": "could not finish",
            "skipped": "skipped"}
 

@@ -166,7 +166,8 @@ def change_dict(change: Change) -> dict[str, Any]:
 def suite_dict(report: Report, *, rows: bool = True) -> dict[str, Any]:
     """One suite's part of a several-suite report: its own conclusion, counts and rows."""
     out = to_dict(report, rows=rows)
-    for name in ("version", "judge", "usage", "budget", "scheduling", "cache", "head_sha"):
+    for name in ("version", "judge", "usage", "budget", "scheduling", "cache", "head_sha",
+                 "merge_base"):
         out.pop(name, None)
     return out
 
@@ -188,7 +189,7 @@ def to_dict(report: Report, *, rows: bool = True) -> dict[str, Any]:
         out["fluency"] = asdict(report.fluency)
     if report.change is not None:
         out["change"] = change_dict(report.change)
-    for name in ("usage", "budget", "scheduling", "cache", "head_sha"):
+    for name in ("usage", "budget", "scheduling", "cache", "head_sha", "merge_base"):
         value = getattr(report, name)
         if value is not None:
             out[name] = value

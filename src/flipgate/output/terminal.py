@@ -123,6 +123,11 @@ def conclusion_line(report: Report) -> tuple[str, str]:
     if report.conclusion is Conclusion.FAILURE:
         blocked = plural(counts.blocking_regressions, "blocking regression")
         return f"❌ blocked: {blocked}", "bold red"
+    if report.conclusion is Conclusion.ERROR and counts.generator_errors:
+        line = f"⚠️  could not finish: the generator gave no answer on {plural(counts.generator_errors, 'row')}"
+        if counts.errors:
+            line += f" (and judge errors on {plural(counts.errors, 'row')})"
+        return line, "bold yellow"
     if report.conclusion is Conclusion.ERROR and not counts.errors:
         # The run stopped early; the error message itself is printed once, elsewhere.
         return "⚠️  could not finish: the run stopped before every row was scored", "bold yellow"

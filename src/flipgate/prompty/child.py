@@ -142,27 +142,31 @@ def sample_values_isolated(data: bytes, *, path: str, source: str, repo: str | o
 
 def render_isolated(prompty: Prompty, cases: Sequence[Case], *, repo: str | os.PathLike[str],
                     sha: str, environ: Mapping[str, str] | None = None, limits: Limits = Limits(),
-                    strict_undefined: bool = False, cases_source: str = "cases") -> Rendered:
+                    strict_undefined: bool = False, cases_source: str = "cases",
+                    per_case: bool = False) -> Rendered:
     """Every case's messages, rendered in the child (which reads included files from
     the same git ref itself). A child that runs out of time or memory is a
     SecurityError: the template, not the machine, is at fault. Strict, a case that
-    lacks a variable the template uses is an InputError naming `cases_source` and its line."""
+    lacks a variable the template uses is an InputError naming `cases_source` and its line.
+    `per_case`: a case whose render fails is named in `Rendered.failed` (see render_values)."""
     values = {case.id: prompty.with_defaults(case.template_vars()) for case in cases}
     rendered = render_values_isolated(prompty, values, repo=repo, sha=sha, environ=environ or {},
-                                      limits=limits, strict_undefined=strict_undefined)
+                                      limits=limits, strict_undefined=strict_undefined,
+                                      per_case=per_case)
     refuse_missing(rendered, cases, cases_source=cases_source, template=prompty)
     return rendered
 
 
 def render_values_isolated(prompty: Prompty, values: Mapping[str, Mapping[str, Any]], *,
                            repo: str | os.PathLike[str], sha: str, environ: Mapping[str, str],
-                           limits: Limits = Limits(), strict_undefined: bool = False) -> Rendered:
+                           limits: Limits = Limits(), strict_undefined: bool = False,
+                           per_case: bool = False) -> Rendered:
     answer = _run_child({"job": "render", "path": prompty.path, "source": prompty.source,
                          "text": prompty.text, "repo": str(repo), "sha": sha,
                          "form": {"form": prompty.form},
                          "prompty": None if prompty.form == "prompty" else _prompty_to_json(prompty),
                          "values": {key: dict(v) for key, v in values.items()},
-                         "strict_undefined": strict_undefined},
+                         "strict_undefined": strict_undefined, "per_case": per_case},
                         source=prompty.source, limits=limits, environ=environ, what="rendering")
     return _rendered_from_json(answer)
 
@@ -172,7 +176,8 @@ def _rendered_from_json(answer: dict[str, Any]) -> Rendered:
     return Rendered(messages=messages, loaded=frozenset(answer["loaded"]),
                     undefined={name: tuple(ids) for name, ids in answer["undefined"].items()},
                     missing={key: (name, path, line)
-                             for key, (name, path, line) in answer.get("missing", {}).items()})
+                             for key, (name, path, line) in answer.get("missing", {}).items()},
+                    failed=dict(answer.get("failed", {})))
 
 
 # --- the Prompty as JSON, across the process boundary ---------------------------------
@@ -273,7 +278,8 @@ def _job(request: dict[str, Any], limits: Limits) -> dict[str, Any]:
         strict = strict and has_sample(prompty)  # without one, every input renders empty
     else:
         values = request["values"]
-    rendered = render_values(prompty, values, read=read, limits=limits, strict_undefined=strict)
+    rendered = render_values(prompty, values, read=read, limits=limits, strict_undefined=strict,
+                             per_case=bool(request.get("per_case")))
     if request["job"] == "sample" and rendered.missing:
         name, path, line = rendered.missing["sample"]
         raise InputError(Problem(request["source"] if path == prompty.path else path, line,
@@ -283,7 +289,8 @@ def _job(request: dict[str, Any], limits: Limits) -> dict[str, Any]:
     out = {"messages": {k: list(v) for k, v in rendered.messages.items()},
            "loaded": sorted(rendered.loaded),
            "undefined": {k: list(v) for k, v in rendered.undefined.items()},
-           "missing": {k: list(v) for k, v in rendered.missing.items()}}
+           "missing": {k: list(v) for k, v in rendered.missing.items()},
+           "failed": dict(rendered.failed)}
     if request["job"] == "sample":
         out["prompty"] = _prompty_to_json(prompty)
     return out

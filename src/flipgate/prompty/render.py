@@ -38,6 +38,7 @@ from flipgate.errors import InputError, Problem, SecurityError
 from flipgate.model import Case
 from flipgate.prompty.forms import fstring, github_models, substitute
 from flipgate.prompty.frontmatter import Prompty, split_front_matter
+from flipgate.prompty.mapped import LoopsOverText, wrap_mapped
 from flipgate.prompty.messages import (
     DATA_MARK,
     Message,
@@ -66,6 +67,9 @@ class Rendered:
     # strict: each id whose values lack a variable the template uses (then it has no
     # messages): (variable, template file, its line)
     missing: Mapping[str, tuple[str, str, int | None]] = field(default_factory=dict)
+    # per case (`render_values(per_case=True)`): each id whose render failed, and why (a
+    # located line); such a case has no messages, and its row is a generator error
+    failed: Mapping[str, str] = field(default_factory=dict)
 
 
 def renderable_body(prompty: Prompty) -> str:
@@ -313,6 +317,8 @@ def _classify(exc: BaseException, *, loader: _RefLoader) -> tuple[type[InputErro
         return InputError, Problem(path, line, f"included template '{exc.name}' is not in this git ref")
     if isinstance(exc, UndefinedError):
         return InputError, Problem(path, line, str(exc.message))
+    if isinstance(exc, LoopsOverText):
+        return InputError, Problem(path, line, str(exc))
     security = {Refused: str(exc), JinjaSecurityError: f"refused by the sandbox: {exc}",
                 OverflowError: f"refused by the sandbox: {exc}",
                 RecursionError: "templates nest too deeply, or include or call each other without end",
@@ -404,7 +410,7 @@ def _variables(prompty: Prompty, values: Mapping[str, Any],
     variables = mark_data(dict(values))
     for mark, name in marks.items():
         variables[name] = mark
-    return variables
+    return wrap_mapped(variables, prompty.variables) if prompty.format == "jinja2" else variables
 
 
 def _messages(prompty: Prompty, text: str, *, values: Mapping[str, Any], marks: Mapping[str, str],
@@ -537,13 +543,16 @@ def _render_github(prompty: Prompty, values: Mapping[str, Mapping[str, Any]], li
 
 
 def render_values(prompty: Prompty, values: Mapping[str, Mapping[str, Any]], *, read: Reader,
-                  limits: Limits = Limits(), strict_undefined: bool = False) -> Rendered:
+                  limits: Limits = Limits(), strict_undefined: bool = False,
+                  per_case: bool = False) -> Rendered:
     """Render the messages for each set of input values (by id) in-process
     (see child.py for untrusted input).
 
     Every template the generator names is checked before the first render;
     rendering problems are collected across ids, one line per distinct
-    problem with the ids it hit.
+    problem with the ids it hit. With `per_case`, a render that fails for some ids but
+    not all (not one the sandbox refused) is those ids' failure in `Rendered.failed`, not
+    the run's: it depends on a case's data. One that fails for every id is the template's.
     """
     if prompty.form == "github":
         return _render_github(prompty, values, limits)
@@ -590,6 +599,12 @@ def render_values(prompty: Prompty, values: Mapping[str, Mapping[str, Any]], *, 
             failures.setdefault((InputError, Problem(prompty.path, None, "renders no message")), []).append(key)
             continue
         messages[key] = tuple(split)
+    failed: dict[str, str] = {}
+    if per_case and sum(len(ids) for ids in failures.values()) < len(values):
+        for (kind, problem), ids in list(failures.items()):
+            if kind is not SecurityError:
+                failed.update(dict.fromkeys(ids, str(problem)))
+                del failures[(kind, problem)]
     if failures:
         problems = []
         for (_, problem), ids in failures.items():
@@ -601,7 +616,7 @@ def render_values(prompty: Prompty, values: Mapping[str, Mapping[str, Any]], *, 
     read_files = {name for name, data in loader.raw.items() if data is not None}  # images too
     return Rendered(messages=messages, loaded=frozenset(loader.sources) | read_files,
                     undefined={name: tuple(ids) for name, ids in undefined_in.items()},
-                    missing=missing)
+                    missing=missing, failed=failed)
 
 
 MAX_MISSING_SHOWN = 10

@@ -53,9 +53,10 @@ async def replay_and_score(*, repo: Repo, refs: Mapping[str, Ref], config: Confi
                                            git=repo.git, config=command,
                                            directory=config.directory)
         log(f"flipgate: the {side} ({ref.label}) answers with `{command.command}`")
-        outcomes[side] = await answer_cases(cases, spec=spec, repo=repo.path, sha=ref.sha,
-                                            git=repo.git, identity=identity,
-                                            cache=runtime.cache, log=log)
+        outcomes[side] = withheld_hint(
+            await answer_cases(cases, spec=spec, repo=repo.path, sha=ref.sha, git=repo.git,
+                               identity=identity, cache=runtime.cache, log=log),
+            settings.withheld(command.env))
     baseline, candidate = outcomes["baseline"].answers, outcomes["candidate"].answers
     answered = [case for case in cases if case.id in baseline and case.id in candidate]
     sizes = gate.category_sizes(case.category for case in all_cases)
@@ -83,6 +84,7 @@ async def answer_one_ref(*, repo: Repo, ref: Ref, config: Config, command: Comma
                                        config=command, directory=config.directory)
     outcome = await answer_cases(cases, spec=spec, repo=repo.path, sha=ref.sha, git=repo.git,
                                  identity=identity, cache=runtime.cache, log=log)
+    outcome = withheld_hint(outcome, settings.withheld(command.env))
     for case in cases:
         if case.id in outcome.errors:
             raise IncompleteError(f"the application's code gave no answer for case "
@@ -96,17 +98,33 @@ def _say_account(log: Log) -> None:
         log(note)
 
 
+def withheld_hint(outcome: Outcome, withheld: Sequence[str]) -> Outcome:
+    """Each failure names the model-client variables set here that the code did not get
+    (names only): a dropped OPENAI_BASE_URL reads as the application's own connection error."""
+    if not withheld or not outcome.errors:
+        return outcome
+    names = ", ".join(withheld[:5]) + (f" and {len(withheld) - 5} more" if len(withheld) > 5 else "")
+    verb = "is" if len(withheld) == 1 else "are"
+    hint = (f" ({names} {verb} set here but not passed to the command; add "
+            f"{'it' if len(withheld) == 1 else 'them'} to generator.env if the code needs "
+            f"{'it' if len(withheld) == 1 else 'them'})")
+    return Outcome(answers=outcome.answers,
+                   errors={case: error + hint for case, error in outcome.errors.items()})
+
+
 def unanswered_row(case: Case, outcomes: Mapping[str, Outcome], *, config: Config,
-                   sizes: Mapping[str, int], mode: str) -> Row:
-    """A case a side's code did not answer: an error row naming why, never a score."""
+                   sizes: Mapping[str, int], mode: str, what: str = "the application's code") -> Row:
+    """A case a side's generator (`what`) did not answer: a generator-error row naming why,
+    never a score."""
     sides = []
     for side in SIDES:
         outcome = outcomes[side]
         answer = outcome.answers.get(case.id)
         error = outcome.errors.get(case.id)
-        reading = Score.failed(f"the application's code gave no answer: {error}" if error
-                               else "not judged: the other side has no answer")
-        sides.append(gate.side(answer.response if answer else "", reading))
+        failure = f"{what} gave no answer: {error}" if error else None
+        reading = Score.failed(failure or "not judged: the other side has no answer")
+        sides.append(gate.side(answer.response if answer else "", reading,
+                               generator_error=failure))
     return gate.build_row(case, sides[0], sides[1],
                           blocking_categories=config.gate.blocking_categories,
                           threshold=config.relevance.threshold,

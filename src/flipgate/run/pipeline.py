@@ -28,6 +28,7 @@ from flipgate.config.schema import (
     FORM_GITHUB,
     FORM_MESSAGES,
     FORM_PYTHON,
+    FORMS_CONFIGURED,
     GITHUB_COMMENT_LIMIT,
     HEAD_GENERATOR_KEYS,
     PROVIDER_GITHUB,
@@ -38,6 +39,7 @@ from flipgate.config.schema import (
 )
 from flipgate.e2e.run import E2ERequest, e2e_wanted
 from flipgate.errors import IncompleteError, InputError, Problem
+from flipgate.generator.command import Outcome
 from flipgate.generator.endpoint_lock import Generator, LockedPair, lock
 from flipgate.generator.replay import PreparedGenerator, first_failure_cancels, replay
 from flipgate.git.repository import Git
@@ -50,7 +52,9 @@ from flipgate.output.links import NO_LINKS, Links
 from flipgate.output.page import Labels
 from flipgate.output.write import write_outputs
 from flipgate.prompty import Inspected, Prompty, render_isolated
+from flipgate.prompty.forms.github_models import spaced_placeholder_warnings
 from flipgate.run import commanded, quota, shards
+from flipgate.run.landing import Landing, land, merge_base_line, refuse_conflicts
 from flipgate.run.refs import (
     Detected,
     Inputs,
@@ -65,6 +69,7 @@ from flipgate.run.refs import (
     load_cases_for,
     load_config_at,
     load_generator,
+    refuse_unmatched_watch,
     refuse_unusable,
     require_generator,
     uncommitted_note,
@@ -99,6 +104,7 @@ class CheckResult:
     partial: Path | None = None  # a shard's partial.json, instead of report.json and comment.md
     config_from: str = ""        # where the configuration was read: `.flipgate.yml from main@abc1234`
     own_code: bool = False       # the application's code answered (its own requests are not counted)
+    merge_base: str = ""         # which merge base the run used, and what it compared (a line)
 
 
 def with_concurrency(config: Config, concurrency: int | None) -> Config:
@@ -135,11 +141,13 @@ def prepare(repo: Repo, refs: dict[str, Ref], generators: dict[str, Generator],
             cases_source: str = "cases") -> dict[str, PreparedGenerator]:
     """Render every case of each side in the sandbox (in parallel child processes); strict,
     a case lacking a variable either side's template uses stops the run (exit 2) here,
-    before any model call."""
+    before any model call. A case whose render fails otherwise is in the side's
+    `rendered.failed`: its row is a generator error."""
     with ThreadPoolExecutor(max_workers=len(generators)) as pool:
         futures = {side: pool.submit(render_isolated, generator.prompty, cases, repo=repo.path,
                                      sha=refs[side].sha, environ=environ,
-                                     strict_undefined=strict_undefined, cases_source=cases_source)
+                                     strict_undefined=strict_undefined, cases_source=cases_source,
+                                     per_case=True)
                    for side, generator in generators.items()}
         return {side: PreparedGenerator(generator=generators[side], rendered=future.result())
                 for side, future in futures.items()}
@@ -189,8 +197,9 @@ async def _replay_and_score(*, inputs: Inputs, pair: LockedPair,
     # any reply, so a later suite's probe sends nothing again.
     await judge.probe()
     client = wiring.client(pair.baseline.endpoint, settings, runtime)
+    failed = {case_id for one in prepared.values() for case_id in one.rendered.failed}
     try:
-        cases = inputs.cases
+        cases = [case for case in inputs.cases if case.id not in failed]
         side = functools.partial(replay, cases, client=client, runtime=runtime, debug=settings.debug)
         if pair.adopted:
             candidate = await side(prepared["candidate"], purpose="candidate")
@@ -202,12 +211,23 @@ async def _replay_and_score(*, inputs: Inputs, pair: LockedPair,
             ])
     finally:
         await client.close()
-    return await score_rows(cases=cases, baseline=baseline, candidate=candidate,
-                            config=inputs.config, judge=judge.first, second=judge.second,
-                            mode=judge.mode, progress=runtime.progress,
-                            category_cases=gate.category_sizes(
-                                c.category for c in (inputs.cases if all_cases is None
-                                                     else all_cases)))
+    sizes = gate.category_sizes(c.category for c in (inputs.cases if all_cases is None
+                                                      else all_cases))
+    scored = await score_rows(cases=cases, baseline=baseline, candidate=candidate,
+                              config=inputs.config, judge=judge.first, second=judge.second,
+                              mode=judge.mode, progress=runtime.progress, category_cases=sizes)
+    if not failed:
+        return scored
+    # A case a side's template could not render is a generator error, never judged.
+    outcomes = {name: Outcome(errors=dict(one.rendered.failed))
+                for name, one in prepared.items()}
+    outcomes.setdefault("baseline", outcomes["candidate"])  # adopting: one side
+    by_id = {row.id: row for row in scored.rows}
+    rows = [by_id.get(case.id) or commanded.unanswered_row(
+                case, outcomes, config=inputs.config, sizes=sizes, mode=judge.mode,
+                what="the template")
+            for case in inputs.cases]
+    return Scored(rows=rows, fluency=scored.fluency)
 
 
 async def _end_to_end(*, repo: Repo, base: Ref, inputs: Inputs, pair: LockedPair,
@@ -263,10 +283,12 @@ class Planned:
 def plan_suite(git_repo: Repo, base_ref: Ref, head_ref: Ref, inputs: Inputs, *,
                changed: list[str], settings: Settings, shard: Shard | None = None,
                with_e2e: bool = False, uncommitted: Sequence[str] = (),
-               config_path: str = DEFAULT_CONFIG) -> Planned:
+               config_path: str = DEFAULT_CONFIG, landing: Landing | None = None) -> Planned:
     """Detect the suite's change; when it has one, lock its endpoint and render every case
     (with `shard`, only the shard's part of the suite's cases). `uncommitted`: paths the
-    working tree changes on top of the head commit, said when the generator reads them."""
+    working tree changes on top of the head commit, said when the generator reads them.
+    `head_ref` is the candidate (what would land); `landing` says where the PR's change
+    conflicts with the base, refused when the generator reads it."""
     config = inputs.config
     all_cases = list(inputs.cases)
     positions = list(range(len(all_cases)))
@@ -274,12 +296,19 @@ def plan_suite(git_repo: Repo, base_ref: Ref, head_ref: Ref, inputs: Inputs, *,
         inputs.cases, positions = shard.select(inputs.cases)
     if config.generator_options.command is not None:
         return _plan_command(git_repo, base_ref, head_ref, inputs, changed=changed,
-                             all_cases=all_cases, positions=positions)
+                             all_cases=all_cases, positions=positions, landing=landing)
     path = generator_path(config)
     environ = settings.environ
+    refuse_unmatched_watch(git_repo, (base_ref, head_ref), config.watch, config=config)
+    base_generator = load_generator(git_repo, base_ref, path, environ=environ, config=config)
+    if landing is not None and landing.conflicts:  # before the merged files are read
+        refuse_conflicts(landing, changes.relevant_paths(landing.conflicts, changes.ChangeScope(
+            generator=path, watch=config.watch, watch_root=config.directory,
+            includes=base_generator.files if base_generator else frozenset(),
+            includes_complete=base_generator.complete if base_generator else True,
+        )) + ([config_path] if config.generator_options.form in FORMS_CONFIGURED else []))
     theirs = (head_options(git_repo, head_ref, config_path, config) if inputs.from_base
               else config.generator_options)
-    base_generator = load_generator(git_repo, base_ref, path, environ=environ, config=config)
     head_generator = require_generator(git_repo, head_ref, path, environ=environ, config=config,
                                        options=theirs)
     if base_generator is not None:
@@ -288,12 +317,16 @@ def plan_suite(git_repo: Repo, base_ref: Ref, head_ref: Ref, inputs: Inputs, *,
                     variables_source=(f"{config_path}@{head_ref.label}"
                                       if theirs.variables != config.generator_options.variables
                                       else None))
+    unseen = (spaced_placeholder_warnings(head_generator.prompty)
+              if config.generator_options.form == FORM_GITHUB else [])
     detected = detect_change(config=config, path=path, changed=changed,
                              base_generator=base_generator, head_generator=head_generator)
+    if landing is not None:
+        refuse_conflicts(landing, detected.relevant)
     left_out = detect_change(config=config, path=path, changed=list(uncommitted),
                              base_generator=base_generator,
                              head_generator=head_generator).relevant if uncommitted else []
-    unseen = [uncommitted_note(left_out, head_ref)] if left_out else []
+    unseen += [uncommitted_note(left_out, head_ref)] if left_out else []
     head_keys = [key for key in HEAD_GENERATOR_KEYS
                  if getattr(config.generator_options, key) != getattr(theirs, key)]
     detected = _form_change(detected, config=config, config_path=config_path, head_keys=head_keys,
@@ -354,7 +387,8 @@ def _values_read(prompty: Prompty) -> tuple[object, ...]:
 
 
 def _plan_command(git_repo: Repo, base_ref: Ref, head_ref: Ref, inputs: Inputs, *,
-                  changed: list[str], all_cases: list[Case], positions: list[int]) -> Planned:
+                  changed: list[str], all_cases: list[Case], positions: list[int],
+                  landing: Landing | None = None) -> Planned:
     """A suite whose generator is the application's own code: a change is a change of a
     `watch` path, and the command, setup, env and watch are the base's alone."""
     config = inputs.config
@@ -364,8 +398,12 @@ def _plan_command(git_repo: Repo, base_ref: Ref, head_ref: Ref, inputs: Inputs, 
         raise InputError(Problem(config.source, None, "generator.command runs code, so it is read "
                                  "only from the base's configuration, and the base has none yet: "
                                  "merge .flipgate.yml first"))
+    refuse_unmatched_watch(git_repo, (base_ref, head_ref), command.watch, config=config,
+                           key="generator.watch")
     scope = changes.ChangeScope(generator="", watch=command.watch, watch_root=config.directory)
     relevant = changes.relevant_paths(changed, scope)
+    if landing is not None:
+        refuse_conflicts(landing, relevant)
     path = f"{command.command} (the application's own code, generator.command)"
     if not relevant:
         return Planned(inputs=inputs, path=path, all_cases=all_cases, positions=positions,
@@ -402,8 +440,10 @@ async def check(*, repo: Path, base: str, head: str, settings: Settings,
     git_repo = wiring.open_git(repo, settings)
     base_ref = git_repo.ref(base)
     head_ref = git_repo.worktree() if worktree else git_repo.ref(head)
-    changed = git_repo.changed(base_ref, head_ref)
-    trusted = load_config_at(git_repo, base_ref, head_ref, config_path)
+    # The PR's own change (merge base -> head) is detected; what would land is judged.
+    landing = land(git_repo, base_ref, head_ref)
+    changed, candidate = landing.changed, landing.candidate
+    trusted = load_config_at(git_repo, base_ref, candidate, config_path)
     config_from = f"{config_path} from {trusted.source_ref.where}"
     uncommitted: list[str] = []
     if worktree:
@@ -417,13 +457,14 @@ async def check(*, repo: Path, base: str, head: str, settings: Settings,
     with_e2e = e2e_wanted(config, trusted=trusted.from_base, request=e2e) and not config.suites
     environ = settings.environ
     # Every suite is read, detected, locked and rendered before any request.
-    loaded = [load_cases_for(git_repo, trusted, narrowed, head_ref, changed=changed)
+    loaded = [load_cases_for(git_repo, trusted, narrowed, candidate, changed=changed)
               for narrowed in config.suite_configs(suites)]
     require_blocking_categories([(one.config, one.cases) for one in loaded],
                                 every_suite=len(loaded) == max(len(config.suites), 1))
-    planned = [plan_suite(git_repo, base_ref, head_ref, inputs, changed=changed,
+    planned = [plan_suite(git_repo, base_ref, candidate, inputs, changed=changed,
                           settings=settings, shard=shard, with_e2e=with_e2e,
-                          uncommitted=uncommitted, config_path=config_path)
+                          uncommitted=uncommitted, config_path=config_path,
+                          landing=landing)
                for inputs in loaded]
 
     async def end_to_end(one: Planned, frozen: list[Row]) -> E2EReport:
@@ -466,6 +507,7 @@ async def check(*, repo: Path, base: str, head: str, settings: Settings,
             strict=config.gate.strict, per_suite_status=config.status == STATUS_PER_SUITE)
     else:
         report = reports[0]
+    report.merge_base = landing.merge_base
     runtime.fill_report(report)
     message = "; ".join(messages) or None
     own_code = any(one.command is not None for one in planned)
@@ -487,11 +529,12 @@ async def check(*, repo: Path, base: str, head: str, settings: Settings,
         # Judge errors on rows are part of the result; only a part that stopped fails its job.
         return CheckResult(report=report, markdown="", message=message, partial=path,
                            exit_code=3 if message is not None else 0, config_from=config_from,
-                           own_code=own_code)
+                           own_code=own_code, merge_base=merge_base_line(landing))
     markdown = write_outputs(report, out_dir, console=console, comment_limit=comment_limit,
                              labels=labels, links=links)
     return CheckResult(report=report, markdown=markdown, exit_code=gate.exit_code(report.conclusion),
-                       message=message, config_from=config_from, own_code=own_code)
+                       message=message, config_from=config_from, own_code=own_code,
+                       merge_base=merge_base_line(landing))
 
 
 def _github_models_plan(planned: Sequence[Planned], config: Config,
@@ -605,10 +648,10 @@ def _suite_inputs(*, repo: Path, base: str, head: str, settings: Settings, confi
     """Each suite's cases as the run reads them (the trusted configuration's), no model."""
     git_repo = open_repo(repo, settings)
     base_ref, head_ref = git_repo.ref(base), git_repo.ref(head)
-    changed = git_repo.changed(base_ref, head_ref)
-    trusted = load_config_at(git_repo, base_ref, head_ref, config_path)
+    landing = land(git_repo, base_ref, head_ref)
+    trusted = load_config_at(git_repo, base_ref, landing.candidate, config_path)
     return trusted, base_ref, head_ref, [
-        load_cases_for(git_repo, trusted, narrowed, head_ref, changed=changed)
+        load_cases_for(git_repo, trusted, narrowed, landing.candidate, changed=landing.changed)
         for narrowed in trusted.config.suite_configs(suites)]
 
 
@@ -685,6 +728,9 @@ async def replay_ref(*, repo: Path, ref: str, settings: Settings,
                        environ=settings.environ,
                        strict_undefined=config.generator_options.strict_undefined,
                        cases_source=cases_source(config))
+    if failed := prepared["generation"].rendered.failed:  # one ref: no row to hold it
+        raise InputError([Problem(config.source, None, f"case {case_id}: {why}")
+                          for case_id, why in list(failed.items())[:10]])
     runtime = wiring.runtime(config, cache_dir=cache_dir, progress=progress,
                              cache_key=cache_key_for(settings, repo=repo, cache_dir=cache_dir))
     client = wiring.client(pair.baseline.endpoint, settings, runtime)

@@ -82,6 +82,9 @@ class Repo:
     def reader(self, ref: Ref) -> Callable[[str], bytes | None]:
         return lambda path: self.read(ref, path)
 
+    def files(self, ref: Ref) -> list[str]:
+        return gitrefs.tree_paths(self.path, ref.sha, git=self.git)
+
     def changed(self, base: Ref, head: Ref) -> list[str]:
         return gitrefs.changed_paths(self.path, base.sha, head.sha, git=self.git)
 
@@ -207,6 +210,23 @@ def load_inputs(repo: Repo, base: Ref, head: Ref, config_path: str, *,
     (`changed`: the paths that differ between the refs). One implicit suite."""
     trusted = load_config_at(repo, base, head, config_path)
     return load_cases_for(repo, trusted, trusted.config, head, changed=changed)
+
+
+def refuse_unmatched_watch(repo: Repo, refs: Sequence[Ref], watch: Sequence[str], *,
+                           config: Config, key: str = "watch") -> None:
+    """Exit 2 naming each `watch` pattern (`key` says which list) that matches no file at
+    any of `refs`: it would switch the gate off for the files it meant, without a word."""
+    if not watch:
+        return
+    files = sorted(set().union(*(repo.files(ref) for ref in refs)))
+    unmatched = changes.unmatched_watch(files, watch, config.directory)
+    where = " or ".join(ref.where for ref in refs)
+    within = "" if config.directory in ("", ".") else f" (relative to {config.directory}/)"
+    suite = f" (suite {config.suite})" if config.suite else ""
+    if unmatched:
+        raise InputError([Problem(config.source, None, f"{key}{suite}: {pattern!r} matches no file "
+                                  f"at {where}{within}; fix the pattern, or no change there is "
+                                  "ever gated") for pattern in unmatched])
 
 
 def generator_path(config: Config) -> str:

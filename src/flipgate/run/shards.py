@@ -128,7 +128,7 @@ def _state(report: Report) -> dict[str, Any]:
         "change": dataclasses.asdict(report.change) if report.change is not None else None,
         "e2e": dataclasses.asdict(report.e2e) if report.e2e is not None else None,
         **{name: getattr(report, name) for name in
-           ("usage", "budget", "scheduling", "cache", "head_sha")},
+           ("usage", "budget", "scheduling", "cache", "head_sha", "merge_base")},
     }
 
 
@@ -219,6 +219,7 @@ class _State(_Strict):
     scheduling: dict[str, int] | None
     cache: dict[str, int] | None
     head_sha: str | None
+    merge_base: str | None = None
 
 
 class _Row(_Strict):
@@ -420,7 +421,8 @@ def _side(side: Side) -> Side:
     return gate.side(side.response, side.groundedness, relevance=side.relevance,
                      rescore=side.rescore, fluency=side.fluency, finish_reason=side.finish_reason,
                      second_opinion=side.second_opinion, statements=side.statements,
-                     manipulation=find_manipulation(side.response))
+                     manipulation=find_manipulation(side.response),
+                     generator_error=side.generator_error)
 
 
 def _report(read: Sequence[tuple[str, Partial]], at: int, *, rows: list[Any] | None,
@@ -516,6 +518,7 @@ def merge(paths: Sequence[str | os.PathLike[str]], *, pinned: Mapping[str, Any] 
             notes=list(dict.fromkeys(note for top in tops for note in top.notes)),
             head_sha=tops[0].head_sha, relevance_threshold=decided[0].relevance_threshold,
             strict=first.layout.strict, per_suite_status=first.layout.per_suite_status)
+    report.merge_base = tops[0].merge_base
     if stopped:
         report.conclusion = Conclusion.ERROR  # a shard could not finish: neither can the run
     for name in ("usage", "cache"):

@@ -53,6 +53,14 @@ def _watch_matches(paths: Sequence[str], watch: Sequence[str], root: str) -> set
     return matched
 
 
+def unmatched_watch(paths: Sequence[str], watch: Sequence[str], root: str) -> list[str]:
+    """The `watch` patterns that match none of `paths` (a ref's files): a pattern that
+    matches nothing can never see a change, so the gate would be off without a word.
+    A negation (`!pattern`) only takes files away, and is not asked to match."""
+    return [pattern for pattern in watch if not pattern.lstrip().startswith(("!", "#"))
+            and pattern.strip() and not _watch_matches(paths, [pattern], root)]
+
+
 def relevant_paths(changed: Sequence[str], scope: ChangeScope) -> list[str]:
     """The changed paths that make this a prompt or model change, sorted.
 

@@ -255,12 +255,20 @@ def carries_evidence(verdict: Verdict) -> bool:
 def side(response: str, groundedness: Score, *, relevance: Relevance | None = None,
          rescore: Score | None = None, fluency: Score | None = None,
          finish_reason: str | None = None, second_opinion: Score | None = None,
-         statements: Statements | None = None, manipulation: tuple[str, ...] = ()) -> Side:
+         statements: Statements | None = None, manipulation: tuple[str, ...] = (),
+         generator_error: str | None = None) -> Side:
     """One answer's readings, with the bucket its groundedness score falls in."""
     bucket = bucket_of(groundedness.value) if groundedness.value is not None else None
     return Side(response=response, groundedness=groundedness, bucket=bucket, relevance=relevance,
                 rescore=rescore, fluency=fluency, finish_reason=finish_reason,
-                second_opinion=second_opinion, statements=statements, manipulation=manipulation)
+                second_opinion=second_opinion, statements=statements, manipulation=manipulation,
+                generator_error=generator_error)
+
+
+def generator_failed(row: Row) -> bool:
+    """A side's generator gave no answer (the application's code failed, or a render in it):
+    the row is a generator error, never a judge error, and never passes."""
+    return bool(row.baseline.generator_error or row.candidate.generator_error)
 
 
 @dataclass(frozen=True)
@@ -290,6 +298,10 @@ def build_row(case: Case, baseline: Side, candidate: Side, *,
     for label, one in (("baseline", baseline), ("candidate", candidate)):
         if one.relevance is not None and one.relevance.error:
             errors.append(f"{label} relevance: {one.relevance.error}")
+    for label, one in (("baseline", baseline), ("candidate", candidate)):
+        if one.generator_error:
+            verdict, errors = Verdict.ERROR, [f"{label} generator: {one.generator_error}"]
+            break
     if errors and verdict is not Verdict.REGRESSION:
         # A row the judge could not fully score is neither a pass nor a move.
         # A confirmed regression stays listed as one, with its errors beside it.
@@ -391,7 +403,15 @@ KINDS: tuple[Kind, ...] = (
                       "lexical checks read them; its re-score repeats that reading, so it is no "
                       "second opinion. Each row says which check decided.",
          layout="flips", nouns="blocking regressions", one_row="BLOCKING regression", tier=Tier.BLOCKING),
-    Kind(name="errors", holds=lambda row: row.verdict is Verdict.ERROR or bool(row.errors),
+    Kind(name="generator_error", holds=generator_failed,
+         count_field="generator_errors", status=Phrase("generator error"),
+         label="generator error", style="bold yellow", title="🛠️ Generator errors",
+         about="The generator gave no answer on these rows (the application's code failed, or "
+               "a template in it); nothing was judged, and the run cannot pass until they answer.",
+         layout="errors", nouns="rows with generator errors", one_row="generator error",
+         tier=Tier.MUST_READ),
+    Kind(name="errors", holds=lambda row: ((row.verdict is Verdict.ERROR or bool(row.errors))
+                                           and not generator_failed(row)),
          count_field="errors", status=Phrase("judge error"),
          label="judge error", style="bold yellow", title="⚠️ Judge errors",
          about="The judge failed on these rows after retries; they count neither as a pass "
@@ -551,6 +571,8 @@ def conclude(counts: Counts, *, review: bool = False) -> Conclusion:
     With `review` (`gate.review: required`), a run that would pass but held flips back
     awaits a person's review instead of passing."""
     if counts.errors:
+        return Conclusion.ERROR
+    if counts.generator_errors:  # nor did one whose generator gave no answer on a row
         return Conclusion.ERROR
     if counts.blocking_regressions:
         return Conclusion.FAILURE

@@ -171,6 +171,24 @@ def placeholders(prompty: Prompty) -> frozenset[str]:
                      for match in _PLACEHOLDER.finditer(content))
 
 
+def spaced_placeholder_warnings(prompty: Prompty) -> list[str]:
+    """A warning, naming the file and line, for each placeholder with spaces inside its
+    braces (`{{ question }}`): GitHub Models replaces only the exact `{{question}}`, so
+    it goes to the model as written, in every row, and nothing else would say so."""
+    warnings = []
+    for name in sorted(placeholders(prompty)):
+        if not name.strip() or name == name.strip():
+            continue
+        written = "{{" + name + "}}"
+        at = prompty.text.find(written)
+        where = (f"{prompty.source}:{prompty.text.count(chr(10), 0, at) + 1}" if at >= 0
+                 else prompty.source)
+        warnings.append(f"Warning: {where}: {written} is sent to the model as written: GitHub "
+                        f"Models replaces only {{{{{name.strip()}}}}}, without spaces inside "
+                        "the braces; write it that way")
+    return warnings
+
+
 def go_value(value: Any) -> str:
     """A value as Go's `fmt.Sprintf("%v")` writes what encoding/json or yaml decoded."""
     if isinstance(value, str):
