@@ -34,7 +34,7 @@ class RunnerLayout:
 
     def open_up(self) -> None:
         """Every directory 0755 and every file 0644, as a runner's checkout leaves them."""
-        for top, dirs, files in os.walk(self.root):
+        for top, _dirs, files in os.walk(self.root):
             os.chmod(top, 0o755)
             for name in files:
                 path = os.path.join(top, name)
