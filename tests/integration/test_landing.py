@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,7 @@ from flipgate.errors import InputError
 from flipgate.git.repository import Git
 from flipgate.run.landing import land
 from flipgate.run.refs import Repo
+from flipgate.settings import Settings
 
 from support.gitrepo import GitRepo
 
@@ -23,7 +25,7 @@ def repo(tmp_path: Path) -> GitRepo:
 
 
 def refs(repo: GitRepo, base: str, head: str):
-    read = Repo(repo.path, Git())
+    read = Repo(repo.path, Git(Settings.from_environ(os.environ).git_environment()))
     return read, read.ref(base), read.ref(head)
 
 
