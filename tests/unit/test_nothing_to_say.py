@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from flipgate.commands.run import usage_line
-from flipgate.output.comment import render_comment, usage_table
+from flipgate.output.comment import render_comment
+from flipgate.output.comment_view import usage_table
 from flipgate.output.progress import Phase, status_line
 
 from support.factories import make_report, make_row

@@ -8,7 +8,7 @@ import pytest
 
 from flipgate.judges.replies import JudgeReplyError, read_statements
 from flipgate.model import Statement, StatementLabel, Statements
-from flipgate.output.comment import statements_ratio
+from flipgate.output.comment_view import statements_ratio
 from flipgate.verdict.evidence import lexical_statements
 
 CONTEXT = "Refunds are issued within 30 days of the request.\nA replacement card is free."

@@ -12,7 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from flipgate.model import Conclusion, Report, Row, Side
-from flipgate.output.comment import BUCKET_LABELS, statements_ratio
+from flipgate.output.comment_view import BUCKET_LABELS, statements_ratio
 from flipgate.text.escaping import one_line_within, plural
 from flipgate.verdict import gate
 from flipgate.verdict.gate import Kind
