@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 
-from flipgate.prompty.sandbox import Limits, make_environment
+from flipgate.prompts.sandbox import Limits, make_environment
 
 
 def main() -> None:

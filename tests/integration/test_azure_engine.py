@@ -218,7 +218,7 @@ def _sdk_prompty(name: str) -> str:
      "_groundedness/groundedness_with_query.prompty"),
 ])
 def test_the_mode_picks_the_sdk_prompty_and_the_report_pins_its_text(
-        openai_server: FakeOpenAI, mode: str, prompty: str, other: str) -> None:
+        openai_server: FakeOpenAI, mode: str, prompt: str, other: str) -> None:
     openai_server.on_groundedness(lambda *_: 4)
 
     async def score_and_describe(judge: Judge) -> Any:
@@ -229,7 +229,7 @@ def test_the_mode_picks_the_sdk_prompty_and_the_report_pins_its_text(
     (request,) = openai_server.chat_requests("groundedness")
     sent = "\n".join(m["content"] for m in request.body["messages"])
     assert ("QUERY: " + FEE.query in sent) == (mode == "with_query")
-    text = _sdk_prompty(prompty)
+    text = _sdk_prompty(prompt)
     # What was sent is that file's text: its system turn, word for word.
     system = request.body["messages"][0]["content"].strip()
     assert system in text and system not in _sdk_prompty(other)

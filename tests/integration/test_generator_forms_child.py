@@ -8,8 +8,8 @@ import dataclasses
 from pathlib import Path
 
 from flipgate.model import Case
-from flipgate.prompty import inspect_isolated, render_isolated
-from flipgate.prompty.forms import FormSpec
+from flipgate.prompts import inspect_isolated, render_isolated
+from flipgate.prompts.forms import FormSpec
 
 from support.gitrepo import GitRepo
 
@@ -27,9 +27,9 @@ def test_a_jinja_template_renders_in_the_child_with_its_system_file_include_and_
     # the include is one of its files (a change to it is a prompt change); names past it are not guessed
     assert inspected.files == {"prompts/answer.j2", "prompts/rules.j2", "prompts/system.md"}
     assert inspected.names is None
-    prompty = dataclasses.replace(inspected.prompty, variables={"question": "query", "documents": "context"})
+    prompt = dataclasses.replace(inspected.prompt, variables={"question": "query", "documents": "context"})
     case = Case(id="c1", query="How long for a refund?", context="Refunds: 30 days.", category="policy")
-    rendered = render_isolated(prompty, [case], repo=repo.path, sha=sha, strict_undefined=True)
+    rendered = render_isolated(prompt, [case], repo=repo.path, sha=sha, strict_undefined=True)
     assert list(rendered.messages["c1"]) == [
         {"role": "system", "content": "You answer policy questions."},
         {"role": "user", "content": "Cite the documents.\nDocuments: Refunds: 30 days."},

@@ -14,9 +14,9 @@ import pytest
 import yaml
 
 from flipgate.errors import InputError
-from flipgate.prompty.forms import FormSpec, read_generator
-from flipgate.prompty.forms.github_models import go_value
-from flipgate.prompty.render import render_values
+from flipgate.prompts.forms import FormSpec, read_generator
+from flipgate.prompts.forms.github_models import go_value
+from flipgate.prompts.render import render_values
 
 CORPUS = Path(__file__).parent.parent / "fixtures" / "github-models-corpus"
 FILES = sorted(p.relative_to(CORPUS).as_posix() for p in CORPUS.rglob("*.yml"))
@@ -61,10 +61,10 @@ def case_values(text: str) -> dict[str, Any]:
 
 
 def flipgate_request(path: str, data: dict[str, Any]) -> dict[str, Any]:
-    prompty = read_generator((CORPUS / path).read_bytes(), path=path, source=path,
+    prompt = read_generator((CORPUS / path).read_bytes(), path=path, source=path,
                              spec=FormSpec(form="github"), read=lambda name: None)
-    rendered = render_values(prompty, {"case": data}, read=lambda name: None)
-    return {"model": prompty.model or "", "messages": list(rendered.messages["case"]), **prompty.parameters}
+    rendered = render_values(prompt, {"case": data}, read=lambda name: None)
+    return {"model": prompt.model or "", "messages": list(rendered.messages["case"]), **prompt.parameters}
 
 
 def test_the_corpus_has_at_least_twenty_files() -> None:

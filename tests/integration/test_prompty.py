@@ -9,7 +9,7 @@ import pytest
 from flipgate.errors import InputError, Problem, SecurityError
 from flipgate.generator.endpoint_lock import trusted_request
 from flipgate.model import Case
-from flipgate.prompty import parse_prompty, referenced_files, render_cases, render_isolated, split_v1
+from flipgate.prompts import parse_prompty, referenced_files, render_cases, render_isolated, split_v1
 
 from support.gitrepo import GitRepo
 
@@ -29,14 +29,14 @@ CASE = Case(id="refund-007", query="Can I get a refund?", context="Refunds withi
             category="policy", extra={"customer": "Ada"})
 
 
-def prompty(body: str, *, front: str = FRONT, path: str = "prompts/answer.prompty"):
+def prompt(body: str, *, front: str = FRONT, path: str = "prompts/answer.prompty"):
     return parse_prompty(front + body, path=path)
 
 
 def render(body: str, files: dict[str, str] | None = None, cases=(CASE,), *, strict: bool = False,
            **kwargs):
     data = {name: text.encode() for name, text in (files or {}).items()}
-    return render_cases(prompty(body, **kwargs), list(cases), read=data.get, strict_undefined=strict)
+    return render_cases(prompt(body, **kwargs), list(cases), read=data.get, strict_undefined=strict)
 
 
 def only_problem(error: InputError) -> Problem:
@@ -49,7 +49,7 @@ def only_problem(error: InputError) -> Problem:
 # --- front matter ------------------------------------------------------------------
 
 def test_front_matter_gives_configuration_parameters_and_key_lines() -> None:
-    parsed = prompty("system:\nHi\n")
+    parsed = prompt("system:\nHi\n")
     assert parsed.configuration == {"type": "openai", "model": "gpt-4o-mini"}
     assert parsed.parameters == {"temperature": 0.2, "max_tokens": 300}
     assert parsed.model == "gpt-4o-mini"
@@ -61,7 +61,7 @@ def test_front_matter_gives_configuration_parameters_and_key_lines() -> None:
 def test_azure_deployment_is_the_model_of_an_azure_generator() -> None:
     front = ("---\nmodel:\n  configuration:\n    type: azure_openai\n    azure_deployment: dep-1\n"
              "    azure_endpoint: https://x.openai.azure.com\n    api_version: 2024-10-21\n---\n")
-    parsed = prompty("user:\nq\n", front=front)
+    parsed = prompt("user:\nq\n", front=front)
     assert parsed.model == "dep-1"
     assert parsed.configuration["api_version"] == "2024-10-21"  # text, not a YAML date
 
@@ -198,7 +198,7 @@ def test_includes_extends_and_imports_resolve_relative_to_the_including_file() -
 
 def test_referenced_files_are_found_without_rendering() -> None:
     files = {"prompts/a.j2": b"{% include 'sub/b.j2' %}", "prompts/sub/b.j2": b"{% include '../a.j2' %}"}
-    parsed = prompty("user:\n{% include 'a.j2' %}{% include 'gone.j2' ignore missing %}\n")
+    parsed = prompt("user:\n{% include 'a.j2' %}{% include 'gone.j2' ignore missing %}\n")
     found, complete = referenced_files(parsed, read=files.get)
     assert found == {"prompts/answer.prompty", "prompts/a.j2", "prompts/sub/b.j2", "prompts/gone.j2"}
     assert complete
@@ -207,14 +207,14 @@ def test_referenced_files_are_found_without_rendering() -> None:
 def test_a_template_nested_too_deeply_to_parse_makes_discovery_incomplete() -> None:
     # Discovery runs in the parent: Python's recursion limit must not crash it. The
     # sandboxed render then refuses the template with a located problem.
-    parsed = prompty("user:\n" + "{% if 1 %}" * 3000 + "{% endif %}" * 3000 + "\n")
+    parsed = prompt("user:\n" + "{% if 1 %}" * 3000 + "{% endif %}" * 3000 + "\n")
     assert referenced_files(parsed, read={}.get) == ({"prompts/answer.prompty"}, False)
     with pytest.raises(SecurityError, match="nest too deeply"):
         render_cases(parsed, [Case(id="c1", query="q", context="c")], read={}.get)
 
 
 def test_a_computed_template_name_makes_discovery_incomplete() -> None:
-    parsed = prompty("user:\n{% include category ~ '.j2' %}\n")
+    parsed = prompt("user:\n{% include category ~ '.j2' %}\n")
     found, complete = referenced_files(parsed, read={}.get)
     assert found == {"prompts/answer.prompty"} and not complete
 

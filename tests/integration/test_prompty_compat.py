@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 
 from flipgate.errors import InputError, SecurityError
-from flipgate.prompty import parse_prompty
+from flipgate.prompts import parse_prompty
 
 from support.gitrepo import GitRepo
 
@@ -146,22 +146,22 @@ def _without_nonces(request: dict[str, Any]) -> dict[str, Any]:
 
 def compare(name: str, repo: GitRepo, sha: str, venvs: Path) -> tuple[str, str]:
     """(outcome, detail): identical | refused | different | reference-fails."""
-    from flipgate.prompty.references import sample_values
+    from flipgate.prompts.references import sample_values
 
     file = repo.path / name
     try:
-        prompty = parse_prompty(file.read_bytes(), path=name)
-        inputs = {} if prompty.version == 1 else sample_values(prompty, read=lambda p: None)
+        prompt = parse_prompty(file.read_bytes(), path=name)
+        inputs = {} if prompt.version == 1 else sample_values(prompt, read=lambda p: None)
     except InputError as exc:
-        prompty, inputs = None, {}
+        prompt, inputs = None, {}
         ours: dict[str, Any] | Exception = exc
-    if prompty is not None:
+    if prompt is not None:
         try:
             ours = flipgate_request(repo, sha, name)
         except InputError as exc:
             ours = exc
-    if prompty is not None:
-        theirs = reference_request(venvs, file, inputs, prompty.version)
+    if prompt is not None:
+        theirs = reference_request(venvs, file, inputs, prompt.version)
     else:  # flipgate cannot read it: does either reference render it?
         theirs = reference_request(venvs, file, inputs, 1)
         if "error" in theirs:

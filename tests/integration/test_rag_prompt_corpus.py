@@ -18,8 +18,8 @@ import pytest
 
 from flipgate.errors import InputError
 from flipgate.model import Case
-from flipgate.prompty.forms import FormSpec, read_generator
-from flipgate.prompty.render import render_cases
+from flipgate.prompts.forms import FormSpec, read_generator
+from flipgate.prompts.render import render_cases
 
 from support.rag_corpus import flipgate_messages
 
@@ -64,10 +64,10 @@ def constant_value(path: str, name: str) -> str:
 def rendered(path: str, name: str, variables: dict[str, str], *, system: str | None = None) -> list[dict]:
     spec = FormSpec(form="python", constant=name, system=system)
     data = {path: (CORPUS / path).read_bytes()}
-    prompty = read_generator(data[path], path=path, source=path, spec=spec,
+    prompt = read_generator(data[path], path=path, source=path, spec=spec,
                              read=lambda p: (CORPUS / p).read_bytes() if (CORPUS / p).exists() else None)
-    prompty = dataclasses.replace(prompty, variables=variables)
-    return list(render_cases(prompty, [CASE], read=lambda p: None, strict_undefined=True).messages[CASE.id])
+    prompt = dataclasses.replace(prompt, variables=variables)
+    return list(render_cases(prompt, [CASE], read=lambda p: None, strict_undefined=True).messages[CASE.id])
 
 
 @pytest.mark.parametrize(("path", "name", "variables"), CONSTANTS, ids=[c[1] for c in CONSTANTS])

@@ -16,7 +16,7 @@ from flipgate.llm.client import BudgetExceeded
 from flipgate.llm.endpoints import make_client
 from flipgate.llm.runtime import Runtime
 from flipgate.model import Case
-from flipgate.prompty import parse_prompty, render_cases
+from flipgate.prompts import parse_prompty, render_cases
 
 from support.factories import settings_now
 
@@ -56,9 +56,9 @@ class CountingProgress:
 
 
 def prepared(text: str = PROMPT, cases=CASES) -> PreparedGenerator:
-    prompty = parse_prompty(text, path="p.prompty")
-    generator = lock(prompty, prompty, settings=settings_now()).baseline
-    return PreparedGenerator(generator=generator, rendered=render_cases(prompty, cases, read={}.get))
+    prompt = parse_prompty(text, path="p.prompty")
+    generator = lock(prompt, prompt, settings=settings_now()).baseline
+    return PreparedGenerator(generator=generator, rendered=render_cases(prompt, cases, read={}.get))
 
 
 async def replay_side(generator: PreparedGenerator, runtime: Runtime, *, purpose: str = "baseline",

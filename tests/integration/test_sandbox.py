@@ -9,8 +9,8 @@ import pytest
 
 from flipgate.errors import SecurityError
 from flipgate.model import Case
-from flipgate.prompty import child_environment, parse_prompty, render_cases, render_isolated
-from flipgate.prompty.sandbox import Limits
+from flipgate.prompts import child_environment, parse_prompty, render_cases, render_isolated
+from flipgate.prompts.sandbox import Limits
 
 from support.gitrepo import GitRepo
 
@@ -19,9 +19,9 @@ CASES = [Case(id="c1", query="q", context="ctx", extra={"name": "__class__", "n"
 
 
 def render(body: str, files: dict[str, str] | None = None, limits: Limits = Limits()):
-    prompty = parse_prompty(FRONT + "user:\n" + body + "\n", path="prompts/p.prompty")
+    prompt = parse_prompty(FRONT + "user:\n" + body + "\n", path="prompts/p.prompty")
     data = {k: v.encode() for k, v in (files or {}).items()}
-    return render_cases(prompty, CASES, read=data.get, limits=limits)
+    return render_cases(prompt, CASES, read=data.get, limits=limits)
 
 
 ESCAPES = [
@@ -57,10 +57,10 @@ def test_reaching_for_python_internals_is_a_security_error(body: str) -> None:
 
 
 def test_a_static_escape_is_refused_before_any_case_renders() -> None:
-    prompty = parse_prompty(FRONT + "user:\n{{ query }}\n{{ query.__class__ }}\n", path="p.prompty")
+    prompt = parse_prompty(FRONT + "user:\n{{ query }}\n{{ query.__class__ }}\n", path="p.prompty")
     never = [Case(id="c1", query="q", context="c")]
     with pytest.raises(SecurityError) as caught:
-        render_cases(prompty, never, read={}.get)
+        render_cases(prompt, never, read={}.get)
     assert str(caught.value) == ("p.prompty:9: the template reaches for Python internals "
                                  "(attribute '__class__'); refused by the sandbox")
 
@@ -128,8 +128,8 @@ def repo(tmp_path: Path) -> tuple[GitRepo, str]:
 
 
 def isolated(repo: tuple[GitRepo, str], body: str, limits: Limits):
-    prompty = parse_prompty(FRONT + "user:\n" + body + "\n", path="prompts/p.prompty")
-    return render_isolated(prompty, CASES, repo=repo[0].path, sha=repo[1], limits=limits)
+    prompt = parse_prompty(FRONT + "user:\n" + body + "\n", path="prompts/p.prompty")
+    return render_isolated(prompt, CASES, repo=repo[0].path, sha=repo[1], limits=limits)
 
 
 def test_a_template_that_loops_without_end_is_stopped(repo: tuple[GitRepo, str]) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from flipgate.cli import cli
-from flipgate.prompty.sandbox import Limits
+from flipgate.prompts.sandbox import Limits
 
 from support.gitrepo import GitRepo
 

@@ -8,8 +8,8 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from flipgate.prompty.forms import FormSpec, names_read, read_generator
-from flipgate.prompty.render import render_values
+from flipgate.prompts.forms import FormSpec, names_read, read_generator
+from flipgate.prompts.render import render_values
 
 CORPUS = Path(__file__).resolve().parent.parent / "fixtures" / "rag-prompts"
 # The values every prompt is rendered with; a name a prompt reads beyond these gets "<name>".
@@ -41,9 +41,9 @@ def flipgate_messages(entry: dict[str, Any]) -> tuple[list[dict[str, Any]], dict
     """(the messages flipgate sends, the values they were rendered with); InputError: refused."""
     data = read(entry["file"])
     assert data is not None, entry["file"]
-    prompty = read_generator(data, path=entry["file"], source=entry["file"], spec=spec_of(entry), read=read)
-    prompty = dataclasses.replace(prompty, jinja=entry.get("jinja", {}))
-    values = {**BASE, **{name: f"<{name}>" for name in names_read(prompty).names if name not in BASE}}
-    rendered = render_values(prompty, {"case": values}, read=read, strict_undefined=True)
+    prompt = read_generator(data, path=entry["file"], source=entry["file"], spec=spec_of(entry), read=read)
+    prompt = dataclasses.replace(prompt, jinja=entry.get("jinja", {}))
+    values = {**BASE, **{name: f"<{name}>" for name in names_read(prompt).names if name not in BASE}}
+    rendered = render_values(prompt, {"case": values}, read=read, strict_undefined=True)
     assert not rendered.missing, rendered.missing
     return list(rendered.messages["case"]), values

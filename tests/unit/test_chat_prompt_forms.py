@@ -12,9 +12,9 @@ import pytest
 from flipgate.config.schema import parse_config
 from flipgate.errors import InputError
 from flipgate.model import Case
-from flipgate.prompty import Inspected
-from flipgate.prompty.forms import FormSpec, names_read, read_generator
-from flipgate.prompty.render import render_values
+from flipgate.prompts import Inspected
+from flipgate.prompts.forms import FormSpec, names_read, read_generator
+from flipgate.prompts.render import render_values
 from flipgate.run.refs import refuse_unusable
 
 CASE = Case(id="c1", query="How long for a refund?", context="Refunds: 30 days.", category="policy")
@@ -38,8 +38,8 @@ def read(source: str, target: str, files: dict[str, str] | None = None):
                           read=lambda p: files[p].encode() if p in files else None)
 
 
-def sent(prompty, values=VALUES, strict=True) -> list[dict]:
-    rendered = render_values(prompty, {"c": values}, read=lambda p: None, strict_undefined=strict)
+def sent(prompt, values=VALUES, strict=True) -> list[dict]:
+    rendered = render_values(prompt, {"c": values}, read=lambda p: None, strict_undefined=strict)
     return list(rendered.messages.get("c", ()))
 
 
@@ -91,15 +91,15 @@ def test_langchain_mustache_and_jinja2_render_as_langchain_renders_them() -> Non
 def test_a_llamaindex_template_leaves_doubled_braces_and_unknown_names_as_written() -> None:
     source = ('from llama_index.core import PromptTemplate\n'
               'QA = PromptTemplate("Context: {context} {{literal}} {a.b}\\nQ: {question}")\n')
-    prompty = read(source, "QA")
-    assert names_read(prompty).names == {"context", "question", "a.b"}
-    assert sent(prompty, strict=False) == [{"role": "user", "content": "Context: <b>30 days</b> {{literal}} {a.b}\n"
+    prompt = read(source, "QA")
+    assert names_read(prompt).names == {"context", "question", "a.b"}
+    assert sent(prompt, strict=False) == [{"role": "user", "content": "Context: <b>30 days</b> {{literal}} {a.b}\n"
                                                                        "Q: How long for a refund?"}]
 
 
 def test_a_string_template_substitutes_dollar_names() -> None:
-    prompty = read('import string\nT = string.Template("Q: $question (${context}) costs $$5")\n', "T")
-    assert sent(prompty) == [{"role": "user", "content": "Q: How long for a refund? (<b>30 days</b>) costs $5"}]
+    prompt = read('import string\nT = string.Template("Q: $question (${context}) costs $$5")\n', "T")
+    assert sent(prompt) == [{"role": "user", "content": "Q: How long for a refund? (<b>30 days</b>) costs $5"}]
     with pytest.raises(InputError, match="a '\\$' that starts no placeholder"):
         read('from string import Template\nT = Template("costs $5")\n', "T")
 
@@ -143,9 +143,9 @@ def test_what_only_running_the_code_gives_is_refused_saying_what_would_work(sour
 
 # --- refusals that fit the form ------------------------------------------------------
 
-def _refusal(prompty) -> str:
+def _refusal(prompt) -> str:
     loaded = config("generator: {python: 'app/chain.py:P', model: m}\n")
-    inspected = Inspected(prompty=prompty, files=frozenset(), complete=True, names=names_read(prompty).names)
+    inspected = Inspected(prompt=prompt, files=frozenset(), complete=True, names=names_read(prompt).names)
     with pytest.raises(InputError) as caught:
         refuse_unusable(loaded, inspected, [CASE])
     return str(caught.value)
@@ -153,9 +153,9 @@ def _refusal(prompty) -> str:
 
 def test_a_prompt_yml_without_placeholders_is_told_to_write_one_not_to_change_a_format() -> None:
     text = "model: openai/gpt-4.1\nmessages:\n  - role: system\n    content: Be brief.\n"
-    prompty = read_generator(text.encode(), path="a.prompt.yml", source="a.prompt.yml@abc",
+    prompt = read_generator(text.encode(), path="a.prompt.yml", source="a.prompt.yml@abc",
                              spec=FormSpec(form="github"), read=lambda p: None)
-    said = _refusal(prompty)
+    said = _refusal(prompt)
     assert "{{query}}" in said and "generator.format" not in said and "generator.variables" not in said
 
 
@@ -169,11 +169,11 @@ def test_a_chat_prompt_reading_no_field_is_pointed_at_generator_messages() -> No
 def test_a_message_naming_a_prompt_object_renders_in_the_objects_own_format() -> None:
     source = ('from llama_index.core import PromptTemplate\n'
               'SYSTEM = PromptTemplate("Answer about {category}; keep {{braces}}.")\n')
-    prompty = read_generator(source.encode(), path="app/chain.py", source="app/chain.py@abc",
+    prompt = read_generator(source.encode(), path="app/chain.py", source="app/chain.py@abc",
                              spec=FormSpec(form="messages", messages=(("system", "python", "app/chain.py:SYSTEM"),
                                                                       ("user", "text", "{question}"))),
                              read=lambda p: source.encode() if p == "app/chain.py" else None)
-    assert sent(prompty, {**VALUES, "category": "refunds"}) == [
+    assert sent(prompt, {**VALUES, "category": "refunds"}) == [
         {"role": "system", "content": "Answer about refunds; keep {{braces}}."},   # LlamaIndex's rules
         {"role": "user", "content": "How long for a refund?"}]
 
@@ -186,10 +186,10 @@ STRIPPED = "## Role\nContext: <b>30 days</b>\nQ: How long for a refund?"
 
 
 def _stripped_or_not(strip: bool, files: dict[str, str], spec: FormSpec, main: str) -> list[dict]:
-    prompty = read_generator(files[main].encode(), path=main, source=f"{main}@abc", spec=spec,
+    prompt = read_generator(files[main].encode(), path=main, source=f"{main}@abc", spec=spec,
                              read=lambda p: files[p].encode() if p in files else None)
     jinja = {"trim_blocks": True, "lstrip_blocks": True, "strip": strip}
-    return sent(dataclasses.replace(prompty, jinja=jinja))
+    return sent(dataclasses.replace(prompt, jinja=jinja))
 
 
 @pytest.mark.parametrize("strip", [False, True])

@@ -6,7 +6,7 @@ import pytest
 
 from flipgate.errors import InputError, Problem, SecurityError
 from flipgate.generator.endpoint_lock import expand, lock
-from flipgate.prompty import parse_prompty
+from flipgate.prompts import parse_prompty
 from flipgate.settings import Settings
 
 ENV = {"GEN_URL": "http://127.0.0.1:9/v1", "SECRET": "sk-secret", "MODEL": "gpt-base"}

@@ -11,7 +11,7 @@ import pytest
 from flipgate.config.schema import EndpointConfig
 from flipgate.errors import InputError, SecurityError
 from flipgate.generator.endpoint_lock import lock
-from flipgate.prompty import parse_prompty
+from flipgate.prompts import parse_prompty
 from flipgate.settings import Settings
 
 ENV = {"AZURE_OPENAI_DEPLOYMENT": "dep-env", "SECRET": "sk-secret", "AZ_URL": "https://res.openai.azure.com"}

@@ -11,10 +11,10 @@ import pytest
 from flipgate.config.schema import parse_config
 from flipgate.errors import InputError
 from flipgate.model import Case
-from flipgate.prompty.forms import FormSpec, names_read, read_generator
-from flipgate.prompty.forms.github_models import go_value, spaced_placeholder_warnings
-from flipgate.prompty.messages import split_roles
-from flipgate.prompty.render import render_cases
+from flipgate.prompts.forms import FormSpec, names_read, read_generator
+from flipgate.prompts.forms.github_models import go_value, spaced_placeholder_warnings
+from flipgate.prompts.messages import split_roles
+from flipgate.prompts.render import render_cases
 
 CASE = Case(id="c1", query="How long for a refund?", context="Refunds: 30 days.", category="policy")
 
@@ -69,8 +69,8 @@ def read(text: str, spec: FormSpec, files: dict[str, str] | None = None, path: s
     return read_generator(text.encode(), path=path, source=path, spec=spec, read=data.get)
 
 
-def render(prompty, case: Case = CASE, strict: bool = True) -> list[dict]:
-    return list(render_cases(prompty, [case], read=lambda p: None, strict_undefined=strict).messages[case.id])
+def render(prompt, case: Case = CASE, strict: bool = True) -> list[dict]:
+    return list(render_cases(prompt, [case], read=lambda p: None, strict_undefined=strict).messages[case.id])
 
 
 GH = FormSpec(form="github")
@@ -78,10 +78,10 @@ GH = FormSpec(form="github")
 
 @pytest.mark.parametrize("spelling", ["maxTokens", "max_tokens"])
 def test_a_prompt_file_takes_either_spelling_of_max_tokens(spelling: str) -> None:
-    prompty = read(f"model: m\nmodelParameters:\n  {spelling}: 50\n  topP: 0.5\nmessages:\n"
+    prompt = read(f"model: m\nmodelParameters:\n  {spelling}: 50\n  topP: 0.5\nmessages:\n"
                    "  - role: User\n    content: '{{query}}'\n", GH)
-    assert prompty.parameters == {"max_tokens": 50, "top_p": 0.5}
-    assert render(prompty) == [{"role": "user", "content": CASE.query}]
+    assert prompt.parameters == {"max_tokens": 50, "top_p": 0.5}
+    assert render(prompt) == [{"role": "user", "content": CASE.query}]
 
 
 @pytest.mark.parametrize(("text", "line", "said"), [
@@ -101,10 +101,10 @@ def test_a_prompt_file_off_the_schema_is_refused_naming_key_and_line(text: str, 
 
 
 def test_a_prompt_file_replaces_exact_names_and_writes_other_values_as_go_does() -> None:
-    prompty = read("model: m\nmessages:\n  - role: user\n    content: '{{n}} {{ n }} {{f}} {{l}} {{x}}'\n", GH)
+    prompt = read("model: m\nmessages:\n  - role: user\n    content: '{{n}} {{ n }} {{f}} {{l}} {{x}}'\n", GH)
     case = dataclasses.replace(CASE, extra={"n": 3, "f": 1e6, "l": ["a", True]})
-    assert render(prompty, case)[0]["content"] == "3 {{ n }} 1e+06 [a true] {{x}}"
-    assert names_read(prompty).names == {"n", " n ", "f", "l", "x"}
+    assert render(prompt, case)[0]["content"] == "3 {{ n }} 1e+06 [a true] {{x}}"
+    assert names_read(prompt).names == {"n", " n ", "f", "l", "x"}
     assert [go_value(v) for v in (0.5, 123456.0, None, {"b": 1, "a": 2})] == ["0.5", "123456", "<nil>", "map[a:2 b:1]"]
 
 
@@ -132,9 +132,9 @@ def test_fstring_refuses_what_langchain_refuses(text: str, line: int, said: str)
 
 
 def test_a_missing_name_under_fstring_names_the_case_and_the_mapping() -> None:
-    prompty = dataclasses.replace(read("{question}", FSTRING), variables={"question": "question_text"})
+    prompt = dataclasses.replace(read("{question}", FSTRING), variables={"question": "question_text"})
     with pytest.raises(InputError) as caught:
-        render(prompty)
+        render(prompt)
     assert "case c1 has no field 'question_text' (generator.variables: question <- question_text), " \
            "which p:1 reads" in str(caught.value)
 
@@ -147,10 +147,10 @@ def test_mustache_here_has_no_logic(tag: str) -> None:
 
 
 def test_role_lines_split_a_template_and_a_system_file_comes_first() -> None:
-    prompty = read("user:\n{{ query }}\nassistant:\nNoted.\nuser:\nmore\n", FormSpec(form="template", system="s.md"),
+    prompt = read("user:\n{{ query }}\nassistant:\nNoted.\nuser:\nmore\n", FormSpec(form="template", system="s.md"),
                    {"s.md": "Context: {{ context }}\n"})
-    assert [m["role"] for m in render(prompty)] == ["system", "user", "assistant", "user"]
-    assert render(prompty)[0]["content"] == "Context: Refunds: 30 days."
+    assert [m["role"] for m in render(prompt)] == ["system", "user", "assistant", "user"]
+    assert render(prompt)[0]["content"] == "Context: Refunds: 30 days."
     assert split_roles("no roles\n\n") == [{"role": "user", "content": "no roles\n\n"}]
 
 
@@ -164,8 +164,8 @@ PY = FormSpec(form="python", constant="ANSWER")
     ('ANSWER = "old {query}"\nANSWER = "new {query}"\n', "new {query}"),
 ])
 def test_a_constant_is_read_without_running_its_file(source: str, value: str) -> None:
-    prompty = read("import os\nos.system('false')\n" + source, PY)
-    assert prompty.template == value and prompty.form == "python"
+    prompt = read("import os\nos.system('false')\n" + source, PY)
+    assert prompt.template == value and prompt.form == "python"
 
 
 @pytest.mark.parametrize(("source", "value"), [
@@ -209,19 +209,19 @@ def test_what_a_jinja_template_reads_is_not_guessed_past_an_include() -> None:
 
 
 def test_a_mustache_template_reads_names_escaped_as_langchain_does() -> None:
-    prompty = read("system:\nContext: {{context}}\nuser:\n{{{query}}} / {{query}}\n",
+    prompt = read("system:\nContext: {{context}}\nuser:\n{{{query}}} / {{query}}\n",
                    FormSpec(form="template", format="mustache"))
     case = dataclasses.replace(CASE, query="<b> & \"q\"")
-    assert render(prompty, case) == [{"role": "system", "content": "Context: Refunds: 30 days."},
+    assert render(prompt, case) == [{"role": "system", "content": "Context: Refunds: 30 days."},
                                      {"role": "user", "content": '<b> & "q" / &lt;b&gt; &amp; &quot;q&quot;'}]
 
 
 def test_variables_serve_a_prompty_file_too() -> None:
     loaded = config("generator:\n  path: prompts/a.prompty\n  variables: {question: query}\n")
     assert loaded.generator_options.variables == (("question", "query"),)
-    prompty = read("---\nmodel:\n  configuration: {type: openai, model: m}\n---\nuser:\n{{ question }}\n",
+    prompt = read("---\nmodel:\n  configuration: {type: openai, model: m}\n---\nuser:\n{{ question }}\n",
                    FormSpec(), path="prompts/a.prompty")
-    mapped = dataclasses.replace(prompty, variables=dict(loaded.generator_options.variables))
+    mapped = dataclasses.replace(prompt, variables=dict(loaded.generator_options.variables))
     assert render(mapped) == [{"role": "user", "content": CASE.query}]
 
 
@@ -231,10 +231,10 @@ LOOPS = "Context:\n{% for doc in documents %}- {{ doc }}\n{% endfor %}\n{{ query
 
 
 def test_a_loop_over_text_a_mapping_hands_in_names_the_mapping_and_its_line() -> None:
-    prompty = dataclasses.replace(read(LOOPS, FormSpec(form="template")),
+    prompt = dataclasses.replace(read(LOOPS, FormSpec(form="template")),
                                   variables={"documents": "context"})
     with pytest.raises(InputError) as caught:
-        render(prompty)
+        render(prompt)
     line, message = problem_of(caught.value)
     assert line == 2
     assert "loops over 'documents'" in message
@@ -244,34 +244,34 @@ def test_a_loop_over_text_a_mapping_hands_in_names_the_mapping_and_its_line() ->
 def test_mapped_text_renders_as_itself_and_a_list_still_loops() -> None:
     used = dataclasses.replace(read("{{ documents | upper }} {{ documents }}\n", FormSpec(form="template")),
                                variables={"documents": "context"})
-    assert render(used)[0]["content"] == "REFUNDS: 30 DAYS. Refunds: 30 days.\n"
+    assert render(used)[0]["content"] == "REFUNDS: 30 DAYS. Refunds: 30 days."  # Jinja2 drops the final newline
     listed = Case(id="c2", query="q", context=["one", "two"], category="policy")
     looped = dataclasses.replace(read(LOOPS, FormSpec(form="template")),
                                  variables={"documents": "context"})
-    assert render(looped, listed)[0]["content"] == "Context:\n- one\n- two\n\nq\n"
+    assert render(looped, listed)[0]["content"] == "Context:\n- one\n- two\n\nq"
 
 
 def test_a_placeholder_with_spaces_in_a_prompt_file_is_a_warning_naming_its_line() -> None:
-    prompty = read("model: m\nmessages:\n  - role: system\n    content: Be brief.\n"
+    prompt = read("model: m\nmessages:\n  - role: system\n    content: Be brief.\n"
                    "  - role: user\n    content: |\n      Context: {{context}}\n"
                    "      Question: {{ query }}\n", GH)
-    assert spaced_placeholder_warnings(prompty) == [
+    assert spaced_placeholder_warnings(prompt) == [
         "Warning: p:8: {{ query }} is sent to the model as written: GitHub Models replaces only "
         "{{query}}, without spaces inside the braces; write it that way"]
-    assert render(prompty)[1]["content"].endswith("Question: {{ query }}\n")  # as GitHub sends it
+    assert render(prompt)[1]["content"].endswith("Question: {{ query }}\n")  # as GitHub sends it
     assert spaced_placeholder_warnings(read("model: m\nmessages:\n  - role: user\n"
                                             "    content: '{{query}}'\n", GH)) == []
 
 
 def test_per_case_a_render_that_fails_for_some_cases_names_them_and_one_for_all_is_the_templates() -> None:
-    from flipgate.prompty.render import render_values
+    from flipgate.prompts.render import render_values
 
-    prompty = read("{{ query }} ({{ queue + 1 }})\n", FormSpec(form="template"))
+    prompt = read("{{ query }} ({{ queue + 1 }})\n", FormSpec(form="template"))
     values = {"a": {"query": "q", "queue": 1}, "b": {"query": "q", "queue": "desk"}}
-    rendered = render_values(prompty, values, read=lambda p: None, per_case=True)
+    rendered = render_values(prompt, values, read=lambda p: None, per_case=True)
     assert set(rendered.messages) == {"a"}
     assert rendered.failed["b"].startswith("p:1: template error: TypeError")
     with pytest.raises(InputError, match="TypeError"):
-        render_values(prompty, {"b": values["b"]}, read=lambda p: None, per_case=True)
+        render_values(prompt, {"b": values["b"]}, read=lambda p: None, per_case=True)
     with pytest.raises(InputError, match="TypeError"):
-        render_values(prompty, values, read=lambda p: None)
+        render_values(prompt, values, read=lambda p: None)

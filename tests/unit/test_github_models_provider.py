@@ -9,7 +9,7 @@ from flipgate.config.schema import EndpointConfig, parse_config
 from flipgate.errors import InputError
 from flipgate.generator.endpoint_lock import lock
 from flipgate.llm.endpoints import LazyClient, github_endpoint
-from flipgate.prompty import parse_prompty
+from flipgate.prompts import parse_prompty
 from flipgate.settings import Settings
 
 CONFIG = """\
@@ -27,7 +27,7 @@ relevance:
 """
 
 
-def prompty(model: str, ref: str):
+def prompt(model: str, ref: str):
     text = f"---\nmodel:\n  configuration:\n    model: {model}\n---\nuser:\n{{{{ query }}}}\n"
     return parse_prompty(text, path="prompts/answer.prompty", source=f"prompts/answer.prompty@{ref}")
 
@@ -47,7 +47,7 @@ def test_the_github_judge_must_be_pinned_like_the_others() -> None:
 
 def test_the_endpoint_is_github_models_and_never_openai_base_url() -> None:
     settings = Settings({"OPENAI_BASE_URL": "http://127.0.0.1:9/v1", "GITHUB_TOKEN": "t"})
-    pair = lock(prompty("openai/gpt-4o-mini", "base"), prompty("meta/Llama-4-Scout", "head"),
+    pair = lock(prompt("openai/gpt-4o-mini", "base"), prompt("meta/Llama-4-Scout", "head"),
                 settings=settings, endpoint=EndpointConfig(provider="github"))
     assert pair.baseline.endpoint == pair.candidate.endpoint == github_endpoint(None)
     assert pair.baseline.endpoint.base_url == "https://models.github.ai/inference"
@@ -55,7 +55,7 @@ def test_the_endpoint_is_github_models_and_never_openai_base_url() -> None:
 
 
 def test_the_base_may_point_github_at_another_url_for_its_tests() -> None:
-    pair = lock(prompty("openai/gpt-4o-mini", "base"), prompty("openai/gpt-4o-mini", "head"),
+    pair = lock(prompt("openai/gpt-4o-mini", "base"), prompt("openai/gpt-4o-mini", "head"),
                 settings=Settings({"GITHUB_TOKEN": "t"}),
                 endpoint=EndpointConfig(provider="github", base_url="http://127.0.0.1:9/v1"))
     assert pair.candidate.endpoint.identity()["kind"] == "github"

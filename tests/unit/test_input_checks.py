@@ -7,7 +7,7 @@ import pytest
 from flipgate.config.schema import parse_config
 from flipgate.errors import InputError
 from flipgate.generator.endpoint_lock import lock
-from flipgate.prompty import parse_prompty
+from flipgate.prompts import parse_prompty
 from flipgate.settings import Settings
 
 OPENAI = "    type: openai\n    model: gpt-4o-mini\n"

@@ -8,7 +8,7 @@ import pytest
 
 from flipgate.errors import InputError, SecurityError
 from flipgate.model import Case
-from flipgate.prompty import parse_prompty, render_cases, render_values, split_v2
+from flipgate.prompts import parse_prompty, render_cases, render_values, split_v2
 
 CASE = Case(id="c1", query="Where is my card?", context="In the post.",
             extra={"history": [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello"}]})
@@ -181,7 +181,7 @@ def test_a_file_without_a_model_is_read_as_the_runtime_that_loads_it_reads_it(fr
 
 
 def _v1_with_sample(sample: str, files: dict[str, str]):
-    from flipgate.prompty.references import sample_values
+    from flipgate.prompts.references import sample_values
 
     parsed = parse_prompty(f"---\nmodel:\n  api: chat\nsample:\n{sample}\n---\nuser:\n{{{{a}}}}\n",
                            path="dir/p.prompty")

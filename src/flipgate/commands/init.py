@@ -35,9 +35,9 @@ from flipgate.config.starter import (
 )
 from flipgate.errors import InputError, Problem, SecurityError
 from flipgate.git import repository as gitrefs
-from flipgate.prompty import Prompty
-from flipgate.prompty.child import inspect_isolated, sample_values_isolated
-from flipgate.prompty.forms import FormSpec
+from flipgate.prompts import Prompt
+from flipgate.prompts.child import inspect_isolated, sample_values_isolated
+from flipgate.prompts.forms import FormSpec
 
 
 def _interactive() -> bool:
@@ -86,10 +86,10 @@ def _template_keys(path: str, constant: str | None, data: bytes, *, root: Path, 
                                  form=spec)
     names = inspected.names or frozenset()
     variables = template_variables(names)
-    keys = [*([] if inspected.prompty.chat else [f"format: {fmt}"]),
+    keys = [*([] if inspected.prompt.chat else [f"format: {fmt}"]),
             f"model: {model}  # the model your application calls",
             *_variables_keys(names, path, guesses)]
-    histories = {part.placeholder for part in inspected.prompty.chat if part.placeholder}
+    histories = {part.placeholder for part in inspected.prompt.chat if part.placeholder}
     extra: dict[str, Any] = {name: [] if name in histories else f"<{name}>"   # a history: its messages
                              for name in sorted(names - set(variables) - {"query", "context"})}
     return tuple(keys), extra
@@ -108,7 +108,7 @@ def _variables_keys(names: Iterable[str], path: str, guesses: list[str]) -> list
 
 
 def _github_prompt(data: bytes, chosen: str, *, root: Path, tree: str, environ: Mapping[str, str],
-                   guesses: list[str]) -> tuple[Prompty, tuple[str, ...], list[dict[str, Any]]]:
+                   guesses: list[str]) -> tuple[Prompt, tuple[str, ...], list[dict[str, Any]]]:
     """A `.prompt.yml`: read in the child; its `variables` line, and its `testData` entries
     (the cases it was tried on) read from the YAML the child has just accepted."""
     inspected = inspect_isolated(data, path=chosen, source=chosen, repo=root, sha=tree,
@@ -118,7 +118,7 @@ def _github_prompt(data: bytes, chosen: str, *, root: Path, tree: str, environ: 
         entries = test_data(yaml.safe_load(data.decode("utf-8-sig")))
     except (UnicodeDecodeError, yaml.YAMLError):
         entries = []
-    return inspected.prompty, tuple(keys), entries
+    return inspected.prompt, tuple(keys), entries
 
 
 def _refuse_outside(root: Path, names: list[str]) -> None:
@@ -246,10 +246,10 @@ def init(repo: str, generator: str | None, cases: str, config: str, workflow: st
     more: list[dict[str, Any]] = []
     on_github = provider == PROVIDER_GITHUB
     if chosen.endswith(".prompty"):
-        prompty, sample = sample_values_isolated(data, path=chosen, source=chosen, repo=root, sha=tree,
+        prompt, sample = sample_values_isolated(data, path=chosen, source=chosen, repo=root, sha=tree,
                                                  environ=environ)
     elif chosen.endswith(GITHUB_PROMPT_SUFFIXES):
-        prompty, keys, entries = _github_prompt(data, chosen, root=root, tree=tree,
+        prompt, keys, entries = _github_prompt(data, chosen, root=root, tree=tree,
                                                 environ=environ, guesses=guesses)
         sample, more = (entries[0], entries[1:]) if entries else ({}, [])
     else:
@@ -259,13 +259,13 @@ def init(repo: str, generator: str | None, cases: str, config: str, workflow: st
                            "--model NAME")
         keys, sample = _template_keys(chosen, constant, data, root=root, tree=tree, environ=environ,
                                       model=model or guessed, guesses=guesses)
-        prompty, key = None, "python" if constant else "template"
-    if prompty is not None and model is not None and model != prompty.model:
+        prompt, key = None, "python" if constant else "template"
+    if prompt is not None and model is not None and model != prompt.model:
         guesses.append(f"--model {model} is not used: {chosen} names its model itself "
-                       f"({prompty.model or 'none'}); edit the file to change it")
+                       f"({prompt.model or 'none'}); edit the file to change it")
     starter = starter_of(generator=chosen,
-                         generator_type=str(prompty.configuration.get("type") or "openai") if prompty else "openai",
-                         generator_model=prompty.model if prompty else None,
+                         generator_type=str(prompt.configuration.get("type") or "openai") if prompt else "openai",
+                         generator_model=prompt.model if prompt else None,
                          generator_key=key, generator_constant=constant, generator_keys=keys)
     _write_starter(root, starter, sample=sample, more=more, force=force)
     others = [p for p in prompty_files if p != chosen]
@@ -277,9 +277,9 @@ def init(repo: str, generator: str | None, cases: str, config: str, workflow: st
     note = "" if sample else " (the generator has no sample: edit its query and context)"
     click.echo(f"cases: {origin} in {starter.cases}{note}; record real ones with "
                "`flipgate record` (docs/cases.md)")
-    if prompty is not None and starter.generator_on_github and "/" not in (prompty.model or "/"):
+    if prompt is not None and starter.generator_on_github and "/" not in (prompt.model or "/"):
         click.echo(f"provider: GitHub Models sends the model as written: name it publisher/model "
-                   f"in {chosen} (openai/{prompty.model}, not {prompty.model})")
+                   f"in {chosen} (openai/{prompt.model}, not {prompt.model})")
     _say(guesses, _steps(starter), starter)
 
 

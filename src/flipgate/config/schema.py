@@ -186,7 +186,7 @@ class EndpointConfig:
     auth: str = AUTH_KEY              # key | entra: how the generator's Azure endpoint is signed in to
 
 
-# The generator's forms (see prompty/forms): where `generator:` finds the prompt.
+# The generator's forms (see prompts/forms): where `generator:` finds the prompt.
 FORM_PROMPTY, FORM_GITHUB, FORM_TEMPLATE, FORM_PYTHON = "prompty", "github", "template", "python"
 FORM_MESSAGES = "messages"
 FORMS_CONFIGURED = (FORM_TEMPLATE, FORM_PYTHON, FORM_MESSAGES)   # the model is .flipgate.yml's

@@ -47,8 +47,8 @@ from flipgate.config.schema import (
 )
 from flipgate.errors import InputError, Problem, SecurityError
 from flipgate.llm.endpoints import Endpoint, azure_endpoint, github_endpoint, openai_endpoint
-from flipgate.prompty import Prompty
-from flipgate.prompty.references import FILE_REFERENCE, load_file_reference
+from flipgate.prompts import Prompt
+from flipgate.prompts.references import FILE_REFERENCE, load_file_reference
 from flipgate.settings import Settings
 from flipgate.text.parsing import load_yaml_located
 
@@ -141,7 +141,7 @@ class Generator:
     """One side's generator, ready to call: what goes in the body, and where it goes."""
 
     side: str                        # "baseline" | "candidate"
-    prompty: Prompty
+    prompt: Prompt
     model: str
     parameters: Mapping[str, Any]
     endpoint: Endpoint
@@ -180,49 +180,49 @@ def expand(value: str, *, environ: Mapping[str, str], source: str, line: int | N
 
 # --- parameters ------------------------------------------------------------------------
 
-def _parameter_problem(prompty: Prompty, name: str) -> Problem | None:
-    line = prompty.line_of("model", "parameters", name)
+def _parameter_problem(prompt: Prompt, name: str) -> Problem | None:
+    line = prompt.line_of("model", "parameters", name)
     if name in _CLIENT_SIDE:
-        return Problem(prompty.source, line, f"model.parameters.{name} is not a chat-completion "
+        return Problem(prompt.source, line, f"model.parameters.{name} is not a chat-completion "
                                              f"body field flipgate sends: {_CLIENT_SIDE[name]}")
     if name not in BODY_PARAMETERS:
-        return Problem(prompty.source, line,
+        return Problem(prompt.source, line,
                        f"model.parameters.{name} is not a chat-completion body field; "
                        f"parameters go only into the request body (allowed: "
                        f"{', '.join(sorted(BODY_PARAMETERS))})")
-    value = prompty.parameters[name]
+    value = prompt.parameters[name]
     if name == "tools" and not (_is_file_reference(value) or isinstance(value, list) and all(
             isinstance(t, dict) and t.get("type") == "function" for t in value)):
-        return Problem(prompty.source, line, "model.parameters.tools is not a chat-completion body "
+        return Problem(prompt.source, line, "model.parameters.tools is not a chat-completion body "
                                              "field in this form: a list of {type: function, "
                                              "function: {...}} tools, or ${file:tools.json}")
     return None
 
 
-def check_parameters(prompty: Prompty) -> None:
+def check_parameters(prompt: Prompt) -> None:
     """Only body fields, with JSON values; a name the client would obey is a SecurityError."""
-    refused = [problem for name in prompty.parameters
-               if (problem := _parameter_problem(prompty, name)) is not None]
+    refused = [problem for name in prompt.parameters
+               if (problem := _parameter_problem(prompt, name)) is not None]
     if refused:
         raise SecurityError(refused)
     bad = []
-    for name, value in prompty.parameters.items():
+    for name, value in prompt.parameters.items():
         try:
             json.dumps(value, allow_nan=False)
         except (TypeError, ValueError):
-            bad.append(Problem(prompty.source, prompty.line_of("model", "parameters", name),
+            bad.append(Problem(prompt.source, prompt.line_of("model", "parameters", name),
                                f"model.parameters.{name} must be plain JSON data"))
     if bad:
         raise InputError(bad)
 
 
-def check_parameter_types(prompty: Prompty, parameters: Mapping[str, Any]) -> None:
+def check_parameter_types(prompt: Prompt, parameters: Mapping[str, Any]) -> None:
     """Each body field holds the kind of value the API documents (exit 2 naming the field)."""
     problems = []
     for name, value in parameters.items():
         description, accepts = PARAMETER_TYPES.get(name, ("", None))
         if accepts is not None and not accepts(value):
-            problems.append(Problem(prompty.source, prompty.line_of("model", "parameters", name),
+            problems.append(Problem(prompt.source, prompt.line_of("model", "parameters", name),
                                     f"model.parameters.{name} must be {description}, "
                                     f"not {json.dumps(value)}"))
     if problems:
@@ -243,16 +243,16 @@ def _mentions_reference(value: Any) -> bool:
     return False
 
 
-def _resolved_parameters(prompty: Prompty, environ: Mapping[str, str], read: Reader) -> dict[str, Any]:
+def _resolved_parameters(prompt: Prompt, environ: Mapping[str, str], read: Reader) -> dict[str, Any]:
     """Parameters with `${file:}` loaded and `${env:}` expanded (for a trusted value)."""
     def walk(value: Any, name: str) -> Any:
         if _is_file_reference(value):
-            return load_file_reference(value, prompty=prompty, read=read, what=f"model.parameters.{name}")
+            return load_file_reference(value, prompt=prompt, read=read, what=f"model.parameters.{name}")
         if isinstance(value, str):
-            line = prompty.line_of("model", "parameters", name)
-            expanded = expand(value, environ=environ, source=prompty.source, line=line)
+            line = prompt.line_of("model", "parameters", name)
+            expanded = expand(value, environ=environ, source=prompt.source, line=line)
             if expanded is None:
-                raise InputError(Problem(prompty.source, line,
+                raise InputError(Problem(prompt.source, line,
                                          f"model.parameters.{name} names an unset environment variable"))
             return expanded
         if isinstance(value, dict):
@@ -261,12 +261,12 @@ def _resolved_parameters(prompty: Prompty, environ: Mapping[str, str], read: Rea
             return [walk(v, name) for v in value]
         return value
 
-    return {name: walk(value, name) for name, value in prompty.parameters.items()}
+    return {name: walk(value, name) for name, value in prompt.parameters.items()}
 
 
 # --- what the head may reference ----------------------------------------------------------
 
-def _reference_problems(head: Prompty, base: Prompty | None, keys: Iterable[str]) -> list[Problem]:
+def _reference_problems(head: Prompt, base: Prompt | None, keys: Iterable[str]) -> list[Problem]:
     """A `${...}` in the head's configuration `keys` or parameters whose raw text is not
     the base's own for that field."""
     why = ("references are expanded only in the base's generator" if base is None else
@@ -287,7 +287,7 @@ def _reference_problems(head: Prompty, base: Prompty | None, keys: Iterable[str]
     return problems
 
 
-def _compare_configurations(base: Prompty, head: Prompty) -> None:
+def _compare_configurations(base: Prompt, head: Prompt) -> None:
     problems = []
     for key in sorted((set(base.configuration) | set(head.configuration)) - set(MODEL_KEYS)):
         before, after = base.configuration.get(key), head.configuration.get(key)
@@ -303,7 +303,7 @@ def _compare_configurations(base: Prompty, head: Prompty) -> None:
         raise SecurityError(problems)
 
 
-def _check_adopted(head: Prompty) -> None:
+def _check_adopted(head: Prompt) -> None:
     """The head adds the generator: it is no more trusted for that. It may not say
     where requests go, nor read the environment; the environment decides."""
     problems = [Problem(head.source, head.line_of("model", "configuration", key),
@@ -342,7 +342,7 @@ def check_adopted_config(config: Config, text: str) -> None:
 
 # --- the endpoint -------------------------------------------------------------------------
 
-def _check_configuration(trusted: Prompty) -> None:
+def _check_configuration(trusted: Prompt) -> None:
     problems = []
     for key, value in trusted.configuration.items():
         where = trusted.line_of("model", "configuration", key)
@@ -365,7 +365,7 @@ def _check_configuration(trusted: Prompty) -> None:
         raise InputError(problems)
 
 
-def _check_key_reference(trusted: Prompty, kind: str) -> None:
+def _check_key_reference(trusted: Prompt, kind: str) -> None:
     raw = trusted.configuration.get("api_key")
     if raw is None:
         return
@@ -392,7 +392,7 @@ class _Target:
     auth: str = AUTH_KEY             # generator.endpoint.auth (the base's configuration)
 
 
-def _target(trusted: Prompty, configuration: Mapping[str, str | None], settings: EndpointConfig | None,
+def _target(trusted: Prompt, configuration: Mapping[str, str | None], settings: EndpointConfig | None,
             environ: Mapping[str, str], config_source: str) -> _Target:
     """The file's own endpoint, else `generator.endpoint`, else the environment's."""
     kind = configuration.get("type")
@@ -442,21 +442,21 @@ def _endpoint(target: _Target, model: str, settings: Settings) -> Endpoint:
     return openai_endpoint(target.url, settings=settings)
 
 
-def _no_model(prompty: Prompty, target: _Target, config_source: str) -> Problem:
+def _no_model(prompt: Prompt, target: _Target, config_source: str) -> Problem:
     """"Names no model", with the key that gives one in the generator's own form."""
-    if prompty.form in (FORM_TEMPLATE, FORM_PYTHON):
-        return Problem(config_source, None, f"the generator ({prompty.path}) names no model: "
+    if prompt.form in (FORM_TEMPLATE, FORM_PYTHON):
+        return Problem(config_source, None, f"the generator ({prompt.path}) names no model: "
                                             "set generator.model")
     setting = "deployment" if target.kind == "azure_openai" else "model"
-    in_file = "model:" if prompty.form == FORM_GITHUB else (
+    in_file = "model:" if prompt.form == FORM_GITHUB else (
         "model.configuration.azure_deployment" if target.kind == "azure_openai"
         else "model.configuration.model")
-    return Problem(prompty.source, prompty.line_of("model"),
+    return Problem(prompt.source, prompt.line_of("model"),
                    f"the generator names no model: add {in_file} to the file, or set "
                    f"generator.endpoint.{setting} in {config_source}")
 
 
-def lock(base: Prompty | None, head: Prompty, *, settings: Settings,
+def lock(base: Prompt | None, head: Prompt, *, settings: Settings,
          endpoint: EndpointConfig | None = None, config_source: str = ".flipgate.yml",
          read_base: Reader | None = None, read_head: Reader | None = None) -> LockedPair:
     """Both sides' request settings, with the head held to the base's endpoint.
@@ -470,9 +470,9 @@ def lock(base: Prompty | None, head: Prompty, *, settings: Settings,
     environ = settings.environ
     no_files: Reader = lambda path: None  # noqa: E731
     read_base, read_head = read_base or no_files, read_head or no_files
-    for prompty in (base, head):
-        if prompty is not None:
-            check_parameters(prompty)
+    for prompt in (base, head):
+        if prompt is not None:
+            check_parameters(prompt)
     notes: list[str] = []
     trusted = base if base is not None else head
     _check_configuration(head)  # a key flipgate does not know is named before any comparison
@@ -489,27 +489,27 @@ def lock(base: Prompty | None, head: Prompty, *, settings: Settings,
     target = _target(trusted, configuration, endpoint, environ, config_source)
     _check_key_reference(trusted, target.kind)
 
-    def side(name: str, prompty: Prompty, expanded_model: str | None,
+    def side(name: str, prompt: Prompt, expanded_model: str | None,
              parameters: Mapping[str, Any]) -> Generator:
-        key = prompty.model_key
+        key = prompt.model_key
         if not expanded_model:
-            if prompty.configuration.get(key) is not None:
-                raise InputError(Problem(prompty.source, prompty.line_of("model", "configuration", key),
+            if prompt.configuration.get(key) is not None:
+                raise InputError(Problem(prompt.source, prompt.line_of("model", "configuration", key),
                                          f"model.configuration.{key} names an unset environment variable"))
-            raise InputError(_no_model(prompty, target, config_source))
+            raise InputError(_no_model(prompt, target, config_source))
         if target.kind == PROVIDER_GITHUB and target.url is None and \
                 (advice := unprefixed(expanded_model)) is not None:
-            source, line = ((config_source, None) if prompty.form in (FORM_TEMPLATE, FORM_PYTHON)
-                            else (prompty.source, prompty.line_of("model", "configuration", key)))
+            source, line = ((config_source, None) if prompt.form in (FORM_TEMPLATE, FORM_PYTHON)
+                            else (prompt.source, prompt.line_of("model", "configuration", key)))
             raise InputError(Problem(source, line, f"model {expanded_model!r}: {advice}"))
         if target.kind == "azure_openai" and not _DEPLOYMENT.fullmatch(expanded_model):
             raise SecurityError(Problem(
-                prompty.source, prompty.line_of("model", "configuration", key),
+                prompt.source, prompt.line_of("model", "configuration", key),
                 f"model.configuration.{key} {expanded_model!r} is not an Azure deployment name; "
                 "it goes into the request's URL path, so only letters, digits, '.', '_' and "
                 "'-' are accepted"))
-        check_parameter_types(prompty, parameters)
-        return Generator(side=name, prompty=prompty, model=expanded_model, parameters=parameters,
+        check_parameter_types(prompt, parameters)
+        return Generator(side=name, prompt=prompt, model=expanded_model, parameters=parameters,
                          endpoint=_endpoint(target, expanded_model, settings))
 
     trusted_model = configuration.get("azure_deployment") or configuration.get("model") or (
@@ -517,7 +517,7 @@ def lock(base: Prompty | None, head: Prompty, *, settings: Settings,
     baseline = side("baseline", trusted, trusted_model,
                     _resolved_parameters(trusted, environ, read_base if base is not None else read_head))
     if base is None:
-        candidate = Generator(side="candidate", prompty=head, model=baseline.model,
+        candidate = Generator(side="candidate", prompt=head, model=baseline.model,
                               parameters=baseline.parameters, endpoint=baseline.endpoint)
     else:
         head_model = head.model
@@ -529,14 +529,14 @@ def lock(base: Prompty | None, head: Prompty, *, settings: Settings,
     return LockedPair(baseline=baseline, candidate=candidate, notes=notes, adopted=base is None)
 
 
-def trusted_request(prompty: Prompty, *, environ: Mapping[str, str], endpoint: EndpointConfig | None,
+def trusted_request(prompt: Prompt, *, environ: Mapping[str, str], endpoint: EndpointConfig | None,
                     read: Reader) -> tuple[str | None, dict[str, Any]]:
     """(model, body parameters) of a file trusted on its own (a dry run of one ref): the
     parameter rules hold, references expand; no endpoint is needed since nothing is sent."""
-    _check_configuration(prompty)
-    check_parameters(prompty)
-    line = prompty.line_of("model", "configuration", prompty.model_key)
-    model = _expanded(prompty.model, environ, prompty.source, line) if prompty.model else None
+    _check_configuration(prompt)
+    check_parameters(prompt)
+    line = prompt.line_of("model", "configuration", prompt.model_key)
+    model = _expanded(prompt.model, environ, prompt.source, line) if prompt.model else None
     if model is None and endpoint is not None:
-        model = _expanded(endpoint.deployment or endpoint.model, environ, prompty.source, None)
-    return model, _resolved_parameters(prompty, environ, read)
+        model = _expanded(endpoint.deployment or endpoint.model, environ, prompt.source, None)
+    return model, _resolved_parameters(prompt, environ, read)

@@ -25,7 +25,7 @@ from flipgate.llm.runtime import Runtime
 from flipgate.llm.workpool import map_bounded, pool_size
 from flipgate.model import Answer, Case
 from flipgate.output.progress import GENERATION
-from flipgate.prompty import Message, Rendered
+from flipgate.prompts import Message, Rendered
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI

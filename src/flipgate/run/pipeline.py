@@ -51,8 +51,8 @@ from flipgate.model import Answer, Case, Change, Conclusion, E2EReport, Report, 
 from flipgate.output.links import NO_LINKS, Links
 from flipgate.output.page import Labels
 from flipgate.output.write import write_outputs
-from flipgate.prompty import Inspected, Prompty, render_isolated
-from flipgate.prompty.forms.github_models import spaced_placeholder_warnings
+from flipgate.prompts import Inspected, Prompt, render_isolated
+from flipgate.prompts.forms.github_models import spaced_placeholder_warnings
 from flipgate.run import commanded, quota, shards
 from flipgate.run.landing import Landing, land, merge_base_line, refuse_conflicts
 from flipgate.run.refs import (
@@ -144,7 +144,7 @@ def prepare(repo: Repo, refs: dict[str, Ref], generators: dict[str, Generator],
     before any model call. A case whose render fails otherwise is in the side's
     `rendered.failed`: its row is a generator error."""
     with ThreadPoolExecutor(max_workers=len(generators)) as pool:
-        futures = {side: pool.submit(render_isolated, generator.prompty, cases, repo=repo.path,
+        futures = {side: pool.submit(render_isolated, generator.prompt, cases, repo=repo.path,
                                      sha=refs[side].sha, environ=environ,
                                      strict_undefined=strict_undefined, cases_source=cases_source,
                                      per_case=True)
@@ -168,14 +168,14 @@ def undefined_notes(prepared: Mapping[str, PreparedGenerator]) -> list[str]:
             continue
         shown = "; ".join(f"'{name}' ({len(ids)} {'case' if len(ids) == 1 else 'cases'}, "
                           f"e.g. {ids[0]})" for name, ids in sorted(undefined.items())[:10])
-        notes.append(f"Warning: {prepared_side.generator.prompty.source} uses variables that were "
+        notes.append(f"Warning: {prepared_side.generator.prompt.source} uses variables that were "
                      f"undefined and rendered empty: {shown} (generator.strict_undefined is "
                      "false; true, the default, makes this an error).")
     return notes
 
 
 def lock_generators(repo: Repo, base: Ref, head: Ref, *, config: Config,
-                    base_generator: Prompty | None, head_generator: Prompty,
+                    base_generator: Prompt | None, head_generator: Prompt,
                     settings: Settings) -> LockedPair:
     """The endpoint lock, with the base configuration's generator endpoint and each ref's files."""
     endpoint = config.generator_options.endpoint
@@ -317,7 +317,7 @@ def plan_suite(git_repo: Repo, base_ref: Ref, head_ref: Ref, inputs: Inputs, *,
                     variables_source=(f"{config_path}@{head_ref.label}"
                                       if theirs.variables != config.generator_options.variables
                                       else None))
-    unseen = (spaced_placeholder_warnings(head_generator.prompty)
+    unseen = (spaced_placeholder_warnings(head_generator.prompt)
               if config.generator_options.form == FORM_GITHUB else [])
     detected = detect_change(config=config, path=path, changed=changed,
                              base_generator=base_generator, head_generator=head_generator)
@@ -344,8 +344,8 @@ def plan_suite(git_repo: Repo, base_ref: Ref, head_ref: Ref, inputs: Inputs, *,
                        notes=[note, *unseen, *inputs.notes, *detected.notes, *more],
                        all_cases=all_cases, positions=positions)
     pair = lock_generators(git_repo, base_ref, head_ref, config=config,
-                           base_generator=base_generator.prompty if base_generator else None,
-                           head_generator=head_generator.prompty, settings=settings)
+                           base_generator=base_generator.prompt if base_generator else None,
+                           head_generator=head_generator.prompt, settings=settings)
     refs = {"baseline": base_ref, "candidate": head_ref}
     sides = {"candidate": pair.candidate} if pair.adopted else \
         {"baseline": pair.baseline, "candidate": pair.candidate}
@@ -371,7 +371,7 @@ def _form_change(detected: Detected, *, config: Config, config_path: str, head_k
     if head_keys and config_path not in relevant:
         relevant.append(config_path)
     if config.generator_options.form in (FORM_PYTHON, FORM_MESSAGES) and base_generator is not None:
-        before, after = base_generator.prompty, head_generator.prompty
+        before, after = base_generator.prompt, head_generator.prompt
         if _values_read(before) == _values_read(after):
             files = {after.path, *([after.system_path] if after.system_path else []),
                      *(part.path for part in after.chat if part.path.endswith(".py"))}
@@ -379,11 +379,11 @@ def _form_change(detected: Detected, *, config: Config, config_path: str, head_k
     return dataclasses.replace(detected, relevant=relevant)
 
 
-def _values_read(prompty: Prompty) -> tuple[object, ...]:
+def _values_read(prompt: Prompt) -> tuple[object, ...]:
     """What a Python generator reads from its files: the texts, roles and formats (not where
     in the file they stand)."""
-    return (prompty.template, prompty.system, tuple((p.role, p.text, p.format, p.path, p.placeholder,
-                                                     p.optional) for p in prompty.chat))
+    return (prompt.template, prompt.system, tuple((p.role, p.text, p.format, p.path, p.placeholder,
+                                                     p.optional) for p in prompt.chat))
 
 
 def _plan_command(git_repo: Repo, base_ref: Ref, head_ref: Ref, inputs: Inputs, *,
@@ -720,7 +720,7 @@ async def replay_ref(*, repo: Path, ref: str, settings: Settings,
     path = generator_path(config)
     inspected = require_generator(git_repo, at, path, environ=settings.environ, config=config)
     refuse_unusable(config, inspected, inputs.cases)
-    generator = inspected.prompty
+    generator = inspected.prompt
     # One ref: its own configuration is the trusted one.
     pair = lock_generators(git_repo, at, at, config=config, base_generator=generator,
                            head_generator=generator, settings=settings)

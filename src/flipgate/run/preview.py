@@ -88,8 +88,8 @@ def preview(*, repo: Path, ref: str, settings: Settings, config_path: str | None
     path = generator_path(config)
     inspected = require_generator(git_repo, at, path, environ=settings.environ, config=config)
     refuse_unusable(config, inspected, inputs.cases)
-    pair = lock_generators(git_repo, at, at, config=config, base_generator=inspected.prompty,
-                           head_generator=inspected.prompty, settings=settings)
+    pair = lock_generators(git_repo, at, at, config=config, base_generator=inspected.prompt,
+                           head_generator=inspected.prompt, settings=settings)
     prepared = prepare(git_repo, {"preview": at}, {"preview": pair.baseline}, [case],
                        environ=settings.environ, strict_undefined=options.strict_undefined,
                        cases_source=source)

@@ -29,8 +29,8 @@ from flipgate.generator.endpoint_lock import LockedPair, check_adopted_config
 from flipgate.git import repository as gitrefs
 from flipgate.git.repository import Git
 from flipgate.model import Case, Change
-from flipgate.prompty import Inspected, Prompty, inspect_isolated
-from flipgate.prompty.forms import FormSpec
+from flipgate.prompts import Inspected, Prompt, inspect_isolated
+from flipgate.prompts.forms import FormSpec
 from flipgate.text.escaping import short
 from flipgate.text.parsing import decode_utf8
 from flipgate.verdict import changes
@@ -263,7 +263,7 @@ def configured(inspected: Inspected, options: GeneratorOptions) -> Inspected:
     if options.form in FORMS_CONFIGURED:
         changes.update(configuration={"model": options.model} if options.model else {},
                        parameters=dict(options.parameters))
-    return dataclasses.replace(inspected, prompty=dataclasses.replace(inspected.prompty, **changes))
+    return dataclasses.replace(inspected, prompt=dataclasses.replace(inspected.prompt, **changes))
 
 
 def load_generator(repo: Repo, ref: Ref, path: str, *, environ: Mapping[str, str],
@@ -318,38 +318,38 @@ def refuse_unusable(config: Config, generator: Inspected, cases: Sequence[Case],
     `variables_source`: the file the `variables` came from (the head's `.flipgate.yml` for a
     template or a constant), when not the configuration's own."""
     fields = set().union(*(case.template_vars() for case in cases)) if cases else set()
-    prompty = generator.prompty
+    prompt = generator.prompt
     problems = [Problem(variables_source or config.source, None,
                         f"generator.variables: {name} <- {field!r}: no case has the field {field!r} "
                         f"(the cases' fields: {', '.join(sorted(fields))})"
                         + _reversed_hint(name, field, fields, generator.names))
-                for name, field in prompty.variables.items() if cases and field not in fields]
+                for name, field in prompt.variables.items() if cases and field not in fields]
     if problems:
         raise InputError(problems)
     if generator.names is None or not cases:
         return
-    readable = fields | set(prompty.variables)
+    readable = fields | set(prompt.variables)
     if not generator.names & readable:
-        raise InputError(Problem(prompty.source, None, _reads_nothing(prompty, generator.names)))
+        raise InputError(Problem(prompt.source, None, _reads_nothing(prompt, generator.names)))
 
 
-def _reads_nothing(prompty: Prompty, names: frozenset[str]) -> str:
+def _reads_nothing(prompt: Prompt, names: frozenset[str]) -> str:
     """Why a generator that reads no field of the cases is refused, and what would work for
     its form: a prompt without a placeholder needs one; names that no case has need mapping."""
     shown = ", ".join(sorted(names)[:5])
-    if prompty.form == FORM_GITHUB:
+    if prompt.form == FORM_GITHUB:
         return ("has no {{name}} a case fills (it reads " + (shown or "no placeholder") + "), so every "
                 "case would send the same messages: write {{query}} and {{context}} where the case's "
                 "question and context go" + (", or map its names with generator.variables" if names else ""))
-    if prompty.chat and not names:
+    if prompt.chat and not names:
         return ("is a prompt none of whose messages reads a field of the cases, so every case would "
                 "send the same messages: the question the application adds in code is not in it; "
                 "say it with generator.messages (the prompt, then {role: user, text: \"{query}\"})")
-    if prompty.chat:
+    if prompt.chat:
         return (f"reads {shown}, which no case has: map them to the cases' fields with "
                 "generator.variables (name: field)")
-    return (f"reads no field of the cases (format {prompty.format}; it reads {shown or 'nothing'}): "
-            "its placeholders would be sent as they are. " + _unread_advice(prompty.form))
+    return (f"reads no field of the cases (format {prompt.format}; it reads {shown or 'nothing'}): "
+            "its placeholders would be sent as they are. " + _unread_advice(prompt.form))
 
 
 def _reversed_hint(name: str, field: str, fields: Collection[str],
@@ -398,9 +398,9 @@ def detect_change(*, config: Config, path: str, changed: Sequence[str],
 def describe(repo: Repo, base: Ref, head: Ref, *, path: str, files: list[str], pair: LockedPair,
              inputs: Inputs, includes: frozenset[str]) -> Change:
     """The change description: model and parameters old -> new, and the templates' diffs."""
-    base_prompty = None if pair.adopted else pair.baseline.prompty
+    base_prompt = None if pair.adopted else pair.baseline.prompt
     templates: list[tuple[str, str | None, str | None]] = [
-        (path, base_prompty.body if base_prompty else None, pair.candidate.prompty.body)]
+        (path, base_prompt.body if base_prompt else None, pair.candidate.prompt.body)]
     for include in sorted((includes & set(files)) - {path}):
         templates.append((include, repo.read_text(base, include), repo.read_text(head, include)))
     return changes.describe_change(

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from flipgate.config.schema import EndpointConfig
 from flipgate.generator.endpoint_lock import trusted_request
-from flipgate.prompty import has_sample, sample_isolated
+from flipgate.prompts import has_sample, sample_isolated
 
 if TYPE_CHECKING:
     from flipgate.run.refs import Ref, Repo
@@ -25,12 +25,12 @@ def sample_request(*, repo: Repo, ref: Ref, path: str, environ: Mapping[str, str
     """`{"messages", "model", "parameters"}` for the generator at `path` of `ref`; `warn` hears
     when the file has no sample, so its inputs rendered empty."""
     data = repo.read_required(ref, path)
-    prompty, rendered = sample_isolated(data, path=path, source=f"{path}@{ref.label}", repo=repo.path,
+    prompt, rendered = sample_isolated(data, path=path, source=f"{path}@{ref.label}", repo=repo.path,
                                         sha=ref.sha, environ=environ, strict_undefined=strict_undefined)
-    if not has_sample(prompty):
+    if not has_sample(prompt):
         warn(f"{path} has no sample: (nor input examples or defaults), so its inputs rendered "
              "empty; add a sample: to see a real request")
-    model, parameters = trusted_request(prompty, environ=environ, endpoint=endpoint,
+    model, parameters = trusted_request(prompt, environ=environ, endpoint=endpoint,
                                         read=repo.reader(ref))
     return {"messages": [dict(m) for m in rendered.messages["sample"]], "model": model,
             "parameters": parameters}

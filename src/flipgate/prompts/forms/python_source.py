@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from flipgate.prompty.forms.python_objects import parse_module, read_text
+from flipgate.prompts.forms.python_objects import parse_module, read_text
 
 
 def constant(text: str, name: str, *, source: str, path: str = "") -> tuple[str, int]:

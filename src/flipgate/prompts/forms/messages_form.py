@@ -7,11 +7,11 @@ a name that holds one) and sent in order, never split."""
 from __future__ import annotations
 
 from flipgate.errors import InputError, Problem, SecurityError
-from flipgate.prompty.forms.python_source import named_text
-from flipgate.prompty.forms.spec import FileReader, FormSpec
-from flipgate.prompty.forms.templates import FORMATS, chat_outline, check_part
-from flipgate.prompty.frontmatter import Prompty
-from flipgate.prompty.parts import ChatPart
+from flipgate.prompts.forms.python_source import named_text
+from flipgate.prompts.forms.spec import FileReader, FormSpec
+from flipgate.prompts.forms.templates import FORMATS, chat_outline, check_part
+from flipgate.prompts.parts import ChatPart
+from flipgate.prompts.prompt import Prompt
 from flipgate.text.parsing import decode_utf8
 
 _DEFAULT_FORMAT = {"python": "fstring", "text": "fstring", "template": "jinja"}
@@ -25,7 +25,7 @@ def file_of(kind: str, value: str) -> str | None:
 
 
 def read(data: bytes, *, path: str, source: str, spec: FormSpec, read: FileReader,
-         max_bytes: int = 512 * 1024) -> Prompty:
+         max_bytes: int = 512 * 1024) -> Prompt:
     label = source.rpartition("@")[2] if "@" in source else ""
     parts: list[ChatPart] = []
     for index, (role, kind, value) in enumerate(spec.messages):
@@ -51,6 +51,6 @@ def read(data: bytes, *, path: str, source: str, spec: FormSpec, read: FileReade
         check_part(part)
         parts.append(part)
     main = decode_utf8(data, source)
-    return Prompty(path=path, source=source, text=main, configuration={}, parameters={},
+    return Prompt(path=path, source=source, text=main, configuration={}, parameters={},
                    template=chat_outline(tuple(parts)), form="messages", format=parts[0].format,
                    chat=tuple(parts))

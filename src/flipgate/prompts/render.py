@@ -36,10 +36,10 @@ from typing import Any
 
 from flipgate.errors import InputError, Problem, SecurityError
 from flipgate.model import Case
-from flipgate.prompty.forms import fstring, github_models, substitute
-from flipgate.prompty.frontmatter import Prompty, split_front_matter
-from flipgate.prompty.mapped import LoopsOverText, wrap_mapped
-from flipgate.prompty.messages import (
+from flipgate.prompts.forms import fstring, github_models, substitute
+from flipgate.prompts.frontmatter import split_front_matter
+from flipgate.prompts.mapped import LoopsOverText, wrap_mapped
+from flipgate.prompts.messages import (
     DATA_MARK,
     Message,
     expand_rich_inputs,
@@ -49,8 +49,9 @@ from flipgate.prompty.messages import (
     split_v2,
     thread_marks,
 )
-from flipgate.prompty.parts import TEXT, ChatPart, keys
-from flipgate.prompty.sandbox import Limits, Refused, check_template, make_environment
+from flipgate.prompts.parts import TEXT, ChatPart, keys
+from flipgate.prompts.prompt import Prompt
+from flipgate.prompts.sandbox import Limits, Refused, check_template, make_environment
 from flipgate.text.parsing import decode_utf8
 
 Reader = Callable[[str], "bytes | None"]
@@ -72,10 +73,10 @@ class Rendered:
     failed: Mapping[str, str] = field(default_factory=dict)
 
 
-def renderable_body(prompty: Prompty) -> str:
+def renderable_body(prompt: Prompt) -> str:
     """The body as the template engine sees it: the front matter (and the blank lines the
     reference drops after it) folded into a comment, so every line keeps its number."""
-    return template_body(prompty.template, mustache=prompty.format == "mustache")
+    return template_body(prompt.template, mustache=prompt.format == "mustache")
 
 
 def template_body(text: str, *, mustache: bool = False) -> str:
@@ -166,18 +167,18 @@ def _check_sizes(name: str, data: bytes, loaded: int, limits: Limits) -> None:
                       f"{limits.max_total_template_bytes:,} bytes together (at {name!r})")
 
 
-def system_name(prompty: Prompty) -> str | None:
+def system_name(prompt: Prompt) -> str | None:
     """How the system message's template is named: its file, or (a constant of the generator's
     own file) that file marked as the system's."""
-    if prompty.system_path is None:
+    if prompt.system_path is None:
         return None
-    return prompty.system_path + (" (system)" if prompty.system_path == prompty.path else "")
+    return prompt.system_path + (" (system)" if prompt.system_path == prompt.path else "")
 
 
 class _RefLoader:
     """Templates of one git ref, by repository path; remembers what it loaded."""
 
-    def __init__(self, main: Prompty, read: Reader, limits: Limits):
+    def __init__(self, main: Prompt, read: Reader, limits: Limits):
         from jinja2 import BaseLoader
 
         self.main, self.read, self.limits = main, read, limits
@@ -225,7 +226,7 @@ class _RefLoader:
 
 # --- static discovery of included files ---------------------------------------------
 
-def referenced_files(prompty: Prompty, *, read: Reader, limits: Limits = Limits()) -> tuple[frozenset[str], bool]:
+def referenced_files(prompt: Prompt, *, read: Reader, limits: Limits = Limits()) -> tuple[frozenset[str], bool]:
     """Files the generator can load (itself, includes, parents, imports), without rendering.
 
     Returns (paths, complete): `complete` is False when a template computes a
@@ -234,23 +235,23 @@ def referenced_files(prompty: Prompty, *, read: Reader, limits: Limits = Limits(
     """
     from jinja2 import TemplateSyntaxError, meta
 
-    if prompty.chat:  # each message's file, and what its Jinja2 templates include
-        files, complete = {prompty.path} | {p.path for p in prompty.chat if p.path}, True
-        for part in prompty.chat:
+    if prompt.chat:  # each message's file, and what its Jinja2 templates include
+        files, complete = {prompt.path} | {p.path for p in prompt.chat if p.path}, True
+        for part in prompt.chat:
             if part.format == "jinja2" and part.placeholder is None:
-                alone = dataclasses.replace(prompty, chat=(), path=part.path or part.source, text=part.text,
+                alone = dataclasses.replace(prompt, chat=(), path=part.path or part.source, text=part.text,
                                             template=part.text, form="template", format="jinja2")
                 more, done = referenced_files(alone, read=read, limits=limits)
                 files |= more - ({part.source} if not part.path else set())
                 complete = complete and done
         return frozenset(files), complete
-    if prompty.format in ("mustache", "fstring", "github", "dollar", "llamaindex"):  # nothing else is read
-        return frozenset({prompty.path} | ({prompty.system_path} if prompty.system_path else set())), True
+    if prompt.format in ("mustache", "fstring", "github", "dollar", "llamaindex"):  # nothing else is read
+        return frozenset({prompt.path} | ({prompt.system_path} if prompt.system_path else set())), True
     env = make_environment(None, limits)
     found: dict[str, bool] = {}
     complete = True
-    total = len(prompty.text.encode("utf-8", "surrogateescape"))
-    queue = [(prompty.path, renderable_body(prompty))]
+    total = len(prompt.text.encode("utf-8", "surrogateescape"))
+    queue = [(prompt.path, renderable_body(prompt))]
     while queue:
         name, source = queue.pop()
         found[name] = True
@@ -331,14 +332,14 @@ def _classify(exc: BaseException, *, loader: _RefLoader) -> tuple[type[InputErro
     return InputError, Problem(path, line, f"template error: {type(exc).__name__}: {exc}")
 
 
-def _checked_template(prompty: Prompty, env: Any, loader: _RefLoader, limits: Limits) -> Any:
+def _checked_template(prompt: Prompt, env: Any, loader: _RefLoader, limits: Limits) -> Any:
     """The compiled generator, after every template it names has been checked."""
     from jinja2 import TemplateNotFound
 
     try:
-        template = env.get_template(prompty.path)
-        paths, _ = referenced_files(prompty, read=loader.read_cached, limits=limits)
-        for path in sorted(paths - {prompty.path}):
+        template = env.get_template(prompt.path)
+        paths, _ = referenced_files(prompt, read=loader.read_cached, limits=limits)
+        for path in sorted(paths - {prompt.path}):
             try:
                 env.get_template(path)
             except TemplateNotFound:
@@ -403,47 +404,47 @@ class _Mustache:
         return text
 
 
-def _variables(prompty: Prompty, values: Mapping[str, Any],
+def _variables(prompt: Prompt, values: Mapping[str, Any],
                marks: Mapping[str, str]) -> dict[str, Any]:
     """What the template sees: the values with role-like data lines marked, and each
     rich (thread, media) input replaced by its marker."""
     variables = mark_data(dict(values))
     for mark, name in marks.items():
         variables[name] = mark
-    return wrap_mapped(variables, prompty.variables) if prompty.format == "jinja2" else variables
+    return wrap_mapped(variables, prompt.variables) if prompt.format == "jinja2" else variables
 
 
-def _messages(prompty: Prompty, text: str, *, values: Mapping[str, Any], marks: Mapping[str, str],
+def _messages(prompt: Prompt, text: str, *, values: Mapping[str, Any], marks: Mapping[str, str],
               read: Reader) -> list[Message]:
-    if prompty.form in ("template", "python"):
+    if prompt.form in ("template", "python"):
         return split_roles(text)
-    if prompty.version == 1:
-        directory = prompty.path.rpartition("/")[0] or "."
+    if prompt.version == 1:
+        directory = prompt.path.rpartition("/")[0] or "."
         return split_v1(text, directory=directory, read=read)
-    messages = split_v2(text, attributes=not prompty.strict_roles)
-    return expand_rich_inputs(messages, marks, values, prompty.rich_inputs)
+    messages = split_v2(text, attributes=not prompt.strict_roles)
+    return expand_rich_inputs(messages, marks, values, prompt.rich_inputs)
 
 
-def jinja_options(prompty: Prompty) -> dict[str, bool]:
+def jinja_options(prompt: Prompt) -> dict[str, bool]:
     """Jinja2's whitespace settings for the generator: `generator.jinja` over the form's own
     default (a Prompty v2 body keeps its final newline, as its runtime does; everything else
     renders with Jinja2's defaults, which drop it). `strip` is the loader's, not Jinja2's."""
-    keep = prompty.version == 2 if prompty.form == "prompty" else False
+    keep = prompt.version == 2 if prompt.form == "prompty" else False
     return {"trim_blocks": False, "lstrip_blocks": False, "keep_trailing_newline": keep,
-            **{key: value for key, value in prompty.jinja.items() if key != "strip"}}
+            **{key: value for key, value in prompt.jinja.items() if key != "strip"}}
 
 
-def _engine(prompty: Prompty, name: str, loader: _RefLoader, *, limits: Limits, strict: bool,
+def _engine(prompt: Prompt, name: str, loader: _RefLoader, *, limits: Limits, strict: bool,
             seen: set[str], fmt: str | None = None, first_line: int = 1,
             where: str | None = None, inline: bool = False) -> Callable[[Mapping[str, Any]], str]:
     """The render of one template of the generator (its body, its system message, or one
     message of a chat, in `fmt`). With `generator.jinja.strip` a Jinja2 template read from the
     repository (not `inline` text of `.flipgate.yml`, not what it includes) is stripped first."""
     source = loader.sources[name]
-    fmt = fmt or prompty.format
+    fmt = fmt or prompt.format
     if fmt in ("fstring", "dollar", "llamaindex"):
-        if name == prompty.path:
-            first_line = prompty.key_lines.get(("template",), 1)
+        if name == prompt.path:
+            first_line = prompt.key_lines.get(("template",), 1)
         where = where or name
         fields = fstring.parse(source, source=where, first_line=first_line) if fmt == "fstring" else ()
         substitute_render = substitute.render_dollar if fmt == "dollar" else substitute.render_llama
@@ -458,12 +459,12 @@ def _engine(prompty: Prompty, name: str, loader: _RefLoader, *, limits: Limits, 
         return render_fields
     if fmt == "mustache":
         return _Mustache(source, strict=strict, limits=limits, seen=seen).render
-    if prompty.jinja.get("strip") and not inline:
+    if prompt.jinja.get("strip") and not inline:
         loader.sources[name] = loader_stripped(source)
     undefined = _strict_undefined(seen) if strict else _recording_undefined(seen)
-    env = make_environment(loader.jinja_loader, limits, undefined=undefined, **jinja_options(prompty))
-    if name == prompty.path and not prompty.chat:
-        template = _checked_template(prompty, env, loader, limits)
+    env = make_environment(loader.jinja_loader, limits, undefined=undefined, **jinja_options(prompt))
+    if name == prompt.path and not prompt.chat:
+        template = _checked_template(prompt, env, loader, limits)
     else:
         try:
             template = env.get_template(name)
@@ -498,20 +499,20 @@ def _history(part: ChatPart, raw: Mapping[str, Any], *, strict: bool, seen: set[
     return [{"role": HISTORY_ROLES[str(e["role"])], "content": e["content"]} for e in entries]
 
 
-def _chat(prompty: Prompty, loader: _RefLoader, *, limits: Limits, strict: bool,
+def _chat(prompt: Prompt, loader: _RefLoader, *, limits: Limits, strict: bool,
           seen: set[str]) -> Callable[[Mapping[str, Any]], list[Message]]:
     """A chat prompt's messages for one case: each part rendered in its own format and sent
     as rendered (never split at role lines or stripped), a placeholder's history in its place."""
     def shown(part: ChatPart) -> str:
-        return part.path if part.path == prompty.path else part.source
+        return part.path if part.path == prompt.path else part.source
     engines = [None if part.placeholder is not None or part.format == TEXT else
-               _engine(prompty, key, loader, limits=limits, strict=strict, seen=seen,
+               _engine(prompt, key, loader, limits=limits, strict=strict, seen=seen,
                        fmt=part.format, first_line=part.line, where=shown(part), inline=not part.path)
-               for part, key in zip(prompty.chat, keys(prompty.chat), strict=True)]
+               for part, key in zip(prompt.chat, keys(prompt.chat), strict=True)]
 
     def produce(raw: Mapping[str, Any]) -> list[Message]:
         messages: list[Message] = []
-        for part, engine in zip(prompty.chat, engines, strict=True):
+        for part, engine in zip(prompt.chat, engines, strict=True):
             if part.placeholder is not None:
                 messages.extend(_history(part, raw, strict=strict, seen=seen, shown=shown(part)))
             else:
@@ -527,22 +528,22 @@ def _unmark_all(text: str) -> str:
     return text.replace(DATA_MARK, "").strip()
 
 
-def _render_github(prompty: Prompty, values: Mapping[str, Mapping[str, Any]], limits: Limits) -> Rendered:
+def _render_github(prompt: Prompt, values: Mapping[str, Mapping[str, Any]], limits: Limits) -> Rendered:
     """A GitHub Models prompt file: each message's `{{name}}` replaced (github_models.py)."""
     messages: dict[str, tuple[Message, ...]] = {}
     for key, raw in values.items():
         rendered = tuple({"role": role, "content": github_models.render_message(content, raw)}
-                         for role, content in prompty.messages)
+                         for role, content in prompt.messages)
         if sum(len(m["content"]) for m in rendered) > limits.max_output_chars:
-            raise SecurityError(Problem(prompty.source, None, "the rendered prompt is longer than "
+            raise SecurityError(Problem(prompt.source, None, "the rendered prompt is longer than "
                                         f"{limits.max_output_chars} characters (case {key})"))
         messages[key] = rendered
-    if not prompty.messages:
-        raise InputError(Problem(prompty.source, prompty.line_of("messages"), "has no message"))
-    return Rendered(messages=messages, loaded=frozenset({prompty.path}))
+    if not prompt.messages:
+        raise InputError(Problem(prompt.source, prompt.line_of("messages"), "has no message"))
+    return Rendered(messages=messages, loaded=frozenset({prompt.path}))
 
 
-def render_values(prompty: Prompty, values: Mapping[str, Mapping[str, Any]], *, read: Reader,
+def render_values(prompt: Prompt, values: Mapping[str, Mapping[str, Any]], *, read: Reader,
                   limits: Limits = Limits(), strict_undefined: bool = False,
                   per_case: bool = False) -> Rendered:
     """Render the messages for each set of input values (by id) in-process
@@ -554,15 +555,15 @@ def render_values(prompty: Prompty, values: Mapping[str, Mapping[str, Any]], *, 
     not all (not one the sandbox refused) is those ids' failure in `Rendered.failed`, not
     the run's: it depends on a case's data. One that fails for every id is the template's.
     """
-    if prompty.form == "github":
-        return _render_github(prompty, values, limits)
-    loader = _RefLoader(prompty, read, limits)
+    if prompt.form == "github":
+        return _render_github(prompt, values, limits)
+    loader = _RefLoader(prompt, read, limits)
     seen: set[str] = set()
-    chat = _chat(prompty, loader, limits=limits, strict=strict_undefined, seen=seen) if prompty.chat else None
-    render = (_engine(prompty, prompty.path, loader, limits=limits, strict=strict_undefined, seen=seen)
+    chat = _chat(prompt, loader, limits=limits, strict=strict_undefined, seen=seen) if prompt.chat else None
+    render = (_engine(prompt, prompt.path, loader, limits=limits, strict=strict_undefined, seen=seen)
               if chat is None else None)
     system = (None if loader.system_name is None else
-              _engine(prompty, loader.system_name, loader, limits=limits, strict=strict_undefined,
+              _engine(prompt, loader.system_name, loader, limits=limits, strict=strict_undefined,
                       seen=seen))
 
     messages: dict[str, tuple[Message, ...]] = {}
@@ -570,17 +571,17 @@ def render_values(prompty: Prompty, values: Mapping[str, Mapping[str, Any]], *, 
     missing: dict[str, tuple[str, str, int | None]] = {}
     failures: dict[tuple[type[InputError], Problem], list[str]] = {}
     for key, raw in values.items():
-        marks = thread_marks(prompty.rich_inputs)
+        marks = thread_marks(prompt.rich_inputs)
         seen.clear()
         try:
             if chat is not None:
                 split = chat(raw)
             else:
                 assert render is not None
-                text = render(_variables(prompty, raw, marks))
-                split = _messages(prompty, text, values=raw, marks=marks, read=loader.read_cached)
+                text = render(_variables(prompt, raw, marks))
+                split = _messages(prompt, text, values=raw, marks=marks, read=loader.read_cached)
             if system is not None:
-                split = [{"role": "system", "content": _unmark_all(system(_variables(prompty, raw, marks)))},
+                split = [{"role": "system", "content": _unmark_all(system(_variables(prompt, raw, marks)))},
                          *split]
         except fstring.MissingName as exc:
             missing[key] = (exc.name, exc.path, exc.line)
@@ -589,14 +590,14 @@ def render_values(prompty: Prompty, values: Mapping[str, Mapping[str, Any]], *, 
             name = _missing_variable(exc, seen) if strict_undefined else None
             if name is not None:
                 path, line = _template_line(exc.__traceback__, loader.sources)
-                missing[key] = (name, path or prompty.path, line)
+                missing[key] = (name, path or prompt.path, line)
                 continue
             failures.setdefault(_classify(exc, loader=loader), []).append(key)
             continue
         for name in sorted(seen):
             undefined_in.setdefault(name, []).append(key)
         if not split:
-            failures.setdefault((InputError, Problem(prompty.path, None, "renders no message")), []).append(key)
+            failures.setdefault((InputError, Problem(prompt.path, None, "renders no message")), []).append(key)
             continue
         messages[key] = tuple(split)
     failed: dict[str, str] = {}
@@ -623,7 +624,7 @@ MAX_MISSING_SHOWN = 10
 
 
 def refuse_missing(rendered: Rendered, cases: Sequence[Case], *, cases_source: str,
-                   template: Prompty) -> None:
+                   template: Prompt) -> None:
     """Exit 2 (InputError) when a strict render found cases that lack a variable the
     template uses: one line a case (the first ten), naming the cases file and line, the
     case id, the variable and the template line that reads it."""
@@ -653,13 +654,13 @@ def refuse_missing(rendered: Rendered, cases: Sequence[Case], *, cases_source: s
     raise InputError(problems)
 
 
-def render_cases(prompty: Prompty, cases: Sequence[Case], *, read: Reader,
+def render_cases(prompt: Prompt, cases: Sequence[Case], *, read: Reader,
                  limits: Limits = Limits(), strict_undefined: bool = False,
                  cases_source: str = "cases") -> Rendered:
     """Every case's messages, by case id; a case's fields are the template's variables
     (v2 input defaults fill the ones a case lacks)."""
-    values = {case.id: prompty.with_defaults(case.template_vars()) for case in cases}
-    rendered = render_values(prompty, values, read=read, limits=limits,
+    values = {case.id: prompt.with_defaults(case.template_vars()) for case in cases}
+    rendered = render_values(prompt, values, read=read, limits=limits,
                              strict_undefined=strict_undefined)
-    refuse_missing(rendered, cases, cases_source=cases_source, template=prompty)
+    refuse_missing(rendered, cases, cases_source=cases_source, template=prompt)
     return rendered

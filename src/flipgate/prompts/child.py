@@ -33,12 +33,13 @@ from typing import Any
 from flipgate.errors import InputError, Problem, SecurityError
 from flipgate.git import repository as gitrefs
 from flipgate.model import Case
-from flipgate.prompty.forms import FormSpec, names_read, prompty_file, read_generator
-from flipgate.prompty.frontmatter import InputSpec, Prompty, data_files
-from flipgate.prompty.parts import ChatPart
-from flipgate.prompty.references import has_sample, sample_values
-from flipgate.prompty.render import Rendered, referenced_files, refuse_missing, render_values
-from flipgate.prompty.sandbox import Limits
+from flipgate.prompts.forms import FormSpec, names_read, prompty_file, read_generator
+from flipgate.prompts.frontmatter import data_files
+from flipgate.prompts.parts import ChatPart
+from flipgate.prompts.prompt import InputSpec, Prompt
+from flipgate.prompts.references import has_sample, sample_values
+from flipgate.prompts.render import Rendered, referenced_files, refuse_missing, render_values
+from flipgate.prompts.sandbox import Limits
 
 # What the child may see of the environment: enough to start Python and run git.
 # An allowlist, because secrets hide under any name (GH_PAT, DATABASE_URL, a proxy
@@ -60,7 +61,7 @@ def child_environment(environ: Mapping[str, str]) -> dict[str, str]:
 class Inspected:
     """A generator parsed in the child, and the files it can load (see `referenced_files`)."""
 
-    prompty: Prompty
+    prompt: Prompt
     files: frozenset[str]
     complete: bool
     names: frozenset[str] | None = None   # the names its templates read (None: not known)
@@ -78,7 +79,7 @@ def check_size(data: bytes, *, source: str, limits: Limits) -> None:
 def _run_child(request: dict[str, Any], *, source: str, limits: Limits,
                environ: Mapping[str, str], what: str) -> dict[str, Any]:
     request["limits"] = dataclasses.asdict(limits)
-    command = [sys.executable, "-c", "from flipgate.prompty.child import main; main()"]
+    command = [sys.executable, "-c", "from flipgate.prompts.child import main; main()"]
     try:
         result = subprocess.run(command, input=json.dumps(request).encode("utf-8"),
                                 capture_output=True, timeout=limits.timeout_seconds, check=False,
@@ -112,35 +113,35 @@ def inspect_isolated(data: bytes, *, path: str, source: str, repo: str | os.Path
                          "form": dataclasses.asdict(form)},
                         source=source, limits=limits, environ=environ, what="reading the generator")
     names = answer.get("names")
-    return Inspected(prompty=_prompty_from_json(answer["prompty"]), files=frozenset(answer["files"]),
+    return Inspected(prompt=_prompt_from_json(answer["prompt"]), files=frozenset(answer["files"]),
                      complete=answer["complete"], names=None if names is None else frozenset(names))
 
 
 def sample_isolated(data: bytes, *, path: str, source: str, repo: str | os.PathLike[str], sha: str,
                     environ: Mapping[str, str], limits: Limits = Limits(),
-                    strict_undefined: bool = False) -> tuple[Prompty, Rendered]:
+                    strict_undefined: bool = False) -> tuple[Prompt, Rendered]:
     """Parse a generator and render its own sample (`replay --sample`), in one child."""
     check_size(data, source=source, limits=limits)
     answer = _run_child({"job": "sample", "path": path, "source": source,
                          "text": data.decode("utf-8", "surrogateescape"), "repo": str(repo), "sha": sha,
                          "strict_undefined": strict_undefined},
                         source=source, limits=limits, environ=environ, what="rendering the sample")
-    return _prompty_from_json(answer["prompty"]), _rendered_from_json(answer)
+    return _prompt_from_json(answer["prompt"]), _rendered_from_json(answer)
 
 
 def sample_values_isolated(data: bytes, *, path: str, source: str, repo: str | os.PathLike[str],
                            sha: str, environ: Mapping[str, str],
-                           limits: Limits = Limits()) -> tuple[Prompty, dict[str, Any]]:
+                           limits: Limits = Limits()) -> tuple[Prompt, dict[str, Any]]:
     """Parse a generator and read its own sample's values (what `flipgate init` turns into
     a first case), in the child; nothing is rendered."""
     check_size(data, source=source, limits=limits)
     answer = _run_child({"job": "values", "path": path, "source": source,
                          "text": data.decode("utf-8", "surrogateescape"), "repo": str(repo), "sha": sha},
                         source=source, limits=limits, environ=environ, what="reading the sample")
-    return _prompty_from_json(answer["prompty"]), answer["values"]
+    return _prompt_from_json(answer["prompt"]), answer["values"]
 
 
-def render_isolated(prompty: Prompty, cases: Sequence[Case], *, repo: str | os.PathLike[str],
+def render_isolated(prompt: Prompt, cases: Sequence[Case], *, repo: str | os.PathLike[str],
                     sha: str, environ: Mapping[str, str] | None = None, limits: Limits = Limits(),
                     strict_undefined: bool = False, cases_source: str = "cases",
                     per_case: bool = False) -> Rendered:
@@ -149,25 +150,25 @@ def render_isolated(prompty: Prompty, cases: Sequence[Case], *, repo: str | os.P
     SecurityError: the template, not the machine, is at fault. Strict, a case that
     lacks a variable the template uses is an InputError naming `cases_source` and its line.
     `per_case`: a case whose render fails is named in `Rendered.failed` (see render_values)."""
-    values = {case.id: prompty.with_defaults(case.template_vars()) for case in cases}
-    rendered = render_values_isolated(prompty, values, repo=repo, sha=sha, environ=environ or {},
+    values = {case.id: prompt.with_defaults(case.template_vars()) for case in cases}
+    rendered = render_values_isolated(prompt, values, repo=repo, sha=sha, environ=environ or {},
                                       limits=limits, strict_undefined=strict_undefined,
                                       per_case=per_case)
-    refuse_missing(rendered, cases, cases_source=cases_source, template=prompty)
+    refuse_missing(rendered, cases, cases_source=cases_source, template=prompt)
     return rendered
 
 
-def render_values_isolated(prompty: Prompty, values: Mapping[str, Mapping[str, Any]], *,
+def render_values_isolated(prompt: Prompt, values: Mapping[str, Mapping[str, Any]], *,
                            repo: str | os.PathLike[str], sha: str, environ: Mapping[str, str],
                            limits: Limits = Limits(), strict_undefined: bool = False,
                            per_case: bool = False) -> Rendered:
-    answer = _run_child({"job": "render", "path": prompty.path, "source": prompty.source,
-                         "text": prompty.text, "repo": str(repo), "sha": sha,
-                         "form": {"form": prompty.form},
-                         "prompty": None if prompty.form == "prompty" else _prompty_to_json(prompty),
+    answer = _run_child({"job": "render", "path": prompt.path, "source": prompt.source,
+                         "text": prompt.text, "repo": str(repo), "sha": sha,
+                         "form": {"form": prompt.form},
+                         "prompt": None if prompt.form == "prompty" else _prompt_to_json(prompt),
                          "values": {key: dict(v) for key, v in values.items()},
                          "strict_undefined": strict_undefined, "per_case": per_case},
-                        source=prompty.source, limits=limits, environ=environ, what="rendering")
+                        source=prompt.source, limits=limits, environ=environ, what="rendering")
     return _rendered_from_json(answer)
 
 
@@ -182,37 +183,37 @@ def _rendered_from_json(answer: dict[str, Any]) -> Rendered:
 
 # --- the Prompty as JSON, across the process boundary ---------------------------------
 
-def _prompty_to_json(prompty: Prompty) -> dict[str, Any]:
-    fields = dataclasses.asdict(prompty)
-    fields["key_lines"] = [[list(key), line] for key, line in prompty.key_lines.items()]
-    fields["aliases"] = [[list(k), list(v)] for k, v in prompty.aliases.items()]
+def _prompt_to_json(prompt: Prompt) -> dict[str, Any]:
+    fields = dataclasses.asdict(prompt)
+    fields["key_lines"] = [[list(key), line] for key, line in prompt.key_lines.items()]
+    fields["aliases"] = [[list(k), list(v)] for k, v in prompt.aliases.items()]
     return fields
 
 
-def _prompty_from_json(fields: dict[str, Any]) -> Prompty:
+def _prompt_from_json(fields: dict[str, Any]) -> Prompt:
     fields = dict(fields)
     fields["key_lines"] = {tuple(key): line for key, line in fields["key_lines"]}
     fields["aliases"] = {tuple(k): tuple(v) for k, v in fields["aliases"]}
     fields["inputs"] = tuple(InputSpec(**spec) for spec in fields["inputs"])
     fields["messages"] = tuple((role, content) for role, content in fields["messages"])
     fields["chat"] = tuple(ChatPart(**part) for part in fields.get("chat", ()))
-    return Prompty(**fields)
+    return Prompt(**fields)
 
 
-def _plain_json(prompty: Prompty) -> None:
+def _plain_json(prompt: Prompt) -> None:
     """Front matter values must survive JSON unchanged (no dates or binary in parameters)."""
-    for name, value in prompty.parameters.items():
+    for name, value in prompt.parameters.items():
         try:
             json.dumps(value, allow_nan=False)
         except (TypeError, ValueError):
-            raise InputError(Problem(prompty.source, prompty.line_of("model", "parameters", name),
+            raise InputError(Problem(prompt.source, prompt.line_of("model", "parameters", name),
                                      f"model.parameters.{name} must be plain JSON data")) from None
-    for label, value in (("sample", prompty.sample),
-                         *((f"inputs.{s.name}", [s.default, s.example]) for s in prompty.inputs)):
+    for label, value in (("sample", prompt.sample),
+                         *((f"inputs.{s.name}", [s.default, s.example]) for s in prompt.inputs)):
         try:
             json.dumps(value, allow_nan=False)
         except (TypeError, ValueError):
-            raise InputError(Problem(prompty.source, prompty.line_of(*label.split(".")),
+            raise InputError(Problem(prompt.source, prompt.line_of(*label.split(".")),
                                      f"'{label}' must be plain JSON data")) from None
 
 
@@ -244,45 +245,45 @@ def _job(request: dict[str, Any], limits: Limits) -> dict[str, Any]:
     data = request["text"].encode("utf-8", "surrogateescape")
     extra_files: set[str] = set()
     if spec.form == "prompty":
-        parsed, prompty = prompty_file.read_parsed(data, path=request["path"], source=request["source"],
+        parsed, prompt = prompty_file.read_parsed(data, path=request["path"], source=request["source"],
                                                    read=read)
         extra_files = data_files(parsed)
     elif request["job"] == "render":
-        prompty = _prompty_from_json(request["prompty"])  # read by an earlier child, as sent back
+        prompt = _prompt_from_json(request["prompt"])  # read by an earlier child, as sent back
     else:
-        prompty = read_generator(data, path=request["path"], source=request["source"], spec=spec,
+        prompt = read_generator(data, path=request["path"], source=request["source"], spec=spec,
                                  read=read)
         if request["job"] in ("sample", "values"):
             raise InputError(Problem(request["source"], None, f"a {spec.form} generator has no "
                                      "sample of its own (only a Prompty file does)"))
     if request["job"] == "inspect" and spec.form != "prompty":
-        _plain_json(prompty)
-        read_names = names_read(prompty)
-        files, complete = referenced_files(prompty, read=read, limits=limits)  # a Jinja2 include
-        files = files | ({prompty.system_path} if prompty.system_path else set())
-        return {"prompty": _prompty_to_json(prompty), "files": sorted(files), "complete": complete,
+        _plain_json(prompt)
+        read_names = names_read(prompt)
+        files, complete = referenced_files(prompt, read=read, limits=limits)  # a Jinja2 include
+        files = files | ({prompt.system_path} if prompt.system_path else set())
+        return {"prompt": _prompt_to_json(prompt), "files": sorted(files), "complete": complete,
                 "names": sorted(read_names.names) if read_names.known else None}
     if request["job"] == "inspect":
-        _plain_json(prompty)
-        files, complete = referenced_files(prompty, read=read, limits=limits)
-        files = files | extra_files | data_files(prompty)
-        return {"prompty": _prompty_to_json(prompty), "files": sorted(files), "complete": complete,
+        _plain_json(prompt)
+        files, complete = referenced_files(prompt, read=read, limits=limits)
+        files = files | extra_files | data_files(prompt)
+        return {"prompt": _prompt_to_json(prompt), "files": sorted(files), "complete": complete,
                 "names": None}
     if request["job"] == "values":
-        _plain_json(prompty)
-        return {"prompty": _prompty_to_json(prompty), "values": sample_values(prompty, read=read)}
+        _plain_json(prompt)
+        return {"prompt": _prompt_to_json(prompt), "values": sample_values(prompt, read=read)}
     strict = request["strict_undefined"]
     if request["job"] == "sample":
-        _plain_json(prompty)
-        values = {"sample": sample_values(prompty, read=read)}
-        strict = strict and has_sample(prompty)  # without one, every input renders empty
+        _plain_json(prompt)
+        values = {"sample": sample_values(prompt, read=read)}
+        strict = strict and has_sample(prompt)  # without one, every input renders empty
     else:
         values = request["values"]
-    rendered = render_values(prompty, values, read=read, limits=limits, strict_undefined=strict,
+    rendered = render_values(prompt, values, read=read, limits=limits, strict_undefined=strict,
                              per_case=bool(request.get("per_case")))
     if request["job"] == "sample" and rendered.missing:
         name, path, line = rendered.missing["sample"]
-        raise InputError(Problem(request["source"] if path == prompty.path else path, line,
+        raise InputError(Problem(request["source"] if path == prompt.path else path, line,
                                  f"the sample has no {name!r}, which the template reads here "
                                  "(add it to the sample; generator.strict_undefined: false "
                                  "renders it empty)"))
@@ -292,7 +293,7 @@ def _job(request: dict[str, Any], limits: Limits) -> dict[str, Any]:
            "missing": {k: list(v) for k, v in rendered.missing.items()},
            "failed": dict(rendered.failed)}
     if request["job"] == "sample":
-        out["prompty"] = _prompty_to_json(prompty)
+        out["prompt"] = _prompt_to_json(prompt)
     return out
 
 

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from flipgate.errors import InputError, Problem
-from flipgate.prompty.forms.fstring import MissingName
+from flipgate.prompts.forms.fstring import MissingName
 
 _LLAMA_FIELD = re.compile(r"\{([^{}]+)\}")
 _LLAMA_NAME = re.compile(r"\{([a-zA-Z_][a-zA-Z0-9_]*(?:\.[a-zA-Z_][a-zA-Z0-9_]*)*)\}")

@@ -6,11 +6,11 @@ from __future__ import annotations
 import re
 
 from flipgate.errors import InputError, Problem, SecurityError
-from flipgate.prompty.forms import fstring, substitute
-from flipgate.prompty.forms.python_source import constant
-from flipgate.prompty.forms.spec import FileReader, FormSpec
-from flipgate.prompty.frontmatter import Prompty
-from flipgate.prompty.parts import TEXT, ChatPart
+from flipgate.prompts.forms import fstring, substitute
+from flipgate.prompts.forms.python_source import constant
+from flipgate.prompts.forms.spec import FileReader, FormSpec
+from flipgate.prompts.parts import TEXT, ChatPart
+from flipgate.prompts.prompt import Prompt
 from flipgate.text.parsing import decode_utf8
 
 # `.flipgate.yml` spells the formats for people; the renderer's names.
@@ -44,19 +44,19 @@ def chat_outline(parts: tuple[ChatPart, ...]) -> str:
                         else f"{part.role}:\n{part.text}" for part in parts)
 
 
-def names(prompty: Prompty) -> frozenset[str] | None:
+def names(prompt: Prompt) -> frozenset[str] | None:
     """The names the template (and its system message, or each message of a chat) read;
     None when a Jinja2 template includes, imports or extends another (what that reads is not
     counted here)."""
-    if prompty.chat:
-        texts = [(p.text, p.format) for p in prompty.chat if p.placeholder is None]
-        placeholders = {p.placeholder for p in prompty.chat if p.placeholder is not None}
+    if prompt.chat:
+        texts = [(p.text, p.format) for p in prompt.chat if p.placeholder is None]
+        placeholders = {p.placeholder for p in prompt.chat if p.placeholder is not None}
     else:
-        texts = [(t, prompty.format) for t in (prompty.template, prompty.system) if t is not None]
+        texts = [(t, prompt.format) for t in (prompt.template, prompt.system) if t is not None]
         placeholders = set()
     found: set[str] = set(placeholders)
     for text, fmt in texts:
-        read = _names(text, fmt, prompty.source)
+        read = _names(text, fmt, prompt.source)
         if read is None:
             return None
         found |= read

@@ -11,7 +11,7 @@ body. They differ in how they spell the rest:
   connection, options}`, `inputs` / `outputs` as typed lists or mappings
   with defaults and examples, `tools`, `template: {format: {kind}, parser}`.
 
-Whatever the version, the result is a `Prompty` whose `configuration` uses
+Whatever the version, the result is a `Prompt` whose `configuration` uses
 v1's names (the endpoint lock compares them) and whose `parameters` are the
 chat-completion body fields the reference runtime would send. Values stay
 raw here: `${env:...}` and `${file:...}` are resolved later, and only where
@@ -26,16 +26,13 @@ import dataclasses
 import datetime
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from flipgate.errors import InputError, Problem, SecurityError
-from flipgate.prompty.parts import ChatPart
+from flipgate.prompts.prompt import InputSpec, Prompt
 from flipgate.text.parsing import decode_utf8, load_yaml_located
 
 FORMATS = ("jinja2", "mustache")
-# v2 input kinds whose value is not text but structure (a conversation, a media part).
-RICH_KINDS = frozenset({"thread", "image", "file", "audio"})
 # v2 `model.options` names and the chat-completion field each becomes (the reference's own map).
 V2_OPTIONS = {
     "frequencyPenalty": "frequency_penalty", "maxOutputTokens": "max_completion_tokens",
@@ -48,102 +45,6 @@ V2_PROVIDERS = {"openai": "openai", "azure": "azure_openai", "foundry": "azure_o
                 "azure_openai": "azure_openai"}
 # What the reference drops for OpenAI reasoning models, and the one option only they take.
 _REASONING_DROPPED = ("temperature", "top_p", "top_k", "frequency_penalty", "presence_penalty")
-
-
-@dataclass(frozen=True)
-class InputSpec:
-    """One declared input: its name, kind and the values a sample run uses."""
-
-    name: str
-    kind: str = "string"
-    default: Any = None
-    example: Any = None
-    required: bool = False
-
-
-@dataclass(frozen=True)
-class Prompty:
-    """A parsed generator; `configuration` and `parameters` are raw (unexpanded)."""
-
-    path: str        # repository path
-    source: str      # how messages name it, e.g. "prompts/answer.prompty@1a2b3c4d5e6f"
-    text: str
-    configuration: Mapping[str, Any]
-    parameters: Mapping[str, Any]
-    template: str    # the body, front matter blanked so line numbers are the file's
-    key_lines: Mapping[tuple[str, ...], int] = field(default_factory=dict)
-    version: int = 1
-    format: str = "jinja2"
-    api: str = "chat"
-    inputs: tuple[InputSpec, ...] = ()
-    sample: Any = None           # v1 `sample:` as written (a mapping, or "${file:...}")
-    strict_roles: bool = False   # v2 `template.format.strict`: attributes on role lines dropped
-    base: str | None = None      # v1 `base:`: a Prompty file whose settings this one inherits
-    inputs_file: str | None = None   # v2 `inputs: ${file:schema.json}`, read from the same ref
-    # Where a v2 spelling sits in the file, for messages that name v1's keys.
-    aliases: Mapping[tuple[str, ...], tuple[str, ...]] = field(default_factory=dict)
-    # The other forms (prompty/forms): which one, a GitHub Models file's messages (role,
-    # content), a system message from its own file, and template names <- case fields.
-    form: str = "prompty"
-    messages: tuple[tuple[str, str], ...] = ()
-    system: str | None = None
-    system_path: str | None = None
-    variables: Mapping[str, str] = field(default_factory=dict)
-    # A chat prompt as the application builds it (a prompt object, `generator.messages`):
-    # its messages in order, each rendered in its own format; and `generator.jinja`.
-    chat: tuple[ChatPart, ...] = ()
-    jinja: Mapping[str, bool] = field(default_factory=dict)
-
-    @property
-    def body(self) -> str:
-        """The message templates alone, as a reviewer wants to diff them."""
-        return self.template.lstrip("\n")
-
-    @property
-    def model(self) -> str | None:
-        value = self.configuration.get("model") or self.configuration.get("azure_deployment")
-        return value if isinstance(value, str) else None
-
-    @property
-    def model_key(self) -> str:
-        """The configuration key that names the model (the Azure deployment, if given)."""
-        return "azure_deployment" if "azure_deployment" in self.configuration else "model"
-
-    @property
-    def rich_inputs(self) -> dict[str, str]:
-        return {spec.name: spec.kind for spec in self.inputs if spec.kind in RICH_KINDS}
-
-    def line_of(self, *key: str) -> int | None:
-        key = self.aliases.get(key, key)
-        for length in range(len(key), 0, -1):
-            if (line := self.key_lines.get(key[:length])) is not None:
-                return line
-        return None
-
-    def sample_inputs(self) -> dict[str, Any]:
-        """The inputs of a dry run (`replay --sample`), before `${file:}` in `sample`
-        is resolved: v1's `sample`, v2's examples; declared defaults fill the gaps."""
-        values: dict[str, Any] = {}
-        if isinstance(self.sample, dict):
-            values.update(self.sample)
-        for spec in self.inputs:
-            if spec.name not in values and spec.example is not None:
-                values[spec.name] = spec.example
-        return values
-
-    def with_defaults(self, values: Mapping[str, Any]) -> dict[str, Any]:
-        """`values`, plus each declared v2 default it lacks (v1 applies none, as its runtime)."""
-        filled = dict(values)
-        for name, case_field in self.variables.items():
-            if case_field in values:
-                filled[name] = values[case_field]
-            else:
-                filled.pop(name, None)  # strict: named as missing, with the field it maps to
-        if self.version == 2:
-            for spec in self.inputs:
-                if spec.name not in filled and spec.default is not None:
-                    filled[spec.name] = spec.default
-        return filled
 
 
 def _scalar_text(value: Any) -> Any:
@@ -440,7 +341,7 @@ def _v2_model(front: Mapping[str, Any], reader: _Reader
     return str(model.get("apiType", "chat")), configuration, parameters, aliases
 
 
-def parse_prompty(data: bytes | str, *, path: str, source: str | None = None) -> Prompty:
+def parse_prompty(data: bytes | str, *, path: str, source: str | None = None) -> Prompt:
     """Parse a Prompty file (v1 or v2); every problem names the file and line."""
     source = source or path
     text = decode_utf8(data, source)
@@ -482,34 +383,34 @@ def parse_prompty(data: bytes | str, *, path: str, source: str | None = None) ->
         raise InputError(reader.problems)
     lines = text.split("\n")
     blanked = "\n" * body_start + "\n".join(lines[body_start:])
-    return Prompty(path=path, source=source, text=text, configuration=configuration,
+    return Prompt(path=path, source=source, text=text, configuration=configuration,
                    parameters=parameters, template=blanked, key_lines=key_lines, version=version,
                    format=template_format, api=api, inputs=inputs, sample=sample,
                    strict_roles=strict_roles, aliases=aliases, base=base,
                    inputs_file=front["inputs"] if isinstance(front.get("inputs"), str) else None)
 
 
-def with_inputs(prompty: Prompty, loaded: Any) -> Prompty:
+def with_inputs(prompt: Prompt, loaded: Any) -> Prompt:
     """The inputs an `inputs: ${file:...}` reference names, once read."""
-    reader = _Reader(prompty.source, prompty.key_lines)
+    reader = _Reader(prompt.source, prompt.key_lines)
     inputs = _inputs(loaded, "inputs", reader)
     if reader.problems:
         raise InputError(reader.problems)
-    return dataclasses.replace(prompty, inputs=inputs, inputs_file=None)
+    return dataclasses.replace(prompt, inputs=inputs, inputs_file=None)
 
 
 _FILE_REFERENCE = re.compile(r"^\s*\$\{file:([^}]+)\}\s*$")
 _MARKDOWN_IMAGE = re.compile(r"!\[[^\]]*\]\(([^)\s\"]+)")
 
 
-def data_files(prompty: Prompty) -> set[str]:
+def data_files(prompt: Prompt) -> set[str]:
     """Files of the same ref the generator reads besides templates (`base:`, `${file:...}`
     in its settings, local markdown images), as repository paths: a change to any of them
     is a prompt change."""
     import posixpath
 
-    directory = posixpath.dirname(prompty.path)
-    found: list[str] = [prompty.base] if prompty.base else []
+    directory = posixpath.dirname(prompt.path)
+    found: list[str] = [prompt.base] if prompt.base else []
 
     def walk(value: Any) -> None:
         if isinstance(value, str) and (match := _FILE_REFERENCE.match(value)):
@@ -521,15 +422,15 @@ def data_files(prompty: Prompty) -> set[str]:
             for item in value:
                 walk(item)
 
-    walk([dict(prompty.parameters), prompty.sample, prompty.inputs_file])
-    if prompty.version == 1:
-        found += [url for url in _MARKDOWN_IMAGE.findall(prompty.template)
+    walk([dict(prompt.parameters), prompt.sample, prompt.inputs_file])
+    if prompt.version == 1:
+        found += [url for url in _MARKDOWN_IMAGE.findall(prompt.template)
                   if not url.startswith(("http", "data"))]
     paths = {posixpath.normpath(posixpath.join(directory, name)) for name in found}
     return {p for p in paths if not p.startswith("..") and not p.startswith("/")}
 
 
-def inherit(top: Prompty, base: Prompty) -> Prompty:
+def inherit(top: Prompt, base: Prompt) -> Prompt:
     """v1 `base:`: the base's configuration, parameters and sample fill what `top` lacks."""
     def under(mine: Any, theirs: Any) -> Any:
         if isinstance(mine, dict) and isinstance(theirs, dict):

@@ -29,7 +29,7 @@ import textwrap
 from dataclasses import dataclass, field
 
 from flipgate.errors import InputError, Problem
-from flipgate.prompty.parts import TEXT, ChatPart
+from flipgate.prompts.parts import TEXT, ChatPart
 
 MAX_DEPTH = 64
 _TOO_DEEP = "{name} is built from names or parts nested more than " + str(MAX_DEPTH) + " deep; refused"

@@ -27,8 +27,8 @@ from decimal import Decimal
 from typing import Any
 
 from flipgate.errors import InputError, Problem
-from flipgate.prompty.forms.spec import FileReader, FormSpec
-from flipgate.prompty.frontmatter import Prompty
+from flipgate.prompts.forms.spec import FileReader, FormSpec
+from flipgate.prompts.prompt import Prompt
 from flipgate.text.parsing import decode_utf8, load_yaml_located
 
 ROLES = ("system", "user", "assistant")
@@ -47,7 +47,7 @@ def _text(value: Any) -> str | None:
     return None
 
 
-def read(data: bytes, *, path: str, source: str, spec: FormSpec, read: FileReader) -> Prompty:
+def read(data: bytes, *, path: str, source: str, spec: FormSpec, read: FileReader) -> Prompt:
     text = decode_utf8(data, source)
     loaded, lines = load_yaml_located(text, source=source)
     if not isinstance(loaded, dict):
@@ -72,7 +72,7 @@ def read(data: bytes, *, path: str, source: str, spec: FormSpec, read: FileReade
     key_lines = {("model", "configuration", "model"): lines.get(("model",), 1),
                  ("model",): lines.get(("model",), 1),
                  ("model", "parameters"): lines.get(("modelParameters",), 1)}
-    return Prompty(path=path, source=source, text=text, configuration={"model": model} if model else {},
+    return Prompt(path=path, source=source, text=text, configuration={"model": model} if model else {},
                    parameters=parameters, template=text, key_lines=key_lines, form="github",
                    format="github", messages=tuple(messages))
 
@@ -165,24 +165,24 @@ def _messages(value: Any, bad: Any) -> list[tuple[str, str]]:
     return messages
 
 
-def placeholders(prompty: Prompty) -> frozenset[str]:
+def placeholders(prompt: Prompt) -> frozenset[str]:
     """Every `{{name}}` the messages hold (exact text between the braces)."""
-    return frozenset(match.group(1) for _, content in prompty.messages
+    return frozenset(match.group(1) for _, content in prompt.messages
                      for match in _PLACEHOLDER.finditer(content))
 
 
-def spaced_placeholder_warnings(prompty: Prompty) -> list[str]:
+def spaced_placeholder_warnings(prompt: Prompt) -> list[str]:
     """A warning, naming the file and line, for each placeholder with spaces inside its
     braces (`{{ question }}`): GitHub Models replaces only the exact `{{question}}`, so
     it goes to the model as written, in every row, and nothing else would say so."""
     warnings = []
-    for name in sorted(placeholders(prompty)):
+    for name in sorted(placeholders(prompt)):
         if not name.strip() or name == name.strip():
             continue
         written = "{{" + name + "}}"
-        at = prompty.text.find(written)
-        where = (f"{prompty.source}:{prompty.text.count(chr(10), 0, at) + 1}" if at >= 0
-                 else prompty.source)
+        at = prompt.text.find(written)
+        where = (f"{prompt.source}:{prompt.text.count(chr(10), 0, at) + 1}" if at >= 0
+                 else prompt.source)
         warnings.append(f"Warning: {where}: {written} is sent to the model as written: GitHub "
                         f"Models replaces only {{{{{name.strip()}}}}}, without spaces inside "
                         "the braces; write it that way")

@@ -1,6 +1,6 @@
 """The generator's forms, one reader a form behind one small interface.
 
-Each reader turns a file's bytes into a `Prompty` (the one shape the rest of
+Each reader turns a file's bytes into a `Prompt` (the one shape the rest of
 flipgate renders, locks and compares): `prompty_file` (a Prompty file),
 `github_models` (a GitHub Models `.prompt.yml`), `template_file` (a Jinja2,
 f-string or Mustache template), `python_constant` (a prompt in a Python file, read
@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from flipgate.prompty.forms import (
+from flipgate.prompts.forms import (
     github_models,
     messages_form,
     prompty_file,
@@ -22,10 +22,10 @@ from flipgate.prompty.forms import (
     template_file,
     templates,
 )
-from flipgate.prompty.forms.spec import FileReader, FormSpec
-from flipgate.prompty.frontmatter import Prompty
+from flipgate.prompts.forms.spec import FileReader, FormSpec
+from flipgate.prompts.prompt import Prompt
 
-Read = Callable[..., Prompty]
+Read = Callable[..., Prompt]
 
 READERS: dict[str, Read] = {
     "prompty": prompty_file.read,
@@ -36,7 +36,7 @@ READERS: dict[str, Read] = {
 }
 
 
-def read_generator(data: bytes, *, path: str, source: str, spec: FormSpec, read: FileReader) -> Prompty:
+def read_generator(data: bytes, *, path: str, source: str, spec: FormSpec, read: FileReader) -> Prompt:
     """The generator in `data`, read as its form says (`read`: files of the same ref)."""
     return READERS[spec.form](data, path=path, source=source, spec=spec, read=read)
 
@@ -50,11 +50,11 @@ class NamesRead:
     known: bool = True
 
 
-def names_read(prompty: Prompty) -> NamesRead:
-    if prompty.form == "github":
-        return NamesRead(github_models.placeholders(prompty))
-    if prompty.form in ("template", "python", "messages"):
-        names = templates.names(prompty)
+def names_read(prompt: Prompt) -> NamesRead:
+    if prompt.form == "github":
+        return NamesRead(github_models.placeholders(prompt))
+    if prompt.form in ("template", "python", "messages"):
+        names = templates.names(prompt)
         return NamesRead(frozenset(), known=False) if names is None else NamesRead(names)
     return NamesRead(frozenset(), known=False)
 

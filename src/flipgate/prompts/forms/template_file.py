@@ -9,18 +9,18 @@ delimiter changes are refused; `{{name}}`, `{{{name}}}` and `{{&name}}` are read
 
 from __future__ import annotations
 
-from flipgate.prompty.forms.spec import FileReader, FormSpec
-from flipgate.prompty.forms.templates import FORMATS, check, read_system
-from flipgate.prompty.frontmatter import Prompty
+from flipgate.prompts.forms.spec import FileReader, FormSpec
+from flipgate.prompts.forms.templates import FORMATS, check, read_system
+from flipgate.prompts.prompt import Prompt
 from flipgate.text.parsing import decode_utf8
 
 
 def read(data: bytes, *, path: str, source: str, spec: FormSpec, read: FileReader,
-         max_bytes: int = 512 * 1024) -> Prompty:
+         max_bytes: int = 512 * 1024) -> Prompt:
     text = decode_utf8(data, source)
     fmt = FORMATS[spec.format or "jinja"]
     check(text, fmt, source=source)
     system, system_path = read_system(spec, fmt, read=read, source=source, max_bytes=max_bytes)
-    return Prompty(path=path, source=source, text=text, configuration={}, parameters={},
+    return Prompt(path=path, source=source, text=text, configuration={}, parameters={},
                    template=text, form="template", format=fmt, system=system,
                    system_path=system_path)
