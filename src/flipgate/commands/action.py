@@ -35,4 +35,4 @@ def action(cache_dir: str, no_cache: bool, concurrency: int | None, verbose: boo
     # Files written into the workspace stay readable by its owner and by actions/cache.
     os.umask(0o022)
     options = CheckOptions(cache=None if no_cache else Path(cache_dir), concurrency=concurrency)
-    sys.exit(main(options=options))
+    sys.exit(main(os.environ, options=options))

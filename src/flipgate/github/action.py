@@ -178,11 +178,12 @@ def outcome_of_failure(exc: BaseException, *, head_sha: str, about: str = "") ->
 
 # -- steps ----------------------------------------------------------------------
 
-def main(environ: MutableMapping[str, str] | None = None, *, check: CheckRunner | None = None,
+def main(environ: MutableMapping[str, str], *, check: CheckRunner | None = None,
          api_factory: Callable[[Settings], RepoAPI] = connect_api,
          stream: TextIO | None = None, options: CheckOptions | None = None) -> int:
+    """The action, start to end: `environ` is the process's environment, handed in by the
+    edge (`commands/action.py`); the model keys' inputs are exported into it."""
     options = options or CheckOptions()
-    environ = os.environ if environ is None else environ
     workflow = Workflow.from_env(environ, stream=stream or sys.stdout)
     try:
         settings = Settings.from_env(environ)
