@@ -62,3 +62,10 @@ def test_every_package_says_what_it_owns() -> None:
     for init in PACKAGE.glob("*/__init__.py"):
         text = init.read_text(encoding="utf-8").strip()
         assert text.startswith('"""'), f"{init} has no docstring"
+
+
+def test_no_module_grows_past_800_lines() -> None:
+    # A newcomer reads a module whole; past this, split it by job (CONTRIBUTING.md).
+    long = {str(path.relative_to(PACKAGE)): lines for path in PACKAGE.rglob("*.py")
+            if (lines := len(path.read_text(encoding="utf-8").splitlines())) > 800}
+    assert long == {}
