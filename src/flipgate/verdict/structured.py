@@ -1,0 +1,82 @@
+"""A structured context (a JSON record) written out as plain sentences a lexical reader can weigh.
+
+The offline judge reads words and figures. A JSON record hides both: `"OutdoorSeating": false`
+holds the words "outdoor seating" and a denial, `"17:0-21:0"` holds two 24-hour times, and a
+review's `"2022-01-09 19:18:59"` stamps when it was written, not a fact about the business.
+`readable_context` turns such a record into sentences: keys split into words
+("BusinessParking" -> "business parking"), `true` into "… is available", `false` into "… is not
+available" (a denial the contradiction check reads), times to `HH:MM`, and timestamps and ids
+left out. Any other context is returned as it is. Pure and bounded: one pass over the parsed value.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+# Keys whose values stamp or identify a record rather than describe it.
+_STAMP_KEY = re.compile(r"(?:^|_)(?:date|time|id|timestamp|created|updated)$", re.IGNORECASE)
+_CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])|_+")
+_CLOCK = re.compile(r"\b(\d{1,2}):(\d{1,2})\b")
+_MAX_DEPTH = 6
+
+
+def _words(key: str) -> str:
+    return _CAMEL.sub(" ", key).strip().lower()
+
+
+def _clock(text: str) -> str:
+    """"17:0-21:0" -> "17:00 to 21:00": 24-hour times as a person writes them."""
+    text = _CLOCK.sub(lambda m: f"{int(m.group(1)):02d}:{int(m.group(2)):02d}", text)
+    return re.sub(r"(?<=\d\d:\d\d)-(?=\d\d:\d\d)", " to ", text)
+
+
+def _scalar(value: object) -> str:
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return _clock(str(value))
+
+
+def _sentences(value: Any, path: tuple[str, ...], out: list[str], depth: int) -> None:
+    label = " ".join(path)
+    if depth > _MAX_DEPTH:
+        return
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not _STAMP_KEY.search(str(key)):
+                _sentences(item, (*path[-1:], _words(str(key))), out, depth + 1)
+    elif isinstance(value, list):
+        for item in value:
+            _sentences(item, path, out, depth + 1)
+    elif isinstance(value, bool):
+        out.append(f"{label.capitalize()} is available." if value
+                   else f"{label.capitalize()} is not available.")
+    elif value is None:
+        return
+    elif isinstance(value, str) and len(value.split()) > 8:
+        out.append(value)  # prose kept as written (a review's text)
+    else:
+        out.append(f"{label.capitalize()}: {_scalar(value)}." if label else f"{_scalar(value)}.")
+
+
+def parse_record(context: str) -> Any | None:
+    """The context's JSON object or array, or None when it is not one."""
+    text = context.strip()
+    if not text.startswith(("{", "[")):
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    return value if isinstance(value, (dict, list)) else None
+
+
+def readable_context(context: str) -> str:
+    """`context` as sentences when it is a JSON record; otherwise as it is."""
+    record = parse_record(context)
+    if record is None:
+        return context
+    out: list[str] = []
+    _sentences(record, (), out, 0)
+    return "\n".join(out)

@@ -1,0 +1,115 @@
+"""How the offline judge weighs a long answer: by what its statements show, not by any one.
+
+A lexical reader misreads about one faithful statement in four (a paraphrase, a synonym for
+the context's word), so over a long answer "one unsupported statement flags it all" flags
+nearly every answer. An answer of `LONG_ANSWER` claims or more is weighed instead:
+
+* **decisive findings** make it ungrounded: a claim the contradiction check reads against a
+  passage, and a figure the context does not hold;
+* **weak findings** (a statement whose words are mostly not the context's, a name or "is a Y"
+  the context never uses) are counted: when `ASIDE_SHARE` of the claims or more are weak, the
+  reader cannot tell a paraphrase from an invention and the answer is **set aside** ("not
+  judged offline"), never called ungrounded; below it they are reported, not decisive;
+* an answer cut at the evidence limit is set aside too: the judge did not read it whole.
+
+`shared_findings` is the pairwise rule: the findings a baseline makes too, which a candidate
+is not charged with (a misreading both sides share is no flip). Pure functions only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
+
+from flipgate.verdict.contradiction import Clash
+from flipgate.verdict.evidence import (
+    SUPPORT_THRESHOLD,
+    Analysis,
+    Kind,
+    StatementCheck,
+    coverage,
+    cut_note,
+)
+
+# From this many claims an answer is weighed statement by statement.
+LONG_ANSWER = 3
+# Weak findings in at least this share of the claims: too little overlap to tell.
+ASIDE_SHARE = 1 / 2
+
+
+@dataclass(frozen=True)
+class Shared:
+    """Findings of the baseline: its statements' words, and its unread figures' texts."""
+
+    statements: tuple[frozenset[str], ...] = ()
+    figures: frozenset[str] = frozenset()
+    claims: frozenset[str] = field(default_factory=frozenset)
+
+    def holds(self, claim: str) -> bool:
+        return claim in self.claims
+
+    def covers(self, check: StatementCheck) -> bool:
+        """Does the baseline say this statement's content too (and misread it)?"""
+        return check.text in self.claims or any(
+            check.words and coverage(check.words, words) >= SUPPORT_THRESHOLD
+            for words in self.statements)
+
+
+NOTHING_SHARED = Shared()
+
+
+def shared_findings(baseline: Analysis, clashes: Iterable[Clash]) -> Shared:
+    """What the baseline's reading already finds: its unsupported or clashing statements."""
+    clashing = {clash.claim for clash in clashes}
+    bad = [check for check in baseline.statements
+           if not check.supported or check.text in clashing
+           or any(f in baseline.unsupported_figures for f in check.figures)]
+    return Shared(statements=tuple(check.words for check in bad),
+                  figures=frozenset(f.text for f in baseline.unsupported_figures),
+                  claims=frozenset(check.text for check in bad))
+
+
+def without_shared(analysis: Analysis, shared: Shared) -> Analysis:
+    """The analysis less what the baseline shares: its misread statements and figures."""
+    if shared is NOTHING_SHARED:
+        return analysis
+    kept = tuple(check for check in analysis.statements
+                 if check.kind is not Kind.CLAIM or not shared.covers(check))
+    figures = tuple(f for f in analysis.unsupported_figures
+                    if f.text not in shared.figures and any(f in check.figures for check in kept))
+    return replace(analysis, statements=kept, unsupported_figures=figures)
+
+
+@dataclass(frozen=True)
+class Weighed:
+    clashes: tuple[Clash, ...] = ()
+    decisive_checks: tuple[StatementCheck, ...] = ()
+    weak: tuple[StatementCheck, ...] = ()
+    aside: str = ""   # why the answer is set aside; "" when it is judged
+    note: str = ""    # how many claims were read as supported, for the reason
+
+    @property
+    def decisive(self) -> bool:
+        return bool(self.clashes or self.decisive_checks)
+
+
+def weigh(analysis: Analysis, clashes: Sequence[Clash]) -> Weighed:
+    """Weigh a long answer's findings (see the module docstring)."""
+    claims = analysis.claims
+    if analysis.cut_at is not None:
+        return Weighed(aside=f"too long to weigh: {cut_note(analysis.cut_at)}")
+    clashing = {clash.claim for clash in clashes}
+    decisive = tuple(check for check in claims
+                     if check.text not in clashing
+                     and any(f in analysis.unsupported_figures for f in check.figures))
+    weak = tuple(check for check in claims if not check.supported and check not in decisive
+                 and check.text not in clashing)
+    if clashes or decisive:
+        return Weighed(tuple(clashes), decisive, weak)
+    if len(weak) >= ASIDE_SHARE * len(claims):
+        return Weighed(weak=weak, aside=f"too little overlap with the context to tell: {len(weak)} "
+                                        f"of {len(claims)} statements are not in its words")
+    read = len(claims) - len(weak)
+    note = f"{read} of {len(claims)} claim(s)" + (
+        f" ({len(weak)} in other words than the context's, not weighed)" if weak else "")
+    return Weighed(weak=weak, note=note)
