@@ -104,7 +104,7 @@ def test_an_answer_in_other_words_than_the_contexts_is_set_aside_never_ungrounde
 
 def test_a_json_record_reads_as_sentences_without_its_timestamps() -> None:
     text = readable_context(CAFE.context)
-    assert "outdoor seating is not available." in text.lower()
+    assert "no attributes outdoor seating." in text.lower()
     assert "17:00 to 21:30" in text and "09:00 to 14:00" in text
     assert "2023-04-02" not in text and "19:45" not in text
     assert readable_context("Plain prose stays {as it is}.") == "Plain prose stays {as it is}."

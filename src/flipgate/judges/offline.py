@@ -130,9 +130,9 @@ def grade_groundedness(case: Case, response: str, *, shared: Shared = NOTHING_SH
     baseline makes too, not counted against this answer (`grade_pair`)."""
     if not response.strip():
         return EMPTY_ANSWER
-    case = readable_case(case)
-    analysis = without_shared(analyse(case.context, response, query=case.query), shared)
-    score = _grade(case, analysis)
+    readable = readable_case(case)
+    analysis = without_shared(analyse(readable.context, response, query=case.query), shared)
+    score = _grade(readable, analysis, record=readable is not case)
     if analysis.cut_at is None or score.set_aside:
         return score
     return Score(score.value, f"{score.reason} ({'; '.join(analysis.notes)})")
@@ -158,10 +158,10 @@ def readable_case(case: Case) -> Case:
     return case if context is case.context else replace(case, context=context)
 
 
-def _grade(case: Case, analysis: Analysis) -> Score:
+def _grade(case: Case, analysis: Analysis, *, record: bool = False) -> Score:
     clashes = find_clashes(analysis.statements, case.context, query=case.query)
     if len(analysis.claims) >= LONG_ANSWER:
-        weighed = weigh(analysis, clashes)
+        weighed = weigh(analysis, clashes, record=record)
         if weighed.aside:
             return Score.aside(f"{NOT_JUDGED_OFFLINE}: {weighed.aside}")
         if weighed.decisive:

@@ -4,9 +4,9 @@ The offline judge reads words and figures. A JSON record hides both: `"OutdoorSe
 holds the words "outdoor seating" and a denial, `"17:0-21:0"` holds two 24-hour times, and a
 review's `"2022-01-09 19:18:59"` stamps when it was written, not a fact about the business.
 `readable_context` turns such a record into sentences: keys split into words
-("BusinessParking" -> "business parking"), `true` into "… is available", `false` into "… is not
-available" (a denial the contradiction check reads), times to `HH:MM`, and timestamps and ids
-left out. Any other context is returned as it is. Pure and bounded: one pass over the parsed value.
+("BusinessParking" -> "business parking"), `true` into "…: yes", `false` into "No …" (a denial
+the contradiction check reads), times to `HH:MM` beside the record's own form, and timestamps
+and ids left out. Any other context is returned as it is. Pure and bounded: one pass over the parsed value.
 """
 
 from __future__ import annotations
@@ -20,6 +20,8 @@ _STAMP_KEY = re.compile(r"(?:^|_)(?:date|time|id|timestamp|created|updated)$", r
 _CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])|_+")
 _CLOCK = re.compile(r"\b(\d{1,2}):(\d{1,2})\b")
 _MAX_DEPTH = 6
+_YES, _NO = ": yes.", "No "
+_FACT_WORDS = 8  # a yes/no attribute is a few words; prose is longer
 
 
 def _words(key: str) -> str:
@@ -27,9 +29,12 @@ def _words(key: str) -> str:
 
 
 def _clock(text: str) -> str:
-    """"17:0-21:0" -> "17:00 to 21:00": 24-hour times as a person writes them."""
-    text = _CLOCK.sub(lambda m: f"{int(m.group(1)):02d}:{int(m.group(2)):02d}", text)
-    return re.sub(r"(?<=\d\d:\d\d)-(?=\d\d:\d\d)", " to ", text)
+    """"17:0-21:0" -> "17:00 to 21:00 (17:0-21:0)": 24-hour times as a person writes them,
+    and as the record wrote them (an answer may copy either)."""
+    if not _CLOCK.search(text):
+        return text
+    clock = _CLOCK.sub(lambda m: f"{int(m.group(1)):02d}:{int(m.group(2)):02d}", text)
+    return re.sub(r"(?<=\d\d:\d\d)-(?=\d\d:\d\d)", " to ", clock) + f" ({text})"
 
 
 def _scalar(value: object) -> str:
@@ -50,14 +55,20 @@ def _sentences(value: Any, path: tuple[str, ...], out: list[str], depth: int) ->
         for item in value:
             _sentences(item, path, out, depth + 1)
     elif isinstance(value, bool):
-        out.append(f"{label.capitalize()} is available." if value
-                   else f"{label.capitalize()} is not available.")
+        out.append(f"{label.capitalize()}{_YES}" if value else f"{_NO}{label}.")
     elif value is None:
         return
     elif isinstance(value, str) and len(value.split()) > 8:
-        out.append(value)  # prose kept as written (a review's text)
+        out.append(f"A customer reviewer wrote: {value}")  # prose kept as written (a review)
     else:
         out.append(f"{label.capitalize()}: {_scalar(value)}." if label else f"{_scalar(value)}.")
+
+
+def is_record_fact(passage: str) -> bool:
+    """Is `passage` one of a record's yes/no attributes as `readable_context` writes them
+    (not a review's prose)?"""
+    words = len(passage.split())
+    return words <= _FACT_WORDS and (passage.endswith(_YES) or passage.startswith(_NO))
 
 
 def parse_record(context: str) -> Any | None:

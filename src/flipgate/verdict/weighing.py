@@ -4,10 +4,10 @@ A lexical reader misreads about one faithful statement in four (a paraphrase, a 
 the context's word), so over a long answer "one unsupported statement flags it all" flags
 nearly every answer. An answer of `LONG_ANSWER` claims or more is weighed instead:
 
-* **decisive findings** make it ungrounded: a claim the contradiction check reads against a
-  passage, and a figure the context does not hold;
+* **decisive findings** make it ungrounded: a figure, a name or an order the contradiction
+  check reads against a passage, and a figure in digits the context does not hold;
 * **weak findings** (a statement whose words are mostly not the context's, a name or "is a Y"
-  the context never uses) are counted: when `ASIDE_SHARE` of the claims or more are weak, the
+  the context never uses, a negation clash, a loose figure such as "a week") are counted: when `ASIDE_SHARE` of the claims or more are weak, the
   reader cannot tell a paraphrase from an invention and the answer is **set aside** ("not
   judged offline"), never called ungrounded; below it they are reported, not decisive;
 * an answer cut at the evidence limit is set aside too: the judge did not read it whole.
@@ -18,10 +18,11 @@ is not charged with (a misreading both sides share is no flip). Pure functions o
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
-from flipgate.verdict.contradiction import Clash
+from flipgate.verdict.contradiction import ENTITY, FIGURE, ORDER, Clash
 from flipgate.verdict.evidence import (
     SUPPORT_THRESHOLD,
     Analysis,
@@ -30,11 +31,30 @@ from flipgate.verdict.evidence import (
     coverage,
     cut_note,
 )
+from flipgate.verdict.figures import Figure
+from flipgate.verdict.structured import is_record_fact
 
 # From this many claims an answer is weighed statement by statement.
 LONG_ANSWER = 3
 # Weak findings in at least this share of the claims: too little overlap to tell.
-ASIDE_SHARE = 1 / 2
+ASIDE_SHARE = 2 / 3
+
+
+# Clashes that decide a long answer. A negation clash is weak there: over many sentences
+# a faithful paraphrase often shares a word with some denial in the context.
+DECISIVE_CLASHES = frozenset({FIGURE, ENTITY, ORDER})
+_DIGIT = re.compile(r"\d")
+
+
+def _written(figure: Figure) -> bool:
+    """A figure written in digits; "a week", "a year" are too loose to decide a long answer."""
+    return _DIGIT.search(figure.text) is not None
+
+
+def _invented_name(check: StatementCheck) -> bool:
+    """A name the context never uses, in a statement whose other words are mostly not the
+    context's either: something new brought in, not a name spelt another way."""
+    return bool(check.unknown_names) and check.coverage < SUPPORT_THRESHOLD
 
 
 @dataclass(frozen=True)
@@ -93,15 +113,20 @@ class Weighed:
         return bool(self.clashes or self.decisive_checks)
 
 
-def weigh(analysis: Analysis, clashes: Sequence[Clash]) -> Weighed:
-    """Weigh a long answer's findings (see the module docstring)."""
+def weigh(analysis: Analysis, clashes: Sequence[Clash], *, record: bool = False) -> Weighed:
+    """Weigh a long answer's findings (see the module docstring). Against a structured
+    `record` a negation clash with one of its yes/no attributes is decisive too: "No outdoor
+    seating." is the record's own word, not a paraphrase's accident."""
     claims = analysis.claims
     if analysis.cut_at is not None:
         return Weighed(aside=f"too long to weigh: {cut_note(analysis.cut_at)}")
+    clashes = [clash for clash in clashes if clash.how in DECISIVE_CLASHES
+               or record and is_record_fact(clash.passage)]
     clashing = {clash.claim for clash in clashes}
     decisive = tuple(check for check in claims
                      if check.text not in clashing
-                     and any(f in analysis.unsupported_figures for f in check.figures))
+                     and (any(f in analysis.unsupported_figures and _written(f) for f in check.figures)
+                          or _invented_name(check) and not record))
     weak = tuple(check for check in claims if not check.supported and check not in decisive
                  and check.text not in clashing)
     if clashes or decisive:
