@@ -65,9 +65,6 @@ class Shared:
     figures: frozenset[str] = frozenset()
     claims: frozenset[str] = field(default_factory=frozenset)
 
-    def holds(self, claim: str) -> bool:
-        return claim in self.claims
-
     def covers(self, check: StatementCheck) -> bool:
         """Does the baseline say this statement's content too (and misread it)?"""
         return check.text in self.claims or any(
