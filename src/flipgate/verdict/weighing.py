@@ -4,10 +4,12 @@ A lexical reader misreads about one faithful statement in four (a paraphrase, a 
 the context's word), so over a long answer "one unsupported statement flags it all" flags
 nearly every answer. An answer of `LONG_ANSWER` claims or more is weighed instead:
 
-* **decisive findings** make it ungrounded: a figure, a name or an order the contradiction
-  check reads against a passage, and a figure in digits the context does not hold;
+* **decisive findings** make it ungrounded: a name or an order the contradiction check reads
+  against a passage, a figure in digits the context does not hold, and a name the context
+  never uses in a statement mostly of new words;
 * **weak findings** (a statement whose words are mostly not the context's, a name or "is a Y"
-  the context never uses, a negation clash, a loose figure such as "a week") are counted: when `ASIDE_SHARE` of the claims or more are weak, the
+  the context never uses, a negation or figure clash, a loose figure such as "a week") are
+  counted: when `ASIDE_SHARE` of the claims or more are weak, the
   reader cannot tell a paraphrase from an invention and the answer is **set aside** ("not
   judged offline"), never called ungrounded; below it they are reported, not decisive;
 * an answer cut at the evidence limit is set aside too: the judge did not read it whole.
@@ -22,7 +24,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
-from flipgate.verdict.contradiction import ENTITY, FIGURE, ORDER, Clash
+from flipgate.verdict.contradiction import ENTITY, ORDER, Clash
 from flipgate.verdict.evidence import (
     SUPPORT_THRESHOLD,
     Analysis,
@@ -40,9 +42,11 @@ LONG_ANSWER = 3
 ASIDE_SHARE = 2 / 3
 
 
-# Clashes that decide a long answer. A negation clash is weak there: over many sentences
-# a faithful paraphrase often shares a word with some denial in the context.
-DECISIVE_CLASHES = frozenset({FIGURE, ENTITY, ORDER})
+# Clashes that decide a long answer. A negation clash and a figure clash (a figure the context
+# holds, given another item) are weak there: over many sentences a faithful paraphrase often
+# shares a word with some denial, or a number with some other sentence. An invented figure
+# is decisive anyway, as a figure the context does not hold.
+DECISIVE_CLASHES = frozenset({ENTITY, ORDER})
 _DIGIT = re.compile(r"\d")
 
 
@@ -117,6 +121,7 @@ def weigh(analysis: Analysis, clashes: Sequence[Clash], *, record: bool = False)
     claims = analysis.claims
     if analysis.cut_at is not None:
         return Weighed(aside=f"too long to weigh: {cut_note(analysis.cut_at)}")
+    loose = {clash.claim for clash in clashes}
     clashes = [clash for clash in clashes if clash.how in DECISIVE_CLASHES
                or record and is_record_fact(clash.passage)]
     clashing = {clash.claim for clash in clashes}
@@ -124,7 +129,8 @@ def weigh(analysis: Analysis, clashes: Sequence[Clash], *, record: bool = False)
                      if check.text not in clashing
                      and (any(f in analysis.unsupported_figures and _written(f) for f in check.figures)
                           or _invented_name(check) and not record))
-    weak = tuple(check for check in claims if not check.supported and check not in decisive
+    weak = tuple(check for check in claims
+                 if (not check.supported or check.text in loose) and check not in decisive
                  and check.text not in clashing)
     if clashes or decisive:
         return Weighed(tuple(clashes), decisive, weak)
