@@ -336,29 +336,38 @@ def _initials(run: str) -> str:
     return "".join(word[0] for word in run.split() if word[0].isupper()).lower()
 
 
+# Marks in a name vocabulary: the initials of a run of capitalised words, and an acronym
+# (written in capitals or with dots). A run matches an acronym and an acronym a run, never
+# a plain word: "Lionel Messi" is not known for a context's "lm".
+_RUN, _ACRONYM = "#", "@"
+
+
 def name_vocabulary(text: str) -> frozenset[str]:
     """Every word of `text` as names compare, hyphenated words also in their parts, dotted
-    abbreviations without their dots ("U.N." -> "un"), and the initials of each run of
-    capitalised words ("United Nations" -> "un")."""
+    abbreviations without their dots ("U.N." -> "un"), and, marked, the initials of each run
+    of capitalised words ("United Nations") and each acronym ("UN", "U.N.")."""
     words: set[str] = set()
     for match in _NAME_TOKEN.finditer(text):
-        folded = _fold(match.group())
+        word = match.group()
+        folded = _fold(word)
         words.add(folded)
         words.update(part for part in folded.split("-") if part)
-    words.update(match.group().replace(".", "").lower() for match in _DOTTED.finditer(text))
-    words.update(_initials(match.group()) for match in _CAPITAL_RUN.finditer(text))
+        if len(word) >= 2 and word.isupper():
+            words.add(_ACRONYM + folded)
+    for match in _DOTTED.finditer(text):
+        plain = match.group().replace(".", "").lower()
+        words.update((plain, _ACRONYM + plain))
+    words.update(_RUN + _initials(match.group()) for match in _CAPITAL_RUN.finditer(text))
     return frozenset(words)
 
 
 def _same_name(folded: str, vocabulary: frozenset[str]) -> bool:
-    """One name written another way: a plural or an adjective of a known name
-    ("Sundays", "American"), or a known name with a suffix dropped."""
+    """One name written another way: a known name with an ending added or dropped
+    ("Sundays" for "Sunday", "American" for "America")."""
     if len(folded) < _NAME_STEM:
         return False
-    stem_ = folded[:_NAME_STEM]
-    return any(word.startswith(stem_) and abs(len(word) - len(folded)) <= 2
-               and (word.startswith(folded) or folded.startswith(word[:-2] or word))
-               for word in vocabulary)
+    return any(abs(len(word) - len(folded)) <= 2 and len(word) >= _NAME_STEM
+               and (word.startswith(folded) or folded.startswith(word)) for word in vocabulary)
 
 
 def names(text: str) -> list[str]:
@@ -387,12 +396,14 @@ def unknown_names(text: str, vocabulary: frozenset[str]) -> tuple[str, ...]:
     A run of capitalised words whose initials the context uses ("United States" for "U.S.")
     is known; so is a hyphenated word whose capitalised parts are ("Prize-winning")."""
     initialled = {word for match in _CAPITAL_RUN.finditer(text)
-                  if _initials(match.group()) in vocabulary for word in match.group().split()}
+                  if _ACRONYM + _initials(match.group()) in vocabulary
+                  for word in match.group().split()}
 
     def known(word: str) -> bool:
         folded = _fold(word)
         parts = [_fold(part) for part in word.split("-") if part[:1].isupper()]
         return (folded in vocabulary or word in initialled or _same_name(folded, vocabulary)
+                or word.isupper() and _RUN + folded in vocabulary
                 or bool(parts) and all(part in vocabulary for part in parts))
     return tuple(dict.fromkeys(word for word in names(text) if not known(word)))
 
