@@ -7,9 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from click.testing import CliRunner
-
-from flipgate.cli import cli
+from support.runs import gate_offline
 
 CONTEXT = ("The river festival in Calder draws 40,000 visitors each summer. Mayor Ines Varga said "
            "the town campaigned for the listing for nine years. Boat builders from the valley open "
@@ -22,20 +20,10 @@ IN_OTHER_WORDS = ("A beloved summer gathering has earned worldwide acclaim. Craf
 
 
 def test_a_set_aside_answer_is_shown_as_not_judged_offline_everywhere(tmp_path: Path) -> None:
-    (tmp_path / "cases.jsonl").write_text(json.dumps(
-        {"id": "festival", "query": "Summarize the news:", "context": CONTEXT,
-         "category": "news"}) + "\n")
-    (tmp_path / "base.jsonl").write_text(json.dumps({"id": "festival", "response": FAITHFUL}) + "\n")
-    (tmp_path / "cand.jsonl").write_text(
-        json.dumps({"id": "festival", "response": IN_OTHER_WORDS}) + "\n")
-    (tmp_path / "flipgate.yml").write_text(
+    result, out = gate_offline(
+        tmp_path, {"festival": ("news", "Summarize the news:", CONTEXT, FAITHFUL, IN_OTHER_WORDS)},
         "version: 1\ncases: cases.jsonl\njudge:\n  provider: offline\n"
         "gate:\n  blocking_categories: [news]\n  strict: true\n")
-    out = tmp_path / "out"
-    result = CliRunner().invoke(cli, [
-        "gate", "--cases", str(tmp_path / "cases.jsonl"), "--baseline", str(tmp_path / "base.jsonl"),
-        "--candidate", str(tmp_path / "cand.jsonl"), "--config", str(tmp_path / "flipgate.yml"),
-        "--out", str(out), "--no-cache"])
     assert result.exit_code == 0, result.output
     report = json.loads((out / "report.json").read_text())
     [row] = report["rows"]
