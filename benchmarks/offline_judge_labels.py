@@ -21,6 +21,15 @@ Sources (none of them is stored in this repository; point the flags at your copi
   hallucinated when it has a label span, and a flip pairs a clean answer with a labelled
   one to the same source.
 
+* A folder in the labelled-dev format (`--labelled-dev DIR`): for each source, `summary` and
+  `data2txt`, `ragtruth_<source>_inputs.jsonl` (`source_id`, `query`, `context`),
+  `ragtruth_<source>_pairs.jsonl` (`source_id`, a `clean` and a `hallucinated` answer, each with
+  its `response`) and `ragtruth_<source>_responses.jsonl` (single answers with a `hallucinated`
+  label). A pair is read as the gate reads a row (`grade_pair`, then `classify`), both ways:
+  clean baseline and hallucinated candidate must be a regression (a flip caught), the reverse
+  must not (a false alarm). Per source it prints flips caught, false alarms, answers set aside
+  ("not judged offline") and faithful answers read ungrounded. Nothing in CI needs it.
+
 Sets, so the figures stay honest: questions (HaluEval: by line number; RAGTruth: by
 `source_id`) are split in two by a hash of their key. `tune` is the half the judge's rules
 were adjusted on; `measure` is the half kept apart, read only to report.
@@ -28,6 +37,7 @@ were adjusted on; `measure` is the half kept apart, read only to report.
     .venv/bin/python benchmarks/offline_judge_labels.py --halueval /tmp/halueval --set measure
     .venv/bin/python benchmarks/offline_judge_labels.py --ragtruth RAGTruth/dataset --set all
     .venv/bin/python benchmarks/offline_judge_labels.py --halueval /tmp/halueval --set tune --show 20
+    .venv/bin/python benchmarks/offline_judge_labels.py --labelled-dev ../shared/labelled-dev
 """
 
 from __future__ import annotations
