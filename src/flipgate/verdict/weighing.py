@@ -7,9 +7,9 @@ nearly every answer. An answer of `LONG_ANSWER` claims or more is weighed instea
 * **decisive findings** make it ungrounded: a name or an order the contradiction check reads
   against a passage, a figure in digits the context does not hold, and a name the context
   never uses in a statement mostly of new words;
-* **weak findings** (a statement whose words are mostly not the context's, a name or "is a Y"
-  the context never uses, a negation or figure clash, a loose figure such as "a week") are
-  counted: when `ASIDE_SHARE` of the claims or more are weak, the
+* **weak findings** (a statement whose words are mostly not the context's, the words a
+  retelling wraps facts in aside, a name the context never uses, a negation or figure clash,
+  a loose figure such as "a week") are counted: when `ASIDE_SHARE` of the claims or more are weak, the
   reader cannot tell a paraphrase from an invention and the answer is **set aside** ("not
   judged offline"), never called ungrounded; below it they are reported, not decisive;
 * an answer cut at the evidence limit is set aside too: the judge did not read it whole.
@@ -30,6 +30,7 @@ from flipgate.verdict.evidence import (
     Analysis,
     Kind,
     StatementCheck,
+    content_words,
     coverage,
     cut_note,
 )
@@ -53,6 +54,23 @@ _DIGIT = re.compile(r"\d")
 def _written(figure: Figure) -> bool:
     """A figure written in digits; "a week", "a year" are too loose to decide a long answer."""
     return _DIGIT.search(figure.text) is not None
+
+
+# Words a retelling wraps its facts in ("it offers", "is located", "overall", "customers
+# praised"): no checkable fact, so in a long answer they neither support nor weaken a statement.
+_GLUE = content_words(
+    "offer offers offered located location overall receive received experience experiences option "
+    "options known available feature features according describe described report reported "
+    "mention mentioned highlight highlighted note noted provide provides include includes "
+    "variety range various particular specific popular positive negative mixed praise praised "
+    "appreciate appreciated enjoy enjoyed recommend recommended feedback establishment")
+
+
+def _weak(check: StatementCheck, known: frozenset[str]) -> bool:
+    """Is a long answer's statement mostly not in the context's words (wrapping words aside),
+    or does it name what the context never does? An unknown "is a Y" alone is not enough:
+    in a retelling it is mostly the writer's own word for the context's."""
+    return bool(check.unknown_names) or coverage(check.words - _GLUE, known) < SUPPORT_THRESHOLD
 
 
 def _invented_name(check: StatementCheck) -> bool:
@@ -130,8 +148,8 @@ def weigh(analysis: Analysis, clashes: Sequence[Clash], *, record: bool = False)
                      and (any(f in analysis.unsupported_figures and _written(f) for f in check.figures)
                           or _invented_name(check) and not record))
     weak = tuple(check for check in claims
-                 if (not check.supported or check.text in loose) and check not in decisive
-                 and check.text not in clashing)
+                 if (_weak(check, analysis.known_words) or check.text in loose)
+                 and check not in decisive and check.text not in clashing)
     if clashes or decisive:
         return Weighed(tuple(clashes), decisive, weak)
     if len(weak) >= ASIDE_SHARE * len(claims):
