@@ -8,7 +8,7 @@ import json
 
 from flipgate.config.schema import Config
 from flipgate.judges.offline import OfflineJudge, grade_groundedness, grade_pair
-from flipgate.model import Answer, Case, Verdict
+from flipgate.model import Answer, Case, Score, Verdict
 from flipgate.output.progress import Silent
 from flipgate.run.scoring import score_rows
 from flipgate.verdict import gate
@@ -104,7 +104,7 @@ def test_an_answer_in_other_words_than_the_contexts_is_set_aside_never_ungrounde
 
 def test_a_json_record_reads_as_sentences_without_its_timestamps() -> None:
     text = readable_context(CAFE.context)
-    assert "no attributes outdoor seating." in text.lower()
+    assert "no outdoor seating." in text.lower()
     assert "17:00 to 21:30" in text and "09:00 to 14:00" in text
     assert "2023-04-02" not in text and "19:45" not in text
     assert readable_context("Plain prose stays {as it is}.") == "Plain prose stays {as it is}."
@@ -167,3 +167,33 @@ def test_a_set_aside_answer_is_a_row_not_judged_never_a_flip_nor_an_error() -> N
     assert gate.kind_of(row) is gate.kind_named("not_judged")
     counts = gate.count([row])
     assert counts.not_judged == 1 and counts.errors == 0 and gate.regressions(counts) == 0
+
+
+def test_an_attribute_the_record_denies_is_caught_in_a_long_answer() -> None:
+    answer = ("Copper Kettle is a cafe and bakery in Lowbridge. WiFi is free and dogs are allowed. "
+              "Guests can enjoy outdoor seating on the terrace.")
+    score = grade_groundedness(CAFE, answer)
+    assert score.value == 2 and "outdoor seating" in score.reason.lower()
+
+
+def test_a_negation_shared_with_prose_does_not_decide_a_long_answer() -> None:
+    context = ("The museum reopened in May after a two-year renovation. The old cafe will not "
+               "return. Visitors can now see the restored ceiling and a new wing for children.")
+    case = Case(id="museum", query="Summarize the news:", context=context)
+    answer = ("The museum reopened in May after a two-year renovation. Visitors can see the "
+              "restored ceiling. A new wing welcomes children, and the museum cafe area was redone.")
+    assert not gate.reads_ungrounded(grade_groundedness(case, answer))
+
+
+def test_an_age_written_with_year_old_is_the_contexts_bare_number() -> None:
+    case = Case(id="rescue", query="Summarize the news:",
+                context="Sailor Tomas Brandt, 37, was found alive after 40 days at sea.")
+    score = grade_groundedness(case, "A 37-year-old sailor, Tomas Brandt, was found alive after 40 days at sea.")
+    assert not gate.reads_ungrounded(score), score.reason
+
+
+def test_a_judge_error_beside_a_set_aside_side_is_still_an_error() -> None:
+    verdict, errors = gate.classify(Score.failed("timed out"), Score.aside("not judged offline: x"))
+    assert verdict is Verdict.ERROR and errors == ["baseline: timed out"]
+    verdict, errors = gate.classify(Score(5), Score.aside("not judged offline: x"))
+    assert verdict is Verdict.NOT_JUDGED and errors == []

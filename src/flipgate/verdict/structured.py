@@ -21,6 +21,7 @@ _CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])|_+")
 _CLOCK = re.compile(r"\b(\d{1,2}):(\d{1,2})\b")
 _MAX_DEPTH = 6
 _YES, _NO = ": yes.", "No "
+_PROSE = re.compile(r"[.!?](?:\s|$)")  # a sentence ends in it: prose, not a value
 _FACT_WORDS = 8  # a yes/no attribute is a few words; prose is longer
 
 
@@ -50,7 +51,11 @@ def _sentences(value: Any, path: tuple[str, ...], out: list[str], depth: int) ->
     if isinstance(value, dict):
         for key, item in value.items():
             if not _STAMP_KEY.search(str(key)):
-                _sentences(item, (*path[-1:], _words(str(key))), out, depth + 1)
+                words = _words(str(key))
+                # A key of one word is read with its parent's ("romantic ambience"); a longer
+                # one names itself ("outdoor seating", not "attributes outdoor seating").
+                _sentences(item, (words, *path[:1]) if len(words.split()) == 1 else (words,),
+                           out, depth + 1)
     elif isinstance(value, list):
         for item in value:
             _sentences(item, path, out, depth + 1)
@@ -58,8 +63,9 @@ def _sentences(value: Any, path: tuple[str, ...], out: list[str], depth: int) ->
         out.append(f"{label.capitalize()}{_YES}" if value else f"{_NO}{label}.")
     elif value is None:
         return
-    elif isinstance(value, str) and len(value.split()) > 8:
-        out.append(f"A customer reviewer wrote: {value}")  # prose kept as written (a review)
+    elif isinstance(value, str) and _PROSE.search(value):
+        # Prose kept as written; a review's is said to be one (its words are a customer's).
+        out.append(f"A customer reviewer wrote: {value}" if "review" in label else value)
     else:
         out.append(f"{label.capitalize()}: {_scalar(value)}." if label else f"{_scalar(value)}.")
 
