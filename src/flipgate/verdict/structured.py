@@ -4,8 +4,9 @@ The offline judge reads words and figures. A JSON record hides both: `"OutdoorSe
 holds the words "outdoor seating" and a denial, `"17:0-21:0"` holds two 24-hour times, and a
 review's `"2022-01-09 19:18:59"` stamps when it was written, not a fact about the business.
 `readable_context` turns such a record into sentences: keys split into words
-("BusinessParking" -> "business parking"), `true` into "…: yes", `false` into "No …" (a denial
-the contradiction check reads), times to `HH:MM` beside the record's own form, and timestamps
+("OutdoorSeating" -> "outdoor seating", a one-word key with its parent's: "romantic ambience"),
+`true` into "…: yes", `false` into "No outdoor seating." (a denial the contradiction check
+reads), times to `HH:MM` beside the record's own form, prose kept as written, and timestamps
 and ids left out. Any other context is returned as it is. Pure and bounded: one pass over the parsed value.
 """
 
