@@ -28,6 +28,7 @@ class Verdict(StrEnum):
     MOVED = "moved"
     UNCHANGED = "unchanged"
     ERROR = "error"
+    NOT_JUDGED = "not_judged"  # a side the judge set aside (Score.set_aside)
 
 
 class Conclusion(StrEnum):
@@ -78,10 +79,18 @@ class Score:
     reason: str = ""
     error: str | None = None
     label: bool | None = None
+    # A reading of its own: the judge could not weigh this answer (the offline judge on an
+    # answer too long or too far from its context to tell) and says so in `reason`. No
+    # score, no error: the row is "not judged" (gate.classify), never a flip, never a pass.
+    set_aside: bool = False
 
     @classmethod
     def failed(cls, error: str) -> Score:
         return cls(value=None, error=error)
+
+    @classmethod
+    def aside(cls, reason: str) -> Score:
+        return cls(value=None, reason=reason, set_aside=True)
 
     @property
     def ok(self) -> bool:

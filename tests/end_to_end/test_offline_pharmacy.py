@@ -7,9 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from click.testing import CliRunner
-
-from flipgate.cli import cli
+from support.runs import gate_offline
 
 LABEL = ("Ibuprofen 200 mg tablets. Adults and children 12 years and over: take 1 or 2 tablets "
          "every 4 to 6 hours as needed. Do not exceed 6 tablets in 24 hours. Not for children "
@@ -32,21 +30,8 @@ CASES = {
 
 
 def test_the_invented_dose_is_a_blocking_regression_with_its_limit_shown(tmp_path: Path) -> None:
-    with (tmp_path / "cases.jsonl").open("w") as cases, \
-            (tmp_path / "base.jsonl").open("w") as base, (tmp_path / "cand.jsonl").open("w") as cand:
-        for case_id, (category, query, context, before, after) in CASES.items():
-            cases.write(json.dumps({"id": case_id, "query": query, "context": context,
-                                    "category": category}) + "\n")
-            base.write(json.dumps({"id": case_id, "response": before}) + "\n")
-            cand.write(json.dumps({"id": case_id, "response": after}) + "\n")
-    (tmp_path / "flipgate.yml").write_text(
-        "version: 1\ncases: cases.jsonl\njudge:\n  provider: offline\n"
-        "gate:\n  blocking_categories: [dosage]\n  strict: true\n")
-    out = tmp_path / "out"
-    result = CliRunner().invoke(cli, [
-        "gate", "--cases", str(tmp_path / "cases.jsonl"), "--baseline", str(tmp_path / "base.jsonl"),
-        "--candidate", str(tmp_path / "cand.jsonl"), "--config", str(tmp_path / "flipgate.yml"),
-        "--out", str(out), "--no-cache"])
+    result, out = gate_offline(tmp_path, CASES, "version: 1\ncases: cases.jsonl\njudge:\n  provider: offline\n"
+                               "gate:\n  blocking_categories: [dosage]\n  strict: true\n")
     assert result.exit_code == 1, result.output
     rows = {row["id"]: row for row in json.loads((out / "report.json").read_text())["rows"]}
     assert {case_id: row["verdict"] for case_id, row in rows.items()} == {

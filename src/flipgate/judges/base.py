@@ -8,7 +8,7 @@ takes the run down and never turns into a score.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from flipgate.model import Case, JudgeInfo, Relevance, Score, Statements
 
@@ -59,4 +59,14 @@ class Judge(Protocol):
         ...
 
     async def aclose(self) -> None:
+        ...
+
+
+@runtime_checkable
+class ReadsPairs(Protocol):
+    """A judge that reads a candidate beside its baseline (the offline judge): what the
+    candidate says that the baseline did not decides the flip, so a misreading both sides
+    share is none. The scorer asks this for the candidate's groundedness and re-score."""
+
+    async def groundedness_beside(self, case: Case, response: str, baseline: str) -> Score:
         ...

@@ -36,17 +36,19 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from flipgate.config.schema import OFFLINE_MODEL, Config
 from flipgate.judges.base import EMPTY_ANSWER
 from flipgate.model import Case, JudgeInfo, Relevance, Score, Statement, StatementLabel, Statements
 from flipgate.text.escaping import quoted
-from flipgate.verdict import contradiction, evidence, figures
+from flipgate.verdict import contradiction, evidence, figures, structured, weighing
 from flipgate.verdict.contradiction import clash_reason, find_clashes
 from flipgate.verdict.evidence import (
     Analysis,
     Kind,
+    StatementCheck,
     analyse,
     content_words,
     coverage,
@@ -56,6 +58,16 @@ from flipgate.verdict.evidence import (
     split_statements,
 )
 from flipgate.verdict.figures import Figure, extract_figures, same_fact
+from flipgate.verdict.gate import NOT_JUDGED_OFFLINE, reads_ungrounded
+from flipgate.verdict.structured import readable_context
+from flipgate.verdict.weighing import (
+    LONG_ANSWER,
+    NOTHING_SHARED,
+    Shared,
+    shared_findings,
+    weigh,
+    without_shared,
+)
 
 # An answer is "unrelated" (1) when less than this share of its content words
 # occurs in the context and the question, and it addresses less than this
@@ -111,20 +123,52 @@ def missing_facts(case: Case, analysis: Analysis) -> tuple[str, list[str]]:
 
 # --- groundedness -------------------------------------------------------------
 
-def grade_groundedness(case: Case, response: str) -> Score:
-    """The 1-5 groundedness of `response`, with a reason naming what decided it
-    (and, for an answer too long to read whole, where its reading stopped)."""
+def grade_groundedness(case: Case, response: str, *, shared: Shared = NOTHING_SHARED) -> Score:
+    """The 1-5 groundedness of `response`, with a reason naming what decided it (and, for
+    an answer too long to read whole, where its reading stopped), or the answer set aside
+    (`Score.aside`) when the lexical reader cannot weigh it. `shared`: findings the
+    baseline makes too, not counted against this answer (`grade_pair`)."""
     if not response.strip():
         return EMPTY_ANSWER
-    analysis = analyse(case.context, response, query=case.query)
-    score = _grade(case, analysis)
-    if analysis.cut_at is None:
+    readable = readable_case(case)
+    analysis = without_shared(analyse(readable.context, response, query=case.query), shared)
+    score = _grade(readable, analysis, record=readable is not case)
+    if analysis.cut_at is None or score.set_aside:
         return score
     return Score(score.value, f"{score.reason} ({'; '.join(analysis.notes)})")
 
 
-def _grade(case: Case, analysis: Analysis) -> Score:
+def grade_pair(case: Case, baseline: str, candidate: str) -> tuple[Score, Score]:
+    """Both sides of a row. The flip is what the candidate says that the baseline did not:
+    a candidate read ungrounded against a baseline that is not is read again without the
+    findings the baseline shares (the same misreading on both sides is no flip)."""
+    before, after = grade_groundedness(case, baseline), grade_groundedness(case, candidate)
+    if before.set_aside or not reads_ungrounded(after) or reads_ungrounded(before) \
+            or not baseline.strip():
+        return before, after
+    readable = readable_case(case)
+    base = analyse(readable.context, baseline, query=case.query)
+    return before, grade_groundedness(case, candidate, shared=shared_findings(
+        base, find_clashes(base.statements, readable.context, query=case.query)))
+
+
+def readable_case(case: Case) -> Case:
+    """The case with a structured (JSON) context written out as sentences."""
+    context = readable_context(case.context)
+    return case if context is case.context else replace(case, context=context)
+
+
+def _grade(case: Case, analysis: Analysis, *, record: bool = False) -> Score:
     clashes = find_clashes(analysis.statements, case.context, query=case.query)
+    if len(analysis.claims) >= LONG_ANSWER:
+        weighed = weigh(analysis, clashes, record=record)
+        if weighed.aside:
+            return Score.aside(f"{NOT_JUDGED_OFFLINE}: {weighed.aside}")
+        if weighed.decisive:
+            return Score(2, "unsupported: " + "; ".join(
+                [clash_reason(clash) for clash in weighed.clashes]
+                + [_finding(check, analysis) for check in weighed.decisive_checks]))
+        return _complete(case, analysis, note=weighed.note)
     if clashes:
         parts = [clash_reason(clash) for clash in clashes]
         if analysis.unsupported_figures:
@@ -163,19 +207,31 @@ def _grade(case: Case, analysis: Analysis) -> Score:
                              f"words in the context): {quoted(statement.text, _QUOTE_LIMIT)}")
         return Score(2, "unsupported: " + "; ".join(parts))
 
+    return _complete(case, analysis)
+
+
+def _complete(case: Case, analysis: Analysis, *, note: str = "") -> Score:
     source, missing = missing_facts(case, analysis)
-    claims = len(analysis.claims)
+    claims = f"all {len(analysis.claims)} claim(s)" if not note else note
     if missing:
-        return Score(4, f"supported but incomplete: all {claims} claim(s) are in the context, "
+        return Score(4, f"supported but incomplete: {claims} are in the context, "
                         f"but it leaves out {_listing(missing)} from {source}")
-    return Score(5, f"supported and complete: all {claims} claim(s) and "
+    return Score(5, f"supported and complete: {claims} and "
                     f"{len(analysis.figures)} figure(s) are in the context, and it carries the "
                     f"key facts of {source}")
+
+
+def _finding(check: StatementCheck, analysis: Analysis) -> str:
+    bad = [f.text for f in check.figures if f in analysis.unsupported_figures]
+    if bad:
+        return f"figures not in the context ({_listing(bad)}): {quoted(check.text, _QUOTE_LIMIT)}"
+    return f"names not in the context ({_listing(check.unknown_names)}): {quoted(check.text, _QUOTE_LIMIT)}"
 
 
 def statements_with_clashes(case: Case, response: str) -> tuple[Statement, ...]:
     """The lexical statement list, each contradicting claim unsupported with the
     passage it clashes with as its span (the row's evidence shows that passage)."""
+    case = readable_case(case)
     analysis = analyse(case.context, response, query=case.query)
     items = lexical_statements(case.context, response, query=case.query, analysis=analysis)
     clashes = {clash.claim: clash.passage
@@ -267,7 +323,8 @@ def fluency_heuristic(response: str) -> Score:
 def _code_hash() -> str:
     """The lexical judge's rubric is its code: a hash of the modules that decide."""
     digest = hashlib.sha256()
-    for module_file in (__file__, evidence.__file__, figures.__file__, contradiction.__file__):
+    for module_file in (__file__, evidence.__file__, figures.__file__, contradiction.__file__,
+                        structured.__file__, weighing.__file__):
         digest.update(Path(module_file).read_bytes())
     return digest.hexdigest()
 
@@ -286,6 +343,11 @@ class OfflineJudge:
     async def groundedness(self, case: Case, response: str, *, sample: int = 0) -> Score:
         # Deterministic: every sample reads the same, so a re-score confirms.
         return grade_groundedness(case, response)
+
+    async def groundedness_beside(self, case: Case, response: str, baseline: str) -> Score:
+        """The candidate's reading beside its baseline (`grade_pair`): findings both share
+        are no flip."""
+        return grade_pair(case, baseline, response)[1]
 
     async def fluency(self, response: str) -> Score:
         return fluency_heuristic(response)

@@ -78,12 +78,14 @@ class PageRow:
 
 
 def _bucket(side: Side) -> str:
-    return side.bucket.value.replace("_", "-") if side.bucket else "no score"
+    return side.bucket.value.replace("_", "-") if side.bucket else gate.unscored(side.groundedness)
 
 
 def _score(name: str, score: Score | None) -> Reading | None:
     if score is None:
         return None
+    if score.set_aside:
+        return Reading(name, gate.NOT_JUDGED_OFFLINE, score.reason)
     if not score.ok:
         return Reading(name, "failed", score.error or "")
     if score.label is not None:  # a true/false instrument (GroundednessPro)

@@ -47,6 +47,8 @@ def _side(side: Side) -> dict[str, Any]:
         "relevance": _relevance(side.relevance),
         "reason": _reason(side.groundedness.reason),
     }
+    if side.groundedness.set_aside:
+        out["not_judged"] = True  # set aside by the offline judge: `reason` says why
     if side.relevance is not None:
         out["relevance_detail"] = {"questions": list(side.relevance.questions),
                                    "noncommittal": side.relevance.noncommittal}

@@ -22,7 +22,7 @@ from flipgate.config.review_setting import REVIEW_REQUIRED
 from flipgate.config.schema import Config
 from flipgate.errors import FlipgateError
 from flipgate.generator.replay import first_failure_cancels
-from flipgate.judges.base import EMPTY_ANSWER, Judge
+from flipgate.judges.base import EMPTY_ANSWER, Judge, ReadsPairs
 from flipgate.llm.workpool import map_bounded, pool_size
 from flipgate.model import (
     Answer,
@@ -60,6 +60,14 @@ async def _groundedness(judge: Judge, case: Case, response: str, *, sample: int)
     if not response.strip():
         return EMPTY_ANSWER
     return await _guard(judge.groundedness(case, response, sample=sample))
+
+
+async def _candidate_groundedness(judge: Judge, case: Case, response: str, baseline: str, *,
+                                  sample: int) -> Score:
+    """The candidate's groundedness; beside its baseline when the judge reads pairs."""
+    if isinstance(judge, ReadsPairs) and response.strip():
+        return await _guard(judge.groundedness_beside(case, response, baseline))
+    return await _groundedness(judge, case, response, sample=sample)
 
 
 async def _relevance(judge: Judge, items: Sequence[tuple[Case, str]]) -> list[Relevance]:
@@ -135,7 +143,7 @@ async def _readings(judge: Judge, case: Case, baseline: Answer, candidate: Answe
     to count."""
     base, cand = await asyncio.gather(
         _groundedness(judge, case, baseline.response, sample=0),
-        _groundedness(judge, case, candidate.response, sample=0))
+        _candidate_groundedness(judge, case, candidate.response, baseline.response, sample=0))
     progress.advance(1, JUDGING)
     steps[0] -= 1
     readings = Readings(base, cand)
@@ -146,7 +154,8 @@ async def _readings(judge: Judge, case: Case, baseline: Answer, candidate: Answe
         wants_rescore, wants_second = gate.confirmations_needed(mode)
         asks: list[Awaitable[Score]] = []
         if wants_rescore:  # a fresh judge call (sample=1), never a cached verdict
-            asks.append(_groundedness(judge, case, candidate.response, sample=1))
+            asks.append(_candidate_groundedness(judge, case, candidate.response,
+                                                baseline.response, sample=1))
         if wants_second and second is not None:
             asks.append(_groundedness(second, case, candidate.response, sample=0))
         answers = list(await asyncio.gather(*asks))

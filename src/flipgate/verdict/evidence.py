@@ -270,10 +270,16 @@ _LAST_WORD_WINDOW = 64
 
 
 def _ends_with_abbreviation(line: str, start: int, end: int) -> bool:
-    """Does `line[start:end]` end with an abbreviation (`e.g.`, `(U.S.`)?"""
+    """Does `line[start:end]` end with an abbreviation (`e.g.`, `(U.S.`)? "No." is one only
+    before a number ("No. 5"); "No. All plans are monthly" is an answer and a sentence."""
     tail = line[max(start, end - _LAST_WORD_WINDOW):end].rstrip(_CLOSING)
     words = tail.split()
-    return bool(words) and words[-1].lower().lstrip("(\"'") in _ABBREVIATIONS
+    if not words:
+        return False
+    last = words[-1].lower().lstrip("(\"'")
+    if last == "no.":
+        return line[end:].lstrip()[:1].isdigit()
+    return last in _ABBREVIATIONS
 
 
 def split_statements(text: str, *, semicolons: bool = True) -> list[str]:
@@ -318,14 +324,50 @@ def _fold(word: str) -> str:
     return plain.removesuffix("'s").strip("'-")
 
 
+# "U.N.", "U.S.": an abbreviation written with dots, read as the word without them.
+_DOTTED = re.compile(r"\b(?:[A-Za-z]\.){2,}")
+# A run of capitalised words ("United Nations", "Bank of England"): its initials name it too.
+_CAPITAL_RUN = re.compile(r"\b[A-Z][\w'\u2019-]*(?:\s+(?:of\s+(?:the\s+)?)?[A-Z][\w'\u2019-]*)+")
+# Two spellings of one name share a stem this long ("America", "American"; "Sundays").
+_NAME_STEM = 5
+
+
+def _initials(run: str) -> str:
+    return "".join(word[0] for word in run.split() if word[0].isupper()).lower()
+
+
+# Marks in a name vocabulary: the initials of a run of capitalised words, and an acronym
+# (written in capitals or with dots). A run matches an acronym and an acronym a run, never
+# a plain word: "Lionel Messi" is not known for a context's "lm".
+_RUN, _ACRONYM = "#", "@"
+
+
 def name_vocabulary(text: str) -> frozenset[str]:
-    """Every word of `text` as names compare, hyphenated words also in their parts."""
+    """Every word of `text` as names compare, hyphenated words also in their parts, dotted
+    abbreviations without their dots ("U.N." -> "un"), and, marked, the initials of each run
+    of capitalised words ("United Nations") and each acronym ("UN", "U.N.")."""
     words: set[str] = set()
     for match in _NAME_TOKEN.finditer(text):
-        folded = _fold(match.group())
+        word = match.group()
+        folded = _fold(word)
         words.add(folded)
         words.update(part for part in folded.split("-") if part)
+        if len(word) >= 2 and word.isupper():
+            words.add(_ACRONYM + folded)
+    for match in _DOTTED.finditer(text):
+        plain = match.group().replace(".", "").lower()
+        words.update((plain, _ACRONYM + plain))
+    words.update(_RUN + _initials(match.group()) for match in _CAPITAL_RUN.finditer(text))
     return frozenset(words)
+
+
+def _same_name(folded: str, vocabulary: frozenset[str]) -> bool:
+    """One name written another way: a known name with an ending added or dropped
+    ("Sundays" for "Sunday", "American" for "America")."""
+    if len(folded) < _NAME_STEM:
+        return False
+    return any(abs(len(word) - len(folded)) <= 2 and len(word) >= _NAME_STEM
+               and (word.startswith(folded) or folded.startswith(word)) for word in vocabulary)
 
 
 def names(text: str) -> list[str]:
@@ -350,11 +392,19 @@ def names(text: str) -> list[str]:
 
 
 def unknown_names(text: str, vocabulary: frozenset[str]) -> tuple[str, ...]:
-    """The names in `text` that `vocabulary` (a context's and query's words) never uses."""
+    """The names in `text` that `vocabulary` (a context's and query's words) never uses.
+    A run of capitalised words whose initials the context uses ("United States" for "U.S.")
+    is known; so is a hyphenated word whose capitalised parts are ("Prize-winning")."""
+    initialled = {word for match in _CAPITAL_RUN.finditer(text)
+                  if _ACRONYM + _initials(match.group()) in vocabulary
+                  for word in match.group().split()}
+
     def known(word: str) -> bool:
         folded = _fold(word)
-        return folded in vocabulary or all(
-            part in vocabulary for part in folded.split("-") if part)
+        parts = [_fold(part) for part in word.split("-") if part[:1].isupper()]
+        return (folded in vocabulary or word in initialled or _same_name(folded, vocabulary)
+                or word.isupper() and _RUN + folded in vocabulary
+                or bool(parts) and all(part in vocabulary for part in parts))
     return tuple(dict.fromkeys(word for word in names(text) if not known(word)))
 
 
@@ -480,6 +530,12 @@ class Analysis:
         )
 
 
+# "Here is a summary of the article in 200 words:", "Sure! Here's the overview": the answer
+# introducing itself, with or without a figure; never a claim.
+_LEAD_IN = re.compile(r"\W*(?:(?:sure|certainly|okay|ok)\W+)?(?:here\s+(?:is|are)|here's|below\s+is)\b",
+                      re.IGNORECASE)
+
+
 def about_the_context(statement: str) -> bool:
     """Does the statement speak of what the context says or lacks ("is not explicitly
     stated", "the passages do not mention")? Then it is not a claim about the world."""
@@ -492,7 +548,8 @@ def _classify(statement: str, words: frozenset[str], figures: Sequence[Figure],
         return Kind.QUESTION
     if not figures and about_the_context(statement):
         return Kind.DEFLECTION
-    if not figures and (statement.rstrip(" *_").endswith(":") or statement.startswith("#")):
+    if (statement.rstrip(" *_").endswith(":") and (not figures or _LEAD_IN.match(statement))) \
+            or (not figures and statement.startswith("#")):
         return Kind.FILLER  # a lead-in or a heading ("Here is what the label says:")
     if is_deflection(statement) and not figures:
         # The context may itself give this instruction ("call us right away"):

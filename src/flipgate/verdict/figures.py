@@ -521,6 +521,9 @@ class KnownFigures:
         return (year, month, day) in self.ymd or (year_apart and (month, day) in self.md_no_year)
 
 
+_AGE = re.compile(r"(\d{1,3})-year$")
+
+
 def vouched(figure: Figure, known: KnownFigures | Sequence[Figure]) -> bool:
     """Is `figure` vouched for by what is `known` (an index, or figures to index)?"""
     if not isinstance(known, KnownFigures):
@@ -535,6 +538,9 @@ def vouched(figure: Figure, known: KnownFigures | Sequence[Figure]) -> bool:
         return isinstance(hour, int) and hour < 12 and ("time", (hour + 12, minute)) in known.exact
     if figure.unit in ("count", "ordinal") and figure.value in known.numeric:
         return True
+    age = _AGE.match(figure.text)
+    if age and (Decimal(age.group(1)), None) in known.numeric:
+        return True  # "a 37-year-old man" where the context says "Jordan, 37,"
     if figure.from_to:  # "from 2% to 3%" is vouched for by both ends
         low, high = figure.value
         return all(vouched(Figure(figure.text, figure.unit, (end, None)), known)

@@ -92,6 +92,14 @@ def confirmations_needed(mode: str) -> tuple[bool, bool]:
     return mode in (SAME_JUDGE, BOTH), mode in (SECOND_OPINION, BOTH)
 
 
+NOT_JUDGED_OFFLINE = "not judged offline"
+
+
+def unscored(score: Score) -> str:
+    """What a side without a score shows: set aside by the judge, or no score (a judge error)."""
+    return NOT_JUDGED_OFFLINE if score.set_aside else "no score"
+
+
 def reads_ungrounded(score: Score) -> bool:
     """A confirming reading that agrees the answer is ungrounded: a 1-5 score in the
     ungrounded bucket, or a true/false instrument's "not grounded" (label False)."""
@@ -111,9 +119,11 @@ def classify(baseline: Score, candidate: Score, rescore: Score | None = None, *,
     `unstable`. A confirmation that is missing or failed is a judge error.
     """
     errors = [f"{side}: {s.error}" for side, s in (("baseline", baseline), ("candidate", candidate))
-              if not s.ok]
+              if not s.ok and not s.set_aside]
     if errors:
         return Verdict.ERROR, errors
+    if baseline.set_aside or candidate.set_aside:
+        return Verdict.NOT_JUDGED, []  # no score to compare: shown as such, never a flip
     assert baseline.value is not None and candidate.value is not None
     before, after = bucket_of(baseline.value), bucket_of(candidate.value)
 
@@ -455,6 +465,13 @@ KINDS: tuple[Kind, ...] = (
          title="↘️ Relevance drops",
          about="Relevance fell below {threshold} where the baseline was at or above it.",
          layout="relevance", nouns="relevance drops", one_row="relevance drop", tier=Tier.WORTH_READING),
+    Kind(name="not_judged", holds=_verdict(Verdict.NOT_JUDGED),
+         count_field="not_judged", status=Phrase("not judged offline", "not judged offline"),
+         label="not judged", style="dim", title="Not judged offline: set aside by the lexical judge",
+         about="The offline judge could not weigh these answers (too long, or too little overlap "
+               "with the context to tell): neither a pass nor a flip. Each row says why.",
+         layout="brief", nouns="rows not judged offline", one_row="row not judged offline",
+         tier=Tier.SKIM),
     Kind(name="moved", holds=_verdict(Verdict.MOVED),
          count_field="moved", status=Phrase("moved", "moved"),
          label="moved", style="", title="Moved: changed bucket, up or down", about="",
