@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib.util
 import io
 import json
+import os
 import re
 import time
 from dataclasses import dataclass
@@ -68,7 +69,7 @@ class Pipeline:
         """`flipgate action` in the real process environment, as the container runs it."""
         for name, value in self.harness.env.items():
             self.monkeypatch.setenv(name, value)
-        return action.main(stream=options.pop("stream", self.harness.log), **options)
+        return action.main(os.environ, stream=options.pop("stream", self.harness.log), **options)
 
     def recommit(self, *, cases: str, config: str = CONFIG) -> None:
         """Base and head again, with these cases and configuration."""

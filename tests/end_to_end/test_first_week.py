@@ -7,6 +7,7 @@ command; then `gate.strict`, which makes the same flips block."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 import shutil
@@ -118,7 +119,7 @@ def run_action(harness: Harness, monkeypatch: pytest.MonkeyPatch, *, fresh: bool
     summary.unlink(missing_ok=True)  # each job has its own summary
     for name, value in harness.env.items():
         monkeypatch.setenv(name, value)
-    return action.main(stream=harness.log)
+    return action.main(os.environ, stream=harness.log)
 
 
 def test_the_first_week(team: Harness, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

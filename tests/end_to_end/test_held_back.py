@@ -10,6 +10,7 @@ says "confirmed".
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -67,7 +68,7 @@ def _report(harness: Harness) -> dict[str, Any]:
 def test_a_small_first_suite_passes_and_says_first_what_it_held_back(first_suite) -> None:
     harness = first_suite(strict=False)
 
-    assert action.main(stream=harness.log) == 0, harness.log.getvalue()[-3000:]
+    assert action.main(os.environ, stream=harness.log) == 0, harness.log.getvalue()[-3000:]
 
     final = harness.final_status()
     assert final["state"] == "success"
@@ -97,7 +98,7 @@ def test_a_small_first_suite_passes_and_says_first_what_it_held_back(first_suite
 def test_with_strict_the_same_flips_block(first_suite) -> None:
     harness = first_suite(strict=True)
 
-    assert action.main(stream=harness.log) == 1, harness.log.getvalue()[-3000:]
+    assert action.main(os.environ, stream=harness.log) == 1, harness.log.getvalue()[-3000:]
 
     final = harness.final_status()
     assert final["state"] == "failure" and final["description"].startswith("blocked:")

@@ -10,6 +10,7 @@ main:  pre-adoption --- adoption --- prompt fix (rules: never add fees)
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -200,7 +201,7 @@ class Action:
         harness.pull_event()
         for name, value in harness.env.items():
             self.monkeypatch.setenv(name, value)
-        return action.main(stream=harness.log)
+        return action.main(os.environ, stream=harness.log)
 
 
 @pytest.fixture

@@ -12,6 +12,7 @@ Real git, the real CLI and action, the loopback model and GitHub servers.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -149,7 +150,7 @@ def test_tuesday_held_back_dosages_are_a_warning_and_each_flip_an_annotation(
         monkeypatch.setenv(name, value)
     monkeypatch.delenv("OPENAI_API_KEY")
 
-    assert action.main(stream=harness.log) == 0, harness.log.getvalue()[-3000:]
+    assert action.main(os.environ, stream=harness.log) == 0, harness.log.getvalue()[-3000:]
 
     held = "5 confirmed flips did not block: dosage has 6 cases, below 50; see gate.strict"
     status = harness.final_status()

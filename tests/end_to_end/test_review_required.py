@@ -10,6 +10,7 @@ a new head asks again.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -55,7 +56,7 @@ def run(harness: Harness, monkeypatch: pytest.MonkeyPatch) -> int:
     """The action as the runner starts it, with the harness's environment."""
     for name, value in harness.env.items():
         monkeypatch.setenv(name, value)
-    return action.main(stream=harness.log)
+    return action.main(os.environ, stream=harness.log)
 
 
 def comment(harness: Harness, monkeypatch: pytest.MonkeyPatch, body: str, *,

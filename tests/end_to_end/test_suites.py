@@ -5,6 +5,7 @@ Only the suites whose generator changed are evaluated, and the comment says whic
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -213,7 +214,7 @@ class Action:
     def run(self) -> int:
         for name, value in self.harness.env.items():
             self.monkeypatch.setenv(name, value)
-        return action.main(stream=self.harness.log)
+        return action.main(os.environ, stream=self.harness.log)
 
 
 def test_per_suite_statuses_through_the_real_github_client(harness: Harness, server: FakeOpenAI,

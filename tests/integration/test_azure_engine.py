@@ -211,7 +211,7 @@ def _sdk_prompty(name: str) -> str:
     return (Path(sdk.__file__).parent / "_evaluators" / name).read_text(encoding="utf-8")
 
 
-@pytest.mark.parametrize("mode, prompty, other", [
+@pytest.mark.parametrize("mode, prompt, other", [
     ("with_query", "_groundedness/groundedness_with_query.prompty",
      "_groundedness/groundedness_without_query.prompty"),
     ("without_query", "_groundedness/groundedness_without_query.prompty",

@@ -14,6 +14,7 @@ the newest status of that context on the head.
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -56,7 +57,7 @@ class Repo:
     def run(self) -> int:
         for name, value in self.harness.env.items():
             self.monkeypatch.setenv(name, value)
-        return action.main(stream=self.harness.log)
+        return action.main(os.environ, stream=self.harness.log)
 
     def open(self, number: int, base_ref: str) -> None:
         """PR `number` proposes the head to `base_ref`; its `opened` delivery is next."""

@@ -10,6 +10,7 @@ The real pipeline runs against the loopback OpenAI and GitHub servers.
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -52,7 +53,7 @@ class Repo:
     def run(self, check: Any = None) -> int:
         for name, value in self.harness.env.items():
             self.monkeypatch.setenv(name, value)
-        return action.main(stream=self.harness.log, check=check)
+        return action.main(os.environ, stream=self.harness.log, check=check)
 
     def pull(self, base_ref: str, *, fork: bool = True) -> None:
         self.harness.server.add_pull(PR, base_sha=self.commits[base_ref],
