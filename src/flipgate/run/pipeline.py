@@ -214,21 +214,23 @@ async def _replay_and_score(*, inputs: Inputs, pair: LockedPair,
         await client.close()
     sizes = gate.category_sizes(c.category for c in (inputs.cases if all_cases is None
                                                       else all_cases))
-    scored = await score_rows(cases=cases, baseline=baseline, candidate=candidate,
-                              config=inputs.config, judge=judge.first, second=judge.second,
-                              mode=judge.mode, progress=runtime.progress, category_cases=sizes)
-    if not failed:
-        return scored
     # A case a side's template could not render is a generator error, never judged.
     outcomes = {name: Outcome(errors=dict(one.rendered.failed))
                 for name, one in prepared.items()}
     outcomes.setdefault("baseline", outcomes["candidate"])  # adopting: one side
-    by_id = {row.id: row for row in scored.rows}
-    rows = [by_id.get(case.id) or commanded.unanswered_row(
-                case, outcomes, config=inputs.config, sizes=sizes, mode=judge.mode,
-                what="the template")
-            for case in inputs.cases]
-    return Scored(rows=rows, fluency=scored.fluency)
+    unrendered = [commanded.unanswered_row(case, outcomes, config=inputs.config, sizes=sizes,
+                                           mode=judge.mode, what="the template")
+                  for case in inputs.cases if case.id in failed]
+    try:
+        scored = await score_rows(cases=cases, baseline=baseline, candidate=candidate,
+                                  config=inputs.config, judge=judge.first, second=judge.second,
+                                  mode=judge.mode, progress=runtime.progress, category_cases=sizes)
+    except stopped.StoppedPartWay as exc:
+        raise exc.with_rows(unrendered) from exc.cause
+    if not failed:
+        return scored
+    by_id = {row.id: row for row in [*scored.rows, *unrendered]}
+    return Scored(rows=[by_id[case.id] for case in inputs.cases], fluency=scored.fluency)
 
 
 async def _end_to_end(*, repo: Repo, base: Ref, inputs: Inputs, pair: LockedPair,

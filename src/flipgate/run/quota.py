@@ -11,10 +11,10 @@ limits. Pure: the run passes the figures in and prints the lines.
 from __future__ import annotations
 
 import math
-from datetime import UTC, datetime
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 from flipgate.config.github_limits import limits_of
 from flipgate.run.stopped import rate_limited

@@ -30,6 +30,10 @@ class StoppedPartWay(IncompleteError):
         self.cause = cause
         self.rows = list(rows)
 
+    def with_rows(self, rows: Sequence[Row]) -> StoppedPartWay:
+        """The same stop, with rows settled beside the scoring (a generator's errors)."""
+        return StoppedPartWay(self.cause, [*self.rows, *rows])
+
 
 def cause_of(stopped: BaseException) -> BaseException:
     return stopped.cause if isinstance(stopped, StoppedPartWay) else stopped
