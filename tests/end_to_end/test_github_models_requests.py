@@ -125,27 +125,37 @@ def test_the_run_says_before_it_starts_what_it_will_send_each_model_and_the_free
     assert output.index("GitHub Models: this run sends") < output.index("usage:")
 
 
-def test_a_run_a_rate_limit_stops_says_when_to_re_run_and_the_re_run_keeps_what_was_paid(
-        models: FakeOpenAI, tmp_path: Path) -> None:
+def short_wait_repo(models: FakeOpenAI, tmp_path: Path, *, head_system: str,
+                    top: str = "") -> GitRepo:
+    """A base and a head (its system line `head_system`) whose judge waits out 429s two
+    seconds at most; `top`: keys put before the judge's."""
     models.on_generation(generation)
     repo = GitRepo.create(tmp_path / "repo")
     cases = [{"id": f"case-{i}", "category": "policy", "query": f"case-{i}: how long?",
               "context": f"Refunds for order {i} are issued within 30 days."} for i in range(CASES)]
     config = CONFIG.format(url=models.base_url).replace(
-        "judge:\n  provider: github\n", "judge:\n  provider: github\n  max_wait: 2\n")
+        "judge:\n  provider: github\n", f"{top}judge:\n  provider: github\n  max_wait: 2\n")
     repo.commit({".flipgate.yml": config, "eval/cases.jsonl": "".join(json.dumps(c) + "\n" for c in cases),
                  "prompts/answer.prompty": PROMPT.format(system="Answer only from the context.")})
     repo.branch("base", "HEAD")
-    repo.commit({"prompts/answer.prompty": PROMPT.format(system="Answer briefly.")})
+    repo.commit({"prompts/answer.prompty": PROMPT.format(system=head_system)})
+    return repo
+
+
+def cached_run(repo: GitRepo, tmp_path: Path) -> tuple[int, str]:
+    """`flipgate run` with the cache on: its exit code and what it said, on one line."""
+    result = CliRunner().invoke(cli, ["run", "--repo", str(repo.path), "--base", "base",
+                                      "--head", "HEAD", "--out", str(tmp_path / "out"),
+                                      "--cache", str(tmp_path / "cache")])
+    return result.exit_code, " ".join(result.output.split())
+
+
+def test_a_run_a_rate_limit_stops_says_when_to_re_run_and_the_re_run_keeps_what_was_paid(
+        models: FakeOpenAI, tmp_path: Path) -> None:
+    repo = short_wait_repo(models, tmp_path, head_system="Answer briefly.")
     models.rate_limit(rate=0.0001, burst=7, headers=False)   # a day's quota, spent seven requests in
 
-    def run() -> tuple[int, str]:
-        result = CliRunner().invoke(cli, ["run", "--repo", str(repo.path), "--base", "base",
-                                          "--head", "HEAD", "--out", str(tmp_path / "out"),
-                                          "--cache", str(tmp_path / "cache")])
-        return result.exit_code, " ".join(result.output.split())
-
-    code, said = run()
+    code, said = cached_run(repo, tmp_path)
     assert code == 3, said
     # The 429 said Retry-After: 10000 (the bucket's refill): the advice names that time.
     assert "Re-run after " in said and " UTC, in about 2 h 47 min, when the provider's rate-limit headers" in said
@@ -163,10 +173,12 @@ def test_a_run_a_rate_limit_stops_says_when_to_re_run_and_the_re_run_keeps_what_
     with models._lock:
         models.bucket = None                     # the next day
     before = len(models.requests)
-    code, said = run()
+    code, said = cached_run(repo, tmp_path)
     assert code == 0, said
     again = [r for r in models.requests[before:] if r.kind == "generation"]
-    assert len(again) == 2 * CASES - len(answered)   # what was paid for is not asked again
+    # What was received is not asked again; a reply the server sent while the stop cancelled
+    # its request (in flight beside the refused one) never reached the cache, so may be.
+    assert 2 * CASES - len(answered) <= len(again) < 2 * CASES
 
 
 def test_a_rate_limit_mid_scoring_keeps_every_finished_row_and_the_re_run_asks_only_the_rest(
@@ -174,27 +186,12 @@ def test_a_rate_limit_mid_scoring_keeps_every_finished_row_and_the_re_run_asks_o
     """The limit is spent while judging: the rows already scored are reported as a full run
     reports them (report.json, comment.md, the terminal), the rest as not run, exit 3; the
     re-run after the reset sends only the requests the first run never got answered."""
-    models.on_generation(generation)
-    repo = GitRepo.create(tmp_path / "repo")
-    cases = [{"id": f"case-{i}", "category": "policy", "query": f"case-{i}: how long?",
-              "context": f"Refunds for order {i} are issued within 30 days."} for i in range(CASES)]
-    config = CONFIG.format(url=models.base_url).replace(
-        "judge:\n  provider: github\n", "concurrency: 1\njudge:\n  provider: github\n  max_wait: 2\n")
-    repo.commit({".flipgate.yml": config, "eval/cases.jsonl": "".join(json.dumps(c) + "\n" for c in cases),
-                 "prompts/answer.prompty": PROMPT.format(system="Answer only from the context.")})
-    repo.branch("base", "HEAD")
-    repo.commit({"prompts/answer.prompty": PROMPT.format(system="Be generous.")})
+    repo = short_wait_repo(models, tmp_path, head_system="Be generous.", top="concurrency: 1\n")
     # Two probes and twelve generations, then the limit is spent a few judge requests in,
     # with the reset GitHub Models' headers say (x-ratelimit-remaining 0, no Retry-After).
     models.rate_limit(rate=0.0001, burst=2 + 2 * CASES + 10, retry_after=False)
 
-    def run() -> tuple[int, str]:
-        result = CliRunner().invoke(cli, ["run", "--repo", str(repo.path), "--base", "base",
-                                          "--head", "HEAD", "--out", str(tmp_path / "out"),
-                                          "--cache", str(tmp_path / "cache")])
-        return result.exit_code, " ".join(result.output.split())
-
-    code, said = run()
+    code, said = cached_run(repo, tmp_path)
     assert code == 3, said
     report = json.loads((tmp_path / "out" / "report.json").read_text())
     assert report["conclusion"] == "error" and len(report["rows"]) == CASES
@@ -225,7 +222,7 @@ def test_a_rate_limit_mid_scoring_keeps_every_finished_row_and_the_re_run_asks_o
     with models._lock:
         models.bucket = None                     # the limit has reset
     before = len(models.requests)
-    code, said = run()
+    code, said = cached_run(repo, tmp_path)
     assert code == 1, said                       # case-0's flip blocks once every row is scored
     again = Counter(r.kind for r in models.requests[before:])
     # Both runs together sent what one whole run sends (the flip's costs above): nothing
