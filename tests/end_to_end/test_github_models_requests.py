@@ -226,10 +226,12 @@ def test_a_rate_limit_mid_scoring_keeps_every_finished_row_and_the_re_run_asks_o
     assert code == 1, said                       # case-0's flip blocks once every row is scored
     again = Counter(r.kind for r in models.requests[before:])
     # Both runs together sent what one whole run sends (the flip's costs above): nothing
-    # answered before is asked again.
-    assert again and again + answered == Counter({
-        "generation": 2 * CASES, "groundedness": 2 * CASES + 1, "relevance": 2 * CASES,
-        "statements": 1, "probe": 1, "embeddings": 2}), (again, answered)
+    # received before is asked again. Only the one request in flight when the run stopped
+    # (concurrency 1) may have been answered by the server after the stop cancelled it.
+    whole = Counter({"generation": 2 * CASES, "groundedness": 2 * CASES + 1,
+                     "relevance": 2 * CASES, "statements": 1, "probe": 1, "embeddings": 2})
+    assert again and whole <= again + answered, (again, answered)
+    assert (again + answered).total() - whole.total() <= 1, (again, answered)
     report = json.loads((tmp_path / "out" / "report.json").read_text())
     assert report["counts"].get("not_run", 0) == 0
     for case in finished:                        # a finished row's verdict stands
