@@ -292,3 +292,19 @@ def test_a_shard_a_rate_limit_stops_keeps_its_finished_rows_through_the_merge(
     assert not_run and not_run <= shard_two and not_run != shard_two, (verdicts, second.output)
     assert report["counts"]["not_run"] == len(not_run)
     assert "not run" in (tmp_path / "m" / "comment.md").read_text()
+
+
+def test_a_sharded_run_of_a_change_nothing_reads_is_skipped_and_merges_skipped(
+        repo: GitRepo, tmp_path: Path, openai_server: FakeOpenAI) -> None:
+    repo.commit({"README.md": "# docs only\n"})
+    repo.branch("base", "HEAD")
+    repo.commit({"NOTES.md": "nothing the generator reads\n"})
+    for i in (1, 2):
+        result = run(repo, tmp_path / f"s{i}", "--shard", f"{i}/2")
+        assert result.exit_code == 0, result.output
+    merged = CliRunner().invoke(cli, ["merge", str(tmp_path / "s1" / "partial.json"),
+                                      str(tmp_path / "s2" / "partial.json"), "--out", str(tmp_path / "m")])
+    assert merged.exit_code == 0, merged.output
+    report = json.loads((tmp_path / "m" / "report.json").read_text())
+    assert report["conclusion"] == "skipped" and report["rows"] == []
+    assert openai_server.requests == []
