@@ -164,7 +164,9 @@ def write_partial(report: Report, out_dir: str | os.PathLike[str], *, shard: Sha
                    "rows": [{"position": position, "case": dataclasses.asdict(row.case),
                              "baseline": _readings(row.baseline),
                              "candidate": _readings(row.candidate)}
-                            for position, row in zip(part.positions, part.report.rows, strict=True)]}
+                            # A skipped part has no rows to place.
+                            for position, row in zip(part.positions if part.report.rows else [],
+                                                     part.report.rows, strict=True)]}
                   for part in parts],
     }
     target = Path(out_dir) / PARTIAL_FILE
