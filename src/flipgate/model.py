@@ -29,6 +29,7 @@ class Verdict(StrEnum):
     UNCHANGED = "unchanged"
     ERROR = "error"
     NOT_JUDGED = "not_judged"  # a side the judge set aside (Score.set_aside)
+    NOT_RUN = "not_run"  # the run stopped (a rate limit, the budget) before this row was scored
 
 
 class Conclusion(StrEnum):
@@ -168,6 +169,7 @@ class Side:
     statements: Statements | None = None  # candidate only, on flipped rows
     manipulation: tuple[str, ...] = ()  # what in the answer addresses the grader
     generator_error: str | None = None  # the generator gave no answer: why (never judged)
+    not_run: str | None = None  # the run stopped before this row was scored: why (run/stopped.py)
 
 
 @dataclass

@@ -488,3 +488,31 @@ def test_a_merge_of_partials_for_an_older_head_is_refused(pipeline: Pipeline) ->
     assert harness.final_status()["state"] == "error"
     [comment] = harness.own_comments()
     assert "was made for head sha" in comment["body"]
+
+
+def test_end_to_end_a_rate_limit_mid_run_keeps_the_finished_rows_in_the_comment(
+        pipeline: Pipeline) -> None:
+    """The provider's limit is spent part way through judging: the comment lists the rows the
+    run finished as a full run does, names the rest not run, and says when to re-run; the
+    status is an error (exit 3), never a pass."""
+    harness, openai = pipeline.harness, pipeline.openai
+    cases = [{"id": f"card-{i}", "category": "policy", "query": f"Is card {i} free?",
+              "context": f"Card {i} is free of charge once a year."} for i in range(4)]
+    pipeline.recommit(cases="".join(json.dumps(case) + "\n" for case in cases),
+                      config=CONFIG.replace("  model: judge-pinned\n",
+                                            "  model: judge-pinned\n  max_wait: 2\n")
+                      + "concurrency: 1\n")
+    # The probes, eight answers, then a few judge requests before the limit is spent.
+    openai.rate_limit(rate=0.0001, burst=2 + 8 + 6, retry_after=False)
+    harness.pull_event()
+
+    assert pipeline.run() == 3, harness.log.getvalue()[-3000:]
+
+    [comment] = harness.own_comments()
+    body = comment["body"]
+    assert "flipgate could not finish: " in body and " not run" in body, body
+    assert "Not run: the run stopped before these rows" in body
+    assert "finished before the stop and are reported as a full run reports them" in body
+    assert "Re-run after " in body and "asks only for the rest" in body
+    final = harness.final_status()
+    assert final["state"] == "error", final

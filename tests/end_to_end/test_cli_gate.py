@@ -297,7 +297,9 @@ def test_a_key_refused_after_the_probe_stops_the_gate_at_the_first_refusal(
     assert result.stderr.count("HTTP 401") == 1 and "(sent once)" in result.stderr
     assert "judge model judge-pinned" in result.stderr
     report = json.loads((tmp_path / "out" / "report.json").read_text())
-    assert report["conclusion"] == "error" and report["rows"] == []
+    # Stopped before any row was scored: every case is named as not run, none as scored.
+    assert report["conclusion"] == "error" and report["rows"]
+    assert {row["verdict"] for row in report["rows"]} == {"not_run"}
 
 
 def test_a_gate_without_any_configuration_says_so_and_notes_it_in_the_report(

@@ -257,6 +257,10 @@ def test_gate_that_runs_out_of_budget_writes_an_error_report_and_exits_3(
     # The comment blames what stopped the run, not the judge.
     assert "could not finish" in comment and "could not finish: judge errors" not in comment
     assert "budget" in comment
+    # The budget went on the probe: every case is named as not run, at its budget.
+    assert [row["verdict"] for row in report["rows"]] == ["not_run"] * report["counts"]["cases"]
+    assert report["rows"][0]["candidate"]["not_run"] == ("the run stopped at its budget before "
+                                                          "this row was scored")
 
 
 @pytest.mark.parametrize("generator", [

@@ -127,3 +127,34 @@ def test_a_case_the_candidates_template_cannot_render_is_a_generator_error_row(
     # Nothing was asked for the case the template could not render.
     asked = [r.body["messages"][-1]["content"] for r in openai_server.chat_requests("generation")]
     assert len(asked) == 2 and not any("Can I return it?" in text for text in asked)
+
+
+def test_a_run_a_rate_limit_stops_keeps_a_template_failure_a_generator_error(
+        openai_server: Any, tmp_path: Path) -> None:
+    """The judge's limit is spent after the first row: the row the head's template could not
+    render is still a generator error, the finished row is kept, the one left is not run."""
+    openai_server.on_generation(lambda body: body["messages"][-1]["content"].split("Context: ")[1]
+                                + (" Ask the desk." if "queue" in body["messages"][-1]["content"] else ""))
+    cases = [{**CASES[0], "queue": 1}, {**CASES[1], "queue": "front desk"},
+             {**CASES[0], "id": "fee-2", "context": "The fee is $2.", "queue": 2}]
+    config = PROMPTY_CONFIG.replace("  provider: offline\n", "  provider: openai\n  model: judge-1\n"
+                                    "  max_wait: 2\n") + "concurrency: 1\nrelevance: {questions: 1}\n"
+    repo = GitRepo.create(tmp_path / "repo")
+    repo.commit({".flipgate.yml": config, "prompts/answer.prompty": PROMPTY.replace("QUEUE", ""),
+                 "eval/cases.jsonl": "".join(json.dumps(c) + "\n" for c in cases)}, message="base")
+    repo.branch("base", "HEAD")
+    repo.commit({"prompts/answer.prompty": PROMPTY.replace("QUEUE", " (queue {{ queue + 1 }})")})
+    # The probes, four answers, then the first row's two groundedness requests (the relevance
+    # pass asks after them, one request at a time), and two to spare for the pacing's margin.
+    openai_server.rate_limit(rate=0.0001, burst=2 + 4 + 2 + 2, retry_after=False)
+
+    out = tmp_path / "out"
+    result = CliRunner().invoke(cli, ["run", "--repo", str(repo.path), "--base", "base",
+                                      "--head", "HEAD", "--out", str(out), "--no-cache"])
+
+    assert result.exit_code == 3, result.output
+    report = json.loads((out / "report.json").read_text())
+    verdicts = {row["id"]: row["verdict"] for row in report["rows"]}
+    assert verdicts["ret-1"] == "error" and report["counts"]["generator_errors"] == 1, verdicts
+    assert "not_run" in verdicts.values() and verdicts["fee-1"] != "error", verdicts
+    assert report["counts"]["not_run"] == list(verdicts.values()).count("not_run")

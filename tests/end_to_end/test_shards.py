@@ -261,3 +261,50 @@ def test_shards_ask_what_the_whole_run_asks(openai_server: FakeOpenAI, tmp_path:
     expected = json.loads((tmp_path / "whole" / "report.json").read_text())
     assert rows(report) == rows(expected) and report["counts"] == expected["counts"]
     assert report["counts"]["blocking_regressions"] == 20 and report["fluency"] == expected["fluency"]
+
+
+def test_a_shard_a_rate_limit_stops_keeps_its_finished_rows_through_the_merge(
+        tmp_path: Path, openai_server: FakeOpenAI) -> None:
+    """Shard 2 runs out of requests part way through judging: its finished rows and shard 1's
+    are merged as scored, its unfinished rows are named not run, and the merge exits 3."""
+    openai_server.on_generation(generation)
+    repo = GitRepo.create(tmp_path / "repo")
+    config = CONFIG.replace("  model: judge-pinned\n", "  model: judge-pinned\n  max_wait: 2\n")
+    repo.commit({".flipgate.yml": config + "concurrency: 1\n", "prompts/answer.prompty": PROMPT,
+                 "eval/cases.jsonl": "".join(json.dumps(c) + "\n" for c in CASES)}, message="base")
+    repo.branch("base", "HEAD")
+    repo.commit({"prompts/answer.prompty": PROMPT.replace("questions.", "questions generously.")})
+    first = run(repo, tmp_path / "s1", "--shard", "1/2")
+    assert first.exit_code == 0, first.output
+    # Two probes and both sides' 24 answers, then the limit is spent a few judge requests in.
+    openai_server.rate_limit(rate=0.0001, burst=2 + 24 + 16, retry_after=False)
+    second = run(repo, tmp_path / "s2", "--shard", "2/2")
+    assert second.exit_code == 3, second.output
+    merged = CliRunner().invoke(cli, ["merge", str(tmp_path / "s1" / "partial.json"),
+                                      str(tmp_path / "s2" / "partial.json"), "--out", str(tmp_path / "m")])
+    assert merged.exit_code == 3, merged.output
+    report = json.loads((tmp_path / "m" / "report.json").read_text())
+    assert report["conclusion"] == "error" and report["counts"]["cases"] == len(CASES)
+    verdicts = {row["id"]: row["verdict"] for row in report["rows"]}
+    assert sorted(verdicts) == sorted(case["id"] for case in CASES)   # every case, once
+    shard_two = {case["id"] for case in CASES if Shard(2, 2).holds(case["id"])}
+    not_run = {case for case, verdict in verdicts.items() if verdict == "not_run"}
+    assert not_run and not_run <= shard_two and not_run != shard_two, (verdicts, second.output)
+    assert report["counts"]["not_run"] == len(not_run)
+    assert "not run" in (tmp_path / "m" / "comment.md").read_text()
+
+
+def test_a_sharded_run_of_a_change_nothing_reads_is_skipped_and_merges_skipped(
+        repo: GitRepo, tmp_path: Path, openai_server: FakeOpenAI) -> None:
+    repo.commit({"README.md": "# docs only\n"})
+    repo.branch("base", "HEAD")
+    repo.commit({"NOTES.md": "nothing the generator reads\n"})
+    for i in (1, 2):
+        result = run(repo, tmp_path / f"s{i}", "--shard", f"{i}/2")
+        assert result.exit_code == 0, result.output
+    merged = CliRunner().invoke(cli, ["merge", str(tmp_path / "s1" / "partial.json"),
+                                      str(tmp_path / "s2" / "partial.json"), "--out", str(tmp_path / "m")])
+    assert merged.exit_code == 0, merged.output
+    report = json.loads((tmp_path / "m" / "report.json").read_text())
+    assert report["conclusion"] == "skipped" and report["rows"] == []
+    assert openai_server.requests == []

@@ -142,9 +142,10 @@ def test_the_example_blocks_and_shows_every_verdict_but_unstable(example: Gated)
     assert counts.blocking_regressions == 2 and counts.regressions_to_review == 1
     assert counts.new_non_answers >= 1 and counts.still_ungrounded >= 1 and counts.moved >= 2
     assert counts.relevance_drops >= 1 and counts.errors == 0
-    # Its answers are short: the offline judge sets aside none of them (NOT_JUDGED).
+    # Its answers are short: the offline judge sets aside none of them (NOT_JUDGED); the run
+    # finishes, so no row is NOT_RUN.
     assert {row.verdict for row in rows} == set(Verdict) - {Verdict.UNSTABLE, Verdict.ERROR,
-                                                            Verdict.NOT_JUDGED}
+                                                            Verdict.NOT_JUDGED, Verdict.NOT_RUN}
     assert gate.conclude(counts) is Conclusion.FAILURE
     assert gate.exit_code(gate.conclude(counts)) == 1
 

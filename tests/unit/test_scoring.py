@@ -196,3 +196,50 @@ def test_a_relevance_error_is_reported_not_ignored() -> None:
     report = run([case("a")], {"a": "x"}, {"a": "x"}, NoRelevance({"x": [5]}))
     assert report.rows[0].verdict is Verdict.ERROR
     assert report.conclusion is Conclusion.ERROR
+
+
+def test_a_stop_part_way_keeps_the_rows_it_finished_and_names_the_rest_not_run() -> None:
+    """The limit is spent on the third row: the first two are kept as scored (a confirmed
+    regression among them), the third is not run, and the run concludes error, not blocked."""
+    from flipgate.run import stopped
+    from flipgate.verdict import gate
+
+    class SpentAfterTwoRows(ScriptedJudge):
+        async def groundedness(self, case, response, *, sample=0):
+            if case.id == "c":
+                raise IncompleteError("HTTP 429 from models.github.ai for the judge model")
+            return await super().groundedness(case, response, sample=sample)
+
+    judge = SpentAfterTwoRows({"good": [5, 5], "invented": [2, 2], "g1": [5], "g2": [5]})
+    cases = [case("a"), case("b"), case("c")]
+    with pytest.raises(stopped.StoppedPartWay) as raised:
+        asyncio.run(score_rows(
+            cases=cases, baseline={k: Answer(v) for k, v in {"a": "good", "b": "g1", "c": "g1"}.items()},
+            candidate={k: Answer(v) for k, v in {"a": "invented", "b": "g2", "c": "g2"}.items()},
+            config=CONFIG, judge=judge, progress=Silent(), workers=1))
+    rows = stopped.kept_rows(cases, raised.value)
+    assert [(row.id, row.verdict) for row in rows] == [
+        ("a", Verdict.REGRESSION), ("b", Verdict.UNCHANGED), ("c", Verdict.NOT_RUN)]
+    assert rows[0].blocking and rows[0].evidence is not None   # as a full run has it
+    assert rows[2].candidate.not_run == ("the run stopped on the provider's rate limit before "
+                                         "this row was scored")
+    counts = gate.count(rows)
+    assert (counts.not_run, counts.blocking_regressions, counts.errors) == (1, 1, 0)
+    assert gate.conclude(counts) is Conclusion.ERROR        # never blocks on part of the rows
+    assert stopped.progress_note(rows).startswith("2 of 3 rows finished before the stop")
+
+
+def test_a_row_left_with_only_429_judge_errors_by_a_rate_limit_stop_is_not_run() -> None:
+    from flipgate.run import stopped
+    from flipgate.verdict import gate
+
+    refused = Score.failed("groundedness judge: HTTP 429 (still rate limited): Rate limit")
+    side = gate.side("an answer", refused)
+    row = gate.build_row(case("a"), side, side, blocking_categories=(), threshold=0.7,
+                         find_evidence=lambda c, r: None)  # type: ignore[arg-type,return-value]
+    assert row.verdict is Verdict.ERROR
+    cause = IncompleteError("HTTP 429 from models.github.ai for the judge model")
+    kept = stopped.kept_rows([case("a")], stopped.StoppedPartWay(cause, [row]))
+    assert kept[0].verdict is Verdict.NOT_RUN
+    budget = IncompleteError("budget.max_requests (1) reached")   # not a rate limit: kept
+    assert stopped.kept_rows([case("a")], stopped.StoppedPartWay(budget, [row]))[0] is row

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import dataclasses
 import sys
+import time
 from pathlib import Path
 
 import click
@@ -72,6 +73,8 @@ def gate(cases_path: str, baseline_path: str, candidate_path: str, config_path: 
     from flipgate.model import Conclusion
     from flipgate.output import progress
     from flipgate.output.write import write_outputs
+    from flipgate.run import quota
+    from flipgate.run import stopped as part_way
     from flipgate.run.scoring import Rules, Scored, build_report, score_rows, stopped_note
     from flipgate.run.shards import Part, Shard, digest, write_partial
     from flipgate.verdict import gate as gate_core
@@ -124,13 +127,20 @@ def gate(cases_path: str, baseline_path: str, candidate_path: str, config_path: 
     try:
         scored = asyncio.run(score())
     except IncompleteError as exc:
-        # Exit 3 writes a report that says `error`, never leaves an older one standing.
+        # Exit 3 writes a report that says `error`, never leaves an older one standing; the
+        # rows finished before the stop are kept, the rest are not run (run/stopped.py).
         stopped = str(exc)
+        scored = Scored(rows=part_way.kept_rows(cases, exc))
+        notes += [stopped_note(stopped), part_way.progress_note(scored.rows)]
+        if advice := quota.rerun_advice(exc, cached=cache is not None,
+                                        lifts_at=runtime.limiter.lifts_at, now=time.time()):
+            notes.append(advice)
+            stopped = f"{stopped}. {advice}"
     finally:
         bar.close()
     report = build_report(config=config, judge=the_judge.info, cases=len(cases), scored=scored,
                           conclusion=Conclusion.ERROR if stopped is not None else None,
-                          notes=[*notes, *([stopped_note(stopped)] if stopped is not None else [])],
+                          notes=notes,
                           usage=runtime.usage_report() or None, cache=runtime.cache_stats())
     runtime.fill_report(report)
     if stopped is not None:

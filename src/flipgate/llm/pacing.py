@@ -129,14 +129,21 @@ def rate_window(headers: Mapping[str, str], unit: str) -> Window | None:
                   reset=parse_duration(headers.get(f"x-ratelimit-reset-{unit}")))
 
 
-def rate_limit_pause(headers: Mapping[str, str], *, streak: int) -> float:
-    """How long a 429 asks the whole run to hold off: the provider's word, else a backoff."""
+def provider_wait(headers: Mapping[str, str]) -> float | None:
+    """Seconds a 429 says its limit needs to lift, uncapped: `Retry-After` (or
+    `retry-after-ms`), else the spent window's `x-ratelimit-reset-*`; None when it says nothing."""
     told = retry_after(headers)
     if told is None:
         resets = [w.reset for unit in ("requests", "tokens")
                   if (w := rate_window(headers, unit)) is not None and w.remaining <= 0
                   and w.reset is not None]
         told = max(resets) if resets else None
+    return told
+
+
+def rate_limit_pause(headers: Mapping[str, str], *, streak: int) -> float:
+    """How long a 429 asks the whole run to hold off: the provider's word, else a backoff."""
+    told = provider_wait(headers)
     if told is not None:
         return min(told, LONGEST_PAUSE)
     backoff = min(BACKOFF_FIRST * 2 ** min(streak, 16), BACKOFF_MAX)
@@ -217,6 +224,10 @@ class Limiter:
     hiccups: int = 0  # of them, those taken for the provider's own hiccup (no pause for the run)
     lowest: int = 0  # the lowest `current` reached
     resume_at: float = 0.0  # no new request starts before this
+    # When the last 429 said its limit lifts (seconds since the epoch, uncapped), for the
+    # advice of a run it stops (run/stopped.py); None: no 429 said.
+    lifts_at: float | None = None
+    wall: Callable[[], float] = field(default=time.time, repr=False)
     spacing: float = 0.0  # seconds between request starts while the provider is nearly out
     _next_start: float = 0.0
     _last_cut: float = -math.inf
@@ -307,6 +318,8 @@ class Limiter:
         sends. A hiccup: nothing changes for the run; the pause is the request's alone.
         `attempt`: the request's earlier hiccups, for the backoff when no header says."""
         self.rate_limited += 1
+        if (told := provider_wait(headers)) is not None:
+            self.lifts_at = self.wall() + told
         kind = classify_429(headers, self._recent)
         self._recent.append(False)
         if kind == HICCUP:
@@ -337,6 +350,7 @@ class Limiter:
                 rate = window.refill_rate
                 wait = 1.0 / rate if rate else window.reset
                 self.resume_at = max(self.resume_at, now + min(wait, LONGEST_PAUSE))
+                self.lifts_at = self.wall() + wait
             if unit == "requests" and window.remaining < 2 * self.limit:
                 # Nearly out (requests in flight will take some of what is left):
                 # send no faster than the provider refills.

@@ -49,6 +49,8 @@ def _side(side: Side) -> dict[str, Any]:
     }
     if side.groundedness.set_aside:
         out["not_judged"] = True  # set aside by the offline judge: `reason` says why
+    if side.not_run:
+        out["not_run"] = side.not_run  # the run stopped before this row was scored: why
     if side.relevance is not None:
         out["relevance_detail"] = {"questions": list(side.relevance.questions),
                                    "noncommittal": side.relevance.noncommittal}

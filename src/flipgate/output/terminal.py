@@ -130,7 +130,13 @@ def conclusion_line(report: Report) -> tuple[str, str]:
         return line, "bold yellow"
     if report.conclusion is Conclusion.ERROR and not counts.errors:
         # The run stopped early; the error message itself is printed once, elsewhere.
-        return "⚠️  could not finish: the run stopped before every row was scored", "bold yellow"
+        line = "⚠️  could not finish: the run stopped before every row was scored"
+        if counts.not_run:
+            line += f" ({plural(counts.not_run, 'row')} not run"
+            if counts.blocking_regressions:
+                line += f"; {plural(counts.blocking_regressions, 'blocking regression')} among the rest"
+            line += ")"
+        return line, "bold yellow"
     if report.conclusion is Conclusion.ERROR:
         line = f"⚠️  could not finish: judge errors on {plural(counts.errors, 'row')}"
         if counts.blocking_regressions:

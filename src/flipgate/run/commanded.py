@@ -26,6 +26,7 @@ from flipgate.llm.runtime import Runtime
 from flipgate.model import Answer, Case, Evidence, Row, Score
 from flipgate.run.refs import Ref, Repo
 from flipgate.run.scoring import Scored, score_rows
+from flipgate.run.stopped import StoppedPartWay
 from flipgate.settings import Settings
 from flipgate.verdict import gate
 
@@ -60,16 +61,19 @@ async def replay_and_score(*, repo: Repo, refs: Mapping[str, Ref], config: Confi
     baseline, candidate = outcomes["baseline"].answers, outcomes["candidate"].answers
     answered = [case for case in cases if case.id in baseline and case.id in candidate]
     sizes = gate.category_sizes(case.category for case in all_cases)
+    unanswered = [unanswered_row(case, outcomes, config=config, sizes=sizes, mode=judge.mode)
+                  for case in cases if case.id not in baseline or case.id not in candidate]
     scored = Scored(rows=[])
     if answered:
-        scored = await score_rows(cases=answered, baseline=baseline, candidate=candidate,
-                                  config=config, judge=judge.first, second=judge.second,
-                                  mode=judge.mode, progress=runtime.progress, category_cases=sizes)
-    by_id = {row.id: row for row in scored.rows}
-    rows = [by_id.get(case.id) or unanswered_row(case, outcomes, config=config, sizes=sizes,
-                                                 mode=judge.mode)
-            for case in cases]
-    return Scored(rows=rows, fluency=scored.fluency)
+        try:
+            scored = await score_rows(cases=answered, baseline=baseline, candidate=candidate,
+                                      config=config, judge=judge.first, second=judge.second,
+                                      mode=judge.mode, progress=runtime.progress,
+                                      category_cases=sizes)
+        except StoppedPartWay as exc:  # a row the code did not answer stays a generator error
+            raise exc.with_rows(unanswered) from exc.cause
+    by_id = {row.id: row for row in [*scored.rows, *unanswered]}
+    return Scored(rows=[by_id[case.id] for case in cases], fluency=scored.fluency)
 
 
 async def answer_one_ref(*, repo: Repo, ref: Ref, config: Config, command: CommandConfig,

@@ -13,6 +13,7 @@ import contextlib
 import dataclasses
 import functools
 import os
+import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -53,7 +54,7 @@ from flipgate.output.page import Labels
 from flipgate.output.write import write_outputs
 from flipgate.prompts import Inspected, Prompt, render_isolated
 from flipgate.prompts.forms.github_models import spaced_placeholder_warnings
-from flipgate.run import commanded, quota, shards
+from flipgate.run import commanded, quota, shards, stopped
 from flipgate.run.landing import Landing, land, merge_base_line, refuse_conflicts
 from flipgate.run.refs import (
     Detected,
@@ -213,21 +214,23 @@ async def _replay_and_score(*, inputs: Inputs, pair: LockedPair,
         await client.close()
     sizes = gate.category_sizes(c.category for c in (inputs.cases if all_cases is None
                                                       else all_cases))
-    scored = await score_rows(cases=cases, baseline=baseline, candidate=candidate,
-                              config=inputs.config, judge=judge.first, second=judge.second,
-                              mode=judge.mode, progress=runtime.progress, category_cases=sizes)
-    if not failed:
-        return scored
     # A case a side's template could not render is a generator error, never judged.
     outcomes = {name: Outcome(errors=dict(one.rendered.failed))
                 for name, one in prepared.items()}
     outcomes.setdefault("baseline", outcomes["candidate"])  # adopting: one side
-    by_id = {row.id: row for row in scored.rows}
-    rows = [by_id.get(case.id) or commanded.unanswered_row(
-                case, outcomes, config=inputs.config, sizes=sizes, mode=judge.mode,
-                what="the template")
-            for case in inputs.cases]
-    return Scored(rows=rows, fluency=scored.fluency)
+    unrendered = [commanded.unanswered_row(case, outcomes, config=inputs.config, sizes=sizes,
+                                           mode=judge.mode, what="the template")
+                  for case in inputs.cases if case.id in failed]
+    try:
+        scored = await score_rows(cases=cases, baseline=baseline, candidate=candidate,
+                                  config=inputs.config, judge=judge.first, second=judge.second,
+                                  mode=judge.mode, progress=runtime.progress, category_cases=sizes)
+    except stopped.StoppedPartWay as exc:
+        raise exc.with_rows(unrendered) from exc.cause
+    if not failed:
+        return scored
+    by_id = {row.id: row for row in [*scored.rows, *unrendered]}
+    return Scored(rows=[by_id[case.id] for case in inputs.cases], fluency=scored.fluency)
 
 
 async def _end_to_end(*, repo: Repo, base: Ref, inputs: Inputs, pair: LockedPair,
@@ -572,6 +575,7 @@ async def _evaluate(one: Planned, *, runtime: Runtime, settings: Settings, judge
                             cache={"hits": 0, "misses": 0}, head_sha=head_sha), None
     notes = list(one.notes)
     message = scored = None
+    finished = True
     try:
         if one.command is not None:
             assert one.repo is not None
@@ -586,18 +590,21 @@ async def _evaluate(one: Planned, *, runtime: Runtime, settings: Settings, judge
                                              settings=settings, judge=judge, wiring=wiring,
                                              all_cases=one.all_cases)
     except IncompleteError as exc:
-        message = str(exc)
-        notes.append(stopped_note(message))
-        if advice := quota.rerun_advice(exc, cached=runtime.cache is not None):
+        message, finished = str(exc), False
+        # Every finished row is kept as scored; the rest are `not_run` (run/stopped.py).
+        scored = Scored(rows=stopped.kept_rows(one.inputs.cases, exc))
+        notes += [stopped_note(message), stopped.progress_note(scored.rows)]
+        if advice := quota.rerun_advice(exc, cached=runtime.cache is not None,
+                                        lifts_at=runtime.limiter.lifts_at, now=time.time()):
             notes.append(advice)
             message = f"{message}. {advice}"
         if end_to_end is not None:
             notes.append("No end-to-end run: the frozen run it is compared with could not finish.")
     live = None
-    if end_to_end is not None and scored is not None and one.pair is not None:
+    if end_to_end is not None and finished and scored is not None and one.pair is not None:
         live = await end_to_end(one, scored.rows)
     report = build_report(config=config, judge=judge.info, cases=cases, scored=scored,
-                          conclusion=None if scored is not None else Conclusion.ERROR,
+                          conclusion=None if finished else Conclusion.ERROR,
                           notes=notes, change=one.change, usage=runtime.usage_report(),
                           cache=runtime.cache_stats(), head_sha=head_sha)
     report.e2e = live

@@ -14,9 +14,10 @@ import math
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 from flipgate.config.github_limits import limits_of
-from flipgate.llm.pacing import PauseTooLong
+from flipgate.run.stopped import rate_limited
 
 JUDGE_REQUESTS_A_CASE = 6      # groundedness 2, relevance 2, fluency 2 (docs/rate-limits.md)
 FLIP_EXTRA = 2                 # a flip's second scoring and its statements
@@ -74,12 +75,32 @@ def quota_lines(plan: Plan) -> list[str]:
     return lines
 
 
-def rerun_advice(stopped: BaseException, *, cached: bool) -> str:
-    """For a run a rate limit stopped: when to run it again, and what a re-run keeps."""
-    if not isinstance(stopped, PauseTooLong) and "HTTP 429" not in str(stopped):
+# A provider's word on when its limit lifts is repeated only up to this far ahead: further
+# (a broken header, a date years away) and the advice says "once the limit resets".
+LONGEST_SAID_WAIT = 2 * 24 * 3600.0
+
+
+def _wait_in_words(seconds: float) -> str:
+    minutes = max(1, math.ceil(seconds / 60))
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes} min" if hours else f"{minutes} min"
+
+
+def rerun_advice(stopped: BaseException, *, cached: bool, lifts_at: float | None = None,
+                 now: float | None = None) -> str:
+    """For a run a rate limit stopped: when to run it again (`lifts_at`, seconds since the
+    epoch, when the provider's last 429 said its limit lifts; `now`, the time), and what a
+    re-run keeps."""
+    if not rate_limited(stopped):
         return ""
     keeps = ("every reply this run received is in the cache, so a re-run asks only for the rest"
              if cached else "run with the cache on (--cache, the workflow's cache step) so a "
              "re-run keeps the replies this one received")
-    return (f"Re-run once the provider's limit resets (GitHub Models' free limits are a "
-            f"day's: docs/rate-limits.md); {keeps}.")
+    when = "once the provider's limit resets"
+    if lifts_at is not None and now is not None and 0 < lifts_at - now <= LONGEST_SAID_WAIT:
+        at = datetime.fromtimestamp(math.ceil(lifts_at / 60) * 60, UTC)
+        when = (f"after {at:%Y-%m-%d %H:%M} UTC, in about {_wait_in_words(lifts_at - now)}, "
+                "when the provider's rate-limit headers (Retry-After, x-ratelimit-reset) say "
+                "its limit lifts")
+    return (f"Re-run {when} (GitHub Models' free limits are a day's: docs/rate-limits.md); "
+            f"{keeps}.")

@@ -20,7 +20,7 @@ from typing import Any
 
 from flipgate.config.review_setting import REVIEW_REQUIRED
 from flipgate.config.schema import Config
-from flipgate.errors import FlipgateError
+from flipgate.errors import FlipgateError, IncompleteError
 from flipgate.generator.replay import first_failure_cancels
 from flipgate.judges.base import EMPTY_ANSWER, Judge, ReadsPairs
 from flipgate.llm.workpool import map_bounded, pool_size
@@ -42,6 +42,7 @@ from flipgate.model import (
     SuiteReport,
 )
 from flipgate.output.progress import JUDGING, Progress
+from flipgate.run.stopped import StoppedPartWay
 from flipgate.verdict import gate
 from flipgate.verdict.manipulation import find_manipulation
 
@@ -215,11 +216,23 @@ async def score_rows(*, cases: Sequence[Case], baseline: Mapping[str, Answer],
                      category_cases=sizes[case.category], find_evidence=find_evidence)
                 for i, case in enumerate(cases)]
 
+    # What came back before a stop: the rows whose groundedness is settled, and the
+    # relevance pass when it finished (run/stopped.py keeps those rows).
+    finished: dict[int, Readings] = {}
+    relevance_done: list[list[Relevance]] = []
+
+    async def judge_one(i: int) -> Readings:
+        case = cases[i]
+        finished[i] = await _judge_row(judge, case, baseline[case.id], candidate[case.id],
+                                       second=second, mode=mode, progress=progress)
+        return finished[i]
+
+    async def relevance_all() -> list[Relevance]:
+        relevance_done.append(await _relevance(judge, relevance_items))
+        return relevance_done[0]
+
     async def judge_all() -> list[Readings]:
-        judged = await map_bounded(
-            lambda case: _judge_row(judge, case, baseline[case.id], candidate[case.id],
-                                    second=second, mode=mode, progress=progress),
-            cases, workers=workers)
+        judged = await map_bounded(judge_one, range(n), workers=workers)
         # Groundedness is settled: the gate decides, without relevance (which never
         # makes or unmakes a block), whether fluency can matter at all.
         wanted = gate.fluency_wanted(rows_of(judged, [None] * (2 * n), _no_evidence))
@@ -227,21 +240,29 @@ async def score_rows(*, cases: Sequence[Case], baseline: Mapping[str, Answer],
         progress.advance(sum(1 for i, one in enumerate(judged) if one.tied and i not in asked),
                          JUDGING)
 
-        async def one(i: int) -> tuple[Score, Score]:
+        async def one(i: int) -> None:
             try:
-                return await _fluency(judge, baseline[cases[i].id], candidate[cases[i].id])
+                judged[i].fluency = await _fluency(judge, baseline[cases[i].id],
+                                                   candidate[cases[i].id])
             finally:
                 progress.advance(1, JUDGING)
 
-        for i, fluency in zip(wanted, await map_bounded(one, wanted, workers=workers), strict=True):
-            judged[i].fluency = fluency
+        await map_bounded(one, wanted, workers=workers)
         return judged
 
     # Rows go through a bounded pool; a failure that stops the run (a key the provider
     # refuses, the budget) cancels the pool and the relevance batch at once, so nothing
     # more is sent, and is raised.
-    judged, relevances = await first_failure_cancels([judge_all(),
-                                                      _relevance(judge, relevance_items)])
+    try:
+        judged, relevances = await first_failure_cancels([judge_all(), relevance_all()])
+    except IncompleteError as exc:
+        # Stopped part way (a rate limit, the budget): the settled rows are kept as they are.
+        measured = relevance_done[0] if relevance_done else [None] * (2 * n)
+        raise StoppedPartWay(exc, [
+            _row(cases[i], finished[i], baseline[cases[i].id], candidate[cases[i].id],
+                 relevance=(measured[i], measured[n + i]), config=config, policy=policy,
+                 category_cases=sizes[cases[i].category], find_evidence=_evidence)
+            for i in sorted(finished)]) from exc
     rows = rows_of(judged, relevances, _evidence)
     return Scored(rows=rows, fluency=gate.fluency_summary(rows))
 
@@ -373,5 +394,6 @@ def build_suites_report(parts: Sequence[SuiteReport], *, notes: Sequence[str] = 
 
 
 def stopped_note(message: str) -> str:
-    """The note of a run that could not finish (budget, API): conclusion `error`, no rows."""
+    """The note of a run that could not finish (budget, API): conclusion `error`; the rows it
+    finished are kept, the rest not run (run/stopped.py)."""
     return f"The run could not finish: {message}"

@@ -158,12 +158,15 @@ def write_partial(report: Report, out_dir: str | os.PathLike[str], *, shard: Sha
         "report": _state(report),
         "layout": {"strict": report.strict, "per_suite_status": report.per_suite_status},
         "parts": [{"name": part.name, "cases": len(part.cases),
-                   "stopped": part.report.conclusion is Conclusion.ERROR and not part.report.rows,
+                   "stopped": part.report.conclusion is Conclusion.ERROR and (
+                       not part.report.rows or bool(part.report.counts["not_run"])),
                    "report": _state(part.report),
                    "rows": [{"position": position, "case": dataclasses.asdict(row.case),
                              "baseline": _readings(row.baseline),
                              "candidate": _readings(row.candidate)}
-                            for position, row in zip(part.positions, part.report.rows, strict=True)]}
+                            # A skipped part has no rows to place.
+                            for position, row in zip(part.positions if part.report.rows else [],
+                                                     part.report.rows, strict=True)]}
                   for part in parts],
     }
     target = Path(out_dir) / PARTIAL_FILE
@@ -422,7 +425,7 @@ def _side(side: Side) -> Side:
                      rescore=side.rescore, fluency=side.fluency, finish_reason=side.finish_reason,
                      second_opinion=side.second_opinion, statements=side.statements,
                      manipulation=find_manipulation(side.response),
-                     generator_error=side.generator_error)
+                     generator_error=side.generator_error, not_run=side.not_run)
 
 
 def _report(read: Sequence[tuple[str, Partial]], at: int, *, rows: list[Any] | None,

@@ -266,13 +266,13 @@ def side(response: str, groundedness: Score, *, relevance: Relevance | None = No
          rescore: Score | None = None, fluency: Score | None = None,
          finish_reason: str | None = None, second_opinion: Score | None = None,
          statements: Statements | None = None, manipulation: tuple[str, ...] = (),
-         generator_error: str | None = None) -> Side:
+         generator_error: str | None = None, not_run: str | None = None) -> Side:
     """One answer's readings, with the bucket its groundedness score falls in."""
     bucket = bucket_of(groundedness.value) if groundedness.value is not None else None
     return Side(response=response, groundedness=groundedness, bucket=bucket, relevance=relevance,
                 rescore=rescore, fluency=fluency, finish_reason=finish_reason,
                 second_opinion=second_opinion, statements=statements, manipulation=manipulation,
-                generator_error=generator_error)
+                generator_error=generator_error, not_run=not_run)
 
 
 def generator_failed(row: Row) -> bool:
@@ -303,6 +303,10 @@ def build_row(case: Case, baseline: Side, candidate: Side, *,
     it as large enough.
     """
     policy = policy or Policy()
+    if baseline.not_run or candidate.not_run:
+        # The run stopped before this row was scored: no verdict, no error of its own, never a
+        # pass (`conclude`); a re-run scores it.
+        return Row(case=case, baseline=baseline, candidate=candidate, verdict=Verdict.NOT_RUN)
     verdict, errors = classify(baseline.groundedness, candidate.groundedness, candidate.rescore,
                                second=candidate.second_opinion, mode=policy.mode)
     for label, one in (("baseline", baseline), ("candidate", candidate)):
@@ -472,6 +476,13 @@ KINDS: tuple[Kind, ...] = (
                "with the context to tell): neither a pass nor a flip. Each row says why.",
          layout="brief", nouns="rows not judged offline", one_row="row not judged offline",
          tier=Tier.SKIM),
+    Kind(name="not_run", holds=_verdict(Verdict.NOT_RUN),
+         count_field="not_run", status=Phrase("not run", "not run"),
+         label="not run", style="yellow", title="⏸️ Not run: the run stopped before these rows",
+         about="The run stopped (a rate limit or the budget) before these rows were scored: "
+               "neither a pass nor a flip. A re-run scores them; the cache keeps every reply "
+               "already received, so it asks only for what is missing.",
+         layout="brief", nouns="rows not run", one_row="row not run", tier=Tier.SKIM),
     Kind(name="moved", holds=_verdict(Verdict.MOVED),
          count_field="moved", status=Phrase("moved", "moved"),
          label="moved", style="", title="Moved: changed bucket, up or down", about="",
@@ -590,6 +601,8 @@ def conclude(counts: Counts, *, review: bool = False) -> Conclusion:
     if counts.errors:
         return Conclusion.ERROR
     if counts.generator_errors:  # nor did one whose generator gave no answer on a row
+        return Conclusion.ERROR
+    if counts.not_run:  # nor one that stopped before some rows, whatever the rest found
         return Conclusion.ERROR
     if counts.blocking_regressions:
         return Conclusion.FAILURE
