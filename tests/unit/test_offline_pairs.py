@@ -11,6 +11,7 @@ from flipgate.model import Case, Verdict
 from flipgate.verdict import gate
 from flipgate.verdict.contradiction import find_clashes
 from flipgate.verdict.evidence import analyse, name_vocabulary, unknown_names
+from flipgate.verdict.structured import readable_context
 
 ARTICLE = Case(
     id="river-festival", query="Summarize the following news in 80 words:",
@@ -111,3 +112,31 @@ def test_a_long_answer_less_the_statements_its_baseline_shares_is_still_weighed_
     assert gate.reads_ungrounded(grade_groundedness(ARTICLE, candidate))  # alone: the 12
     before, after = grade_pair(ARTICLE, baseline, candidate)
     assert not gate.reads_ungrounded(before) and not gate.reads_ungrounded(after), after.reason
+
+
+HOTEL_BAR = Case(
+    id="bar-record", query="Write an overview of this business:",
+    context=json.dumps({
+        "name": "Tin Lantern", "city": "Lowbridge", "categories": "Bars, Cocktail Bars",
+        "attributes": {"BusinessParking": {"street": True, "lot": True, "valet": False},
+                       "WiFi": "no", "HappyHour": True},
+    }),
+)
+BAR_FAITHFUL = ("Tin Lantern is a cocktail bar in Lowbridge. It has a happy hour. Guests can park "
+                "on the street or in the lot.")
+
+
+def test_a_record_attribute_is_named_by_its_word_and_one_of_its_parents() -> None:
+    assert "No valet business parking." in readable_context(HOTEL_BAR.context)
+    assert not gate.reads_ungrounded(grade_groundedness(HOTEL_BAR, BAR_FAITHFUL))
+    valet = BAR_FAITHFUL + " Valet parking is offered at the door."
+    score = grade_groundedness(HOTEL_BAR, valet)
+    assert score.value == 2 and "valet" in score.reason.lower()
+
+
+def test_a_value_that_says_no_is_a_denial_named_by_its_key_alone_and_a_short_key_is_one_word() -> None:
+    text = readable_context(HOTEL_BAR.context)
+    assert "No wifi attributes." in text and "wi fi" not in text
+    assert not gate.reads_ungrounded(grade_groundedness(HOTEL_BAR, BAR_FAITHFUL + " There is no WiFi."))
+    score = grade_groundedness(HOTEL_BAR, BAR_FAITHFUL + " Guests can use the WiFi at the bar.")
+    assert score.value == 2 and "wifi" in score.reason.lower()

@@ -57,6 +57,7 @@ from dataclasses import dataclass
 from flipgate.text.escaping import quoted
 from flipgate.verdict.evidence import Kind, StatementCheck, content_words, split_statements
 from flipgate.verdict.figures import Figure, KnownFigures, expand_known, extract_figures, vouched
+from flipgate.verdict.structured import is_record_fact
 
 NEGATION, FIGURE, ENTITY, ORDER = "negation", "figure", "entity", "order"
 _MONEY = frozenset({"usd", "eur", "gbp"})
@@ -170,6 +171,9 @@ class _Denial:
     predicate_text: str
     topic: frozenset[str]     # the clause's other content words
     specific: frozenset[str]  # those no affirming clause of the context uses
+    # A record's attribute whose word no affirming clause uses ("No music attributes."):
+    # that word alone names it.
+    alone: bool = False
 
 
 def _denials(context_clauses: Sequence[tuple[str, str, str]]
@@ -188,7 +192,8 @@ def _denials(context_clauses: Sequence[tuple[str, str, str]]
     for sentence, predicate, words in negated:
         topic = words - {predicate}
         out.append(_Denial(sentence, _predicates(predicate), predicate, topic,
-                           (topic - affirming) or topic))
+                           (topic - affirming) or topic,
+                           alone=is_record_fact(sentence) and predicate not in affirming))
     return out, clauses
 
 
@@ -196,8 +201,12 @@ def _denied(denial: _Denial, words: frozenset[str], *, topic_only: bool = False)
     """Do `words` carry the denial's predicate (unless `topic_only`) and enough of its topic?"""
     if not denial.topic or not (topic_only or words & denial.predicate):
         return False
-    return bool(words & denial.specific) and (
-        len(words & denial.topic) >= min(TOPIC_WORDS_NEEDED, len(denial.topic)))
+    if denial.alone and not topic_only:
+        return True
+    # A record's yes/no attribute ("No valet business parking.") is exact and short: its
+    # predicate and one word of its topic ("valet parking") name it.
+    needed = 1 if is_record_fact(denial.passage) else TOPIC_WORDS_NEEDED
+    return bool(words & denial.specific) and len(words & denial.topic) >= min(needed, len(denial.topic))
 
 
 def _negation_clashes(statements: Sequence[StatementCheck],
