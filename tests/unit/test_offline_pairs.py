@@ -15,11 +15,11 @@ from flipgate.verdict.structured import readable_context
 
 ARTICLE = Case(
     id="river-festival", query="Summarize the following news in 80 words:",
-    context=("The U.N. agency for culture said on Tuesday that the river festival in Calder will "
-             "be listed as a protected tradition. The festival draws 40,000 visitors each summer. "
-             "Mayor Ines Varga said the town had campaigned for the listing for nine years. "
-             "Boat builders from the valley open their workshops to visitors during the festival. "
-             "The listing brings no funding, but the town expects more visitors from Canada."),
+    context=("Calder's river festival will be listed as a protected tradition, the U.N. agency "
+             "for culture said on Tuesday. Each summer the festival draws 40,000 visitors. The "
+             "town had campaigned for the listing for nine years, Mayor Ines Varga said. During "
+             "the festival, boat builders from the valley open their workshops to visitors. No "
+             "funding comes with the listing, but the town expects more visitors from Canada."),
 )
 BASELINE = ("The U.N. agency for culture will list the river festival in Calder as a protected "
             "tradition. The festival draws 40,000 visitors each summer. Mayor Ines Varga said "
