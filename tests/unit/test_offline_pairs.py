@@ -4,10 +4,14 @@ Every sentence here is written for these tests."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 
-from flipgate.judges.offline import grade_groundedness, grade_pair
-from flipgate.model import Case, Verdict
+from flipgate.config.schema import Config
+from flipgate.judges.offline import OfflineJudge, grade_groundedness, grade_pair
+from flipgate.model import Answer, Case, Verdict
+from flipgate.output.progress import Silent
+from flipgate.run.scoring import score_rows
 from flipgate.verdict import gate
 from flipgate.verdict.contradiction import find_clashes
 from flipgate.verdict.evidence import analyse, name_vocabulary, unknown_names
@@ -39,6 +43,17 @@ def test_a_name_only_the_candidate_brings_in_is_a_flip_beside_its_baseline() -> 
     before, after = grade_pair(ARTICLE, BASELINE, candidate)
     assert after.value == 2 and "Norway" in after.reason and "beside the baseline" in after.reason
     assert gate.classify(before, after, after)[0] is Verdict.REGRESSION
+
+
+def test_the_gate_reads_what_only_the_candidate_brings_in_as_a_regression_its_rescore_agrees() -> None:
+    candidate = BASELINE + " Visitors from Canada and Norway come to the festival each summer."
+    scored = asyncio.run(score_rows(
+        cases=[ARTICLE], baseline={ARTICLE.id: Answer(BASELINE)},
+        candidate={ARTICLE.id: Answer(candidate)}, config=Config(cases="x"),
+        judge=OfflineJudge(Config(cases="x")), progress=Silent()))
+    [row] = scored.rows
+    assert row.verdict is Verdict.REGRESSION, row
+    assert "Norway" in row.candidate.groundedness.reason
 
 
 def test_a_name_the_baseline_also_writes_is_not_the_candidates_flip() -> None:
