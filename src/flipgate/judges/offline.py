@@ -64,6 +64,7 @@ from flipgate.verdict.weighing import (
     LONG_ANSWER,
     NOTHING_SHARED,
     Shared,
+    novel_findings,
     shared_findings,
     weigh,
     without_shared,
@@ -131,8 +132,12 @@ def grade_groundedness(case: Case, response: str, *, shared: Shared = NOTHING_SH
     if not response.strip():
         return EMPTY_ANSWER
     readable = readable_case(case)
-    analysis = without_shared(analyse(readable.context, response, query=case.query), shared)
-    score = _grade(readable, analysis, record=readable is not case)
+    whole = analyse(readable.context, response, query=case.query)
+    analysis = without_shared(whole, shared)
+    # Long or short is the whole answer's measure: less what the baseline shares, a long
+    # answer is not read as a short one, statement by statement.
+    score = _grade(readable, analysis, record=readable is not case,
+                   long=len(whole.claims) >= LONG_ANSWER)
     if analysis.cut_at is None or score.set_aside:
         return score
     return Score(score.value, f"{score.reason} ({'; '.join(analysis.notes)})")
@@ -143,13 +148,29 @@ def grade_pair(case: Case, baseline: str, candidate: str) -> tuple[Score, Score]
     a candidate read ungrounded against a baseline that is not is read again without the
     findings the baseline shares (the same misreading on both sides is no flip)."""
     before, after = grade_groundedness(case, baseline), grade_groundedness(case, candidate)
-    if before.set_aside or not reads_ungrounded(after) or reads_ungrounded(before) \
-            or not baseline.strip():
+    if before.set_aside or reads_ungrounded(before) or not baseline.strip() or not candidate.strip():
         return before, after
     readable = readable_case(case)
     base = analyse(readable.context, baseline, query=case.query)
+    if not reads_ungrounded(after):
+        return before, _beside(readable, base, baseline, candidate,
+                               record=readable is not case) or after
     return before, grade_groundedness(case, candidate, shared=shared_findings(
         base, find_clashes(base.statements, readable.context, query=case.query)))
+
+
+def _beside(case: Case, base: Analysis, baseline: str, candidate: str, *,
+            record: bool) -> Score | None:
+    """The candidate's statements its grounded baseline does not make, read strictly
+    (`weighing.novel_findings`): an ungrounded reading naming them, or None."""
+    found = novel_findings(analyse(case.context, candidate, query=case.query), baseline, base,
+                           record=record)
+    if not found:
+        return None
+    return Score(2, "unsupported beside the baseline: " + "; ".join(
+        f"{'names' if novel.names else 'figures'} neither the context nor the baseline gives "
+        f"({_listing(novel.names or novel.figures)}): {quoted(novel.check.text, _QUOTE_LIMIT)}"
+        for novel in found))
 
 
 def readable_case(case: Case) -> Case:
@@ -158,9 +179,9 @@ def readable_case(case: Case) -> Case:
     return case if context is case.context else replace(case, context=context)
 
 
-def _grade(case: Case, analysis: Analysis, *, record: bool = False) -> Score:
+def _grade(case: Case, analysis: Analysis, *, record: bool = False, long: bool = False) -> Score:
     clashes = find_clashes(analysis.statements, case.context, query=case.query)
-    if len(analysis.claims) >= LONG_ANSWER:
+    if long and analysis.claims:
         weighed = weigh(analysis, clashes, record=record)
         if weighed.aside:
             return Score.aside(f"{NOT_JUDGED_OFFLINE}: {weighed.aside}")

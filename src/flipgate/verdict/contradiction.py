@@ -57,6 +57,7 @@ from dataclasses import dataclass
 from flipgate.text.escaping import quoted
 from flipgate.verdict.evidence import Kind, StatementCheck, content_words, split_statements
 from flipgate.verdict.figures import Figure, KnownFigures, expand_known, extract_figures, vouched
+from flipgate.verdict.structured import is_record_fact
 
 NEGATION, FIGURE, ENTITY, ORDER = "negation", "figure", "entity", "order"
 _MONEY = frozenset({"usd", "eur", "gbp"})
@@ -113,6 +114,28 @@ def _clauses(text: str) -> list[str]:
     return [piece.strip() for piece in _CLAUSE.split(text) if piece and piece.strip()]
 
 
+# What ends a negation's scope: a clause that turns against it ("but", "however", "while").
+_TURN = re.compile(r"\b(?:but|however|whereas|although|though|while|yet)\b")
+
+
+def _affirmed(lowered: str) -> list[str]:
+    """An answer sentence's clauses that affirm plainly: neither negated, hedged nor bounded,
+    nor in a list a negation runs on over ("they do not offer reservations, outdoor seating,
+    or music": the denial covers every item until a "but" turns it)."""
+    out, denied, start = [], False, 0
+    for cut in [*_CLAUSE.finditer(lowered), None]:
+        clause = lowered[start:cut.start() if cut else len(lowered)].strip()
+        if clause:
+            denied = denied or bool(_DENIES.search(clause))
+            if not denied and not _HEDGES.search(clause) and not _BOUNDS.search(clause):
+                out.append(clause)
+        if cut is not None:
+            if _TURN.match(cut.group()):
+                denied = False
+            start = cut.end()
+    return out
+
+
 def _context_clauses(context: str) -> list[tuple[str, str, str]]:
     """(sentence, clause, the clause lowered) for each clause of the context, read once for
     both negation checks."""
@@ -148,6 +171,9 @@ class _Denial:
     predicate_text: str
     topic: frozenset[str]     # the clause's other content words
     specific: frozenset[str]  # those no affirming clause of the context uses
+    # A record's attribute whose word no affirming clause uses ("No music attributes."):
+    # that word alone names it.
+    alone: bool = False
 
 
 def _denials(context_clauses: Sequence[tuple[str, str, str]]
@@ -166,7 +192,8 @@ def _denials(context_clauses: Sequence[tuple[str, str, str]]
     for sentence, predicate, words in negated:
         topic = words - {predicate}
         out.append(_Denial(sentence, _predicates(predicate), predicate, topic,
-                           (topic - affirming) or topic))
+                           (topic - affirming) or topic,
+                           alone=is_record_fact(sentence) and predicate not in affirming))
     return out, clauses
 
 
@@ -174,8 +201,12 @@ def _denied(denial: _Denial, words: frozenset[str], *, topic_only: bool = False)
     """Do `words` carry the denial's predicate (unless `topic_only`) and enough of its topic?"""
     if not denial.topic or not (topic_only or words & denial.predicate):
         return False
-    return bool(words & denial.specific) and (
-        len(words & denial.topic) >= min(TOPIC_WORDS_NEEDED, len(denial.topic)))
+    if denial.alone and not topic_only:
+        return True
+    # A record's yes/no attribute ("No valet business parking.") is exact and short: its
+    # predicate and one word of its topic ("valet parking") name it.
+    needed = 1 if is_record_fact(denial.passage) else TOPIC_WORDS_NEEDED
+    return bool(words & denial.specific) and len(words & denial.topic) >= min(needed, len(denial.topic))
 
 
 def _negation_clashes(statements: Sequence[StatementCheck],
@@ -198,9 +229,7 @@ def _negation_clashes(statements: Sequence[StatementCheck],
         elif statement.kind is Kind.CLAIM:
             # What the statement affirms plainly: its clauses that neither negate, hedge nor
             # bound ("after the first one" may be exactly what the negation leaves open).
-            affirmed = frozenset().union(*(content_words(clause) for clause in _clauses(lowered)
-                                           if not _HEDGES.search(clause)
-                                           and not _BOUNDS.search(clause)))
+            affirmed = frozenset().union(*(content_words(clause) for clause in _affirmed(lowered)))
             found = next((d for d in denials if _denied(d, affirmed)
                           and not affirmed_elsewhere(d, affirmed)), None)
         else:
@@ -250,18 +279,24 @@ def _denied_but_affirmed(statements: Sequence[StatementCheck],
     return clashes
 
 
+_ARTICLES = re.compile(r"\b(?:the|a|an)\b", re.IGNORECASE)
+
+
 def _capitalised(text: str) -> list[tuple[str, str]]:
-    """(the word before, the name) for each capitalised word that does not open a sentence."""
-    tokens = re.findall(r"[A-Za-z][\w'-]*|[.!?]", text)
-    out, before = [], "."
-    for token in tokens:
+    """(the word before, the name) for each capitalised word that does not open a sentence
+    and follows its word directly (an article between aside): "Washington, DC" and
+    "Washington (CNN)" put no name after "Washington", a comma or a bracket stands between."""
+    out, before, after_before = [], ".", 0
+    for match in re.finditer(r"[A-Za-z][\w'-]*|[.!?]", text):
+        token = match.group()
         if token in ".!?":
             before = "."
             continue
-        if token[0].isupper() and before != ".":
+        if token[0].isupper() and before != "." \
+                and not _ARTICLES.sub("", text[after_before:match.start()]).strip():
             out.append((before, token))
         if token.lower() not in ("the", "a", "an"):
-            before = token.lower()
+            before, after_before = token.lower(), match.end()
     return out
 
 

@@ -394,10 +394,13 @@ def names(text: str) -> list[str]:
 def unknown_names(text: str, vocabulary: frozenset[str]) -> tuple[str, ...]:
     """The names in `text` that `vocabulary` (a context's and query's words) never uses.
     A run of capitalised words whose initials the context uses ("United States" for "U.S.")
-    is known; so is a hyphenated word whose capitalised parts are ("Prize-winning")."""
-    initialled = {word for match in _CAPITAL_RUN.finditer(text)
-                  if _ACRONYM + _initials(match.group()) in vocabulary
-                  for word in match.group().split()}
+    or that it writes as one word ("Super Bowl" for "Superbowl") is known; so is a hyphenated
+    word whose capitalised parts are ("Prize-winning")."""
+    runs = [match.group() for match in _CAPITAL_RUN.finditer(text)]
+    initialled = {word for run in runs
+                  if _ACRONYM + _initials(run) in vocabulary
+                  or "".join(_fold(word) for word in run.split()) in vocabulary  # "Super Bowl"
+                  for word in run.split()}
 
     def known(word: str) -> bool:
         folded = _fold(word)

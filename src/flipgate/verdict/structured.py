@@ -5,8 +5,8 @@ holds the words "outdoor seating" and a denial, `"17:0-21:0"` holds two 24-hour 
 review's `"2022-01-09 19:18:59"` stamps when it was written, not a fact about the business.
 `readable_context` turns such a record into sentences: keys split into words
 ("OutdoorSeating" -> "outdoor seating", a one-word key with its parent's: "romantic ambience"),
-`true` into "…: yes", `false` into "No outdoor seating." (a denial the contradiction check
-reads), times to `HH:MM` beside the record's own form, prose kept as written, and timestamps
+`true` into "…: yes", `false` (or a value "no", "none") into "No outdoor seating." (a denial
+the contradiction check reads), times to `HH:MM` beside the record's own form, prose kept as written, and timestamps
 and ids left out. Any other context is returned as it is. Pure and bounded: one pass over the parsed value.
 """
 
@@ -24,10 +24,17 @@ _MAX_DEPTH = 6
 _YES, _NO = ": yes.", "No "
 _PROSE = re.compile(r"[.!?](?:\s|$)")  # a sentence ends in it: prose, not a value
 _FACT_WORDS = 8  # a yes/no attribute is a few words; prose is longer
+# A value that says "no" in words ("WiFi": "no") denies its key as `false` does.
+_DENYING = frozenset({"no", "none", "false"})
 
 
 def _words(key: str) -> str:
-    return _CAMEL.sub(" ", key).strip().lower()
+    """A key as words: "OutdoorSeating" -> "outdoor seating"; a key whose pieces are one or two
+    letters is one word ("WiFi" -> "wifi", as an answer writes it)."""
+    pieces = _CAMEL.sub(" ", key).split()
+    if len(pieces) > 1 and all(len(piece) <= 2 for piece in pieces):
+        return "".join(pieces).lower()
+    return " ".join(pieces).lower()
 
 
 def _clock(text: str) -> str:
@@ -60,8 +67,8 @@ def _sentences(value: Any, path: tuple[str, ...], out: list[str], depth: int) ->
     elif isinstance(value, list):
         for item in value:
             _sentences(item, path, out, depth + 1)
-    elif isinstance(value, bool):
-        out.append(f"{label.capitalize()}{_YES}" if value else f"{_NO}{label}.")
+    elif isinstance(value, bool) or isinstance(value, str) and value.strip().lower() in _DENYING:
+        out.append(f"{label.capitalize()}{_YES}" if value is True else f"{_NO}{label}.")
     elif value is None:
         return
     elif isinstance(value, str) and _PROSE.search(value):

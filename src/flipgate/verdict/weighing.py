@@ -33,8 +33,10 @@ from flipgate.verdict.evidence import (
     content_words,
     coverage,
     cut_note,
+    name_vocabulary,
+    unknown_names,
 )
-from flipgate.verdict.figures import Figure
+from flipgate.verdict.figures import NUMBER_WORDS, Figure, vouched
 from flipgate.verdict.structured import is_record_fact
 
 # From this many claims an answer is weighed statement by statement.
@@ -54,6 +56,11 @@ _DIGIT = re.compile(r"\d")
 def _written(figure: Figure) -> bool:
     """A figure written in digits; "a week", "a year" are too loose to decide a long answer."""
     return _DIGIT.search(figure.text) is not None
+
+
+def _counted(figure: Figure) -> bool:
+    """A figure written in digits or a number word ("four years", "six states"), not "a year"."""
+    return _written(figure) or any(word in NUMBER_WORDS for word in figure.text.lower().split())
 
 
 # Words a retelling wraps its facts in ("it offers", "is located", "overall", "customers
@@ -159,3 +166,37 @@ def weigh(analysis: Analysis, clashes: Sequence[Clash], *, record: bool = False)
     note = f"{read} of {len(claims)} claim(s)" + (
         f" ({len(weak)} in other words than the context's, not weighed)" if weak else "")
     return Weighed(weak=weak, note=note)
+
+
+@dataclass(frozen=True)
+class Novel:
+    """A candidate's statement that brings in what neither the context nor its baseline says."""
+
+    check: StatementCheck
+    names: tuple[str, ...] = ()
+    figures: tuple[str, ...] = ()
+
+
+def novel_findings(candidate: Analysis, baseline_text: str, baseline: Analysis, *,
+                   record: bool = False) -> tuple[Novel, ...]:
+    """The pairwise reading of a candidate beside a grounded baseline: a statement the baseline
+    does not make (its words not covered by any baseline statement), with a name the context
+    and the baseline never write, or a counted figure ("four years", "2,000") that neither
+    holds. The baseline answered the same question from the same context without it, so it is
+    no paraphrase of a shared fact: read strictly, it decides, where alone it would be weak.
+    Against a structured `record` only figures count: its keys are written out as words, so a
+    name spelt as a key ("WiFi") or an address ("CA", "Rd") is not read reliably."""
+    spoken = name_vocabulary(baseline_text)
+    said = [check.words for check in baseline.claims]
+    said_figures = [figure for check in baseline.statements for figure in check.figures]
+    found = []
+    for check in candidate.claims:
+        if any(check.words and coverage(check.words, words) >= SUPPORT_THRESHOLD for words in said):
+            continue
+        unsaid = set(unknown_names(check.text, spoken))
+        names = () if record else tuple(name for name in check.unknown_names if name in unsaid)
+        figures = tuple(f.text for f in check.figures if f in candidate.unsupported_figures
+                        and _counted(f) and not vouched(f, said_figures))
+        if names or figures:
+            found.append(Novel(check, names, figures))
+    return tuple(found)
