@@ -516,9 +516,8 @@ def _same(a: str, b: str) -> bool:
 
 
 def _order_clashes(statements: Sequence[StatementCheck], context: str, query: str) -> list[Clash]:
-    choice = None
-    for choice in _CHOICE.finditer(query[:_QUERY_READ]):
-        pass  # the last "A or B" of the question
+    choices = list(_CHOICE.finditer(query[:_QUERY_READ]))
+    choice = choices[-1] if choices else None   # the last "A or B" of the question
     clashes = []
     for statement in statements:
         if statement.kind is not Kind.CLAIM or len(statement.text) > 200:
