@@ -36,3 +36,9 @@ def test_a_set_aside_answer_is_shown_as_not_judged_offline_everywhere(tmp_path: 
     assert "not judged offline" in comment and "no score" not in comment
     assert "not judged offline" in (out / "report.html").read_text()
     assert "1 not judged offline" in result.output
+    # A pass that judged nothing is no green tick: the headline, terminal and page say what
+    # was set aside, after a warning mark.
+    assert "## ⚠️ flipgate passed, but 1 answer not judged offline" in comment
+    assert "✅" not in comment.split("\n", 2)[1]
+    assert "⚠️  passed, but 1 answer not judged offline" in result.output
+    assert "passed, but 1 answer not judged offline" in (out / "report.html").read_text()

@@ -66,8 +66,9 @@ def status_description(report: Report) -> str:
         lead = f"{gate.headline_mark(report)} {AWAITING_REVIEW}: "
         held = gate.held_back_sentence(report, limit=STATUS_LIMIT - len(lead))
         return shorten(lead + (held or ""), STATUS_LIMIT)
-    if report.conclusion is Conclusion.SUCCESS and counts[gate.HELD_BACK]:
-        # A pass that held flips back says so first, after a warning mark, never a tick.
+    if report.conclusion is Conclusion.SUCCESS and gate.held_back_sentence(report):
+        # A pass that held flips back (or set answers aside) says so first, after a warning
+        # mark, never a tick.
         lead = f"{gate.headline_mark(report)} passed, but "
         held = gate.held_back_sentence(report, limit=STATUS_LIMIT - len(lead))
         return shorten(lead + (held or ""), STATUS_LIMIT)

@@ -93,6 +93,7 @@ def confirmations_needed(mode: str) -> tuple[bool, bool]:
 
 
 NOT_JUDGED_OFFLINE = "not judged offline"
+NOT_JUDGED = "not_judged"  # the set-aside rows' kind, and their field in Counts and report.json
 
 
 def unscored(score: Score) -> str:
@@ -196,13 +197,19 @@ HELD_BACK = "held_back"  # its field in Counts and report.json's counts
 
 
 def held_back_sentence(report: Report, *, limit: int | None = None) -> str | None:
-    """What the sample-size rule held back, for the first words of the headline, the status and
-    the job summary: "3 confirmed flips did not block: safety has 2 cases, below 50; see
-    gate.strict" (with the offline judge, "3 flips": its re-score confirms nothing). None when
-    nothing was held back. Longer than `limit`, the categories are counted, not named."""
+    """What a pass left to a person, for the first words of the headline, the status and the
+    job summary: the flips the sample-size rule held back ("3 confirmed flips did not block:
+    safety has 2 cases, below 50; see gate.strict"; with the offline judge "3 flips", its
+    re-score confirms nothing), and the answers the offline judge set aside ("2 answers not
+    judged offline"). None when there is neither. Longer than `limit`, the categories are
+    counted, not named."""
     held = report.counts[HELD_BACK]
+    aside = report.counts[NOT_JUDGED]
+    set_aside = f"{plural(aside, 'answer')} {NOT_JUDGED_OFFLINE}" if aside else None
     if not held:
-        return None
+        return set_aside
+    tail = f"; {set_aside}" if set_aside else ""
+    room = None if limit is None else limit - len(tail)
     sizes: dict[str, int] = {}
     minimum = 0
     for part in [part.report for part in report.suites] or [report]:
@@ -219,9 +226,9 @@ def held_back_sentence(report: Report, *, limit: int | None = None) -> str | Non
     advice = ("a maintainer decides in the pull request"
               if report.conclusion is Conclusion.AWAITING_REVIEW else "see gate.strict")
     sentence = f"{lead}{named or 'too few cases'}{below}; {advice}"
-    if limit is not None and len(sentence) > limit:
+    if room is not None and len(sentence) > room:
         sentence = f"{lead}{plural(len(sizes), 'category', 'categories')} with too few cases{below}; {advice}"
-    return sentence
+    return sentence + tail
 
 
 # The mark each headline and status description starts with. A pass that held flips back
@@ -230,15 +237,16 @@ PASSED_MARK, HELD_BACK_MARK, BLOCKED_MARK, UNFINISHED_MARK, SKIPPED_MARK = "✅"
 
 
 def headline_mark(report: Report) -> str:
-    """✅ only for a pass that held nothing back; ⚠️ for one that did (or a run that could
-    not finish), ❌ for a block, ⏭️ for a skip."""
+    """✅ only for a pass that held nothing back and judged every answer; ⚠️ for one that
+    held flips back or set answers aside (or a run that could not finish), ❌ for a block,
+    ⏭️ for a skip."""
     if report.conclusion is Conclusion.FAILURE:
         return BLOCKED_MARK
     if report.conclusion is Conclusion.ERROR:
         return UNFINISHED_MARK
     if report.conclusion is Conclusion.SKIPPED:
         return SKIPPED_MARK
-    return HELD_BACK_MARK if report.counts[HELD_BACK] else PASSED_MARK
+    return HELD_BACK_MARK if report.counts[HELD_BACK] or report.counts[NOT_JUDGED] else PASSED_MARK
 
 
 # How the job log names a held-back row (a regression to review that the sample-size rule
@@ -469,8 +477,8 @@ KINDS: tuple[Kind, ...] = (
          title="↘️ Relevance drops",
          about="Relevance fell below {threshold} where the baseline was at or above it.",
          layout="relevance", nouns="relevance drops", one_row="relevance drop", tier=Tier.WORTH_READING),
-    Kind(name="not_judged", holds=_verdict(Verdict.NOT_JUDGED),
-         count_field="not_judged", status=Phrase("not judged offline", "not judged offline"),
+    Kind(name=NOT_JUDGED, holds=_verdict(Verdict.NOT_JUDGED),
+         count_field=NOT_JUDGED, status=Phrase(NOT_JUDGED_OFFLINE, NOT_JUDGED_OFFLINE),
          label="not judged", style="dim", title="Not judged offline: set aside by the lexical judge",
          about="The offline judge could not weigh these answers (too long, or too little overlap "
                "with the context to tell): neither a pass nor a flip. Each row says why.",
