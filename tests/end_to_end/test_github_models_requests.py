@@ -208,6 +208,9 @@ def test_a_rate_limit_mid_scoring_keeps_every_finished_row_and_the_re_run_asks_o
     comment = (tmp_path / "out" / "comment.md").read_text()
     assert f"flipgate could not finish: {len(not_run)} row{'s' if len(not_run) != 1 else ''} not run" in comment
     assert "Not run: the run stopped before these rows" in comment
+    # A row not run is named, never shown as scored nothing or answered nothing.
+    not_run_table = comment.split("Not run: the run stopped before these rows", 1)[1].split("</details>")[0]
+    assert "no score" not in not_run_table and "(empty)" not in not_run_table
     for case in not_run:
         assert f"`{case}`" in comment or case in comment
     assert f"{len(finished)} of {CASES} rows finished before the stop" in comment

@@ -86,7 +86,7 @@ class RowView:
 def _reading(side: Side, *, with_rescore: bool = False) -> str:
     score = side.groundedness
     if not score.ok:
-        return gate.unscored(score)
+        return gate.unscored(side)
     bucket = BUCKET_LABELS.get(side.bucket, str(side.bucket)) if side.bucket else "?"
     detail = f"{score.value}"
     if with_rescore and side.rescore is not None:

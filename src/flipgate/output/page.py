@@ -78,7 +78,7 @@ class PageRow:
 
 
 def _bucket(side: Side) -> str:
-    return side.bucket.value.replace("_", "-") if side.bucket else gate.unscored(side.groundedness)
+    return side.bucket.value.replace("_", "-") if side.bucket else gate.unscored(side)
 
 
 def _score(name: str, score: Score | None) -> Reading | None:

@@ -34,7 +34,7 @@ def _plain(text: object, limit: int, style: str = "") -> Text:
 
 def reading(side: Side) -> str:
     if not side.groundedness.ok or side.bucket is None:
-        return gate.unscored(side.groundedness)
+        return gate.unscored(side)
     return f"{BUCKET_LABELS[side.bucket]} ({side.groundedness.value})"
 
 

@@ -96,9 +96,12 @@ NOT_JUDGED_OFFLINE = "not judged offline"
 NOT_JUDGED = "not_judged"  # the set-aside rows' kind, and their field in Counts and report.json
 
 
-def unscored(score: Score) -> str:
-    """What a side without a score shows: set aside by the judge, or no score (a judge error)."""
-    return NOT_JUDGED_OFFLINE if score.set_aside else "no score"
+def unscored(side: Side) -> str:
+    """What a side without a score shows: not run (the run stopped first), set aside by the
+    judge, or no score (a judge error)."""
+    if side.not_run:
+        return "not run"
+    return NOT_JUDGED_OFFLINE if side.groundedness.set_aside else "no score"
 
 
 def reads_ungrounded(score: Score) -> bool:
@@ -395,7 +398,7 @@ class Kind:
     style: str                        # the terminal's style for that label
     title: str                        # the comment section's heading (or summary, when collapsed)
     about: str                        # one sentence under the heading; `{threshold}` is filled in
-    layout: str                       # the table's columns: flips | relevance | errors | brief
+    layout: str                       # the table's columns: flips | relevance | errors | brief | ids
     nouns: str                        # "… and 3 more <nouns>"
     one_row: str                      # one such row in a line of its own (the job log's)
     tier: Tier
@@ -490,7 +493,7 @@ KINDS: tuple[Kind, ...] = (
          about="The run stopped (a rate limit or the budget) before these rows were scored: "
                "neither a pass nor a flip. A re-run scores them; the cache keeps every reply "
                "already received, so it asks only for what is missing.",
-         layout="brief", nouns="rows not run", one_row="row not run", tier=Tier.SKIM),
+         layout="ids", nouns="rows not run", one_row="row not run", tier=Tier.SKIM),
     Kind(name="moved", holds=_verdict(Verdict.MOVED),
          count_field="moved", status=Phrase("moved", "moved"),
          label="moved", style="", title="Moved: changed bucket, up or down", about="",
