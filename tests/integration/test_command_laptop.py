@@ -44,10 +44,10 @@ def make_ref(tmp_path: Path, files: dict[str, str | bytes]) -> tuple[GitRepo, st
 
 
 def spec(command: str, *, setup: str | None = None, timeout: float = 30, path: str | None = None,
-         quiet_seconds: float = 30, concurrency: int = 2) -> CommandSpec:
+         quiet_seconds: float = 30, concurrency: int = 2, startup_timeout: float = 10) -> CommandSpec:
     return CommandSpec(argv=split(command, source="t", key="generator.command"),
                        setup=split(setup, source="t", key="generator.setup") if setup else None,
-                       timeout=timeout, setup_timeout=120, startup_timeout=10,
+                       timeout=timeout, setup_timeout=120, startup_timeout=startup_timeout,
                        concurrency=concurrency, quiet_seconds=quiet_seconds,
                        env={"PATH": path or os.environ["PATH"]})
 
@@ -187,13 +187,14 @@ def test_a_silent_wait_says_what_it_waits_for_before_the_timeout(tmp_path: Path)
     adapter = "import sys, time\nsys.stdin.read()\ntime.sleep(60)\n"
     repo, sha = make_ref(tmp_path, {"app.py": adapter})
     log: list[str] = []
-    outcome = run(repo, sha, spec(f"{PYTHON} app.py", timeout=3, quiet_seconds=0.2,
-                                  concurrency=3), log)
+    # The bounds are injected small: a 0.2 s silence is said, a case fails after 1 s.
+    outcome = run(repo, sha, spec(f"{PYTHON} app.py", timeout=1, quiet_seconds=0.2,
+                                  concurrency=3, startup_timeout=0.5), log)
     assert set(outcome.errors) == {"q0", "q1", "q2"}
     waits = [line for line in log if "waiting for answers" in line]
     assert waits, log
     assert "waiting for answers: 3 of 3 cases sent, 0 answered" in waits[0]
-    assert "a case fails after 3 s" in waits[0]
+    assert "a case fails after 1 s" in waits[0]
 
 
 def test_a_python_without_pip_is_named_with_what_to_install(tmp_path: Path) -> None:
