@@ -166,4 +166,7 @@ def test_a_429_that_says_the_window_is_spent_pauses_the_run_even_after_successes
     refused = next(r for r in requests if r.status == 429)
     later = [r for r in requests if r.received_at > refused.received_at]
     soon = [r for r in later if r.received_at - refused.received_at < 0.38]
-    assert len(later) == 4 and len(soon) <= 1  # only the one already in flight beside it
+    # Within the pause only what the client could not yet know of arrives: the request in
+    # flight beside the refused one, and at most one that the other's success let start
+    # before the 429's reply reached the client (a race no client can close). The rest wait.
+    assert len(later) == 4 and len(soon) <= 2
