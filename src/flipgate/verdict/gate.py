@@ -609,11 +609,9 @@ def conclude(counts: Counts, *, review: bool = False) -> Conclusion:
     """Judge errors win over a block: a run that could not score every row did not finish.
     With `review` (`gate.review: required`), a run that would pass but held flips back
     awaits a person's review instead of passing."""
-    if counts.errors:
-        return Conclusion.ERROR
-    if counts.generator_errors:  # nor did one whose generator gave no answer on a row
-        return Conclusion.ERROR
-    if counts.not_run:  # nor one that stopped before some rows, whatever the rest found
+    # Nor did one whose generator gave no answer on a row, or that stopped before some rows,
+    # whatever the rest found.
+    if counts.errors or counts.generator_errors or counts.not_run:
         return Conclusion.ERROR
     if counts.blocking_regressions:
         return Conclusion.FAILURE
