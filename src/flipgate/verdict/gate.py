@@ -320,13 +320,14 @@ def build_row(case: Case, baseline: Side, candidate: Side, *,
         return Row(case=case, baseline=baseline, candidate=candidate, verdict=Verdict.NOT_RUN)
     verdict, errors = classify(baseline.groundedness, candidate.groundedness, candidate.rescore,
                                second=candidate.second_opinion, mode=policy.mode)
-    for label, one in (("baseline", baseline), ("candidate", candidate)):
-        if one.relevance is not None and one.relevance.error:
-            errors.append(f"{label} relevance: {one.relevance.error}")
-    for label, one in (("baseline", baseline), ("candidate", candidate)):
-        if one.generator_error:
-            verdict, errors = Verdict.ERROR, [f"{label} generator: {one.generator_error}"]
-            break
+    sides = (("baseline", baseline), ("candidate", candidate))
+    failed = next((f"{label} generator: {one.generator_error}" for label, one in sides
+                   if one.generator_error), None)
+    if failed is not None:  # no answer to judge: the generator's error is the row's only one
+        verdict, errors = Verdict.ERROR, [failed]
+    else:
+        errors += [f"{label} relevance: {one.relevance.error}" for label, one in sides
+                   if one.relevance is not None and one.relevance.error]
     if errors and verdict is not Verdict.REGRESSION:
         # A row the judge could not fully score is neither a pass nor a move.
         # A confirmed regression stays listed as one, with its errors beside it.
